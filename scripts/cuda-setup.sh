@@ -9,6 +9,7 @@
 # repository root, and writes .cache/cuda/env.sh with the cgo flags:
 #
 #   scripts/cuda-setup.sh && . .cache/cuda/env.sh && go build -tags gpu ./... && go vet -tags gpu ./...
+#   eval "$(scripts/cuda-setup.sh --env)"   # the same: the exports are the only thing on stdout
 #
 # It is idempotent: a second run finds the files and only rewrites env.sh. Nothing here needs a
 # GPU or root (apt-get download and dpkg-deb run as any user).
@@ -28,8 +29,9 @@ toolkit=0
 for a in "$@"; do
   case "$a" in
     --toolkit) toolkit=1 ;;
+    --env) ;; # stdout carries only the exports in every mode
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "cuda-setup.sh: unknown argument $a (want --toolkit or nothing)" >&2; exit 2 ;;
+    *) echo "cuda-setup.sh: unknown argument $a (want --env, --toolkit or nothing)" >&2; exit 2 ;;
   esac
 done
 
