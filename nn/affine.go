@@ -1,0 +1,218 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// affineOp computes y = x·γ + β row by row over the last axis:
+//
+//	y[r, j] = x[r, j]·γ[j] + β[j]    x [..., D], γ [D], β [D]
+//
+// with γ present when scale is set and β when shift is set (inputs in the
+// order x, γ, β). It is the bias of Linear (shift only) and the gain and bias
+// of LayerNorm and RMSNorm.
+type affineOp struct {
+	scale, shift bool
+	dims         int // rank of x
+}
+
+func (k affineOp) name() string {
+	return fmt.Sprintf("nnAffine{scale=%t,shift=%t,dims=%d}", k.scale, k.shift, k.dims)
+}
+func (k affineOp) arity() int {
+	n := 1
+	if k.scale {
+		n++
+	}
+	if k.shift {
+		n++
+	}
+	return n
+}
+func (k affineOp) typ() hm.Type {
+	ts := []hm.Type{tensorT(k.dims)}
+	for i := 1; i < k.arity(); i++ {
+		ts = append(ts, tensorT(1))
+	}
+	return hm.NewFnType(append(ts, tensorT(k.dims))...)
+}
+func (k affineOp) shape(in []tensor.Shape) (tensor.Shape, error) {
+	x := in[0]
+	if x.Dims() != k.dims || x.Dims() < 1 {
+		return nil, fmt.Errorf("%s: x has shape %v, want rank %d", k.name(), x, k.dims)
+	}
+	d := x[x.Dims()-1]
+	for i, s := range in[1:] {
+		if s.Dims() != 1 || s[0] != d {
+			return nil, fmt.Errorf("%s: parameter %d has shape %v, want [%d] (last axis of x %v)", k.name(), i+1, s, d, x)
+		}
+	}
+	return x.Clone(), nil
+}
+func (k affineOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+	if err := sameDtype(k.name(), in...); err != nil {
+		return nil, err
+	}
+	x := in[0]
+	out := newDense(x.Dtype(), x.Shape().Clone()...)
+	switch x.Dtype() {
+	case tensor.Float32:
+		affineFwd(k, floats[float32](out), in)
+	default:
+		affineFwd(k, floats[float64](out), in)
+	}
+	return out, nil
+}
+
+func affineFwd[T float](k affineOp, y []T, in []*tensor.Dense) {
+	x := floats[T](in[0])
+	var gamma, beta []T
+	i := 1
+	if k.scale {
+		gamma = floats[T](in[i])
+		i++
+	}
+	if k.shift {
+		beta = floats[T](in[i])
+	}
+	d := in[0].Shape()[in[0].Dims()-1]
+	rows := len(x) / d
+	parallel.For(rows, 64, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
+			switch {
+			case gamma != nil && beta != nil:
+				for j := range xr {
+					yr[j] = xr[j]*gamma[j] + beta[j]
+				}
+			case gamma != nil:
+				for j := range xr {
+					yr[j] = xr[j] * gamma[j]
+				}
+			case beta != nil:
+				for j := range xr {
+					yr[j] = xr[j] + beta[j]
+				}
+			default:
+				copy(yr, xr)
+			}
+		}
+	})
+}
+
+// grads: dx = g·γ (an affine op without shift, or g itself), dγ = Σ_rows g∘x,
+// dβ = Σ_rows g.
+func (k affineOp) grads() []gradSpec {
+	var specs []gradSpec
+	if k.scale {
+		specs = append(specs, gradSpec{op: opBase{affineOp{scale: true, dims: k.dims}}, args: []int{argGrad, 1}})
+		specs = append(specs, gradSpec{op: opBase{colSumOp{prod: true, dims: k.dims}}, args: []int{0, argGrad}})
+	} else {
+		specs = append(specs, gradSpec{args: []int{argGrad}})
+	}
+	if k.shift {
+		specs = append(specs, gradSpec{op: opBase{colSumOp{dims: k.dims}}, args: []int{argGrad}})
+	}
+	return specs
+}
+
+// colSumOp reduces over every axis but the last:
+//
+//	s[j] = Σ_r g[r, j]            (prod false; input g [..., D])
+//	s[j] = Σ_r x[r, j]·g[r, j]    (prod true; inputs x, g [..., D])
+//
+// It is the gradient of a bias or a gain; it is not itself differentiable.
+type colSumOp struct {
+	prod bool
+	dims int // rank of the input(s)
+}
+
+func (k colSumOp) name() string { return fmt.Sprintf("nnColSum{prod=%t,dims=%d}", k.prod, k.dims) }
+func (k colSumOp) arity() int {
+	if k.prod {
+		return 2
+	}
+	return 1
+}
+func (k colSumOp) typ() hm.Type {
+	if k.prod {
+		return hm.NewFnType(tensorT(k.dims), tensorT(k.dims), tensorT(1))
+	}
+	return hm.NewFnType(tensorT(k.dims), tensorT(1))
+}
+func (k colSumOp) shape(in []tensor.Shape) (tensor.Shape, error) {
+	x := in[0]
+	if x.Dims() != k.dims || x.Dims() < 1 {
+		return nil, fmt.Errorf("%s: input has shape %v, want rank %d", k.name(), x, k.dims)
+	}
+	if k.prod && !in[1].Eq(x) {
+		return nil, fmt.Errorf("%s: shapes %v and %v differ", k.name(), x, in[1])
+	}
+	return tensor.Shape{x[x.Dims()-1]}, nil
+}
+func (k colSumOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+	if err := sameDtype(k.name(), in...); err != nil {
+		return nil, err
+	}
+	d := in[0].Shape()[in[0].Dims()-1]
+	out := newDense(in[0].Dtype(), d)
+	switch out.Dtype() {
+	case tensor.Float32:
+		colSum(k, floats[float32](out), in)
+	default:
+		colSum(k, floats[float64](out), in)
+	}
+	return out, nil
+}
+
+// colSum splits the columns over cores (each worker owns whole columns, so no
+// reduction across workers is needed) and sums rows in float64.
+func colSum[T float](k colSumOp, s []T, in []*tensor.Dense) {
+	d := len(s)
+	g := floats[T](in[len(in)-1])
+	var x []T
+	if k.prod {
+		x = floats[T](in[0])
+	}
+	rows := len(g) / d
+	parallel.For(d, 16, func(lo, hi int) {
+		acc := make([]float64, hi-lo)
+		for r := 0; r < rows; r++ {
+			gr := g[r*d+lo : r*d+hi]
+			if x != nil {
+				xr := x[r*d+lo : r*d+hi]
+				for j := range gr {
+					acc[j] += float64(gr[j]) * float64(xr[j])
+				}
+			} else {
+				for j := range gr {
+					acc[j] += float64(gr[j])
+				}
+			}
+		}
+		for j := range acc {
+			s[lo+j] = T(acc[j])
+		}
+	})
+}
+
+func (k colSumOp) grads() []gradSpec { return nil }
+
+// applyAffine builds y = x·γ + β for whichever of gamma, beta is not nil.
+func applyAffine(x, gamma, beta *gorgonia.Node) (*gorgonia.Node, error) {
+	k := affineOp{scale: gamma != nil, shift: beta != nil, dims: x.Dims()}
+	args := []*gorgonia.Node{x}
+	if gamma != nil {
+		args = append(args, gamma)
+	}
+	if beta != nil {
+		args = append(args, beta)
+	}
+	return apply(k, args...)
+}

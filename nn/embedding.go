@@ -1,0 +1,184 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// gatherOp looks rows of a table up by index:
+//
+//	y[m, :] = table[idx[m], :]    table [V, D], idx [M] (tensor.Int), y [M, D]
+//
+// Its gradient with respect to the table is scatterAddOp; idx is not
+// differentiable.
+type gatherOp struct{}
+
+var intVec = gorgonia.TensorType{Dims: 1, Of: tensor.Int}
+
+func (k gatherOp) name() string { return "nnGather" }
+func (k gatherOp) arity() int   { return 2 }
+func (k gatherOp) typ() hm.Type { return hm.NewFnType(tensorT(2), intVec, tensorT(2)) }
+func (k gatherOp) shape(in []tensor.Shape) (tensor.Shape, error) {
+	if in[0].Dims() != 2 || in[1].Dims() != 1 {
+		return nil, fmt.Errorf("%s: table %v and indices %v: want table [V, D] and indices [M]", k.name(), in[0], in[1])
+	}
+	return tensor.Shape{in[1][0], in[0][1]}, nil
+}
+func (k gatherOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+	table, idxT := in[0], in[1]
+	if err := checkFloat(k.name(), table.Dtype()); err != nil {
+		return nil, err
+	}
+	idx, ok := idxT.Data().([]int)
+	if !ok {
+		return nil, fmt.Errorf("%s: indices have dtype %v, want int", k.name(), idxT.Dtype())
+	}
+	v, d := table.Shape()[0], table.Shape()[1]
+	if err := checkIndices(idx, v); err != nil {
+		return nil, fmt.Errorf("%s: %w", k.name(), err)
+	}
+	out := newDense(table.Dtype(), len(idx), d)
+	switch table.Dtype() {
+	case tensor.Float32:
+		gather(floats[float32](out), floats[float32](table), idx, d)
+	default:
+		gather(floats[float64](out), floats[float64](table), idx, d)
+	}
+	return out, nil
+}
+func (k gatherOp) grads() []gradSpec {
+	return []gradSpec{{op: opBase{scatterAddOp{}}, args: []int{0, 1, argGrad}}, {}}
+}
+
+func checkIndices(idx []int, v int) error {
+	for m, i := range idx {
+		if i < 0 || i >= v {
+			return fmt.Errorf("index %d at position %d is outside [0, %d)", i, m, v)
+		}
+	}
+	return nil
+}
+
+func gather[T float](y, table []T, idx []int, d int) {
+	parallel.For(len(idx), 256, func(lo, hi int) {
+		for m := lo; m < hi; m++ {
+			copy(y[m*d:(m+1)*d], table[idx[m]*d:(idx[m]+1)*d])
+		}
+	})
+}
+
+// scatterAddOp is the gradient of gatherOp: inputs table (for its shape),
+// idx [M] and g [M, D]; output dT [V, D] with
+//
+//	dT[v, :] = Σ_{m: idx[m] = v} g[m, :]
+type scatterAddOp struct{}
+
+func (k scatterAddOp) name() string { return "nnScatterAdd" }
+func (k scatterAddOp) arity() int   { return 3 }
+func (k scatterAddOp) typ() hm.Type {
+	return hm.NewFnType(tensorT(2), intVec, tensorT(2), tensorT(2))
+}
+func (k scatterAddOp) shape(in []tensor.Shape) (tensor.Shape, error) {
+	if in[0].Dims() != 2 || in[1].Dims() != 1 || in[2].Dims() != 2 || in[2][0] != in[1][0] || in[2][1] != in[0][1] {
+		return nil, fmt.Errorf("%s: table %v, indices %v, gradient %v: want [V, D], [M], [M, D]", k.name(), in[0], in[1], in[2])
+	}
+	return in[0].Clone(), nil
+}
+func (k scatterAddOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+	table, idxT, g := in[0], in[1], in[2]
+	if err := sameDtype(k.name(), table, g); err != nil {
+		return nil, err
+	}
+	idx, ok := idxT.Data().([]int)
+	if !ok {
+		return nil, fmt.Errorf("%s: indices have dtype %v, want int", k.name(), idxT.Dtype())
+	}
+	v, d := table.Shape()[0], table.Shape()[1]
+	if err := checkIndices(idx, v); err != nil {
+		return nil, fmt.Errorf("%s: %w", k.name(), err)
+	}
+	out := newDense(table.Dtype(), v, d)
+	switch table.Dtype() {
+	case tensor.Float32:
+		scatterAdd(floats[float32](out), floats[float32](g), idx, d)
+	default:
+		scatterAdd(floats[float64](out), floats[float64](g), idx, d)
+	}
+	return out, nil
+}
+func (k scatterAddOp) grads() []gradSpec { return nil }
+
+// scatterAdd splits the D columns over cores so that two workers never add
+// into the same entry.
+func scatterAdd[T float](dt, g []T, idx []int, d int) {
+	parallel.For(d, 16, func(lo, hi int) {
+		for m, v := range idx {
+			dst, src := dt[v*d+lo:v*d+hi], g[m*d+lo:m*d+hi]
+			for j := range dst {
+				dst[j] += src[j]
+			}
+		}
+	})
+}
+
+// EmbedNode returns table[idx[m], :] for each m: table [V, D], idx [M] of
+// dtype tensor.Int, result [M, D]. An index outside [0, V) is an error at run
+// time.
+func EmbedNode(table, idx *gorgonia.Node) (*gorgonia.Node, error) {
+	if table.Dims() != 2 || idx.Dims() != 1 {
+		return nil, fmt.Errorf("nn.Embed: table %v and indices %v: want table [V, D] and indices [M]", table.Shape(), idx.Shape())
+	}
+	if idx.Dtype() != tensor.Int {
+		return nil, fmt.Errorf("nn.Embed: indices %s have dtype %v, want int", idx.Name(), idx.Dtype())
+	}
+	return apply(gatherOp{}, table, idx)
+}
+
+// Embedding is a lookup table [V, D] named "<name>.weight", initialized from
+// N(0, 0.02²) as in GPT-2.
+type Embedding struct {
+	W *Param
+}
+
+// NewEmbedding returns an embedding of v rows of width d.
+func NewEmbedding(name string, v, d int, dt tensor.Dtype, rng *rand.Rand) *Embedding {
+	e := &Embedding{W: newParam(name+".weight", dt, true, v, d)}
+	e.W.fillNormal(rng, gpt2Std)
+	return e
+}
+
+// Params returns the table.
+func (e *Embedding) Params() []*Param { return []*Param{e.W} }
+
+// Forward looks idx [M] up in scope s, giving [M, D].
+func (e *Embedding) Forward(s *Scope, idx *gorgonia.Node) (*gorgonia.Node, error) {
+	return EmbedNode(s.Node(e.W), idx)
+}
+
+// IndexInput adds to g an input node of m ints named name, bound to a zeroed
+// tensor; set its entries before a run with SetIndices.
+func IndexInput(g *gorgonia.ExprGraph, name string, m int) *gorgonia.Node {
+	t := tensor.New(tensor.WithShape(m), tensor.Of(tensor.Int))
+	return gorgonia.NewVector(g, tensor.Int, gorgonia.WithShape(m), gorgonia.WithName(name), gorgonia.WithValue(t))
+}
+
+// SetIndices copies idx into the value of an index input node, checking the
+// length.
+func SetIndices(n *gorgonia.Node, idx []int) error {
+	t, ok := n.Value().(*tensor.Dense)
+	if !ok || t.Dtype() != tensor.Int {
+		return fmt.Errorf("nn.SetIndices: node %s is not an int input", n.Name())
+	}
+	dst := t.Data().([]int)
+	if len(dst) != len(idx) {
+		return fmt.Errorf("nn.SetIndices: node %s holds %d indices, got %d", n.Name(), len(dst), len(idx))
+	}
+	copy(dst, idx)
+	return nil
+}

@@ -1,0 +1,109 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// GELU's tanh approximation (GPT-2's "gelu_new"):
+//
+//	gelu(x) = ½·x·(1 + tanh(u)),  u = √(2/π)·(x + 0.044715·x³)
+//	gelu'(x) = ½·(1 + tanh(u)) + ½·x·(1 − tanh²(u))·√(2/π)·(1 + 3·0.044715·x²)
+const (
+	geluC = 0.044715
+)
+
+var geluK = math.Sqrt(2 / math.Pi)
+
+func gelu(x float64) float64 { return 0.5 * x * (1 + math.Tanh(geluK*(x+geluC*x*x*x))) }
+
+func geluPrime(x float64) float64 {
+	t := math.Tanh(geluK * (x + geluC*x*x*x))
+	return 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*geluC*x*x)
+}
+
+// geluOp applies gelu elementwise; with grad set it is the gradient op,
+// inputs x and g, output g∘gelu'(x).
+type geluOp struct {
+	grad bool
+	dims int
+}
+
+func (k geluOp) name() string { return fmt.Sprintf("nnGELU{grad=%t,dims=%d}", k.grad, k.dims) }
+func (k geluOp) arity() int {
+	if k.grad {
+		return 2
+	}
+	return 1
+}
+func (k geluOp) typ() hm.Type {
+	t := tensorT(k.dims)
+	if k.grad {
+		return hm.NewFnType(t, t, t)
+	}
+	return hm.NewFnType(t, t)
+}
+func (k geluOp) shape(in []tensor.Shape) (tensor.Shape, error) {
+	if in[0].Dims() != k.dims {
+		return nil, fmt.Errorf("%s: x has shape %v, want rank %d", k.name(), in[0], k.dims)
+	}
+	if k.grad && !in[1].Eq(in[0]) {
+		return nil, fmt.Errorf("%s: x %v and gradient %v differ in shape", k.name(), in[0], in[1])
+	}
+	return in[0].Clone(), nil
+}
+func (k geluOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+	if err := sameDtype(k.name(), in...); err != nil {
+		return nil, err
+	}
+	out := newDense(in[0].Dtype(), in[0].Shape().Clone()...)
+	switch out.Dtype() {
+	case tensor.Float32:
+		geluKernel(k.grad, floats[float32](out), in)
+	default:
+		geluKernel(k.grad, floats[float64](out), in)
+	}
+	return out, nil
+}
+
+func geluKernel[T float](grad bool, y []T, in []*tensor.Dense) {
+	x := floats[T](in[0])
+	var g []T
+	if grad {
+		g = floats[T](in[1])
+	}
+	parallel.For(len(x), 4096, func(lo, hi int) {
+		if grad {
+			for i := lo; i < hi; i++ {
+				y[i] = T(float64(g[i]) * geluPrime(float64(x[i])))
+			}
+			return
+		}
+		for i := lo; i < hi; i++ {
+			y[i] = T(gelu(float64(x[i])))
+		}
+	})
+}
+
+func (k geluOp) grads() []gradSpec {
+	if k.grad {
+		return nil
+	}
+	return []gradSpec{{op: opBase{geluOp{grad: true, dims: k.dims}}, args: []int{0, argGrad}}}
+}
+
+// GELU returns gelu(x) elementwise (tanh approximation, as in GPT-2):
+//
+//	y = ½·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+func GELU(x *gorgonia.Node) (*gorgonia.Node, error) {
+	if !isFloat(x.Dtype()) {
+		return nil, fmt.Errorf("nn.GELU: x %s has dtype %v, want float32 or float64", x.Name(), x.Dtype())
+	}
+	return apply(geluOp{dims: x.Dims()}, x)
+}

@@ -1,0 +1,92 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// headsOp moves attention heads between the row layout of the linear layers,
+// x [B·T, C] (row b·T + t, column c), and the layout of ops/attention,
+// [B, h, T, d]. With split it reads h heads of width d starting at column off:
+//
+//	y[b, i, t, j] = x[b·T + t, off + i·d + j]          x [B·T, C] → y [B, h, T, d]
+//
+// and without it (scatter) it does the adjoint, writing into zeros:
+//
+//	y[b·T + t, off + i·d + j] = x[b, i, t, j]          x [B, h, T, d] → y [B·T, C]
+//
+// The two are each other's gradient. A scatter with off = 0 and C = h·d
+// merges the heads back into rows.
+type headsOp struct {
+	split           bool
+	b, t, h, d, off int
+	c               int // columns of the row layout
+}
+
+func (k headsOp) name() string {
+	return fmt.Sprintf("nnHeads{split=%t,B=%d,T=%d,h=%d,d=%d,off=%d,C=%d}", k.split, k.b, k.t, k.h, k.d, k.off, k.c)
+}
+func (k headsOp) arity() int { return 1 }
+func (k headsOp) typ() hm.Type {
+	if k.split {
+		return hm.NewFnType(tensorT(2), tensorT(4))
+	}
+	return hm.NewFnType(tensorT(4), tensorT(2))
+}
+func (k headsOp) rows() tensor.Shape  { return tensor.Shape{k.b * k.t, k.c} }
+func (k headsOp) heads() tensor.Shape { return tensor.Shape{k.b, k.h, k.t, k.d} }
+func (k headsOp) shape(in []tensor.Shape) (tensor.Shape, error) {
+	from, to := k.heads(), k.rows()
+	if k.split {
+		from, to = to, from
+	}
+	if !in[0].Eq(from) {
+		return nil, fmt.Errorf("%s: input has shape %v, want %v", k.name(), in[0], from)
+	}
+	return to, nil
+}
+func (k headsOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+	x := in[0]
+	if err := checkFloat(k.name(), x.Dtype()); err != nil {
+		return nil, err
+	}
+	to := k.rows()
+	if k.split {
+		to = k.heads()
+	}
+	out := newDense(x.Dtype(), to...)
+	switch x.Dtype() {
+	case tensor.Float32:
+		moveHeads(k, floats[float32](out), floats[float32](x))
+	default:
+		moveHeads(k, floats[float64](out), floats[float64](x))
+	}
+	return out, nil
+}
+
+func moveHeads[T float](k headsOp, y, x []T) {
+	parallel.For(k.b*k.h, 1, func(lo, hi int) {
+		for bh := lo; bh < hi; bh++ {
+			b, i := bh/k.h, bh%k.h
+			for t := 0; t < k.t; t++ {
+				row := (b*k.t+t)*k.c + k.off + i*k.d
+				head := (bh*k.t + t) * k.d
+				if k.split {
+					copy(y[head:head+k.d], x[row:row+k.d])
+				} else {
+					copy(y[row:row+k.d], x[head:head+k.d])
+				}
+			}
+		}
+	})
+}
+
+func (k headsOp) grads() []gradSpec {
+	adj := k
+	adj.split = !k.split
+	return []gradSpec{{op: opBase{adj}, args: []int{argGrad}}}
+}

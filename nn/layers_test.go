@@ -1,0 +1,326 @@
+package nn
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/graph"
+)
+
+// randSlice returns n standard normal draws scaled by s and shifted by c.
+func randSlice(rng *rand.Rand, n int, s, c float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = rng.NormFloat64()*s + c
+	}
+	return out
+}
+
+// runForward builds one expression on float64 inputs and returns its value.
+func runForward(t *testing.T, build graph.Builder, inputs ...*tensor.Dense) []float64 {
+	t.Helper()
+	g := gorgonia.NewGraph()
+	var nodes []*gorgonia.Node
+	for i, in := range inputs {
+		nodes = append(nodes, graph.Input(g, string(rune('a'+i)), in))
+	}
+	out, err := build(g, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.Forward(g); err != nil {
+		t.Fatal(err)
+	}
+	v, err := graph.Values[float64](out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func assertClose(t *testing.T, what string, got, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: got %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(got[i] - want[i]); !(d <= tol*(1+math.Abs(want[i]))) {
+			t.Fatalf("%s: entry %d = %.12g, reference %.12g (|diff| %.3g)", what, i, got[i], want[i], d)
+		}
+	}
+}
+
+func checkGrad(t *testing.T, build graph.Builder, inputs []*tensor.Dense, opts graph.CheckOptions) {
+	t.Helper()
+	rep, err := graph.CheckGradient(build, inputs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK {
+		t.Fatal(rep)
+	}
+	t.Log(rep)
+}
+
+// refNorm is LayerNorm/RMSNorm by the textbook formula, row by row.
+func refNorm(x, gamma, beta []float64, d int, center bool, eps float64) []float64 {
+	y := make([]float64, len(x))
+	for r := 0; r < len(x)/d; r++ {
+		row := x[r*d : (r+1)*d]
+		mu := 0.0
+		if center {
+			for _, v := range row {
+				mu += v
+			}
+			mu /= float64(d)
+		}
+		v2 := 0.0
+		for _, v := range row {
+			v2 += (v - mu) * (v - mu)
+		}
+		v2 /= float64(d)
+		for j, v := range row {
+			o := (v - mu) / math.Sqrt(v2+eps) * gamma[j]
+			if beta != nil {
+				o += beta[j]
+			}
+			y[r*d+j] = o
+		}
+	}
+	return y
+}
+
+func TestNorms(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, tc := range []struct {
+		name   string
+		rms    bool
+		shape  []int
+		offset float64
+	}{
+		{"layernorm/2x5", false, []int{2, 5}, 0},
+		{"layernorm/3x4/offset", false, []int{3, 4}, 3},
+		{"layernorm/rank3", false, []int{2, 2, 3}, 0},
+		{"rmsnorm/2x5", true, []int{2, 5}, 0},
+		{"rmsnorm/3x4/offset", true, []int{3, 4}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.shape[len(tc.shape)-1]
+			n := 1
+			for _, s := range tc.shape {
+				n *= s
+			}
+			x := randSlice(rng, n, 1, tc.offset)
+			gamma := randSlice(rng, d, 0.5, 1)
+			beta := randSlice(rng, d, 0.5, 0)
+			build := func(g *gorgonia.ExprGraph, in []*gorgonia.Node) (*gorgonia.Node, error) {
+				if tc.rms {
+					return RMSNormNode(in[0], in[1], 1e-5)
+				}
+				return LayerNormNode(in[0], in[1], in[2], 1e-5)
+			}
+			inputs := func() []*tensor.Dense {
+				ins := []*tensor.Dense{graph.NewTensor(tc.shape, x), graph.NewTensor([]int{d}, gamma)}
+				if !tc.rms {
+					ins = append(ins, graph.NewTensor([]int{d}, beta))
+				}
+				return ins
+			}
+			var b []float64
+			if !tc.rms {
+				b = beta
+			}
+			got := runForward(t, build, inputs()...)
+			assertClose(t, "forward", got, refNorm(x, gamma, b, d, !tc.rms, 1e-5), 1e-12)
+			checkGrad(t, build, inputs(), graph.CheckOptions{Seed: 1})
+		})
+	}
+}
+
+func TestNormFloat32MatchesFloat64(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	x := randSlice(rng, 4*16, 2, 1)
+	x32 := make([]float32, len(x))
+	for i, v := range x {
+		x32[i] = float32(v)
+	}
+	g := gorgonia.NewGraph()
+	in := graph.Input(g, "x", graph.NewTensor([]int{4, 16}, x32))
+	out, err := LayerNormNode(in, nil, nil, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.Forward(g); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := graph.Values[float32](out)
+	ones := make([]float64, 16)
+	for i := range ones {
+		ones[i] = 1
+	}
+	want := refNorm(x, ones, nil, 16, true, 1e-5)
+	for i := range got {
+		if d := math.Abs(float64(got[i]) - want[i]); d > 1e-5 {
+			t.Fatalf("entry %d: float32 %g, float64 reference %g", i, got[i], want[i])
+		}
+	}
+}
+
+func TestGELU(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	x := randSlice(rng, 12, 2, 0)
+	build := func(g *gorgonia.ExprGraph, in []*gorgonia.Node) (*gorgonia.Node, error) { return GELU(in[0]) }
+	got := runForward(t, build, graph.NewTensor([]int{3, 4}, x))
+	want := make([]float64, len(x))
+	for i, v := range x {
+		// GPT-2's formula, written out independently of gelu().
+		want[i] = 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*math.Pow(v, 3))))
+	}
+	assertClose(t, "forward", got, want, 1e-14)
+	checkGrad(t, build, []*tensor.Dense{graph.NewTensor([]int{3, 4}, x)}, graph.CheckOptions{})
+}
+
+func TestLinear(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	for _, bias := range []bool{true, false} {
+		m, in, out := 3, 4, 5
+		x, w, b := randSlice(rng, m*in, 1, 0), randSlice(rng, in*out, 1, 0), randSlice(rng, out, 1, 0)
+		build := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
+			if bias {
+				return LinearNode(ns[0], ns[1], ns[2])
+			}
+			return LinearNode(ns[0], ns[1], nil)
+		}
+		inputs := func() []*tensor.Dense {
+			ts := []*tensor.Dense{graph.NewTensor([]int{m, in}, x), graph.NewTensor([]int{in, out}, w)}
+			if bias {
+				ts = append(ts, graph.NewTensor([]int{out}, b))
+			}
+			return ts
+		}
+		want := make([]float64, m*out)
+		for i := 0; i < m; i++ {
+			for o := 0; o < out; o++ {
+				s := 0.0
+				if bias {
+					s = b[o]
+				}
+				for k := 0; k < in; k++ {
+					s += x[i*in+k] * w[k*out+o]
+				}
+				want[i*out+o] = s
+			}
+		}
+		assertClose(t, "forward", runForward(t, build, inputs()...), want, 1e-12)
+		checkGrad(t, build, inputs(), graph.CheckOptions{})
+	}
+}
+
+func TestEmbedding(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	v, d := 5, 3
+	table := randSlice(rng, v*d, 1, 0)
+	idx := []int{4, 0, 4, 2, 1, 4} // repeats exercise the scatter-add
+	build := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
+		ix := IndexInput(g, "idx", len(idx))
+		if err := SetIndices(ix, idx); err != nil {
+			return nil, err
+		}
+		return EmbedNode(ns[0], ix)
+	}
+	want := make([]float64, 0, len(idx)*d)
+	for _, i := range idx {
+		want = append(want, table[i*d:(i+1)*d]...)
+	}
+	assertClose(t, "forward", runForward(t, build, graph.NewTensor([]int{v, d}, table)), want, 0)
+	checkGrad(t, build, []*tensor.Dense{graph.NewTensor([]int{v, d}, table)}, graph.CheckOptions{})
+
+	// An index outside the table is an error, not a panic.
+	g := gorgonia.NewGraph()
+	tab := graph.Input(g, "table", graph.NewTensor([]int{v, d}, table))
+	ix := IndexInput(g, "idx", 2)
+	_ = SetIndices(ix, []int{1, v})
+	if _, err := EmbedNode(tab, ix); err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.Forward(g); err == nil {
+		t.Fatal("index out of range: no error")
+	} else {
+		t.Log(err)
+	}
+}
+
+func TestHeadsRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	b, tt, h, d, c, off := 2, 3, 2, 2, 9, 3
+	x := randSlice(rng, b*tt*c, 1, 0)
+	split := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
+		return apply(headsOp{split: true, b: b, t: tt, h: h, d: d, off: off, c: c}, ns[0])
+	}
+	got := runForward(t, split, graph.NewTensor([]int{b * tt, c}, x))
+	for bi := 0; bi < b; bi++ {
+		for i := 0; i < h; i++ {
+			for ti := 0; ti < tt; ti++ {
+				for j := 0; j < d; j++ {
+					if g, w := got[((bi*h+i)*tt+ti)*d+j], x[(bi*tt+ti)*c+off+i*d+j]; g != w {
+						t.Fatalf("split[%d,%d,%d,%d] = %g, want %g", bi, i, ti, j, g, w)
+					}
+				}
+			}
+		}
+	}
+	checkGrad(t, split, []*tensor.Dense{graph.NewTensor([]int{b * tt, c}, x)}, graph.CheckOptions{})
+	merge := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
+		return apply(headsOp{b: b, t: tt, h: h, d: d, off: 0, c: h * d}, ns[0])
+	}
+	checkGrad(t, merge, []*tensor.Dense{graph.NewTensor([]int{b, h, tt, d}, randSlice(rng, b*h*tt*d, 1, 0))}, graph.CheckOptions{})
+}
+
+func TestDropout(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	x := randSlice(rng, 40*50, 1, 0)
+	for _, train := range []bool{true, false} {
+		g := gorgonia.NewGraph()
+		s := NewScope(g, tensor.Float64, train)
+		in := graph.Input(g, "x", graph.NewTensor([]int{40, 50}, x))
+		y, err := s.Dropout(in, 0.25)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !train {
+			if y != in || len(s.DropoutMasks()) != 0 {
+				t.Fatal("dropout active outside training")
+			}
+			continue
+		}
+		s.ResampleDropout(rand.New(rand.NewSource(8)))
+		if err := graph.Forward(g); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := graph.Values[float64](y)
+		zeros := 0
+		for i, v := range got {
+			switch {
+			case v == 0:
+				zeros++
+			case math.Abs(v-x[i]/0.75) > 1e-12:
+				t.Fatalf("kept entry %d = %g, want x/(1-p) = %g", i, v, x[i]/0.75)
+			}
+		}
+		if frac := float64(zeros) / float64(len(got)); math.Abs(frac-0.25) > 0.03 {
+			t.Fatalf("dropped fraction %.3f, want ≈ 0.25", frac)
+		}
+	}
+	g := gorgonia.NewGraph()
+	s := NewScope(g, tensor.Float64, true)
+	in := graph.Input(g, "x", graph.NewTensor([]int{2}, []float64{1, 2}))
+	for _, p := range []float64{-0.1, 1, math.NaN()} {
+		if _, err := s.Dropout(in, p); err == nil {
+			t.Fatalf("p = %g accepted", p)
+		}
+	}
+}

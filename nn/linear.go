@@ -1,0 +1,70 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// LinearNode returns y = x·W + b for x [M, In], w [In, Out] and b [Out]
+// (b may be nil):
+//
+//	y[m, o] = Σ_i x[m, i]·w[i, o] + b[o]
+//
+// The product is Gorgonia's matrix multiplication (BLAS); the bias is nn's
+// row-broadcast add, whose gradient is the column sum of ∂L/∂y.
+func LinearNode(x, w, b *gorgonia.Node) (*gorgonia.Node, error) {
+	if x.Dims() != 2 || w.Dims() != 2 || x.Shape()[1] != w.Shape()[0] {
+		return nil, fmt.Errorf("nn.Linear: x %v and weight %v do not multiply (want x [M, In], weight [In, Out])", x.Shape(), w.Shape())
+	}
+	if b != nil && (b.Dims() != 1 || b.Shape()[0] != w.Shape()[1]) {
+		return nil, fmt.Errorf("nn.Linear: bias has shape %v, want [%d] for weight %v", b.Shape(), w.Shape()[1], w.Shape())
+	}
+	if x.Dtype() != w.Dtype() {
+		return nil, fmt.Errorf("nn.Linear: x has dtype %v, weight %v", x.Dtype(), w.Dtype())
+	}
+	y, err := gorgonia.Mul(x, w)
+	if err != nil {
+		return nil, fmt.Errorf("nn.Linear: x %v · weight %v: %w", x.Shape(), w.Shape(), err)
+	}
+	if b == nil {
+		return y, nil
+	}
+	return applyAffine(y, nil, b)
+}
+
+// Linear is a fully connected layer y = x·W + b with W [In, Out] and an
+// optional bias b [Out], named "<name>.weight" and "<name>.bias".
+type Linear struct {
+	W *Param
+	B *Param // nil without bias
+}
+
+// NewLinear returns a Linear layer with W drawn from N(0, std²) and b = 0.
+func NewLinear(name string, in, out int, bias bool, dt tensor.Dtype, rng *rand.Rand, std float64) *Linear {
+	l := &Linear{W: newParam(name+".weight", dt, true, in, out)}
+	l.W.fillNormal(rng, std)
+	if bias {
+		l.B = newParam(name+".bias", dt, false, out)
+	}
+	return l
+}
+
+// Params returns W and, if present, b.
+func (l *Linear) Params() []*Param {
+	if l.B == nil {
+		return []*Param{l.W}
+	}
+	return []*Param{l.W, l.B}
+}
+
+// Forward returns x·W + b for x [M, In] in scope s.
+func (l *Linear) Forward(s *Scope, x *gorgonia.Node) (*gorgonia.Node, error) {
+	var b *gorgonia.Node
+	if l.B != nil {
+		b = s.Node(l.B)
+	}
+	return LinearNode(x, s.Node(l.W), b)
+}

@@ -1,0 +1,226 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// normOp normalizes each row of x over its last axis (length D):
+//
+//	center:  x̂ = (x − μ)/√(σ² + eps),  μ = mean(x),  σ² = mean((x − μ)²)   (LayerNorm)
+//	!center: x̂ = x/√(mean(x²) + eps)                                     (RMSNorm)
+//
+// Its gradient op (normGradOp) recomputes the row statistics from x instead
+// of storing them, so the op stays a pure function of its input.
+type normOp struct {
+	center bool
+	eps    float64
+	dims   int
+}
+
+func (k normOp) name() string {
+	return fmt.Sprintf("nnNorm{center=%t,eps=%g,dims=%d}", k.center, k.eps, k.dims)
+}
+func (k normOp) arity() int   { return 1 }
+func (k normOp) typ() hm.Type { return hm.NewFnType(tensorT(k.dims), tensorT(k.dims)) }
+func (k normOp) shape(in []tensor.Shape) (tensor.Shape, error) {
+	if in[0].Dims() != k.dims || k.dims < 1 {
+		return nil, fmt.Errorf("%s: x has shape %v, want rank %d", k.name(), in[0], k.dims)
+	}
+	return in[0].Clone(), nil
+}
+func (k normOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+	if err := sameDtype(k.name(), in...); err != nil {
+		return nil, err
+	}
+	x := in[0]
+	d := x.Shape()[x.Dims()-1]
+	out := newDense(x.Dtype(), x.Shape().Clone()...)
+	switch x.Dtype() {
+	case tensor.Float32:
+		normFwd(k, floats[float32](out), floats[float32](x), d)
+	default:
+		normFwd(k, floats[float64](out), floats[float64](x), d)
+	}
+	return out, nil
+}
+func (k normOp) grads() []gradSpec {
+	return []gradSpec{{op: opBase{normGradOp(k)}, args: []int{0, argGrad}}}
+}
+
+// rowStats returns μ (0 without centering) and r = 1/√(var + eps) of one row,
+// accumulated in float64.
+func rowStats[T float](x []T, center bool, eps float64) (mu, r float64) {
+	n := float64(len(x))
+	if center {
+		for _, v := range x {
+			mu += float64(v)
+		}
+		mu /= n
+	}
+	var ss float64
+	for _, v := range x {
+		c := float64(v) - mu
+		ss += c * c
+	}
+	return mu, 1 / math.Sqrt(ss/n+eps)
+}
+
+func normFwd[T float](k normOp, y, x []T, d int) {
+	parallel.For(len(x)/d, 32, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
+			mu, inv := rowStats(xr, k.center, k.eps)
+			for j, v := range xr {
+				yr[j] = T((float64(v) - mu) * inv)
+			}
+		}
+	})
+}
+
+// normGradOp is the gradient of normOp: inputs x and g = ∂L/∂x̂, output
+//
+//	center:  ∂L/∂x = r·(g − mean(g) − x̂·mean(g∘x̂))
+//	!center: ∂L/∂x = r·(g − x̂·mean(g∘x̂))
+//
+// with r = 1/√(var + eps) of the row.
+type normGradOp normOp
+
+func (k normGradOp) name() string {
+	return fmt.Sprintf("nnNormGrad{center=%t,eps=%g,dims=%d}", k.center, k.eps, k.dims)
+}
+func (k normGradOp) arity() int { return 2 }
+func (k normGradOp) typ() hm.Type {
+	return hm.NewFnType(tensorT(k.dims), tensorT(k.dims), tensorT(k.dims))
+}
+func (k normGradOp) shape(in []tensor.Shape) (tensor.Shape, error) {
+	if in[0].Dims() != k.dims || !in[0].Eq(in[1]) {
+		return nil, fmt.Errorf("%s: x %v and gradient %v must have one shape of rank %d", k.name(), in[0], in[1], k.dims)
+	}
+	return in[0].Clone(), nil
+}
+func (k normGradOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+	if err := sameDtype(k.name(), in...); err != nil {
+		return nil, err
+	}
+	x := in[0]
+	d := x.Shape()[x.Dims()-1]
+	out := newDense(x.Dtype(), x.Shape().Clone()...)
+	switch x.Dtype() {
+	case tensor.Float32:
+		normBwd(k, floats[float32](out), floats[float32](x), floats[float32](in[1]), d)
+	default:
+		normBwd(k, floats[float64](out), floats[float64](x), floats[float64](in[1]), d)
+	}
+	return out, nil
+}
+func (k normGradOp) grads() []gradSpec { return nil }
+
+func normBwd[T float](k normGradOp, dx, x, g []T, d int) {
+	n := float64(d)
+	parallel.For(len(x)/d, 32, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, gr, dr := x[r*d:(r+1)*d], g[r*d:(r+1)*d], dx[r*d:(r+1)*d]
+			mu, inv := rowStats(xr, k.center, k.eps)
+			var sg, sgx float64
+			for j, v := range xr {
+				gv := float64(gr[j])
+				sg += gv
+				sgx += gv * (float64(v) - mu) * inv
+			}
+			mg, mgx := sg/n, sgx/n
+			if !k.center {
+				mg = 0
+			}
+			for j, v := range xr {
+				xh := (float64(v) - mu) * inv
+				dr[j] = T(inv * (float64(gr[j]) - mg - xh*mgx))
+			}
+		}
+	})
+}
+
+// DefaultNormEps is the eps of LayerNorm and RMSNorm when none is given.
+const DefaultNormEps = 1e-5
+
+// LayerNormNode returns y = (x − μ)/√(σ² + eps)·γ + β over the last axis of x
+// (x [..., D], gamma and beta [D]; beta may be nil).
+func LayerNormNode(x, gamma, beta *gorgonia.Node, eps float64) (*gorgonia.Node, error) {
+	return normNode("LayerNorm", true, x, gamma, beta, eps)
+}
+
+// RMSNormNode returns y = x/√(mean(x²) + eps)·γ over the last axis of x
+// (x [..., D], gamma [D]).
+func RMSNormNode(x, gamma *gorgonia.Node, eps float64) (*gorgonia.Node, error) {
+	return normNode("RMSNorm", false, x, gamma, nil, eps)
+}
+
+func normNode(what string, center bool, x, gamma, beta *gorgonia.Node, eps float64) (*gorgonia.Node, error) {
+	if x.Dims() < 1 {
+		return nil, fmt.Errorf("nn.%s: x must have at least one axis, has shape %v", what, x.Shape())
+	}
+	if !(eps > 0) {
+		return nil, fmt.Errorf("nn.%s: eps must be positive, got %g", what, eps)
+	}
+	d := x.Shape()[x.Dims()-1]
+	for _, p := range []*gorgonia.Node{gamma, beta} {
+		if p != nil && (p.Dims() != 1 || p.Shape()[0] != d) {
+			return nil, fmt.Errorf("nn.%s: parameter %s has shape %v, want [%d] for x %v", what, p.Name(), p.Shape(), d, x.Shape())
+		}
+	}
+	xh, err := apply(normOp{center: center, eps: eps, dims: x.Dims()}, x)
+	if err != nil {
+		return nil, fmt.Errorf("nn.%s: %w", what, err)
+	}
+	if gamma == nil && beta == nil {
+		return xh, nil
+	}
+	return applyAffine(xh, gamma, beta)
+}
+
+// Norm is a normalization layer over the last axis: LayerNorm (gain and
+// bias) or RMSNorm (gain only). Gains start at 1 and biases at 0.
+type Norm struct {
+	RMS   bool
+	Eps   float64
+	Gain  *Param // [D], "<name>.weight"
+	Shift *Param // [D], "<name>.bias"; nil for RMSNorm
+}
+
+// NewLayerNorm returns a LayerNorm over width d with parameters named
+// "<name>.weight" and "<name>.bias".
+func NewLayerNorm(name string, d int, dt tensor.Dtype) *Norm {
+	n := &Norm{Eps: DefaultNormEps, Gain: newParam(name+".weight", dt, false, d), Shift: newParam(name+".bias", dt, false, d)}
+	n.Gain.fillConst(1)
+	return n
+}
+
+// NewRMSNorm returns an RMSNorm over width d with its gain named
+// "<name>.weight".
+func NewRMSNorm(name string, d int, dt tensor.Dtype) *Norm {
+	n := &Norm{RMS: true, Eps: DefaultNormEps, Gain: newParam(name+".weight", dt, false, d)}
+	n.Gain.fillConst(1)
+	return n
+}
+
+// Params returns the norm's parameters.
+func (n *Norm) Params() []*Param {
+	if n.Shift == nil {
+		return []*Param{n.Gain}
+	}
+	return []*Param{n.Gain, n.Shift}
+}
+
+// Forward normalizes x [..., D] in scope s.
+func (n *Norm) Forward(s *Scope, x *gorgonia.Node) (*gorgonia.Node, error) {
+	if n.RMS {
+		return RMSNormNode(x, s.Node(n.Gain), n.Eps)
+	}
+	return LayerNormNode(x, s.Node(n.Gain), s.Node(n.Shift), n.Eps)
+}

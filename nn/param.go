@@ -1,0 +1,142 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Param is one trainable tensor of a model. Its Value is shared by every
+// graph built from the model (each graph binds a node to it), so an optimizer
+// step on Value is seen by all of them at their next run.
+type Param struct {
+	// Name is the parameter's checkpoint name, e.g. "blocks.0.attn.qkv.weight".
+	Name string
+	// Value holds the parameter (float32 or float64).
+	Value *tensor.Dense
+	// Decay tells whether AdamW applies weight decay to it (matrices and
+	// embeddings do; biases and normalization gains do not).
+	Decay bool
+}
+
+// Size returns the number of elements of p.
+func (p *Param) Size() int { return p.Value.Shape().TotalSize() }
+
+// newParam allocates a zeroed parameter.
+func newParam(name string, dt tensor.Dtype, decay bool, shape ...int) *Param {
+	return &Param{Name: name, Value: newDense(dt, shape...), Decay: decay}
+}
+
+// fillNormal sets every entry of p to a draw from N(0, std²).
+func (p *Param) fillNormal(rng *rand.Rand, std float64) {
+	switch d := p.Value.Data().(type) {
+	case []float32:
+		for i := range d {
+			d[i] = float32(rng.NormFloat64() * std)
+		}
+	case []float64:
+		for i := range d {
+			d[i] = rng.NormFloat64() * std
+		}
+	}
+}
+
+// fillConst sets every entry of p to c.
+func (p *Param) fillConst(c float64) {
+	switch d := p.Value.Data().(type) {
+	case []float32:
+		for i := range d {
+			d[i] = float32(c)
+		}
+	case []float64:
+		for i := range d {
+			d[i] = c
+		}
+	}
+}
+
+// CountParams returns Σ_p size(p), the number of trainable scalars.
+func CountParams(ps []*Param) int {
+	n := 0
+	for _, p := range ps {
+		n += p.Size()
+	}
+	return n
+}
+
+// Scope is one expression graph under construction from a model's
+// parameters. It holds the node bound to each parameter in this graph and
+// the dropout masks that the graph reads as inputs (refilled before each run
+// by ResampleDropout). A model may have several scopes at once, e.g. a
+// training graph and a smaller evaluation graph; they share parameter values.
+type Scope struct {
+	G *gorgonia.ExprGraph
+	// Dtype is the element type of every float node built in the scope.
+	Dtype tensor.Dtype
+	// Train switches dropout on.
+	Train bool
+
+	nodes  map[*Param]*gorgonia.Node
+	order  []*Param
+	masks  []dropoutMask
+	serial int
+}
+
+// NewScope starts an empty scope on g.
+func NewScope(g *gorgonia.ExprGraph, dt tensor.Dtype, train bool) *Scope {
+	return &Scope{G: g, Dtype: dt, Train: train, nodes: map[*Param]*gorgonia.Node{}}
+}
+
+// Bind makes n the node of p in this scope (instead of a fresh node bound to
+// p.Value); a gradient check uses it to feed perturbed parameters.
+func (s *Scope) Bind(p *Param, n *gorgonia.Node) error {
+	if !n.Shape().Eq(p.Value.Shape()) {
+		return fmt.Errorf("nn: binding %s: node shape %v, parameter shape %v", p.Name, n.Shape(), p.Value.Shape())
+	}
+	if _, ok := s.nodes[p]; ok {
+		return fmt.Errorf("nn: parameter %s is already bound in this scope", p.Name)
+	}
+	s.nodes[p] = n
+	s.order = append(s.order, p)
+	return nil
+}
+
+// Node returns the node of p in this scope, creating an input node bound to
+// p.Value on first use.
+func (s *Scope) Node(p *Param) *gorgonia.Node {
+	if n, ok := s.nodes[p]; ok {
+		return n
+	}
+	n := gorgonia.NewTensor(s.G, p.Value.Dtype(), p.Value.Dims(),
+		gorgonia.WithShape(p.Value.Shape().Clone()...), gorgonia.WithName(p.Name), gorgonia.WithValue(p.Value))
+	s.nodes[p] = n
+	s.order = append(s.order, p)
+	return n
+}
+
+// Params returns the parameters used so far in this scope, in first-use
+// order, with their nodes.
+func (s *Scope) Params() ([]*Param, []*gorgonia.Node) {
+	ns := make([]*gorgonia.Node, len(s.order))
+	for i, p := range s.order {
+		ns[i] = s.nodes[p]
+	}
+	return append([]*Param(nil), s.order...), ns
+}
+
+// uniqueName returns prefix with a counter, for input nodes the scope adds.
+func (s *Scope) uniqueName(prefix string) string {
+	s.serial++
+	return fmt.Sprintf("%s#%d", prefix, s.serial)
+}
+
+// gpt2Std is GPT-2's initialization standard deviation.
+const gpt2Std = 0.02
+
+// residualStd is the std of a residual output projection in a model of the
+// given number of layers: 0.02/√(2·layers) (GPT-2's scaling, one factor per
+// residual addition).
+func residualStd(layers int) float64 { return gpt2Std / math.Sqrt(2*float64(layers)) }
