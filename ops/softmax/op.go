@@ -1,0 +1,489 @@
+package softmax
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"unsafe"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/graph"
+)
+
+// Softmax returns softmax(x) along axis, a node of x's shape:
+//
+//	y[o,i,j] = exp(x[o,i,j]) / Σ_i' exp(x[o,i',j])
+//
+// in the [Outer, N, Inner] view of x around axis (DESIGN.md). x is a
+// float32 or float64 node of rank ≥ 1; a negative axis counts from the end
+// (−1 is the last). Each row is computed with its own maximum, so no logit
+// is too large or too small: an entry of −Inf gets probability 0, a row of
+// only −Inf gives zeros (and a zero gradient), and a NaN or +Inf in a row
+// makes that row, and no other, NaN.
+//
+// The gradient is dx = y∘(dy − Σ_i dy∘y), computed from y and dy by an op of
+// its own.
+func Softmax(x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
+	return apply(kindSoftmax, x, axis)
+}
+
+// LogSoftmax returns log(softmax(x)) along axis, a node of x's shape:
+//
+//	y[o,i,j] = x[o,i,j] − log Σ_i' exp(x[o,i',j])
+//
+// with x, axis and the rows as in Softmax. An entry of −Inf gives −Inf; a row
+// of only −Inf gives −Inf throughout and a zero gradient; a NaN or +Inf makes
+// its row NaN.
+//
+// The gradient is dx = dy − exp(y)∘Σ_i dy, computed from y and dy by an op
+// of its own.
+func LogSoftmax(x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
+	return apply(kindLogSoftmax, x, axis)
+}
+
+// LogSumExp returns log Σ exp(x) along axis, a node of x's shape with axis
+// removed (a scalar when x is a vector):
+//
+//	y[o,j] = log Σ_i exp(x[o,i,j])
+//
+// with x, axis and the rows as in Softmax. A row of only −Inf gives −Inf and
+// a zero gradient; a NaN or +Inf makes its entry NaN.
+//
+// The gradient is dx = softmax(x)∘dy, dy broadcast along axis, computed from
+// x, y and dy by an op of its own.
+func LogSumExp(x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
+	return apply(kindLogSumExp, x, axis)
+}
+
+// apply checks x and axis and adds the forward op of k to x's graph.
+func apply(k kind, x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
+	if x == nil {
+		return nil, fmt.Errorf("softmax.%v: x is a nil node (axis %d)", k, axis)
+	}
+	shape := x.Shape()
+	dt, ok := nodeDtype(x)
+	if !ok {
+		return nil, fmt.Errorf("softmax.%v: x %q (shape %v, axis %d) has type %v, want a float32 or float64 tensor",
+			k, x.Name(), shape, axis, x.Type())
+	}
+	if dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil, fmt.Errorf("softmax.%v: x %q (shape %v, axis %d) has dtype %v, want float32 or float64",
+			k, x.Name(), shape, axis, dt)
+	}
+	rank := len(shape)
+	if rank == 0 {
+		return nil, fmt.Errorf("softmax.%v: x %q is a scalar (shape %v, axis %d); want rank ≥ 1", k, x.Name(), shape, axis)
+	}
+	a := axis
+	if a < 0 {
+		a += rank
+	}
+	if a < 0 || a >= rank {
+		return nil, fmt.Errorf("softmax.%v: axis %d out of range for x %q of shape %v (rank %d: axes −%d … %d)",
+			k, axis, x.Name(), shape, rank, rank, rank-1)
+	}
+	y, err := gorgonia.ApplyOp(fwdOp{kind: k, axis: a, dims: rank}, x)
+	if err != nil {
+		return nil, fmt.Errorf("softmax.%v: x %q (shape %v, axis %d): %w", k, x.Name(), shape, axis, err)
+	}
+	return y, nil
+}
+
+// nodeDtype reads the element type of a node without Node.Dtype's panic on
+// types that have none.
+func nodeDtype(n *gorgonia.Node) (tensor.Dtype, bool) {
+	switch t := n.Type().(type) {
+	case tensor.Dtype:
+		return t, true
+	case gorgonia.TensorType:
+		dt, ok := t.Of.(tensor.Dtype)
+		return dt, ok
+	}
+	return tensor.Dtype{}, false
+}
+
+// fwdOp is the forward op of kind along axis (normalized to [0, dims)) of an
+// input of rank dims. It holds no state: one value serves every run and
+// every graph.
+type fwdOp struct {
+	kind kind
+	axis int
+	dims int
+}
+
+// reducedShape is the shape of log-sum-exp's output for input shape s.
+func reducedShape(s tensor.Shape, axis int) tensor.Shape {
+	r := append(append(tensor.Shape{}, s[:axis]...), s[axis+1:]...)
+	if len(r) == 0 {
+		return tensor.ScalarShape()
+	}
+	return r
+}
+
+// types returns the Gorgonia types of the input x and of the output of op.
+func (op fwdOp) types() (x, y hm.Type) {
+	a := hm.TypeVariable('a')
+	x = gorgonia.TensorType{Dims: op.dims, Of: a}
+	switch {
+	case op.kind != kindLogSumExp:
+		y = x
+	case op.dims == 1:
+		y = a
+	default:
+		y = gorgonia.TensorType{Dims: op.dims - 1, Of: a}
+	}
+	return x, y
+}
+
+func (op fwdOp) Arity() int { return 1 }
+
+func (op fwdOp) Type() hm.Type {
+	x, y := op.types()
+	return hm.NewFnType(x, y)
+}
+
+func (op fwdOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
+	s, err := op.inputShape(in)
+	if err != nil {
+		return nil, err
+	}
+	if op.kind == kindLogSumExp {
+		return reducedShape(s, op.axis), nil
+	}
+	return s.Clone(), nil
+}
+
+func (op fwdOp) inputShape(in []gorgonia.DimSizer) (tensor.Shape, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("%v: %d inputs, want 1", op, len(in))
+	}
+	s, ok := in[0].(tensor.Shape)
+	if !ok || len(s) != op.dims {
+		return nil, fmt.Errorf("%v: input shape %v, want rank %d", op, in[0], op.dims)
+	}
+	return s, nil
+}
+
+func (op fwdOp) Do(in ...gorgonia.Value) (gorgonia.Value, error) { return op.do(nil, in) }
+
+// UsePreallocDo lets the TapeMachine reuse the output of the previous run.
+func (op fwdOp) UsePreallocDo(prealloc gorgonia.Value, in ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.do(prealloc, in)
+}
+
+func (op fwdOp) do(prealloc gorgonia.Value, in []gorgonia.Value) (gorgonia.Value, error) {
+	if len(in) != 1 {
+		return nil, fmt.Errorf("%v: %d inputs, want 1", op, len(in))
+	}
+	x, err := checkValue(op, in[0], "x", op.dims)
+	if err != nil {
+		return nil, err
+	}
+	outShape := x.Shape().Clone()
+	if op.kind == kindLogSumExp {
+		outShape = reducedShape(x.Shape(), op.axis)
+	}
+	l := layoutOf(x.Shape(), op.axis)
+	switch x.Dtype() {
+	case tensor.Float64:
+		return runForward[float64](op, x, prealloc, outShape, l)
+	case tensor.Float32:
+		return runForward[float32](op, x, prealloc, outShape, l)
+	}
+	return nil, fmt.Errorf("%v: x (shape %v) has dtype %v, want float32 or float64", op, x.Shape(), x.Dtype())
+}
+
+func runForward[T graph.Float](op fwdOp, x gorgonia.Value, prealloc gorgonia.Value, outShape tensor.Shape, l layout) (gorgonia.Value, error) {
+	xs := dataOf[T](x)
+	if outShape.IsScalar() {
+		var y [1]T
+		forward(op.kind, xs, y[:], l)
+		return scalarValue(y[0]), nil
+	}
+	y := output[T](prealloc, outShape, x.Dtype(), xs)
+	forward(op.kind, xs, y.Data().([]T), l)
+	return y, nil
+}
+
+func (op fwdOp) ReturnsPtr() bool     { return false }
+func (op fwdOp) CallsExtern() bool    { return false }
+func (op fwdOp) OverwritesInput() int { return -1 }
+func (op fwdOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "flashgorgon.%v{axis=%d,dims=%d}", op.kind, op.axis, op.dims)
+}
+func (op fwdOp) Hashcode() uint32 { return hashOf(op) }
+func (op fwdOp) String() string   { return fmt.Sprintf("%v{axis=%d}", op.kind, op.axis) }
+
+// DiffWRT: the op is differentiable with respect to its one input.
+func (op fwdOp) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	if n > 0 {
+		d[0] = true
+	}
+	return d
+}
+
+// SymDiff adds the backward op: from (y, dy) for softmax and log-softmax,
+// from (x, y, dy) for log-sum-exp. Neither recomputes the forward.
+func (op fwdOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	if len(inputs) != 1 {
+		return nil, fmt.Errorf("%v: SymDiff with %d inputs, want 1", op, len(inputs))
+	}
+	var (
+		dx  *gorgonia.Node
+		err error
+	)
+	b := bwdOp(op)
+	if op.kind == kindLogSumExp {
+		dx, err = gorgonia.ApplyOp(b, inputs[0], output, grad)
+	} else {
+		dx, err = gorgonia.ApplyOp(b, output, grad)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%v: building the gradient of %v: %w", op, inputs[0].Shape(), err)
+	}
+	return gorgonia.Nodes{dx}, nil
+}
+
+// DoDiff is the LispMachine's backward step: it adds the gradient of the op
+// to the gradient of its input, from the input's and output's values and the
+// output's gradient.
+func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
+	if len(inputs) != 1 || output == nil {
+		return fmt.Errorf("%v: DoDiff with %d inputs, want 1 and an output", op, len(inputs))
+	}
+	x := inputs[0]
+	dy, err := output.Grad()
+	if err != nil {
+		return fmt.Errorf("%v: DoDiff: gradient of the output: %w", op, err)
+	}
+	xg, err := x.Grad()
+	if err != nil {
+		return fmt.Errorf("%v: DoDiff: gradient of the input: %w", op, err)
+	}
+	args := []gorgonia.Value{output.Value(), dy}
+	if op.kind == kindLogSumExp {
+		args = []gorgonia.Value{x.Value(), output.Value(), dy}
+	}
+	dx, err := bwdOp(op).Do(args...)
+	if err != nil {
+		return err
+	}
+	acc, ok := xg.(*tensor.Dense)
+	if !ok || acc.IsMaterializable() || acc.Dtype() != dx.Dtype() || !sameShape(acc.Shape(), dx.Shape()) {
+		return fmt.Errorf("%v: DoDiff: the input's gradient %T (shape %v, dtype %v) cannot take a gradient of shape %v, dtype %v",
+			op, xg, xg.Shape(), xg.Dtype(), dx.Shape(), dx.Dtype())
+	}
+	if acc.Dtype() == tensor.Float32 {
+		addInto(acc.Data().([]float32), dataOf[float32](dx))
+	} else {
+		addInto(acc.Data().([]float64), dataOf[float64](dx))
+	}
+	return nil
+}
+
+func addInto[T graph.Float](dst, src []T) {
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// bwdOp is the backward op of fwdOp with the same fields. Its inputs are
+// (y, dy) for softmax and log-softmax and (x, y, dy) for log-sum-exp; its
+// output, dx, has the shape of the forward's input.
+type bwdOp fwdOp
+
+func (op bwdOp) Arity() int {
+	if op.kind == kindLogSumExp {
+		return 3
+	}
+	return 2
+}
+
+func (op bwdOp) Type() hm.Type {
+	x, y := fwdOp(op).types()
+	if op.kind == kindLogSumExp {
+		return hm.NewFnType(x, y, y, x)
+	}
+	return hm.NewFnType(y, y, x)
+}
+
+func (op bwdOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
+	if len(in) != op.Arity() {
+		return nil, fmt.Errorf("%v: %d inputs, want %d", op, len(in), op.Arity())
+	}
+	return fwdOp(op).inputShape(in[:1])
+}
+
+func (op bwdOp) Do(in ...gorgonia.Value) (gorgonia.Value, error) { return op.do(nil, in) }
+
+// UsePreallocDo lets the TapeMachine reuse the output of the previous run.
+func (op bwdOp) UsePreallocDo(prealloc gorgonia.Value, in ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.do(prealloc, in)
+}
+
+func (op bwdOp) do(prealloc gorgonia.Value, in []gorgonia.Value) (gorgonia.Value, error) {
+	if len(in) != op.Arity() {
+		return nil, fmt.Errorf("%v: %d inputs, want %d", op, len(in), op.Arity())
+	}
+	names := []string{"y", "dy"}
+	if op.kind == kindLogSumExp {
+		names = []string{"x", "y", "dy"}
+	}
+	vals := make([]gorgonia.Value, len(in))
+	for i, v := range in {
+		dims := op.dims
+		if op.kind == kindLogSumExp && i > 0 {
+			dims--
+		}
+		d, err := checkValue(op, v, names[i], dims)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = d
+	}
+	full := vals[0].Shape() // y for softmax/log-softmax, x for log-sum-exp
+	for i, v := range vals[1:] {
+		want := full
+		if op.kind == kindLogSumExp {
+			want = reducedShape(full, op.axis)
+		}
+		if !sameShape(v.Shape(), want) || v.Dtype() != vals[0].Dtype() {
+			return nil, fmt.Errorf("%v: %s has shape %v and dtype %v, want shape %v and dtype %v",
+				op, names[i+1], v.Shape(), v.Dtype(), want, vals[0].Dtype())
+		}
+	}
+	l := layoutOf(full, op.axis)
+	switch vals[0].Dtype() {
+	case tensor.Float64:
+		return runBackward[float64](op, vals, prealloc, l)
+	case tensor.Float32:
+		return runBackward[float32](op, vals, prealloc, l)
+	}
+	return nil, fmt.Errorf("%v: dtype %v, want float32 or float64", op, vals[0].Dtype())
+}
+
+func runBackward[T graph.Float](op bwdOp, vals []gorgonia.Value, prealloc gorgonia.Value, l layout) (gorgonia.Value, error) {
+	data := make([][]T, len(vals))
+	for i, v := range vals {
+		data[i] = dataOf[T](v)
+	}
+	var x, y, dy []T
+	if op.kind == kindLogSumExp {
+		x, y, dy = data[0], data[1], data[2]
+	} else {
+		y, dy = data[0], data[1]
+	}
+	dx := output[T](prealloc, vals[0].Shape(), vals[0].Dtype(), data...)
+	backward(op.kind, x, y, dy, dx.Data().([]T), l)
+	return dx, nil
+}
+
+func (op bwdOp) ReturnsPtr() bool     { return false }
+func (op bwdOp) CallsExtern() bool    { return false }
+func (op bwdOp) OverwritesInput() int { return -1 }
+func (op bwdOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "flashgorgon.%vGrad{axis=%d,dims=%d}", op.kind, op.axis, op.dims)
+}
+func (op bwdOp) Hashcode() uint32 { return hashOf(op) }
+func (op bwdOp) String() string   { return fmt.Sprintf("%vGrad{axis=%d}", op.kind, op.axis) }
+
+// hashOf is the FNV-1a hash of what op writes with WriteHash.
+func hashOf(op interface{ WriteHash(hash.Hash) }) uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+// checkValue validates a float32 or float64 value of rank dims (a Gorgonia
+// scalar, or a rank-0 tensor, when dims is 0) and returns it with views
+// made contiguous.
+func checkValue(op fmt.Stringer, v gorgonia.Value, name string, dims int) (gorgonia.Value, error) {
+	if v == nil {
+		return nil, fmt.Errorf("%v: %s has no value", op, name)
+	}
+	switch v.(type) {
+	case *gorgonia.F64, *gorgonia.F32, *tensor.Dense:
+	default:
+		return nil, fmt.Errorf("%v: %s is a %T, want a dense tensor or a float scalar", op, name, v)
+	}
+	if dt := v.Dtype(); dt != tensor.Float64 && dt != tensor.Float32 {
+		return nil, fmt.Errorf("%v: %s (shape %v) has dtype %v, want float32 or float64", op, name, v.Shape(), dt)
+	}
+	if v.Shape().Dims() != dims {
+		return nil, fmt.Errorf("%v: %s has shape %v, want rank %d", op, name, v.Shape(), dims)
+	}
+	if d, ok := v.(*tensor.Dense); ok && d.IsMaterializable() {
+		return d.Materialize(), nil
+	}
+	return v, nil
+}
+
+// dataOf returns the elements of a value accepted by checkValue, of dtype T:
+// the backing slice of a tensor, or a one-element copy of a scalar.
+func dataOf[T graph.Float](v gorgonia.Value) []T {
+	switch v := v.(type) {
+	case *gorgonia.F64:
+		return []T{T(*v)}
+	case *gorgonia.F32:
+		return []T{T(*v)}
+	case *tensor.Dense:
+		if v.IsScalar() {
+			return []T{v.ScalarValue().(T)}
+		}
+		return v.Data().([]T)
+	}
+	return nil
+}
+
+// output returns prealloc when it is a dense tensor of the wanted shape and
+// dtype whose memory is none of the inputs', and a new tensor otherwise.
+func output[T graph.Float](prealloc gorgonia.Value, shape tensor.Shape, dt tensor.Dtype, inputs ...[]T) *tensor.Dense {
+	if p, ok := prealloc.(*tensor.Dense); ok && p.Dtype() == dt && sameShape(p.Shape(), shape) && !p.IsMaterializable() {
+		if data, ok := p.Data().([]T); ok && len(data) == shape.TotalSize() && !aliases(data, inputs) {
+			return p
+		}
+	}
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(dt))
+}
+
+func aliases[T any](a []T, others [][]T) bool {
+	for _, b := range others {
+		if len(a) > 0 && len(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameShape(a, b tensor.Shape) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// scalarValue wraps a reduced scalar as Gorgonia's scalar value of its type.
+func scalarValue[T graph.Float](v T) gorgonia.Value {
+	if f, ok := any(v).(float32); ok {
+		return gorgonia.NewF32(f)
+	}
+	return gorgonia.NewF64(float64(v))
+}
+
+var (
+	_ gorgonia.Op              = fwdOp{}
+	_ gorgonia.SDOp            = fwdOp{}
+	_ gorgonia.ADOp            = fwdOp{}
+	_ gorgonia.UsePreallocDoer = fwdOp{}
+	_ gorgonia.Op              = bwdOp{}
+	_ gorgonia.UsePreallocDoer = bwdOp{}
+)
