@@ -1,0 +1,172 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// AdamW is Adam with decoupled weight decay (Loshchilov & Hutter), the
+// update of PyTorch's torch.optim.AdamW. For step t = 1, 2, … and each
+// parameter p with gradient g:
+//
+//	p ← p − lr·λ·p                     (only when p.Decay)
+//	m ← β1·m + (1 − β1)·g
+//	v ← β2·v + (1 − β2)·g²
+//	p ← p − lr·(m/(1 − β1ᵗ)) / (√(v/(1 − β2ᵗ)) + ε)
+//
+// Gorgonia's AdamSolver folds the decay into the gradient (L2, coupled with
+// the adaptive scaling) and clips per element, so nn has its own.
+// The moments m and v have the dtype of their parameter.
+type AdamW struct {
+	Beta1, Beta2, Eps float64
+	WeightDecay       float64 // λ
+
+	params []*Param
+	m, v   []*tensor.Dense
+	t      int
+}
+
+// NewAdamW returns an AdamW over params with zeroed moments at step 0.
+func NewAdamW(params []*Param, beta1, beta2, eps, weightDecay float64) (*AdamW, error) {
+	if !(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1) {
+		return nil, fmt.Errorf("nn.NewAdamW: betas (%g, %g) must lie in [0, 1)", beta1, beta2)
+	}
+	if !(eps > 0) || !(weightDecay >= 0) {
+		return nil, fmt.Errorf("nn.NewAdamW: eps %g must be > 0 and weight decay %g ≥ 0", eps, weightDecay)
+	}
+	o := &AdamW{Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay, params: params}
+	seen := map[string]bool{}
+	for _, p := range params {
+		if err := checkFloat("nn.NewAdamW: parameter "+p.Name, p.Value.Dtype()); err != nil {
+			return nil, err
+		}
+		if seen[p.Name] {
+			return nil, fmt.Errorf("nn.NewAdamW: parameter name %q appears twice", p.Name)
+		}
+		seen[p.Name] = true
+		o.m = append(o.m, newDense(p.Value.Dtype(), p.Value.Shape().Clone()...))
+		o.v = append(o.v, newDense(p.Value.Dtype(), p.Value.Shape().Clone()...))
+	}
+	return o, nil
+}
+
+// Steps returns the number of updates done so far.
+func (o *AdamW) Steps() int { return o.t }
+
+// Step applies one update with learning rate lr; grads[i] is the gradient of
+// the i-th parameter given to NewAdamW.
+func (o *AdamW) Step(grads []*tensor.Dense, lr float64) error {
+	if len(grads) != len(o.params) {
+		return fmt.Errorf("nn.AdamW.Step: %d gradients for %d parameters", len(grads), len(o.params))
+	}
+	for i, g := range grads {
+		p := o.params[i]
+		if g == nil || !g.Shape().Eq(p.Value.Shape()) || g.Dtype() != p.Value.Dtype() {
+			return fmt.Errorf("nn.AdamW.Step: gradient %d for %s %v%v is %v", i, p.Name, p.Value.Dtype(), p.Value.Shape(), describe(g))
+		}
+	}
+	o.t++
+	c1 := 1 - math.Pow(o.Beta1, float64(o.t))
+	c2 := 1 - math.Pow(o.Beta2, float64(o.t))
+	for i, p := range o.params {
+		decay := 0.0
+		if p.Decay {
+			decay = lr * o.WeightDecay
+		}
+		switch p.Value.Dtype() {
+		case tensor.Float32:
+			adamw(o, floats[float32](p.Value), floats[float32](grads[i]), floats[float32](o.m[i]), floats[float32](o.v[i]), lr, decay, c1, c2)
+		default:
+			adamw(o, floats[float64](p.Value), floats[float64](grads[i]), floats[float64](o.m[i]), floats[float64](o.v[i]), lr, decay, c1, c2)
+		}
+	}
+	return nil
+}
+
+func adamw[T float](o *AdamW, p, g, m, v []T, lr, decay, c1, c2 float64) {
+	b1, b2, eps := o.Beta1, o.Beta2, o.Eps
+	parallel.For(len(p), 8192, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := float64(g[i])
+			mi := b1*float64(m[i]) + (1-b1)*gi
+			vi := b2*float64(v[i]) + (1-b2)*gi*gi
+			m[i], v[i] = T(mi), T(vi)
+			pi := float64(p[i]) * (1 - decay)
+			p[i] = T(pi - lr*(mi/c1)/(math.Sqrt(vi/c2)+eps))
+		}
+	})
+}
+
+func describe(t *tensor.Dense) string {
+	if t == nil {
+		return "missing"
+	}
+	return fmt.Sprintf("%v%v", t.Dtype(), t.Shape())
+}
+
+// ClipGradNorm scales the gradients in place so that their global norm
+// ‖g‖ = √(Σ_i Σ_j g_i[j]²) is at most maxNorm (g ← g·maxNorm/‖g‖ when
+// ‖g‖ > maxNorm), and returns ‖g‖ before clipping. maxNorm ≤ 0 disables
+// clipping. A non-finite norm is returned as is and the gradients are left
+// untouched, so that the caller can skip the step.
+func ClipGradNorm(grads []*tensor.Dense, maxNorm float64) float64 {
+	ss := 0.0
+	for _, g := range grads {
+		switch d := g.Data().(type) {
+		case []float32:
+			for _, x := range d {
+				ss += float64(x) * float64(x)
+			}
+		case []float64:
+			for _, x := range d {
+				ss += x * x
+			}
+		}
+	}
+	norm := math.Sqrt(ss)
+	if maxNorm <= 0 || norm <= maxNorm || math.IsInf(norm, 0) || math.IsNaN(norm) {
+		return norm
+	}
+	scale := maxNorm / norm
+	for _, g := range grads {
+		switch d := g.Data().(type) {
+		case []float32:
+			for i := range d {
+				d[i] = float32(float64(d[i]) * scale)
+			}
+		case []float64:
+			for i := range d {
+				d[i] *= scale
+			}
+		}
+	}
+	return norm
+}
+
+// CosineSchedule is a learning rate of linear warmup then cosine decay:
+//
+//	lr(s) = Peak·(s + 1)/Warmup                                  s < Warmup
+//	lr(s) = Min + ½·(Peak − Min)·(1 + cos(π·(s − Warmup)/(Total − Warmup)))   Warmup ≤ s < Total
+//	lr(s) = Min                                                  s ≥ Total
+//
+// for the 0-based step s.
+type CosineSchedule struct {
+	Peak, Min     float64
+	Warmup, Total int
+}
+
+// LR returns the learning rate of step s.
+func (c CosineSchedule) LR(s int) float64 {
+	switch {
+	case s < c.Warmup:
+		return c.Peak * float64(s+1) / float64(c.Warmup)
+	case s >= c.Total:
+		return c.Min
+	}
+	frac := float64(s-c.Warmup) / float64(c.Total-c.Warmup)
+	return c.Min + 0.5*(c.Peak-c.Min)*(1+math.Cos(math.Pi*frac))
+}

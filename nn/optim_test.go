@@ -1,0 +1,176 @@
+package nn
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+func TestAdamWAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewSource(10))
+	const lr, b1, b2, eps, wd = 0.01, 0.9, 0.95, 1e-8, 0.1
+	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+		w := newParam("w", dt, true, 3, 4)
+		b := newParam("b", dt, false, 4)
+		w.fillNormal(rng, 1)
+		b.fillNormal(rng, 1)
+		params := []*Param{w, b}
+		// The reference keeps its own float64 copies of parameters and moments.
+		ref := make([][]float64, 2)
+		m := make([][]float64, 2)
+		v := make([][]float64, 2)
+		for i, p := range params {
+			ref[i] = toF64(p.Value)
+			m[i] = make([]float64, p.Size())
+			v[i] = make([]float64, p.Size())
+		}
+		opt, err := NewAdamW(params, b1, b2, eps, wd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := 1; step <= 5; step++ {
+			grads := []*tensor.Dense{newDense(dt, 3, 4), newDense(dt, 4)}
+			for i, g := range grads {
+				gs := randSlice(rng, g.Shape().TotalSize(), 1, 0)
+				fromF64(g, gs)
+				gs = toF64(g) // what the optimizer sees, after rounding
+				for j := range ref[i] {
+					if params[i].Decay {
+						ref[i][j] -= lr * wd * ref[i][j]
+					}
+					m[i][j] = b1*m[i][j] + (1-b1)*gs[j]
+					v[i][j] = b2*v[i][j] + (1-b2)*gs[j]*gs[j]
+					mhat := m[i][j] / (1 - math.Pow(b1, float64(step)))
+					vhat := v[i][j] / (1 - math.Pow(b2, float64(step)))
+					ref[i][j] -= lr * mhat / (math.Sqrt(vhat) + eps)
+				}
+			}
+			if err := opt.Step(grads, lr); err != nil {
+				t.Fatal(err)
+			}
+			tol := 1e-12
+			if dt == tensor.Float32 {
+				tol = 1e-5
+			}
+			for i, p := range params {
+				got := toF64(p.Value)
+				for j := range got {
+					if math.Abs(got[j]-ref[i][j]) > tol {
+						t.Fatalf("%v step %d %s[%d]: %g, reference %g", dt, step, p.Name, j, got[j], ref[i][j])
+					}
+				}
+			}
+		}
+		if opt.Steps() != 5 {
+			t.Fatalf("Steps() = %d, want 5", opt.Steps())
+		}
+	}
+}
+
+func TestAdamWFirstStepIsSignStep(t *testing.T) {
+	// At t = 1 the bias-corrected moments are g and g², so without decay each
+	// entry moves by lr·g/(|g| + eps): by lr against the gradient's sign.
+	p := newParam("p", tensor.Float64, false, 4)
+	fromF64(p.Value, []float64{1, 2, 3, 4})
+	opt, _ := NewAdamW([]*Param{p}, 0.9, 0.999, 1e-12, 0.5)
+	g := newDense(tensor.Float64, 4)
+	fromF64(g, []float64{0.3, -20, 1e-3, 0})
+	if err := opt.Step([]*tensor.Dense{g}, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.9, 2.1, 2.9, 4}
+	for i, x := range toF64(p.Value) {
+		if math.Abs(x-want[i]) > 1e-9 {
+			t.Fatalf("entry %d: %g, want %g", i, x, want[i])
+		}
+	}
+}
+
+func TestAdamWErrors(t *testing.T) {
+	p := newParam("p", tensor.Float64, false, 2)
+	if _, err := NewAdamW([]*Param{p}, 1, 0.9, 1e-8, 0); err == nil {
+		t.Fatal("beta1 = 1 accepted")
+	}
+	if _, err := NewAdamW([]*Param{p, p}, 0.9, 0.9, 1e-8, 0); err == nil {
+		t.Fatal("duplicate parameter accepted")
+	}
+	opt, _ := NewAdamW([]*Param{p}, 0.9, 0.9, 1e-8, 0)
+	if err := opt.Step([]*tensor.Dense{newDense(tensor.Float64, 3)}, 0.1); err == nil {
+		t.Fatal("gradient of the wrong shape accepted")
+	}
+	if err := opt.Step(nil, 0.1); err == nil {
+		t.Fatal("missing gradients accepted")
+	}
+}
+
+func TestClipGradNorm(t *testing.T) {
+	a := newDense(tensor.Float64, 2)
+	b := newDense(tensor.Float32, 1)
+	fromF64(a, []float64{3, 0})
+	fromF64(b, []float64{4}) // global norm 5
+	if n := ClipGradNorm([]*tensor.Dense{a, b}, 10); n != 5 || toF64(a)[0] != 3 {
+		t.Fatalf("norm %g below the limit must leave gradients alone (a = %v)", n, toF64(a))
+	}
+	if n := ClipGradNorm([]*tensor.Dense{a, b}, 1); n != 5 {
+		t.Fatalf("norm before clipping %g, want 5", n)
+	}
+	if x, y := toF64(a)[0], toF64(b)[0]; math.Abs(x-0.6) > 1e-12 || math.Abs(y-0.8) > 1e-7 {
+		t.Fatalf("clipped to (%g, %g), want (0.6, 0.8)", x, y)
+	}
+	fromF64(a, []float64{math.NaN(), 1})
+	if n := ClipGradNorm([]*tensor.Dense{a}, 1); !math.IsNaN(n) || toF64(a)[1] != 1 {
+		t.Fatal("a NaN norm must be reported and change nothing")
+	}
+}
+
+func TestCosineSchedule(t *testing.T) {
+	c := CosineSchedule{Peak: 1e-3, Min: 1e-4, Warmup: 10, Total: 110}
+	for _, tc := range []struct {
+		step int
+		want float64
+	}{
+		{0, 1e-4}, {4, 5e-4}, {9, 1e-3}, // warmup: linear from Peak/Warmup to Peak
+		{10, 1e-3},               // start of the decay
+		{60, (1e-3 + 1e-4) / 2},  // halfway: cos(π/2) = 0
+		{110, 1e-4}, {500, 1e-4}, // after Total: Min
+		{35, 1e-4 + 0.45e-3*(1+math.Cos(math.Pi/4))}, // a quarter of the way
+	} {
+		if got := c.LR(tc.step); math.Abs(got-tc.want) > 1e-15 {
+			t.Errorf("LR(%d) = %g, want %g", tc.step, got, tc.want)
+		}
+	}
+	for s := 10; s < 110; s++ {
+		if c.LR(s+1) > c.LR(s) {
+			t.Fatalf("LR rises after warmup at step %d", s)
+		}
+	}
+}
+
+// toF64 copies a float tensor's values into a new []float64.
+func toF64(t *tensor.Dense) []float64 {
+	switch d := t.Data().(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, v := range d {
+			out[i] = float64(v)
+		}
+		return out
+	case []float64:
+		return append([]float64(nil), d...)
+	}
+	return nil
+}
+
+// fromF64 stores vs into a float tensor (rounding for float32).
+func fromF64(t *tensor.Dense, vs []float64) {
+	switch d := t.Data().(type) {
+	case []float32:
+		for i := range d {
+			d[i] = float32(vs[i])
+		}
+	case []float64:
+		copy(d, vs)
+	}
+}
