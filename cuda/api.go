@@ -1,0 +1,257 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrNoDevice is returned by every launcher when no CUDA device is in use: in a build without
+// the gpu tag, when no device was found, or when FLASHGORGON_DEVICE=cpu is set.
+var ErrNoDevice = errors.New("cuda: no CUDA device in use")
+
+// ErrUnsupported wraps the errors of problems the kernels do not cover (a head dimension over
+// 256, more than 65535 heads or batches); callers fall back to the CPU on it.
+var ErrUnsupported = errors.New("cuda: unsupported problem")
+
+// Error is a failure reported by the CUDA driver while running an op.
+type Error struct {
+	Op   string // the op that was running, e.g. "attention forward"
+	Call string // the driver call that failed, e.g. "cuMemAlloc(33554432 bytes)"
+	Code int    // the CUresult value
+	Name string // the CUresult name, e.g. "CUDA_ERROR_OUT_OF_MEMORY"
+	Msg  string // the driver's description
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("cuda: %s: %s: %s (%s)", e.Op, e.Call, e.Name, e.Msg)
+}
+
+// SoftmaxKind names a member of the softmax family.
+type SoftmaxKind int32
+
+// The softmax family, with the values of params.h's FG_SOFTMAX, FG_LOG_SOFTMAX and
+// FG_LOG_SUM_EXP.
+const (
+	Softmax SoftmaxKind = iota
+	LogSoftmax
+	LogSumExp
+)
+
+func (k SoftmaxKind) String() string {
+	switch k {
+	case Softmax:
+		return "softmax"
+	case LogSoftmax:
+		return "log-softmax"
+	case LogSumExp:
+		return "log-sum-exp"
+	}
+	return fmt.Sprintf("SoftmaxKind(%d)", int32(k))
+}
+
+// SoftmaxParams describes one softmax-family op on host slices, with x viewed as
+// [Outer, N, Inner] and reduced over N (element (o, i, j) at o·N·Inner + i·Inner + j).
+//
+// The forward reads X and writes Y:
+//
+//	Softmax     Y[o,i,j] = exp(X[o,i,j]) / Σ_i' exp(X[o,i',j])   len(Y) = Outer·N·Inner
+//	LogSoftmax  Y[o,i,j] = X[o,i,j] − log Σ_i' exp(X[o,i',j])    len(Y) = Outer·N·Inner
+//	LogSumExp   Y[o,j]   = log Σ_i exp(X[o,i,j])                 len(Y) = Outer·Inner
+//
+// The backward reads Y (and X for LogSumExp) and DY, with DY shaped like Y, and writes DX,
+// shaped like X:
+//
+//	Softmax     DX = Y∘(DY − Σ_i DY∘Y)
+//	LogSoftmax  DX = DY − exp(Y)∘Σ_i DY
+//	LogSumExp   DX = softmax(X)∘DY   (DY broadcast along i)
+//
+// All slices are []float32 or all []float64. The edge cases are those of ops/softmax: a row
+// of only −Inf gives softmax 0, log-softmax and log-sum-exp −Inf and a zero gradient; +Inf or
+// NaN makes its row NaN. Statistics are accumulated in float64 for both element types.
+type SoftmaxParams struct {
+	Kind            SoftmaxKind
+	Outer, N, Inner int
+	X, Y            any
+	DY, DX          any // backward only
+}
+
+// AttentionParams describes one attention problem on host slices (DESIGN.md's vocabulary):
+//
+//	Q, O, DO, DQ  [B, H, Nq, D]    element (b,h,i,c) at ((b·H+h)·Nq+i)·D+c
+//	K, V, DK, DV  [B, Hkv, Nk, D]  element (b,g,j,c) at ((b·Hkv+g)·Nk+j)·D+c
+//	L, DL         [B, H, Nq]       element (b,h,i) at (b·H+h)·Nq+i
+//
+// with query head h reading key/value head h/(H/Hkv). The forward computes, for every visible
+// key j of query row i (j < KeyLengths[b] when KeyLengths is set, and j ≤ i + Nk − Nq when
+// Causal: bottom-right alignment),
+//
+//	s_ij = Scale·Σ_c Q[b,h,i,c]·K[b,h/G,j,c]
+//	L[b,h,i] = log Σ_j exp(s_ij)
+//	O[b,h,i,c] = Σ_j exp(s_ij − L[b,h,i])·V[b,h/G,j,c]
+//
+// and rows with no visible key get O = 0, L = −Inf. The backward computes DQ, DK, DV, the
+// gradients of a loss whose gradients with respect to O and L are DO and DL (DL may be nil),
+// from Q, K, V, O, L, DO. All slices are []float32 or all []float64; D is at most 256.
+type AttentionParams struct {
+	B, H, Hkv, Nq, Nk, D int
+	// Scale multiplies q·k; it must be set (the ops resolve the default 1/√D).
+	Scale  float64
+	Causal bool
+	// KeyLengths is nil or holds B values in [0, Nk].
+	KeyLengths []int
+
+	Q, K, V any // inputs of both directions
+	O, L    any // forward outputs, backward inputs
+	DO, DL  any // backward inputs; DL may be nil
+	DQ      any // backward outputs
+	DK, DV  any
+}
+
+// MaxHeadDim is the largest head dimension D the attention kernels take.
+const MaxHeadDim = 256
+
+// dtype is the element type of one call.
+type dtype int
+
+const (
+	f32 dtype = iota
+	f64
+)
+
+func (t dtype) String() string { return [...]string{"f32", "f64"}[t] }
+func (t dtype) size() int      { return [...]int{4, 8}[t] }
+
+// sliceInfo returns the element type and length of a []float32 or []float64.
+func sliceInfo(x any) (dtype, int, bool) {
+	switch s := x.(type) {
+	case []float32:
+		return f32, len(s), true
+	case []float64:
+		return f64, len(s), true
+	}
+	return 0, 0, false
+}
+
+// checkSlices checks that every named slice is a []float32 or []float64 of the same element type
+// and of the wanted length, and returns that type.
+func checkSlices(op string, names []string, xs []any, lens []int) (dtype, error) {
+	var dt dtype
+	for i, x := range xs {
+		t, n, ok := sliceInfo(x)
+		if !ok {
+			return 0, fmt.Errorf("cuda: %s: %s is %T, want []float32 or []float64", op, names[i], x)
+		}
+		if i == 0 {
+			dt = t
+		} else if t != dt {
+			return 0, fmt.Errorf("cuda: %s: %s is []%s but %s is []%s; all slices must share one element type",
+				op, names[i], goType(t), names[0], goType(dt))
+		}
+		if n != lens[i] {
+			return 0, fmt.Errorf("cuda: %s: %s has %d elements, want %d", op, names[i], n, lens[i])
+		}
+	}
+	return dt, nil
+}
+
+func goType(t dtype) string { return [...]string{"float32", "float64"}[t] }
+
+// check validates p for the forward (backward false) or the backward and returns the element
+// type of its slices.
+func (p *SoftmaxParams) check(backward bool) (dtype, error) {
+	op := p.Kind.String() + " forward"
+	if backward {
+		op = p.Kind.String() + " backward"
+	}
+	if p.Kind < Softmax || p.Kind > LogSumExp {
+		return 0, fmt.Errorf("cuda: softmax: unknown kind %d", int32(p.Kind))
+	}
+	if p.Outer < 0 || p.N < 0 || p.Inner < 0 {
+		return 0, fmt.Errorf("cuda: %s: negative size in [Outer, N, Inner] = [%d, %d, %d]", op, p.Outer, p.N, p.Inner)
+	}
+	size, err := mulSizes(p.Outer, p.N, p.Inner)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %s: [Outer, N, Inner] = [%d, %d, %d]: %v", op, p.Outer, p.N, p.Inner, err)
+	}
+	ySize := size
+	if p.Kind == LogSumExp {
+		ySize = p.Outer * p.Inner
+	}
+	if !backward {
+		return checkSlices(op, []string{"X", "Y"}, []any{p.X, p.Y}, []int{size, ySize})
+	}
+	if p.Kind == LogSumExp {
+		return checkSlices(op, []string{"X", "Y", "DY", "DX"}, []any{p.X, p.Y, p.DY, p.DX}, []int{size, ySize, ySize, size})
+	}
+	return checkSlices(op, []string{"Y", "DY", "DX"}, []any{p.Y, p.DY, p.DX}, []int{ySize, ySize, size})
+}
+
+// mulSizes multiplies non-negative sizes, failing past 2^53 elements.
+func mulSizes(xs ...int) (int, error) {
+	n := 1
+	for _, x := range xs {
+		if x != 0 && n > (1<<53)/x {
+			return 0, fmt.Errorf("more than 2^53 elements")
+		}
+		n *= x
+	}
+	return n, nil
+}
+
+// check validates p for the forward (backward false) or the backward and returns the element
+// type of its slices. Problems the kernels do not cover give an error wrapping ErrUnsupported.
+func (p *AttentionParams) check(backward bool) (dtype, error) {
+	op := "attention forward"
+	if backward {
+		op = "attention backward"
+	}
+	shape := fmt.Sprintf("B=%d H=%d Hkv=%d Nq=%d Nk=%d D=%d", p.B, p.H, p.Hkv, p.Nq, p.Nk, p.D)
+	if p.B < 1 || p.H < 1 || p.Hkv < 1 || p.Nq < 1 || p.Nk < 1 || p.D < 1 {
+		return 0, fmt.Errorf("cuda: %s: every size must be at least 1 (%s)", op, shape)
+	}
+	if p.H%p.Hkv != 0 {
+		return 0, fmt.Errorf("cuda: %s: H=%d is not a multiple of Hkv=%d (%s)", op, p.H, p.Hkv, shape)
+	}
+	if math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale == 0 {
+		return 0, fmt.Errorf("cuda: %s: Scale=%v, want a finite non-zero value (%s)", op, p.Scale, shape)
+	}
+	if p.KeyLengths != nil {
+		if len(p.KeyLengths) != p.B {
+			return 0, fmt.Errorf("cuda: %s: %d KeyLengths for B=%d (%s)", op, len(p.KeyLengths), p.B, shape)
+		}
+		for b, n := range p.KeyLengths {
+			if n < 0 || n > p.Nk {
+				return 0, fmt.Errorf("cuda: %s: KeyLengths[%d]=%d outside [0, Nk=%d] (%s)", op, b, n, p.Nk, shape)
+			}
+		}
+	}
+	qLen, err := mulSizes(p.B, p.H, p.Nq, p.D)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
+	}
+	kLen, err := mulSizes(p.B, p.Hkv, p.Nk, p.D)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
+	}
+	lLen := p.B * p.H * p.Nq
+	switch {
+	case p.D > MaxHeadDim:
+		return 0, fmt.Errorf("cuda: %s: D=%d over the kernels' limit %d (%s): %w", op, p.D, MaxHeadDim, shape, ErrUnsupported)
+	case p.B > 65535 || p.H > 65535:
+		return 0, fmt.Errorf("cuda: %s: B and H must be at most 65535 (%s): %w", op, shape, ErrUnsupported)
+	case p.Nq > math.MaxInt32/2 || p.Nk > math.MaxInt32/2:
+		return 0, fmt.Errorf("cuda: %s: Nq and Nk must be under 2^30 (%s): %w", op, shape, ErrUnsupported)
+	}
+	if !backward {
+		return checkSlices(op, []string{"Q", "K", "V", "O", "L"},
+			[]any{p.Q, p.K, p.V, p.O, p.L}, []int{qLen, kLen, kLen, qLen, lLen})
+	}
+	names := []string{"Q", "K", "V", "O", "L", "DO", "DQ", "DK", "DV"}
+	xs := []any{p.Q, p.K, p.V, p.O, p.L, p.DO, p.DQ, p.DK, p.DV}
+	lens := []int{qLen, kLen, kLen, qLen, lLen, qLen, qLen, kLen, kLen}
+	if p.DL != nil {
+		names, xs, lens = append(names, "DL"), append(xs, p.DL), append(lens, lLen)
+	}
+	return checkSlices(op, names, xs, lens)
+}

@@ -1,0 +1,223 @@
+// attention_bwd.cu: the attention backward pass from the saved log-sum-exp L, given dO and
+// delta = rowsum(dO * O) (attention_bwd_preprocess.cu). With P_ij = exp(s_ij - L_i) recomputed
+// from Q, K and L (0 where key j is masked for row i):
+//   dV_j = sum_i P_ij dO_i
+//   dP_ij = dO_i . V_j
+//   dS_ij = P_ij (dP_ij - delta_i)
+//   dK_j = scale * sum_i dS_ij Q_i
+//   dQ_i = scale * sum_j dS_ij K_j
+// summed over the query heads that share a key/value head (GQA).
+//
+// Two kernels, neither with atomics, so the result is deterministic (bit-identical run to run):
+//   fg_attn_bwd_dkdv: a thread block owns a tile of BN keys of one (b, key/value head) and walks
+//     every query tile of every query head of its group, accumulating dK and dV in registers
+//     (FlashAttention-2's loop order for dK, dV). Query tiles that see none of its keys (causal)
+//     are skipped.
+//   fg_attn_bwd_dq: a thread block owns a tile of BM query rows of one (b, h) and walks the key
+//     tiles, recomputing P and dP to accumulate dQ in registers. This costs two more matrix
+//     products than accumulating dQ with atomics from the dK/dV kernel, and buys determinism
+//     and freedom from races.
+#include "common.cuh"
+
+// fg_attn_bwd_dkdv: grid (ceil(Nk/BN), Hkv, B), TR*TC threads. Thread (tr, tc) owns key rows
+// tr + a*TR (a < BN/TR), query columns tc + c*TC of the transposed score tile (c < BM/TC) and
+// head-dim columns tc + c*TC of dK and dV (c < D/TC). Shared memory: K, V [BN][D+1],
+// Q, dO [BM][D+1], P^T and dS^T [BN][BM+1], L and delta [BM].
+template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_attn_bwd_dkdv(const fg_attn_params& p) {
+  constexpr int THREADS = TR * TC, RN = BN / TR, SQ = BM / TC, DC = D / TC;
+  constexpr int LD = D + 1, LDT = BM + 1;
+  static_assert(RN * TR == BN && SQ * TC == BM && DC * TC == D, "tile sizes must divide");
+  constexpr unsigned SMEM = (2 * BN * LD + 2 * BM * LD + 2 * BN * LDT + 2 * BM) * sizeof(T);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  T* sK = (T*)fg_smem;
+  T* sV = sK + BN * LD;
+  T* sQ = sV + BN * LD;
+  T* sdO = sQ + BM * LD;
+  T* sPT = sdO + BM * LD;
+  T* sdST = sPT + BN * LDT;
+  T* sL = sdST + BN * LDT;
+  T* sDelta = sL + BM;
+
+  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int tr = threadIdx.x / TC, tc = threadIdx.x % TC;
+  const int group = p.h / p.hkv;
+  const T scale = (T)p.scale;
+  const T* k = (const T*)p.k + b * p.k_batch + hk * p.k_head;
+  const T* v = (const T*)p.v + b * p.v_batch + hk * p.v_head;
+  fg_load_tile<T, BN, D, LD, THREADS>(sK, k + (int64_t)n0 * p.k_row, p.k_row, 0, p.nk - n0, p.d);
+  fg_load_tile<T, BN, D, LD, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, 0, p.nk - n0, p.d);
+
+  T dk[RN][DC], dv[RN][DC];
+  fg_zero(dk);
+  fg_zero(dv);
+
+  // The first query row that sees key n0: keys are a visible prefix whose length grows with the
+  // row, so the rows before it see none of this tile's keys.
+  int i_first = 0;
+  if (p.causal) i_first = max(0, n0 - p.causal_offset);
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  if (n0 >= klen) i_first = p.nq;  // every key of the tile is masked: dK = dV = 0
+
+  for (int hq = hk * group; hq < (hk + 1) * group; ++hq) {
+    const T* q = (const T*)p.q + b * p.q_batch + hq * p.q_head;
+    const T* dO = (const T*)p.do_ + b * p.o_batch + hq * p.o_head;
+    const T* L = (const T*)p.lse + ((int64_t)b * p.h + hq) * p.nq;
+    const T* delta = (const T*)p.delta + ((int64_t)b * p.h + hq) * p.nq;
+    for (int m0 = i_first / BM * BM; m0 < p.nq; m0 += BM) {
+      __syncthreads();  // the previous tile's readers of sQ, sdO, sPT, sdST are done
+      fg_load_tile<T, BM, D, LD, THREADS>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, 0, p.nq - m0, p.d);
+      fg_load_tile<T, BM, D, LD, THREADS>(sdO, dO + (int64_t)m0 * p.o_row, p.o_row, 0, p.nq - m0, p.d);
+      for (int r = threadIdx.x; r < BM; r += THREADS) {
+        const bool in = m0 + r < p.nq;
+        sL[r] = in ? L[m0 + r] : T(0);
+        sDelta[r] = in ? delta[m0 + r] : T(0);
+      }
+      __syncthreads();
+
+      // S^T = K Q^T and dP^T = V dO^T for this tile pair, in registers.
+      T st[RN][SQ], dpt[RN][SQ];
+      fg_zero(st);
+      fg_zero(dpt);
+      fg_mm_abt<T, RN, SQ, D, LD, LD>(st, sK, tr, TR, sQ, tc, TC);
+      fg_mm_abt<T, RN, SQ, D, LD, LD>(dpt, sV, tr, TR, sdO, tc, TC);
+#pragma unroll
+      for (int c = 0; c < SQ; ++c) {
+        const int qi = tc + c * TC, i = m0 + qi;
+        const int lim = i < p.nq ? fg_key_limit(p, b, i) : 0;
+        const T Li = sL[qi], di = sDelta[qi];
+#pragma unroll
+        for (int a = 0; a < RN; ++a) {
+          const int kr = tr + a * TR;
+          const T pij = n0 + kr < lim ? fg_exp(st[a][c] * scale - Li) : T(0);
+          sPT[kr * LDT + qi] = pij;
+          sdST[kr * LDT + qi] = pij * (dpt[a][c] - di) * scale;
+        }
+      }
+      __syncthreads();
+
+      // dV += P^T dO and dK += (scale dS)^T Q.
+      fg_mm_ab<T, RN, DC, BM, LDT, LD>(dv, sPT, tr, TR, sdO, tc, TC);
+      fg_mm_ab<T, RN, DC, BM, LDT, LD>(dk, sdST, tr, TR, sQ, tc, TC);
+    }
+  }
+
+  T* dK = (T*)p.dk + b * p.k_batch + hk * p.k_head;
+  T* dV = (T*)p.dv + b * p.v_batch + hk * p.v_head;
+#pragma unroll
+  for (int a = 0; a < RN; ++a) {
+    const int j = n0 + tr + a * TR;
+    if (j >= p.nk) continue;
+#pragma unroll
+    for (int c = 0; c < DC; ++c) {
+      const int col = tc + c * TC;
+      if (col < p.d) {
+        dK[(int64_t)j * p.k_row + col] = dk[a][c];
+        dV[(int64_t)j * p.v_row + col] = dv[a][c];
+      }
+    }
+  }
+}
+
+// fg_attn_bwd_dq: grid (ceil(Nq/BM), H, B), TR*TC threads. Thread (tr, tc) owns query rows
+// tr + a*TR (a < BM/TR), key columns tc + c*TC of the score tile (c < BN/TC) and head-dim columns
+// tc + c*TC of dQ (c < D/TC). Shared memory: Q, dO [BM][D+1], K, V [BN][D+1], dS [BM][BN+1].
+template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_attn_bwd_dq(const fg_attn_params& p) {
+  constexpr int THREADS = TR * TC, RM = BM / TR, SC = BN / TC, DC = D / TC;
+  constexpr int LD = D + 1, LDS = BN + 1;
+  static_assert(RM * TR == BM && SC * TC == BN && DC * TC == D, "tile sizes must divide");
+  constexpr unsigned SMEM = (2 * BM * LD + 2 * BN * LD + BM * LDS) * sizeof(T);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  T* sQ = (T*)fg_smem;
+  T* sdO = sQ + BM * LD;
+  T* sK = sdO + BM * LD;
+  T* sV = sK + BN * LD;
+  T* sdS = sV + BN * LD;
+
+  const int m0 = blockIdx.x * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int tr = threadIdx.x / TC, tc = threadIdx.x % TC;
+  const T scale = (T)p.scale;
+  const T* q = (const T*)p.q + b * p.q_batch + h * p.q_head;
+  const T* dO = (const T*)p.do_ + b * p.o_batch + h * p.o_head;
+  const T* k = (const T*)p.k + b * p.k_batch + hk * p.k_head;
+  const T* v = (const T*)p.v + b * p.v_batch + hk * p.v_head;
+  const T* L = (const T*)p.lse + ((int64_t)b * p.h + h) * p.nq;
+  const T* delta = (const T*)p.delta + ((int64_t)b * p.h + h) * p.nq;
+  fg_load_tile<T, BM, D, LD, THREADS>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, 0, p.nq - m0, p.d);
+  fg_load_tile<T, BM, D, LD, THREADS>(sdO, dO + (int64_t)m0 * p.o_row, p.o_row, 0, p.nq - m0, p.d);
+
+  int lim[RM];
+  T Li[RM], di[RM];
+#pragma unroll
+  for (int a = 0; a < RM; ++a) {
+    const int i = m0 + tr + a * TR;
+    const bool in = i < p.nq;
+    lim[a] = in ? fg_key_limit(p, b, i) : 0;
+    Li[a] = in ? L[i] : T(0);
+    di[a] = in ? delta[i] : T(0);
+  }
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+
+  T dq[RM][DC];
+  fg_zero(dq);
+  for (int n0 = 0; n0 < kv_end; n0 += BN) {
+    __syncthreads();  // the previous tile's readers of sK and sdS are done
+    fg_load_tile<T, BN, D, LD, THREADS>(sK, k + (int64_t)n0 * p.k_row, p.k_row, 0, p.nk - n0, p.d);
+    fg_load_tile<T, BN, D, LD, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, 0, p.nk - n0, p.d);
+    __syncthreads();
+
+    T s[RM][SC], dp[RM][SC];
+    fg_zero(s);
+    fg_zero(dp);
+    fg_mm_abt<T, RM, SC, D, LD, LD>(s, sQ, tr, TR, sK, tc, TC);
+    fg_mm_abt<T, RM, SC, D, LD, LD>(dp, sdO, tr, TR, sV, tc, TC);
+#pragma unroll
+    for (int a = 0; a < RM; ++a)
+#pragma unroll
+      for (int c = 0; c < SC; ++c) {
+        const int kc = tc + c * TC;
+        const T pij = n0 + kc < lim[a] ? fg_exp(s[a][c] * scale - Li[a]) : T(0);
+        sdS[(tr + a * TR) * LDS + kc] = pij * (dp[a][c] - di[a]) * scale;
+      }
+    __syncthreads();
+
+    fg_mm_ab<T, RM, DC, BN, LDS, LD>(dq, sdS, tr, TR, sK, tc, TC);
+  }
+
+  T* dQ = (T*)p.dq + b * p.q_batch + h * p.q_head;
+#pragma unroll
+  for (int a = 0; a < RM; ++a) {
+    const int i = m0 + tr + a * TR;
+    if (i >= p.nq) continue;
+#pragma unroll
+    for (int c = 0; c < DC; ++c) {
+      const int col = tc + c * TC;
+      if (col < p.d) dQ[(int64_t)i * p.q_row + col] = dq[a][c];
+    }
+  }
+}
+
+// ---- entry points (names encode the template parameters; see cuda/launch_gpu.go) ----------
+
+#define FG_BWD(KIND, T, SUF, D, BM, BN, TR, TC)                                                  \
+  extern "C" __global__ void __launch_bounds__(TR * TC)                                           \
+      fg_attn_bwd_##KIND##_##SUF##_d##D##_m##BM##_n##BN##_r##TR##_c##TC(const fg_attn_params p) { \
+    fg_attn_bwd_##KIND<T, D, BM, BN, TR, TC>(p);                                                  \
+  }
+FG_BWD(dkdv, float, f32, 32, 32, 32, 8, 16)
+FG_BWD(dkdv, float, f32, 64, 32, 32, 8, 16)
+FG_BWD(dkdv, float, f32, 128, 32, 32, 8, 16)
+FG_BWD(dkdv, float, f32, 256, 32, 32, 8, 32)
+FG_BWD(dkdv, double, f64, 32, 32, 32, 8, 16)
+FG_BWD(dkdv, double, f64, 64, 32, 32, 8, 16)
+FG_BWD(dkdv, double, f64, 128, 32, 16, 8, 16)
+FG_BWD(dkdv, double, f64, 256, 16, 16, 16, 16)
+FG_BWD(dq, float, f32, 32, 64, 32, 16, 8)
+FG_BWD(dq, float, f32, 64, 64, 32, 16, 8)
+FG_BWD(dq, float, f32, 128, 32, 32, 8, 16)
+FG_BWD(dq, float, f32, 256, 32, 32, 8, 32)
+FG_BWD(dq, double, f64, 32, 32, 32, 8, 16)
+FG_BWD(dq, double, f64, 64, 32, 32, 8, 16)
+FG_BWD(dq, double, f64, 128, 32, 16, 8, 16)
+FG_BWD(dq, double, f64, 256, 16, 16, 16, 16)

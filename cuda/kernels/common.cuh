@@ -1,0 +1,123 @@
+// common.cuh: helpers shared by the kernels: numeric helpers that dispatch on float/double,
+// warp reductions, tile loads from global to shared memory, and the two register-tile matrix
+// products every attention kernel is made of.
+#ifndef FLASHGORGON_COMMON_CUH
+#define FLASHGORGON_COMMON_CUH
+
+#include "params.h"
+
+// Shared memory of every kernel is one dynamic block; 16-byte aligned so doubles are aligned.
+extern __shared__ __align__(16) unsigned char fg_smem[];
+
+template <typename T> __device__ __forceinline__ T fg_neg_inf();
+template <> __device__ __forceinline__ float fg_neg_inf<float>() { return __int_as_float(0xff800000); }
+template <> __device__ __forceinline__ double fg_neg_inf<double>() { return __longlong_as_double(0xfff0000000000000ULL); }
+
+// Full-precision exp and log (no fast-math intrinsics: the results are compared with float64
+// references at tight tolerances).
+__device__ __forceinline__ float fg_exp(float x) { return expf(x); }
+__device__ __forceinline__ double fg_exp(double x) { return exp(x); }
+__device__ __forceinline__ float fg_log(float x) { return logf(x); }
+__device__ __forceinline__ double fg_log(double x) { return log(x); }
+
+// fg_is_neg_inf reports x == -Inf.
+template <typename T> __device__ __forceinline__ bool fg_is_neg_inf(T x) { return x == fg_neg_inf<T>(); }
+
+// Butterfly reductions over groups of W consecutive lanes (W a power of two, at most 32). Every
+// lane of the group ends with the same result, combined in the same fixed order on every run.
+template <int W, typename T> __device__ __forceinline__ T fg_group_max(T x) {
+#pragma unroll
+  for (int off = W / 2; off > 0; off /= 2) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, off));
+  return x;
+}
+template <int W, typename T> __device__ __forceinline__ T fg_group_sum(T x) {
+#pragma unroll
+  for (int off = W / 2; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
+  return x;
+}
+
+// fg_dynamic_smem returns the dynamic shared memory size of the launch; kernels trap when the
+// launcher gave less than their tiles need, so a mismatch between the Go launch table and the
+// kernel's layout is a clean launch error, never a silent overrun.
+__device__ __forceinline__ unsigned fg_dynamic_smem() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+  return r;
+}
+
+// fg_load_tile copies rows [row0, row0+ROWS) x columns [0, COLS) of a row-major global matrix
+// (row stride ld_g, valid rows < nrows, valid columns < ncols) into shared memory with row
+// stride LDS, writing zeros outside the valid region. Consecutive threads read consecutive
+// columns, so each row is read coalesced.
+template <typename T, int ROWS, int COLS, int LDS, int THREADS>
+__device__ __forceinline__ void fg_load_tile(T* __restrict__ s, const T* __restrict__ g, int64_t ld_g, int row0,
+                                             int nrows, int ncols) {
+  for (int idx = threadIdx.x; idx < ROWS * COLS; idx += THREADS) {
+    const int r = idx / COLS, c = idx % COLS;
+    const int gr = row0 + r;
+    s[r * LDS + c] = (gr < nrows && c < ncols) ? g[(int64_t)gr * ld_g + c] : T(0);
+  }
+}
+
+// fg_mm_abt accumulates acc[i][c] += sum_k A[(r0 + i*RS)*LDA + k] * B[(c0 + c*CS)*LDB + k] for
+// k < K: a register tile of A*B^T where both operands are stored row-major along k in shared
+// memory (rows of A and rows of B are dotted). Threads own interleaved rows and columns.
+template <typename T, int RM, int CN, int K, int LDA, int LDB>
+__device__ __forceinline__ void fg_mm_abt(T (&acc)[RM][CN], const T* __restrict__ A, int r0, int RS,
+                                          const T* __restrict__ B, int c0, int CS) {
+#pragma unroll 4
+  for (int k = 0; k < K; ++k) {
+    T a[RM], b[CN];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) a[i] = A[(r0 + i * RS) * LDA + k];
+#pragma unroll
+    for (int c = 0; c < CN; ++c) b[c] = B[(c0 + c * CS) * LDB + k];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int c = 0; c < CN; ++c) acc[i][c] = fma(a[i], b[c], acc[i][c]);
+  }
+}
+
+// fg_mm_ab accumulates acc[i][c] += sum_k A[(r0 + i*RS)*LDA + k] * B[k*LDB + c0 + c*CS] for
+// k < K: a register tile of A*B with A row-major along k and B row-major along its columns.
+template <typename T, int RM, int CN, int K, int LDA, int LDB>
+__device__ __forceinline__ void fg_mm_ab(T (&acc)[RM][CN], const T* __restrict__ A, int r0, int RS,
+                                         const T* __restrict__ B, int c0, int CS) {
+#pragma unroll 4
+  for (int k = 0; k < K; ++k) {
+    T a[RM], b[CN];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) a[i] = A[(r0 + i * RS) * LDA + k];
+#pragma unroll
+    for (int c = 0; c < CN; ++c) b[c] = B[k * LDB + c0 + c * CS];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int c = 0; c < CN; ++c) acc[i][c] = fma(a[i], b[c], acc[i][c]);
+  }
+}
+
+template <typename T, int RM, int CN> __device__ __forceinline__ void fg_zero(T (&acc)[RM][CN]) {
+#pragma unroll
+  for (int i = 0; i < RM; ++i)
+#pragma unroll
+    for (int c = 0; c < CN; ++c) acc[i][c] = T(0);
+}
+
+// fg_key_limit returns how many leading keys query row i of batch b sees: keys j < limit are
+// visible. Both masks (key lengths, causal) keep a prefix of the keys.
+__device__ __forceinline__ int fg_key_limit(const fg_attn_params& p, int b, int i) {
+  int lim = p.nk;
+  if (p.key_lengths) {
+    const int kl = ((const int32_t*)p.key_lengths)[b];
+    lim = kl < lim ? kl : lim;
+  }
+  if (p.causal) {
+    const int c = i + p.causal_offset + 1;
+    lim = c < lim ? c : lim;
+  }
+  return lim > 0 ? lim : 0;
+}
+
+#endif

@@ -1,0 +1,52 @@
+// params.h: the kernel parameter structs, passed by value to every kernel (FlashAttention csrc style:
+// pointers, strides, sizes). The Go side mirrors each struct field by field (cuda/params_gpu.go);
+// TestParamsLayout checks sizes and offsets against this header through cgo.
+//
+// Device pointers are carried as 64-bit integers so that the Go mirror holds no pointers.
+// Strides count elements, not bytes.
+#ifndef FLASHGORGON_PARAMS_H
+#define FLASHGORGON_PARAMS_H
+
+#include <stdint.h>
+
+// Softmax-family kinds (fg_softmax_params.kind).
+#define FG_SOFTMAX 0
+#define FG_LOG_SOFTMAX 1
+#define FG_LOG_SUM_EXP 2
+
+// fg_softmax_params describes one softmax-family op over x viewed as [outer, n, inner]:
+// element (o, i, j) at o*n*inner + i*inner + j, reduced over i.
+//   softmax, log-softmax: y, dy, dx have x's shape;
+//   log-sum-exp:          y and dy are [outer, inner], dx has x's shape.
+typedef struct {
+  uint64_t x, y, dy, dx;  // T*; dy and dx are used by the backward only
+  int64_t outer, n, inner;
+  int32_t kind;  // FG_SOFTMAX, FG_LOG_SOFTMAX or FG_LOG_SUM_EXP
+  int32_t reserved;
+} fg_softmax_params;
+
+// fg_attn_params describes one attention problem (see DESIGN.md):
+//   q, o, do_, dq  [B, H, Nq, d]   element (b,h,i,c) at b*q_batch + h*q_head + i*q_row + c
+//   k, dk          [B, Hkv, Nk, d] likewise with the k_* strides
+//   v, dv          [B, Hkv, Nk, d] likewise with the v_* strides
+//   lse, dlse, delta [B, H, Nq]    contiguous: element (b,h,i) at (b*H + h)*Nq + i
+//   key_lengths    int32 [B] or 0: batch b sees keys j < key_lengths[b]
+// o and do_ share the o_* strides, dq the q_* strides, dk the k_* and dv the v_* strides.
+// Query head h reads key/value head h / (H/Hkv). With causal set, query i sees key j only when
+// j <= i + causal_offset (bottom-right alignment uses causal_offset = Nk - Nq).
+typedef struct {
+  uint64_t q, k, v, o, lse;     // forward: q, k, v in; o, lse out
+  uint64_t do_, dq, dk, dv;     // backward: do_ in; dq, dk, dv out
+  uint64_t dlse;                // backward: the gradient reaching lse, or 0 when none does
+  uint64_t delta;               // backward workspace: rowsum(do_ * o) - dlse, [B, H, Nq]
+  uint64_t key_lengths;         // const int32_t* or 0
+  int64_t q_batch, q_head, q_row;
+  int64_t k_batch, k_head, k_row;
+  int64_t v_batch, v_head, v_row;
+  int64_t o_batch, o_head, o_row;
+  double scale;                 // multiplies q.k
+  int32_t b, h, hkv, nq, nk, d;
+  int32_t causal, causal_offset;
+} fg_attn_params;
+
+#endif

@@ -1,0 +1,361 @@
+//go:build gpu
+
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// The launch functions: for each op, the kernel configuration (chosen here only, per head
+// dimension and element type), the buffers, the launches and the copies back.
+
+// attnCfg is one tile configuration of an attention kernel: the head-dimension tier D (the
+// kernel handles every d <= D, zero-padding the columns past d), the query and key tile rows
+// BM and BN, and the thread grid TR x TC.
+type attnCfg struct{ D, BM, BN, TR, TC int }
+
+func (c attnCfg) threads() int { return c.TR * c.TC }
+
+func (c attnCfg) suffix(dt dtype) string {
+	return fmt.Sprintf("%s_d%d_m%d_n%d_r%d_c%d", dt, c.D, c.BM, c.BN, c.TR, c.TC)
+}
+
+// The configurations instantiated in kernels/attention_fwd.cu and kernels/attention_bwd.cu,
+// by element type, smallest tier first. float64 uses smaller tiles: its registers and shared
+// memory hold half as many elements. Each kernel keeps at most 64 float32 (32 float64)
+// accumulators per thread and at most about 140 KiB of shared memory (the A100 allows 163).
+var (
+	fwdCfgs = [2][]attnCfg{
+		f32: {{32, 64, 64, 16, 8}, {64, 64, 64, 16, 8}, {128, 64, 32, 16, 8}, {256, 32, 32, 8, 16}},
+		f64: {{32, 32, 32, 8, 16}, {64, 32, 32, 8, 16}, {128, 32, 32, 8, 16}, {256, 32, 32, 8, 32}},
+	}
+	dkdvCfgs = [2][]attnCfg{
+		f32: {{32, 32, 32, 8, 16}, {64, 32, 32, 8, 16}, {128, 32, 32, 8, 16}, {256, 32, 32, 8, 32}},
+		f64: {{32, 32, 32, 8, 16}, {64, 32, 32, 8, 16}, {128, 32, 16, 8, 16}, {256, 16, 16, 16, 16}},
+	}
+	dqCfgs = [2][]attnCfg{
+		f32: {{32, 64, 32, 16, 8}, {64, 64, 32, 16, 8}, {128, 32, 32, 8, 16}, {256, 32, 32, 8, 32}},
+		f64: {{32, 32, 32, 8, 16}, {64, 32, 32, 8, 16}, {128, 32, 16, 8, 16}, {256, 16, 16, 16, 16}},
+	}
+)
+
+// pickCfg returns the configuration of the smallest tier that holds d.
+func pickCfg(cfgs []attnCfg, d int) attnCfg {
+	for _, c := range cfgs {
+		if d <= c.D {
+			return c
+		}
+	}
+	return cfgs[len(cfgs)-1] // unreachable: check rejects d > MaxHeadDim
+}
+
+// Shared memory of each kernel, the same expressions as the kernels' SMEM constants (a kernel
+// traps when given less).
+func fwdSmem(c attnCfg, dt dtype) int {
+	return (c.BM*(c.D+1) + c.BN*(c.D+1) + c.BM*(c.BN+1)) * dt.size()
+}
+
+func dkdvSmem(c attnCfg, dt dtype) int {
+	return (2*c.BN*(c.D+1) + 2*c.BM*(c.D+1) + 2*c.BN*(c.BM+1) + 2*c.BM) * dt.size()
+}
+
+func dqSmem(c attnCfg, dt dtype) int {
+	return (2*c.BM*(c.D+1) + 2*c.BN*(c.D+1) + c.BM*(c.BN+1)) * dt.size()
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// start launches kernel k with the params struct at params.
+func (s *state) start(module, name string, grid [3]int, block, smem int, params unsafe.Pointer) error {
+	k, err := s.function(module, name, smem)
+	if err != nil {
+		return err
+	}
+	return launch(k.fn, name, grid, block, smem, params)
+}
+
+// ---- softmax ---------------------------------------------------------------------------------
+
+// SoftmaxForward runs the forward of p.Kind on the device (see SoftmaxParams): X is copied to
+// the device, the kernel runs, Y is copied back. It returns ErrNoDevice when no device is in
+// use and a *Error when CUDA fails.
+func SoftmaxForward(p SoftmaxParams) error { return softmaxRun(p, false) }
+
+// SoftmaxBackward runs the backward of p.Kind on the device (see SoftmaxParams): Y, DY (and X
+// for LogSumExp) are copied to the device, the kernel runs, DX is copied back. It returns
+// ErrNoDevice when no device is in use and a *Error when CUDA fails.
+func SoftmaxBackward(p SoftmaxParams) error { return softmaxRun(p, true) }
+
+func softmaxRun(p SoftmaxParams, backward bool) error {
+	dt, err := p.check(backward)
+	if err != nil {
+		return err
+	}
+	if !Enabled() {
+		return ErrNoDevice
+	}
+	if p.Outer*p.Inner == 0 {
+		return nil // nothing to write
+	}
+	op := p.Kind.String() + " forward"
+	if backward {
+		op = p.Kind.String() + " backward"
+	}
+	return run(op, func(s *state) error {
+		sc := &scope{s: s}
+		defer sc.done()
+		kp := softmaxParams{outer: int64(p.Outer), n: int64(p.N), inner: int64(p.Inner), kind: int32(p.Kind)}
+		var err error
+		up := func(dst *devptr, x any, what string) {
+			if err == nil && x != nil {
+				*dst, err = sc.upload(x, what)
+			}
+		}
+		out := func(dst *devptr, x any) {
+			if err == nil {
+				_, n := hostBytes(x)
+				*dst, err = sc.alloc(n)
+			}
+		}
+		if !backward {
+			up(&kp.x, p.X, "X")
+			out(&kp.y, p.Y)
+		} else {
+			if p.Kind == LogSumExp {
+				up(&kp.x, p.X, "X")
+			}
+			up(&kp.y, p.Y, "Y")
+			up(&kp.dy, p.DY, "DY")
+			out(&kp.dx, p.DX)
+		}
+		if err != nil {
+			return err
+		}
+		dir := "fwd"
+		if backward {
+			dir = "bwd"
+		}
+		var name string
+		var grid [3]int
+		if p.Inner == 1 {
+			name = fmt.Sprintf("fg_softmax_%s_rows_%s", dir, dt)
+			grid = [3]int{ceilDiv(p.Outer, 4), 1, 1}
+		} else {
+			name = fmt.Sprintf("fg_softmax_%s_cols_%s", dir, dt)
+			grid = [3]int{ceilDiv(p.Outer*p.Inner, 128), 1, 1}
+		}
+		if err := s.start("softmax", name, grid, 128, 0, unsafe.Pointer(&kp)); err != nil {
+			return err
+		}
+		if err := ctxSynchronize(name); err != nil {
+			return err
+		}
+		if backward {
+			return download(p.DX, kp.dx, "DX")
+		}
+		return download(p.Y, kp.y, "Y")
+	})
+}
+
+// ---- attention -------------------------------------------------------------------------------
+
+// attnBase fills the sizes, strides and options of the kernel params for p (contiguous
+// layouts of AttentionParams).
+func attnBase(p *AttentionParams) attnParams {
+	d := int64(p.D)
+	kp := attnParams{
+		qRow: d, qHead: int64(p.Nq) * d, qBatch: int64(p.H*p.Nq) * d,
+		kRow: d, kHead: int64(p.Nk) * d, kBatch: int64(p.Hkv*p.Nk) * d,
+		scale: p.Scale,
+		b:     int32(p.B), h: int32(p.H), hkv: int32(p.Hkv), nq: int32(p.Nq), nk: int32(p.Nk), d: int32(p.D),
+	}
+	kp.vRow, kp.vHead, kp.vBatch = kp.kRow, kp.kHead, kp.kBatch
+	kp.oRow, kp.oHead, kp.oBatch = kp.qRow, kp.qHead, kp.qBatch
+	if p.Causal {
+		kp.causal, kp.causalOffset = 1, int32(p.Nk-p.Nq)
+	}
+	return kp
+}
+
+// keyLengths32 converts KeyLengths for the device (check bounds them by Nk).
+func keyLengths32(kl []int) []int32 {
+	out := make([]int32, len(kl))
+	for i, n := range kl {
+		out[i] = int32(n)
+	}
+	return out
+}
+
+// AttentionForward computes O and L from Q, K and V on the device (see AttentionParams), with
+// the FlashAttention-2 kernel. L stays resident on the device for AttentionBackward. It returns
+// ErrNoDevice when no device is in use, an error wrapping ErrUnsupported for problems the
+// kernels do not cover, and a *Error when CUDA fails.
+func AttentionForward(p AttentionParams) error { return attentionForward(p, 2) }
+
+// attentionForward runs forward kernel variant 1 (one thread per row) or 2 (FlashAttention-2).
+func attentionForward(p AttentionParams, variant int) error {
+	dt, err := p.check(false)
+	if err != nil {
+		return err
+	}
+	if !Enabled() {
+		return ErrNoDevice
+	}
+	return run("attention forward", func(s *state) error {
+		sc := &scope{s: s}
+		defer sc.done()
+		kp, err := attnUpload(sc, &p, false)
+		if err != nil {
+			return err
+		}
+		_, oBytes := hostBytes(p.O)
+		if kp.o, err = sc.alloc(oBytes); err != nil {
+			return err
+		}
+		_, lBytes := hostBytes(p.L)
+		lbuf, err := s.pool.get(lBytes) // outlives the call: kept resident below
+		if err != nil {
+			return err
+		}
+		kp.lse = lbuf.ptr
+		if err := s.attnForwardKernels(&kp, dt, variant); err != nil {
+			s.pool.put(lbuf)
+			return err
+		}
+		err = download(p.O, kp.o, "O")
+		if err == nil {
+			err = download(p.L, kp.lse, "L")
+		}
+		if err != nil {
+			s.pool.put(lbuf)
+			return err
+		}
+		s.resident.keep(s, p.L, lbuf)
+		return nil
+	})
+}
+
+// attnUpload copies Q, K, V, the key lengths and, for the backward, O, DO and DL to the device.
+func attnUpload(sc *scope, p *AttentionParams, backward bool) (attnParams, error) {
+	kp := attnBase(p)
+	var err error
+	up := func(dst *devptr, x any, what string) {
+		if err == nil {
+			*dst, err = sc.upload(x, what)
+		}
+	}
+	up(&kp.q, p.Q, "Q")
+	up(&kp.k, p.K, "K")
+	up(&kp.v, p.V, "V")
+	if p.KeyLengths != nil {
+		up(&kp.keyLengths, keyLengths32(p.KeyLengths), "KeyLengths")
+	}
+	if backward {
+		up(&kp.o, p.O, "O")
+		up(&kp.do, p.DO, "DO")
+		if p.DL != nil {
+			up(&kp.dlse, p.DL, "DL")
+		}
+	}
+	return kp, err
+}
+
+// attnForwardKernels launches the forward on buffers already on the device and waits for it.
+func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error {
+	var name string
+	var grid [3]int
+	var block, smem int
+	switch variant {
+	case 1:
+		name = fmt.Sprintf("fg_attn_fwd_v1_%s_d256", dt)
+		grid, block = [3]int{ceilDiv(int(kp.nq), 128), int(kp.h), int(kp.b)}, 128
+	case 2:
+		c := pickCfg(fwdCfgs[dt], int(kp.d))
+		name = "fg_attn_fwd_v2_" + c.suffix(dt)
+		grid, block, smem = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}, c.threads(), fwdSmem(c, dt)
+	default:
+		return fmt.Errorf("cuda: attention forward: no kernel variant %d", variant)
+	}
+	if err := s.start("attention_fwd", name, grid, block, smem, unsafe.Pointer(kp)); err != nil {
+		return err
+	}
+	return ctxSynchronize(name)
+}
+
+// AttentionBackward computes DQ, DK and DV on the device (see AttentionParams): delta =
+// rowsum(DO∘O) − DL, then the dK/dV kernel (a block per key tile) and the dQ kernel (a block
+// per query tile), neither using atomics, so the result is the same bits on every run. L is
+// taken from the device when AttentionForward left it there and p.L is unchanged. It returns
+// ErrNoDevice when no device is in use, an error wrapping ErrUnsupported for problems the
+// kernels do not cover, and a *Error when CUDA fails.
+func AttentionBackward(p AttentionParams) error {
+	dt, err := p.check(true)
+	if err != nil {
+		return err
+	}
+	if !Enabled() {
+		return ErrNoDevice
+	}
+	return run("attention backward", func(s *state) error {
+		sc := &scope{s: s}
+		defer sc.done()
+		kp, err := attnUpload(sc, &p, true)
+		if err != nil {
+			return err
+		}
+		if ptr, ok := s.resident.find(p.L); ok {
+			kp.lse = ptr
+		} else if kp.lse, err = sc.upload(p.L, "L"); err != nil {
+			return err
+		}
+		_, lBytes := hostBytes(p.L)
+		_, qBytes := hostBytes(p.DQ)
+		_, kBytes := hostBytes(p.DK)
+		for _, a := range []struct {
+			dst *devptr
+			n   int64
+		}{{&kp.delta, lBytes}, {&kp.dq, qBytes}, {&kp.dk, kBytes}, {&kp.dv, kBytes}} {
+			if *a.dst, err = sc.alloc(a.n); err != nil {
+				return err
+			}
+		}
+		if err := s.attnBackwardKernels(&kp, dt); err != nil {
+			return err
+		}
+		for _, a := range []struct {
+			x    any
+			d    devptr
+			what string
+		}{{p.DQ, kp.dq, "DQ"}, {p.DK, kp.dk, "DK"}, {p.DV, kp.dv, "DV"}} {
+			if err := download(a.x, a.d, a.what); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// attnBackwardKernels launches the three backward kernels on buffers already on the device and
+// waits for them.
+func (s *state) attnBackwardKernels(kp *attnParams, dt dtype) error {
+	d := int(kp.d)
+	pre := "fg_attn_bwd_preprocess_" + dt.String()
+	rows := int(kp.b) * int(kp.h) * int(kp.nq)
+	if err := s.start("attention_bwd_preprocess", pre, [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
+		return err
+	}
+	c := pickCfg(dkdvCfgs[dt], d)
+	name := "fg_attn_bwd_dkdv_" + c.suffix(dt)
+	grid := [3]int{ceilDiv(int(kp.nk), c.BN), int(kp.hkv), int(kp.b)}
+	if err := s.start("attention_bwd", name, grid, c.threads(), dkdvSmem(c, dt), unsafe.Pointer(kp)); err != nil {
+		return err
+	}
+	c = pickCfg(dqCfgs[dt], d)
+	name = "fg_attn_bwd_dq_" + c.suffix(dt)
+	grid = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
+	if err := s.start("attention_bwd", name, grid, c.threads(), dqSmem(c, dt), unsafe.Pointer(kp)); err != nil {
+		return err
+	}
+	return ctxSynchronize("attention backward kernels")
+}

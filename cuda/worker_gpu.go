@@ -1,0 +1,255 @@
+//go:build gpu
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The device worker: one goroutine, locked to its OS thread, makes every CUDA call of the
+// package. A CUDA context is current on one thread; funnelling every call through the worker
+// keeps it current wherever the launchers are called from, and serializes the calls so that
+// the state below needs no lock.
+
+// state is everything the worker knows about the device. Only the worker touches it.
+type state struct {
+	ordinal  int
+	dev      cuDevice
+	ctx      cuContext
+	live     bool // ctx retained and current
+	name     string
+	major    int
+	minor    int
+	smemMax  int // largest dynamic shared memory a block may opt in to
+	sms      int
+	driver   int
+	modules  map[string]cuModule
+	funcs    map[string]*kernel
+	pool     pool
+	resident residentSet
+}
+
+// kernel is a loaded kernel function and the dynamic shared memory it has been allowed.
+type kernel struct {
+	name string
+	fn   cuFunction
+	smem int
+}
+
+var (
+	jobs      chan func()
+	startOnce sync.Once
+
+	selectOnce sync.Once
+	selected   bool   // a device is in use
+	devName    string // what Device reports
+)
+
+// run executes f on the worker and returns its error, with driver failures turned into *Error
+// values naming op. After a failure that leaves the context unusable (a kernel fault) the
+// worker drops the context and everything allocated in it, and resets the device's primary
+// context, so the next call starts afresh.
+func run(op string, f func(s *state) error) error {
+	startOnce.Do(func() {
+		jobs = make(chan func())
+		go worker()
+	})
+	done := make(chan error, 1)
+	jobs <- func() {
+		err := ensureContext(&dev)
+		if err == nil {
+			err = f(&dev)
+		}
+		var de *drvError
+		if errors.As(err, &de) {
+			if sticky(de.code) {
+				dev.teardown(true)
+			}
+			err = &Error{Op: op, Call: de.call, Code: de.code, Name: errorName(de.code), Msg: errorString(de.code)}
+		}
+		done <- err
+	}
+	return <-done
+}
+
+// dev is the worker's state.
+var dev state
+
+func worker() {
+	runtime.LockOSThread() // never unlocked: the thread belongs to the worker for good
+	for job := range jobs {
+		job()
+	}
+}
+
+// ensureContext (re)creates the context after the first call or a reset.
+func ensureContext(s *state) error {
+	if s.live {
+		return nil
+	}
+	ctx, err := ctxRetain(s.dev)
+	if err != nil {
+		return err
+	}
+	if err := ctxSetCurrent(ctx); err != nil {
+		ctxRelease(s.dev)
+		return err
+	}
+	s.ctx, s.live = ctx, true
+	s.modules = map[string]cuModule{}
+	s.funcs = map[string]*kernel{}
+	return nil
+}
+
+// teardown forgets everything that lives in the context. With reset it also resets the
+// primary context (after a sticky error); buffers and modules then vanish with it.
+func (s *state) teardown(reset bool) {
+	if !s.live {
+		return
+	}
+	if reset {
+		ctxReset(s.dev)
+	} else {
+		s.pool.release()
+		s.resident.clear(s)
+	}
+	ctxRelease(s.dev)
+	s.pool = pool{}
+	s.resident = residentSet{}
+	s.modules, s.funcs, s.live = nil, nil, false
+}
+
+// Enabled reports whether the ops run on a CUDA device. The first call looks for one (unless
+// FLASHGORGON_DEVICE=cpu is set), logs one line saying which path was chosen and why, and
+// loads nothing else; later calls return the same answer.
+func Enabled() bool {
+	selectOnce.Do(selectDevice)
+	return selected
+}
+
+// Device names the device the ops run on: "cuda:N (name, sm_XY)" or "cpu".
+func Device() string {
+	selectOnce.Do(selectDevice)
+	return devName
+}
+
+// selectDevice decides, once, whether the ops use a device.
+func selectDevice() {
+	devName = "cpu"
+	want := strings.TrimSpace(os.Getenv("FLASHGORGON_DEVICE"))
+	ordinal := 0
+	switch {
+	case want == "cpu":
+		log.Printf("flashgorgon: FLASHGORGON_DEVICE=cpu: ops run on the CPU")
+		return
+	case want == "" || want == "cuda" || want == "gpu":
+	case strings.HasPrefix(want, "cuda:"):
+		n, err := strconv.Atoi(want[len("cuda:"):])
+		if err != nil || n < 0 {
+			log.Printf("flashgorgon: FLASHGORGON_DEVICE=%q is not cpu, cuda or cuda:N: ops run on the CPU", want)
+			return
+		}
+		ordinal = n
+	default:
+		log.Printf("flashgorgon: FLASHGORGON_DEVICE=%q is not cpu, cuda or cuda:N: ops run on the CPU", want)
+		return
+	}
+	var found error
+	startOnce.Do(func() {
+		jobs = make(chan func())
+		go worker()
+	})
+	done := make(chan error, 1)
+	jobs <- func() { done <- openDevice(&dev, ordinal) }
+	if found = <-done; found != nil {
+		log.Printf("flashgorgon: no CUDA device (%v): ops run on the CPU", found)
+		return
+	}
+	selected = true
+	devName = fmt.Sprintf("cuda:%d (%s, sm_%d%d)", ordinal, dev.name, dev.major, dev.minor)
+	log.Printf("flashgorgon: ops run on %s, driver %d.%d, %d multiprocessors", devName,
+		dev.driver/1000, dev.driver%1000/10, dev.sms)
+}
+
+// openDevice loads the driver, picks device ordinal and makes its primary context current on
+// the worker thread.
+func openDevice(s *state, ordinal int) error {
+	if err := drvOpen(); err != nil {
+		return err
+	}
+	if err := drvInit(); err != nil {
+		return err
+	}
+	n, err := deviceCount()
+	if err != nil {
+		return err
+	}
+	if ordinal >= n {
+		return fmt.Errorf("device cuda:%d asked for, %d present", ordinal, n)
+	}
+	if s.dev, err = deviceGet(ordinal); err != nil {
+		return err
+	}
+	s.ordinal = ordinal
+	if s.name, err = deviceName(s.dev); err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		attr int
+		dst  *int
+	}{{attrComputeMajor, &s.major}, {attrComputeMinor, &s.minor}, {attrSharedOptin, &s.smemMax}, {attrMultiprocessors, &s.sms}} {
+		if *a.dst, err = deviceAttr(s.dev, a.attr); err != nil {
+			return err
+		}
+	}
+	if s.major < 8 {
+		return fmt.Errorf("%s has compute capability %d.%d; the embedded PTX needs 8.0 (Ampere) or newer", s.name, s.major, s.minor)
+	}
+	if s.driver, err = drvVersion(); err != nil {
+		return err
+	}
+	return ensureContext(s)
+}
+
+// function returns the kernel called name from the module built from kernels/<module>.cu,
+// loading (JIT-compiling) the module at its first use, and allows it smem bytes of dynamic
+// shared memory.
+func (s *state) function(module, name string, smem int) (*kernel, error) {
+	k := s.funcs[name]
+	if k == nil {
+		m, ok := s.modules[module]
+		if !ok {
+			ptx, err := ptxSource(module)
+			if err != nil {
+				return nil, err
+			}
+			if m, err = moduleLoad(module, ptx); err != nil {
+				return nil, err
+			}
+			s.modules[module] = m
+		}
+		fn, err := moduleFunction(m, name)
+		if err != nil {
+			return nil, err
+		}
+		k = &kernel{name: name, fn: fn, smem: 48 << 10}
+		s.funcs[name] = k
+	}
+	if smem > k.smem {
+		if smem > s.smemMax {
+			return nil, fmt.Errorf("kernel %s needs %d bytes of shared memory, %s allows %d: %w", name, smem, s.name, s.smemMax, ErrUnsupported)
+		}
+		if err := funcSetMaxDynamicSmem(k.fn, smem, name); err != nil {
+			return nil, err
+		}
+		k.smem = smem
+	}
+	return k, nil
+}
