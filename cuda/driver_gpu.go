@@ -273,8 +273,8 @@ func ctxRetain(d cuDevice) (cuContext, error) {
 	return c, err
 }
 
-func ctxRelease(d cuDevice) error  { return check(C.fg_ctx_release(d), "cuDevicePrimaryCtxRelease") }
-func ctxReset(d cuDevice) error    { return check(C.fg_ctx_reset(d), "cuDevicePrimaryCtxReset") }
+func ctxRelease(d cuDevice) error { return check(C.fg_ctx_release(d), "cuDevicePrimaryCtxRelease") }
+func ctxReset(d cuDevice) error   { return check(C.fg_ctx_reset(d), "cuDevicePrimaryCtxReset") }
 func ctxSetCurrent(c cuContext) error {
 	return check(C.fg_ctx_set_current(c), "cuCtxSetCurrent")
 }
