@@ -1,0 +1,180 @@
+package attention
+
+import (
+	"fmt"
+	"math"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Options selects the masking and the scale of the attention.
+type Options struct {
+	// Causal masks the future: query i sees keys j ≤ i + (Nk − Nq), the
+	// mask aligned to the bottom-right corner as FlashAttention-2 does when
+	// Nq ≠ Nk (with Nq = Nk, j ≤ i).
+	Causal bool
+	// Scale multiplies the scores q·k; 0 means 1/√d. It must be finite.
+	Scale float64
+	// KeyLengths is optional, one value in [0, Nk] per batch element: keys
+	// at index ≥ KeyLengths[b] are masked (padding).
+	KeyLengths []int
+}
+
+// Attention returns scaled dot-product attention of q [B,H,Nq,d] over keys k
+// and values v [B,Hkv,Nk,d], a node o [B,H,Nq,d]:
+//
+//	s_ij = Scale·Σ_c q[b,h,i,c]·k[b,h/G,j,c]          G = H/Hkv
+//	o[b,h,i,:] = Σ_j softmax_j(s_ij)·v[b,h/G,j,:]     over the visible keys j
+//
+// H must be a multiple of Hkv: query head h uses key/value head h/G, which
+// covers multi-head (Hkv = H), grouped-query and multi-query (Hkv = 1)
+// attention. Key j is visible to query i of batch b unless
+// opts.Causal and j > i + Nk − Nq, or j ≥ opts.KeyLengths[b]. A query row
+// that sees no key gets o = 0 (and zero gradients), never NaN. q, k and v
+// are all float32 or all float64.
+//
+// The op is fused in the FlashAttention-2 way: the forward runs an online
+// softmax over key blocks and keeps only the log-sum-exp
+// L = log Σ_j exp(s_ij) next to o; the backward recomputes the
+// probabilities from L block by block. Neither allocates anything of size
+// Nq×Nk. Reference computes the same function from Gorgonia ops.
+//
+// Bad shapes, mixed dtypes, bad key lengths and a NaN or infinite Scale are
+// returned as errors.
+func Attention(q, k, v *gorgonia.Node, opts Options) (*gorgonia.Node, error) {
+	o, _, err := build(q, k, v, opts, false)
+	return o, err
+}
+
+// AttentionLSE is Attention that also returns the log-sum-exp of the scores,
+// a node lse [B,H,Nq]:
+//
+//	lse[b,h,i] = log Σ_{visible j} exp(s_ij)    (−Inf for a row with no visible key)
+//
+// Both outputs can take part in a loss: the gradient through lse is
+// ∂lse_i/∂s_ij = softmax_j(s_ij), folded into the same fused backward.
+func AttentionLSE(q, k, v *gorgonia.Node, opts Options) (o, lse *gorgonia.Node, err error) {
+	return build(q, k, v, opts, true)
+}
+
+// build adds the fused forward and the ops taking o (and lse) out of it.
+func build(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorgonia.Node, err error) {
+	p, dt, err := newParams("attention.Attention", q, k, v, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	fwd := fwdOp{p: *p, dtype: dt}
+	packed, err := gorgonia.ApplyOp(fwd, q, k, v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("attention.Attention: %w", err)
+	}
+	total := fwd.oLen() + fwd.lLen()
+	o, err = gorgonia.ApplyOp(takeOp{off: 0, shape: fwd.qShape(), srcLen: total, what: "o"}, packed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("attention.Attention: %w", err)
+	}
+	if withLSE {
+		lse, err = gorgonia.ApplyOp(takeOp{off: fwd.oLen(), shape: fwd.lShape(), srcLen: total, what: "lse"}, packed)
+		if err != nil {
+			return nil, nil, fmt.Errorf("attention.Attention: %w", err)
+		}
+	}
+	return o, lse, nil
+}
+
+// newParams checks q, k, v and opts and returns the problem's description
+// and element type, or an error naming the offending shapes or values.
+func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor.Dtype, error) {
+	for _, in := range []struct {
+		name string
+		n    *gorgonia.Node
+	}{{"q", q}, {"k", k}, {"v", v}} {
+		if in.n == nil {
+			return nil, tensor.Dtype{}, fmt.Errorf("%s: %s is a nil node", fn, in.name)
+		}
+	}
+	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
+	for _, in := range []struct {
+		name, layout string
+		s            tensor.Shape
+	}{{"q", "[B,H,Nq,d]", qs}, {"k", "[B,Hkv,Nk,d]", ks}, {"v", "[B,Hkv,Nk,d]", vs}} {
+		if len(in.s) != 4 {
+			return nil, tensor.Dtype{}, fmt.Errorf("%s: %s must have rank 4 %s, has shape %v (q %v, k %v, v %v)",
+				fn, in.name, in.layout, in.s, qs, ks, vs)
+		}
+		for _, n := range in.s {
+			if n < 1 {
+				return nil, tensor.Dtype{}, fmt.Errorf("%s: %s has shape %v; every dimension must be at least 1", fn, in.name, in.s)
+			}
+		}
+	}
+	dt, err := nodeDtype(q)
+	if err != nil {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: q %v: %w", fn, qs, err)
+	}
+	for _, in := range []struct {
+		name string
+		n    *gorgonia.Node
+	}{{"k", k}, {"v", v}} {
+		d, err := nodeDtype(in.n)
+		if err != nil {
+			return nil, tensor.Dtype{}, fmt.Errorf("%s: %s %v: %w", fn, in.name, in.n.Shape(), err)
+		}
+		if d != dt {
+			return nil, tensor.Dtype{}, fmt.Errorf("%s: mixed dtypes: q is %v, %s is %v", fn, dt, in.name, d)
+		}
+	}
+	if !ks.Eq(vs) {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: k %v and v %v must have the same shape [B,Hkv,Nk,d]", fn, ks, vs)
+	}
+	if qs[3] != ks[3] {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: head dimension d differs: q %v has d=%d, k %v has d=%d", fn, qs, qs[3], ks, ks[3])
+	}
+	if qs[0] != ks[0] {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: batch size differs: q %v has B=%d, k %v has B=%d", fn, qs, qs[0], ks, ks[0])
+	}
+	if qs[1]%ks[1] != 0 {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: q %v has H=%d heads, not a multiple of the Hkv=%d heads of k %v",
+			fn, qs, qs[1], ks[1], ks)
+	}
+	if q.Graph() != k.Graph() || q.Graph() != v.Graph() {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: q, k and v belong to different graphs", fn)
+	}
+	p := &params{B: qs[0], H: qs[1], Hkv: ks[1], Nq: qs[2], Nk: ks[2], D: qs[3], Causal: opts.Causal}
+	switch {
+	case math.IsNaN(opts.Scale) || math.IsInf(opts.Scale, 0):
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: Scale must be finite, got %v", fn, opts.Scale)
+	case opts.Scale == 0:
+		p.Scale = 1 / math.Sqrt(float64(p.D))
+	default:
+		p.Scale = opts.Scale
+	}
+	if opts.KeyLengths != nil {
+		if len(opts.KeyLengths) != p.B {
+			return nil, tensor.Dtype{}, fmt.Errorf("%s: KeyLengths has %d entries %v, want one per batch element (B=%d)",
+				fn, len(opts.KeyLengths), opts.KeyLengths, p.B)
+		}
+		for b, n := range opts.KeyLengths {
+			if n < 0 || n > p.Nk {
+				return nil, tensor.Dtype{}, fmt.Errorf("%s: KeyLengths[%d] = %d is outside [0, Nk=%d]", fn, b, n, p.Nk)
+			}
+		}
+		// The op keeps its own copy: ops are immutable values.
+		p.KeyLengths = append([]int(nil), opts.KeyLengths...)
+	}
+	return p, dt, nil
+}
+
+// nodeDtype returns the element type of a float32 or float64 tensor node.
+func nodeDtype(n *gorgonia.Node) (tensor.Dtype, error) {
+	tt, ok := n.Type().(gorgonia.TensorType)
+	if !ok {
+		return tensor.Dtype{}, fmt.Errorf("node %q has type %v, want a float32 or float64 tensor", n.Name(), n.Type())
+	}
+	dt, ok := tt.Of.(tensor.Dtype)
+	if !ok || (dt != tensor.Float32 && dt != tensor.Float64) {
+		return tensor.Dtype{}, fmt.Errorf("node %q has element type %v, want float32 or float64", n.Name(), tt.Of)
+	}
+	return dt, nil
+}

@@ -1,0 +1,66 @@
+package attention
+
+import "fmt"
+
+// The two compute entry points. Everything above them (the Gorgonia ops)
+// deals in graph values; everything below (kernel.go, tile.go) in slices.
+// A device backend adds one branch at the top of each function: given p and
+// the slices, it runs the same computation on the device and returns, or
+// falls through to the CPU kernels when no device is available.
+
+// forwardCompute runs the fused forward for p on the flat slices q
+// [B,H,Nq,D], k and v [B,Hkv,Nk,D] (all []float32 or all []float64) and
+// writes packed = [O (B·H·Nq·D) | L (B·H·Nq)] of the same element type.
+func forwardCompute(p *params, q, k, v, packed any) error {
+	switch q := q.(type) {
+	case []float32:
+		return forwardTyped(p, q, k, v, packed)
+	case []float64:
+		return forwardTyped(p, q, k, v, packed)
+	default:
+		return fmt.Errorf("unsupported element type %T", q)
+	}
+}
+
+func forwardTyped[T Float](p *params, q []T, k, v, packed any) error {
+	kk, ok1 := k.([]T)
+	vv, ok2 := v.([]T)
+	out, ok3 := packed.([]T)
+	if !ok1 || !ok2 || !ok3 {
+		return fmt.Errorf("mixed element types: q %T, k %T, v %T, out %T", q, k, v, packed)
+	}
+	oLen := p.B * p.H * p.Nq * p.D
+	flashForward(p, q, kk, vv, out[:oLen], out[oLen:])
+	return nil
+}
+
+// backwardCompute runs the fused backward for p: from q, k, v, the forward's
+// packed [O | L] and its gradient dPacked [dO | dL], it writes
+// grads = [dQ (B·H·Nq·D) | dK (B·Hkv·Nk·D) | dV (B·Hkv·Nk·D)].
+func backwardCompute(p *params, q, k, v, packed, dPacked, grads any) error {
+	switch q := q.(type) {
+	case []float32:
+		return backwardTyped(p, q, k, v, packed, dPacked, grads)
+	case []float64:
+		return backwardTyped(p, q, k, v, packed, dPacked, grads)
+	default:
+		return fmt.Errorf("unsupported element type %T", q)
+	}
+}
+
+func backwardTyped[T Float](p *params, q []T, k, v, packed, dPacked, grads any) error {
+	kk, ok1 := k.([]T)
+	vv, ok2 := v.([]T)
+	pk, ok3 := packed.([]T)
+	dpk, ok4 := dPacked.([]T)
+	out, ok5 := grads.([]T)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+		return fmt.Errorf("mixed element types: q %T, k %T, v %T, packed %T, dPacked %T, grads %T",
+			q, k, v, packed, dPacked, grads)
+	}
+	oLen := p.B * p.H * p.Nq * p.D
+	kLen := p.B * p.Hkv * p.Nk * p.D
+	flashBackward(p, q, kk, vv, pk[:oLen], pk[oLen:], dpk[:oLen], dpk[oLen:],
+		out[:oLen], out[oLen:oLen+kLen], out[oLen+kLen:])
+	return nil
+}

@@ -1,0 +1,357 @@
+package attention
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// Float is the set of element types the kernels compute in.
+type Float = graph.Float
+
+// Tile sizes: a query block holds blockQ rows, a key/value block blockK
+// rows. Every tile the kernels touch (Q, K, V, O, dO, dK, dV blocks of
+// blockQ or blockK rows of d values, the score tile blockQ×blockK) stays in
+// the core's L2 cache for d ≤ 128. They are chosen here only.
+const (
+	blockQ = 64
+	blockK = 64
+)
+
+// params describes one attention problem over flat row-major slices; it is
+// the seam between the Gorgonia ops and the compute. A device backend gets
+// the same description (see forwardCompute and backwardCompute).
+//
+// Layout (all contiguous, row-major):
+//
+//	q, o, dq, do  [B, H, Nq, D]    element (b,h,i,c) at ((b·H+h)·Nq+i)·D+c
+//	k, v, dk, dv  [B, Hkv, Nk, D]  element (b,g,j,c) at ((b·Hkv+g)·Nk+j)·D+c
+//	lse           [B, H, Nq]       element (b,h,i)   at (b·H+h)·Nq+i
+//
+// Query head h reads key/value head h/(H/Hkv).
+type params struct {
+	B, H, Hkv, Nq, Nk, D int
+	// Scale multiplies q·k; always resolved (1/√D when the user gave 0).
+	Scale float64
+	// Causal: query i sees keys j ≤ i + Nk − Nq (bottom-right aligned).
+	Causal bool
+	// KeyLengths is nil or holds B values in [0, Nk]: batch b sees keys
+	// j < KeyLengths[b].
+	KeyLengths []int
+}
+
+// keyLimit returns how many leading keys query row i of batch b sees: keys
+// j < keyLimit(b, i) are visible, the others masked. Both masks keep a
+// prefix of the keys, so the visible set is always [0, keyLimit). It is
+// nondecreasing in i.
+func (p *params) keyLimit(b, i int) int {
+	lim := p.Nk
+	if p.KeyLengths != nil && p.KeyLengths[b] < lim {
+		lim = p.KeyLengths[b]
+	}
+	if p.Causal {
+		if c := i + p.Nk - p.Nq + 1; c < lim {
+			lim = c
+		}
+	}
+	return max(lim, 0)
+}
+
+// runUnits calls the function made by setup for every unit u in [0, n)
+// exactly once, spread over the cores. parallel.For decides how many
+// goroutines run; each calls setup once (for its scratch buffers) and then
+// takes the next unit from a shared counter until none is left, so units of
+// unequal cost (causal attention) keep every core busy. Units must be
+// independent: which goroutine runs a unit never changes its result.
+func runUnits(n int, setup func() func(u int)) {
+	var next atomic.Int64
+	parallel.For(n, 1, func(lo, hi int) {
+		work := setup()
+		for {
+			u := int(next.Add(1) - 1)
+			if u >= n {
+				return
+			}
+			work(u)
+		}
+	})
+}
+
+const log2e = math.Log2E
+
+// flashForward computes, for every batch b, head h and query row i,
+//
+//	s_ij = Scale·Σ_c q[b,h,i,c]·k[b,h/G,j,c]   over the visible keys j < keyLimit(b,i)
+//	L[b,h,i] = log Σ_j exp(s_ij)
+//	o[b,h,i,c] = Σ_j exp(s_ij − L)·v[b,h/G,j,c]
+//
+// (G = H/Hkv) in the FlashAttention-2 order: for each query block (the unit
+// of parallel work), an inner loop over key/value blocks keeps a running
+// maximum m and running sum ℓ per row (online softmax, in base 2 with log₂e
+// folded into the scale), rescales the output accumulator when m grows and
+// divides by ℓ once at the end. Key blocks that no row of the query block
+// sees are never visited. Rows with no visible key get o = 0 and L = −Inf.
+// o and lse are fully written; nothing of size Nq×Nk is allocated.
+func flashForward[T Float](p *params, q, k, v, o, lse []T) {
+	nQB := (p.Nq + blockQ - 1) / blockQ
+	bh := p.B * p.H
+	runUnits(bh*nQB, func() func(int) {
+		w := newFwdScratch[T]()
+		return func(u int) {
+			// The most expensive query blocks (last, under a causal mask) first.
+			head, qb := u%bh, nQB-1-u/bh
+			b, h := head/p.H, head%p.H
+			i0 := qb * blockQ
+			forwardBlock(p, w, q, k, v, o, lse, b, h, i0, min(i0+blockQ, p.Nq))
+		}
+	})
+}
+
+// fwdScratch holds one worker's buffers for the forward.
+type fwdScratch[T Float] struct {
+	s      []T       // score / probability tile, blockQ×blockK
+	m      []T       // running maximum per row (log₂ units)
+	l      []float64 // running sum per row
+	rowLim []int     // keyLimit per row
+}
+
+func newFwdScratch[T Float]() *fwdScratch[T] {
+	return &fwdScratch[T]{
+		s:      make([]T, blockQ*blockK),
+		m:      make([]T, blockQ),
+		l:      make([]float64, blockQ),
+		rowLim: make([]int, blockQ),
+	}
+}
+
+// forwardBlock computes rows [i0, i1) of head (b, h): see flashForward.
+func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse []T, b, h, i0, i1 int) {
+	d, br := p.D, i1-i0
+	kvh := h / (p.H / p.Hkv)
+	qOff := ((b*p.H+h)*p.Nq + i0) * d
+	kvOff := (b*p.Hkv + kvh) * p.Nk * d
+	qT := q[qOff : qOff+br*d]
+	oT := o[qOff : qOff+br*d]
+	zeroRow(oT)
+
+	ninf := T(math.Inf(-1))
+	for r := 0; r < br; r++ {
+		w.m[r], w.l[r] = ninf, 0
+		w.rowLim[r] = p.keyLimit(b, i0+r)
+	}
+	// keyLimit grows with the row: the last row bounds the keys to visit.
+	lim := w.rowLim[br-1]
+	alpha := T(p.Scale * log2e)
+	for j0 := 0; j0 < lim; j0 += blockK {
+		bc := min(blockK, lim-j0)
+		s := w.s[:br*bc]
+		gemmNT(br, bc, d, alpha, qT, d, k[kvOff+j0*d:kvOff+(j0+bc)*d], d, 0, s, bc)
+		for r := 0; r < br; r++ {
+			row := s[r*bc : (r+1)*bc]
+			nv := min(max(w.rowLim[r]-j0, 0), bc)
+			if nv == 0 { // this row sees none of these keys
+				zeroRow(row)
+				continue
+			}
+			mNew := max(w.m[r], rowMax(row[:nv]))
+			sum := expRow(row[:nv], mNew)
+			zeroRow(row[nv:])
+			if a := exp2(w.m[r] - mNew); a != 1 {
+				scaleRow(oT[r*d:(r+1)*d], a)
+				w.l[r] *= float64(a)
+			}
+			w.l[r] += sum
+			w.m[r] = mNew
+		}
+		gemmNN(br, d, bc, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, 1, oT, d)
+	}
+
+	lOff := (b*p.H+h)*p.Nq + i0
+	for r := 0; r < br; r++ {
+		if w.l[r] == 0 { // no visible key: o stays 0
+			lse[lOff+r] = ninf
+			continue
+		}
+		scaleRow(oT[r*d:(r+1)*d], T(1/w.l[r]))
+		// L = ln Σ exp(s) = (m + log₂ ℓ)·ln 2, m in log₂ units.
+		lse[lOff+r] = T((float64(w.m[r]) + math.Log2(w.l[r])) * math.Ln2)
+	}
+}
+
+// Backward parallelism. A unit of work is (b, kv head, chunk): it owns the
+// dK and dV rows of the key/value blocks j ≡ chunk (mod chunks) of that kv
+// head, loops over the query heads sharing it (grouped-query attention
+// sums their contributions here, without races) and over the query blocks
+// that see block j. dQ receives contributions from every key block; chunk 0
+// adds them into dq itself, chunk c ≥ 1 into a partial buffer of its own,
+// and the partials are added to dq afterwards in chunk order. The split
+// depends only on the problem's sizes, never on the number of cores or on
+// scheduling, so the result is bit-identical from run to run.
+const (
+	// backwardUnits is the number of units the backward aims for, so that
+	// small batches and few kv heads still spread over the cores.
+	backwardUnits = 8
+	// maxPartialBytes bounds the memory of the dQ partial buffers.
+	maxPartialBytes = 64 << 20
+)
+
+// backwardChunks returns how many key-block chunks each (b, kv head) is split
+// into for the backward.
+func backwardChunks(p *params, elemSize int) int {
+	nKB := (p.Nk + blockK - 1) / blockK
+	c := (backwardUnits + p.B*p.Hkv - 1) / (p.B * p.Hkv)
+	c = min(c, nKB)
+	dqBytes := p.B * p.H * p.Nq * p.D * elemSize
+	if dqBytes > 0 {
+		c = min(c, 1+maxPartialBytes/dqBytes)
+	}
+	return max(c, 1)
+}
+
+// flashBackward computes the gradients of flashForward's o and lse given
+// their upstream gradients do and dlse (dlse may be nil: no gradient
+// reaches L). With P_ij = exp(s_ij − L_i) recomputed from the saved L and
+// the visible keys only,
+//
+//	D_i   = Σ_c do_ic·o_ic − dlse_i
+//	dV_j += Σ_i P_ij·do_i            dP_ij = do_i·v_j
+//	dS_ij = P_ij·(dP_ij − D_i)
+//	dQ_i += Scale·Σ_j dS_ij·k_j      dK_j += Scale·Σ_i dS_ij·q_i
+//
+// tile by tile (S and P for one query block × key block at a time, no
+// Nq×Nk buffer). dq, dk and dv are fully written. Rows with L = −Inf (no
+// visible key) contribute nothing and get dq = 0.
+func flashBackward[T Float](p *params, q, k, v, o, lse, do, dlse, dq, dk, dv []T) {
+	d, g := p.D, p.H/p.Hkv
+	bh := p.B * p.H
+
+	// Pre-pass: D and L·log₂e per query row.
+	delta := make([]T, bh*p.Nq)
+	lse2 := make([]T, bh*p.Nq)
+	parallel.For(bh*p.Nq, 256, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			var acc float64
+			oRow, doRow := o[r*d:(r+1)*d], do[r*d:(r+1)*d]
+			for c := range oRow {
+				acc += float64(oRow[c]) * float64(doRow[c])
+			}
+			if dlse != nil && !math.IsInf(float64(lse[r]), -1) {
+				acc -= float64(dlse[r])
+			}
+			delta[r] = T(acc)
+			lse2[r] = T(float64(lse[r]) * log2e)
+		}
+	})
+
+	var elem T
+	chunks := backwardChunks(p, int(sizeOf(elem)))
+	clear(dq)
+	clear(dk)
+	clear(dv)
+	partials := make([][]T, chunks)
+	partials[0] = dq
+	for c := 1; c < chunks; c++ {
+		partials[c] = make([]T, len(dq))
+	}
+
+	nKB := (p.Nk + blockK - 1) / blockK
+	runUnits(p.B*p.Hkv*chunks, func() func(int) {
+		w := newBwdScratch[T]()
+		return func(u int) {
+			c, bk := u%chunks, u/chunks
+			b, kvh := bk/p.Hkv, bk%p.Hkv
+			for j := c; j < nKB; j += chunks {
+				j0 := j * blockK
+				j1 := min(j0+blockK, p.Nk)
+				for h := kvh * g; h < (kvh+1)*g; h++ {
+					backwardBlock(p, w, q, k, v, do, lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
+				}
+			}
+		}
+	})
+
+	if chunks > 1 {
+		parallel.For(len(dq), 1<<14, func(lo, hi int) {
+			for c := 1; c < chunks; c++ {
+				part := partials[c][lo:hi]
+				dst := dq[lo:hi]
+				for i, x := range part {
+					dst[i] += x
+				}
+			}
+		})
+	}
+}
+
+// bwdScratch holds one worker's buffers for the backward.
+type bwdScratch[T Float] struct {
+	p, dp  []T // P and dP/dS tiles, blockQ×blockK
+	rowLim []int
+}
+
+func newBwdScratch[T Float]() *bwdScratch[T] {
+	return &bwdScratch[T]{
+		p:      make([]T, blockQ*blockK),
+		dp:     make([]T, blockQ*blockK),
+		rowLim: make([]int, blockQ),
+	}
+}
+
+// backwardBlock adds the contributions of key block [j0, j1) of kv head kvh
+// and query head h (batch b) to dq (all query blocks that see the keys),
+// dk and dv: see flashBackward.
+func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do, lse2, delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
+	d, bc := p.D, j1-j0
+	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
+	kT, vT := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
+	dkT, dvT := dk[kvOff:kvOff+bc*d], dv[kvOff:kvOff+bc*d]
+	alpha := T(p.Scale * log2e)
+	scale := T(p.Scale)
+	rowBase := (b*p.H + h) * p.Nq
+
+	for i0 := 0; i0 < p.Nq; i0 += blockQ {
+		i1 := min(i0+blockQ, p.Nq)
+		if p.keyLimit(b, i1-1) <= j0 {
+			// keyLimit grows with i: no row of this block sees key j0.
+			continue
+		}
+		br := i1 - i0
+		qOff := (rowBase + i0) * d
+		qT, doT, dqT := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
+		pt, dp := w.p[:br*bc], w.dp[:br*bc]
+
+		// P = exp(S − L), recomputed; masked entries and rows without
+		// any visible key are 0.
+		gemmNT(br, bc, d, alpha, qT, d, kT, d, 0, pt, bc)
+		for r := 0; r < br; r++ {
+			row := pt[r*bc : (r+1)*bc]
+			nv := min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
+			if nv == 0 || math.IsInf(float64(lse2[rowBase+i0+r]), -1) {
+				zeroRow(row)
+				continue
+			}
+			expRow(row[:nv], lse2[rowBase+i0+r])
+			zeroRow(row[nv:])
+		}
+		gemmTN(bc, d, br, 1, pt, bc, doT, d, 1, dvT, d) // dV += Pᵀ·dO
+		gemmNT(br, bc, d, 1, doT, d, vT, d, 0, dp, bc)  // dP = dO·Vᵀ
+		for r := 0; r < br; r++ {
+			dsRow(dp[r*bc:(r+1)*bc], pt[r*bc:(r+1)*bc], delta[rowBase+i0+r])
+		}
+		gemmNN(br, d, bc, scale, dp, bc, kT, d, 1, dqT, d) // dQ += scale·dS·K
+		gemmTN(bc, d, br, scale, dp, bc, qT, d, 1, dkT, d) // dK += scale·dSᵀ·Q
+	}
+}
+
+// sizeOf returns the size in bytes of one element of type T.
+func sizeOf[T Float](T) uintptr {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		return 4
+	default:
+		return 8
+	}
+}

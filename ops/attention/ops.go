@@ -1,0 +1,458 @@
+package attention
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// This file holds the Gorgonia ops. Gorgonia ops have one output, and the
+// fused attention has two (O and L) forward and three (dQ, dK, dV) backward,
+// so each direction writes a flat packed tensor and small ops take the
+// pieces out:
+//
+//	packed  = fwdOp(q, k, v)                     [O (B·H·Nq·d) | L (B·H·Nq)]
+//	o       = takeOp{O}(packed)                  [B,H,Nq,d]
+//	lse     = takeOp{L}(packed)                  [B,H,Nq]
+//	dPacked = Σ scatterOp(gradient of o / lse)   [dO | dL]   (gorgonia.Grad sums them)
+//	grads   = bwdOp(q, k, v, packed, dPacked)    [dQ | dK | dV]
+//	dq, dk, dv = takeOp{…}(grads)
+//
+// L reaches the backward only through the graph (the packed value), and
+// every op is a value without mutable state: a graph runs many times, and
+// separate graphs run concurrently.
+//
+// The forward takes copy O and L out of packed (cost O(B·H·Nq·d), nothing
+// next to the O(Nq·Nk·d) attention). A view sharing packed's array would
+// be cheaper still, but Gorgonia's register allocator has no alias
+// analysis: when the view's last reader is an in-place op (Add, Mul, Tanh…
+// run UnsafeDo on a dead register), that op would overwrite the O the
+// backward still needs in packed. TestGraphInPlaceAfterAttention shows it.
+// The backward's pieces are views: nothing reads the grads tensor after
+// them, and their regions are disjoint.
+
+// fwdOp is the fused attention forward: (q, k, v) → packed [O | L].
+type fwdOp struct {
+	p     params
+	dtype tensor.Dtype
+}
+
+// sizes of the packed pieces.
+func (op fwdOp) oLen() int { return op.p.B * op.p.H * op.p.Nq * op.p.D }
+func (op fwdOp) lLen() int { return op.p.B * op.p.H * op.p.Nq }
+func (op fwdOp) kLen() int { return op.p.B * op.p.Hkv * op.p.Nk * op.p.D }
+
+func (op fwdOp) qShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.H, op.p.Nq, op.p.D} }
+func (op fwdOp) kShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.Hkv, op.p.Nk, op.p.D} }
+func (op fwdOp) lShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.H, op.p.Nq} }
+
+func (op fwdOp) Arity() int { return 3 }
+func (op fwdOp) Type() hm.Type {
+	return hm.NewFnType(tensorT(4), tensorT(4), tensorT(4), tensorT(1))
+}
+func (op fwdOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.oLen() + op.lLen()}, nil
+}
+
+// Do runs the forward on values q, k, v of the shapes the op was built for.
+func (op fwdOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	if len(vs) != 3 {
+		return nil, fmt.Errorf("%v: got %d inputs, want 3 (q, k, v)", op, len(vs))
+	}
+	q, err := op.input("q", vs[0], op.qShape())
+	if err != nil {
+		return nil, err
+	}
+	k, err := op.input("k", vs[1], op.kShape())
+	if err != nil {
+		return nil, err
+	}
+	v, err := op.input("v", vs[2], op.kShape())
+	if err != nil {
+		return nil, err
+	}
+	out := tensor.New(tensor.WithShape(op.oLen()+op.lLen()), tensor.Of(op.dtype))
+	if err := forwardCompute(&op.p, q.Data(), k.Data(), v.Data(), out.Data()); err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
+	return out, nil
+}
+
+// input checks one value against the shape and dtype the op expects and
+// returns it as a contiguous dense tensor.
+func (op fwdOp) input(name string, v gorgonia.Value, want tensor.Shape) (*tensor.Dense, error) {
+	d, ok := v.(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("%v: %s is a %T, want a dense tensor", op, name, v)
+	}
+	if d.Dtype() != op.dtype {
+		return nil, fmt.Errorf("%v: %s has dtype %v, the op was built for %v", op, name, d.Dtype(), op.dtype)
+	}
+	if !d.Shape().Eq(want) {
+		return nil, fmt.Errorf("%v: %s has shape %v, the op was built for %v", op, name, d.Shape(), want)
+	}
+	if d.IsMaterializable() {
+		d = d.Materialize().(*tensor.Dense)
+	}
+	return d, nil
+}
+
+func (op fwdOp) ReturnsPtr() bool     { return false }
+func (op fwdOp) CallsExtern() bool    { return false }
+func (op fwdOp) OverwritesInput() int { return -1 }
+func (op fwdOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "flashattention.fwd %v %+v", op.dtype, op.p)
+}
+func (op fwdOp) Hashcode() uint32 { return hashOf(op) }
+func (op fwdOp) String() string {
+	return fmt.Sprintf("FlashAttention{q%v k%v causal=%t scale=%g keyLengths=%v}",
+		op.qShape(), op.kShape(), op.p.Causal, op.p.Scale, op.p.KeyLengths)
+}
+
+func (op fwdOp) DiffWRT(n int) []bool { return trues(n) }
+
+// SymDiff builds the backward: one bwdOp node reading q, k, v, the packed
+// forward value and its gradient, and three views taking dq, dk, dv out.
+func (op fwdOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	if len(inputs) != 3 {
+		return nil, fmt.Errorf("%v: SymDiff got %d inputs, want 3", op, len(inputs))
+	}
+	g, err := gorgonia.ApplyOp(bwdOp{op}, inputs[0], inputs[1], inputs[2], output, grad)
+	if err != nil {
+		return nil, fmt.Errorf("%v: building the backward: %w", op, err)
+	}
+	out := make(gorgonia.Nodes, 3)
+	for i, piece := range op.gradPieces() {
+		if out[i], err = gorgonia.ApplyOp(piece, g); err != nil {
+			return nil, fmt.Errorf("%v: taking the gradient of input %d: %w", op, i, err)
+		}
+	}
+	return out, nil
+}
+
+// gradPieces returns the views that take dq, dk and dv out of the backward's
+// packed value.
+func (op fwdOp) gradPieces() [3]takeOp {
+	qn, kn := op.oLen(), op.kLen()
+	total := qn + 2*kn
+	return [3]takeOp{
+		{off: 0, shape: op.qShape(), srcLen: total, view: true, what: "dq"},
+		{off: qn, shape: op.kShape(), srcLen: total, view: true, what: "dk"},
+		{off: qn + kn, shape: op.kShape(), srcLen: total, view: true, what: "dv"},
+	}
+}
+
+// DoDiff is the LispMachine's backward: it runs the same backward on values
+// and adds dq, dk, dv into the inputs' gradients.
+func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
+	if len(inputs) != 3 {
+		return fmt.Errorf("%v: DoDiff got %d inputs, want 3", op, len(inputs))
+	}
+	gout, err := output.Grad()
+	if err != nil {
+		return fmt.Errorf("%v: the packed output has no gradient: %w", op, err)
+	}
+	grads, err := bwdOp{op}.Do(inputs[0].Value(), inputs[1].Value(), inputs[2].Value(), output.Value(), gout)
+	if err != nil {
+		return err
+	}
+	for i, piece := range op.gradPieces() {
+		g, err := piece.Do(grads)
+		if err != nil {
+			return err
+		}
+		dst, err := inputs[i].Grad()
+		if err != nil {
+			return fmt.Errorf("%v: input %d has no gradient slot: %w", op, i, err)
+		}
+		if err := addInto(dst, g, 0); err != nil {
+			return fmt.Errorf("%v: accumulating the gradient of input %d: %w", op, i, err)
+		}
+	}
+	return nil
+}
+
+// bwdOp is the fused attention backward:
+// (q, k, v, packed [O | L], dPacked [dO | dL]) → [dQ | dK | dV].
+type bwdOp struct{ fwd fwdOp }
+
+func (op bwdOp) Arity() int { return 5 }
+func (op bwdOp) Type() hm.Type {
+	return hm.NewFnType(tensorT(4), tensorT(4), tensorT(4), tensorT(1), tensorT(1), tensorT(1))
+}
+func (op bwdOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.fwd.oLen() + 2*op.fwd.kLen()}, nil
+}
+
+// Do runs the backward on values.
+func (op bwdOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	f := op.fwd
+	if len(vs) != 5 {
+		return nil, fmt.Errorf("%v: got %d inputs, want 5 (q, k, v, packed, dPacked)", op, len(vs))
+	}
+	q, err := f.input("q", vs[0], f.qShape())
+	if err != nil {
+		return nil, err
+	}
+	k, err := f.input("k", vs[1], f.kShape())
+	if err != nil {
+		return nil, err
+	}
+	v, err := f.input("v", vs[2], f.kShape())
+	if err != nil {
+		return nil, err
+	}
+	packed, err := f.input("forward value", vs[3], tensor.Shape{f.oLen() + f.lLen()})
+	if err != nil {
+		return nil, err
+	}
+	dPacked, err := f.input("gradient of the forward value", vs[4], tensor.Shape{f.oLen() + f.lLen()})
+	if err != nil {
+		return nil, err
+	}
+	out := tensor.New(tensor.WithShape(f.oLen()+2*f.kLen()), tensor.Of(f.dtype))
+	if err := backwardCompute(&f.p, q.Data(), k.Data(), v.Data(), packed.Data(), dPacked.Data(), out.Data()); err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
+	return out, nil
+}
+
+func (op bwdOp) ReturnsPtr() bool     { return false }
+func (op bwdOp) CallsExtern() bool    { return false }
+func (op bwdOp) OverwritesInput() int { return -1 }
+func (op bwdOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "flashattention.bwd %v %+v", op.fwd.dtype, op.fwd.p)
+}
+func (op bwdOp) Hashcode() uint32 { return hashOf(op) }
+func (op bwdOp) String() string   { return "∂" + op.fwd.String() }
+
+// takeOp takes elements [off, off+size(shape)) of a flat tensor of srcLen
+// elements out as a tensor of the given shape:
+//
+//	out[i] = src[off+i]   (row-major flat index i)
+//
+// With view it shares src's backing array (cheap, ReturnsPtr like
+// Gorgonia's reshape); without, it copies.
+type takeOp struct {
+	off    int
+	shape  tensor.Shape
+	srcLen int
+	view   bool
+	what   string
+}
+
+func (op takeOp) Arity() int { return 1 }
+func (op takeOp) Type() hm.Type {
+	return hm.NewFnType(tensorT(1), tensorT(len(op.shape)))
+}
+func (op takeOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return op.shape.Clone(), nil
+}
+func (op takeOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	if len(vs) != 1 {
+		return nil, fmt.Errorf("%v: got %d inputs, want 1", op, len(vs))
+	}
+	d, ok := vs[0].(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("%v: input is a %T, want a dense tensor", op, vs[0])
+	}
+	if d.Shape().TotalSize() != op.srcLen || d.Dims() != 1 {
+		return nil, fmt.Errorf("%v: input has shape %v, want (%d)", op, d.Shape(), op.srcLen)
+	}
+	if d.IsMaterializable() {
+		d = d.Materialize().(*tensor.Dense)
+	}
+	n := op.shape.TotalSize()
+	var backing any
+	switch s := d.Data().(type) {
+	case []float32:
+		backing = piece(s[op.off:op.off+n], op.view)
+	case []float64:
+		backing = piece(s[op.off:op.off+n], op.view)
+	default:
+		return nil, fmt.Errorf("%v: dtype %v is not supported", op, d.Dtype())
+	}
+	return tensor.New(tensor.WithShape(op.shape.Clone()...), tensor.WithBacking(backing)), nil
+}
+
+// piece returns s itself (view) or a copy of it, capacity clipped so that
+// nothing can append into the rest of the packed array.
+func piece[T Float](s []T, view bool) []T {
+	if view {
+		return s[:len(s):len(s)]
+	}
+	return append([]T(nil), s...)
+}
+
+func (op takeOp) ReturnsPtr() bool { return op.view }
+func (op takeOp) CallsExtern() bool {
+	return false
+}
+func (op takeOp) OverwritesInput() int {
+	if op.view {
+		return 0
+	}
+	return -1
+}
+func (op takeOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "flashattention.take %s %d %v %d %t", op.what, op.off, op.shape, op.srcLen, op.view)
+}
+func (op takeOp) Hashcode() uint32 { return hashOf(op) }
+func (op takeOp) String() string   { return fmt.Sprintf("take{%s %v}", op.what, op.shape) }
+
+func (op takeOp) DiffWRT(n int) []bool { return trues(n) }
+
+// SymDiff: the gradient of a take is its gradient put back in place in a
+// zero tensor of the source's size.
+func (op takeOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	n, err := gorgonia.ApplyOp(scatterOp{off: op.off, shape: op.shape, dstLen: op.srcLen, what: op.what}, grad)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
+	return gorgonia.Nodes{n}, nil
+}
+
+// DoDiff adds the output's gradient into its region of the input's gradient.
+func (op takeOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
+	gout, err := output.Grad()
+	if err != nil {
+		return fmt.Errorf("%v: output has no gradient: %w", op, err)
+	}
+	dst, err := inputs[0].Grad()
+	if err != nil {
+		return fmt.Errorf("%v: input has no gradient slot: %w", op, err)
+	}
+	return addInto(dst, gout, op.off)
+}
+
+// scatterOp is the gradient of takeOp: a flat tensor of dstLen zeros with
+// the input's elements at [off, off+size):
+//
+//	out[off+i] = in[i], out[j] = 0 elsewhere
+type scatterOp struct {
+	off    int
+	shape  tensor.Shape
+	dstLen int
+	what   string
+}
+
+func (op scatterOp) Arity() int { return 1 }
+func (op scatterOp) Type() hm.Type {
+	return hm.NewFnType(tensorT(len(op.shape)), tensorT(1))
+}
+func (op scatterOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{op.dstLen}, nil
+}
+func (op scatterOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	if len(vs) != 1 {
+		return nil, fmt.Errorf("%v: got %d inputs, want 1", op, len(vs))
+	}
+	d, ok := vs[0].(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("%v: input is a %T, want a dense tensor", op, vs[0])
+	}
+	if !d.Shape().Eq(op.shape) {
+		return nil, fmt.Errorf("%v: input has shape %v, want %v", op, d.Shape(), op.shape)
+	}
+	out := tensor.New(tensor.WithShape(op.dstLen), tensor.Of(d.Dtype()))
+	if err := addInto(out, d, op.off); err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
+	return out, nil
+}
+func (op scatterOp) ReturnsPtr() bool     { return false }
+func (op scatterOp) CallsExtern() bool    { return false }
+func (op scatterOp) OverwritesInput() int { return -1 }
+func (op scatterOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "flashattention.scatter %s %d %v %d", op.what, op.off, op.shape, op.dstLen)
+}
+func (op scatterOp) Hashcode() uint32 { return hashOf(op) }
+func (op scatterOp) String() string   { return fmt.Sprintf("scatter{%s %v}", op.what, op.shape) }
+
+func (op scatterOp) DiffWRT(n int) []bool { return trues(n) }
+
+// SymDiff: the gradient of a scatter is the take of its region.
+func (op scatterOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	n, err := gorgonia.ApplyOp(takeOp{off: op.off, shape: op.shape, srcLen: op.dstLen, what: "∂" + op.what}, grad)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
+	return gorgonia.Nodes{n}, nil
+}
+
+// DoDiff adds the region [off, off+size) of the output's gradient into the
+// input's gradient.
+func (op scatterOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
+	gout, err := output.Grad()
+	if err != nil {
+		return fmt.Errorf("%v: output has no gradient: %w", op, err)
+	}
+	dst, err := inputs[0].Grad()
+	if err != nil {
+		return fmt.Errorf("%v: input has no gradient slot: %w", op, err)
+	}
+	src, err := takeOp{off: op.off, shape: op.shape, srcLen: op.dstLen, view: true}.Do(gout)
+	if err != nil {
+		return err
+	}
+	return addInto(dst, src, 0)
+}
+
+// addInto adds the dense tensor src, flattened, into the dense tensor dst
+// starting at flat element off: dst[off+i] += src[i].
+func addInto(dst, src gorgonia.Value, off int) error {
+	d, ok1 := dst.(*tensor.Dense)
+	s, ok2 := src.(*tensor.Dense)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("want dense tensors, got %T and %T", dst, src)
+	}
+	if s.IsMaterializable() {
+		s = s.Materialize().(*tensor.Dense)
+	}
+	if d.Dtype() != s.Dtype() || off+s.Shape().TotalSize() > d.Shape().TotalSize() {
+		return fmt.Errorf("cannot add %v%v into %v%v at %d", s.Dtype(), s.Shape(), d.Dtype(), d.Shape(), off)
+	}
+	if d.IsMaterializable() {
+		return fmt.Errorf("cannot add into a view %v", d.Shape())
+	}
+	switch dd := d.Data().(type) {
+	case []float32:
+		addSlice(dd[off:], s.Data().([]float32))
+	case []float64:
+		addSlice(dd[off:], s.Data().([]float64))
+	default:
+		return fmt.Errorf("dtype %v is not supported", d.Dtype())
+	}
+	return nil
+}
+
+func addSlice[T Float](dst, src []T) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] += x
+	}
+}
+
+// tensorT is the Gorgonia type "tensor of rank dims with element type a".
+func tensorT(dims int) hm.Type {
+	return gorgonia.TensorType{Dims: dims, Of: hm.TypeVariable('a')}
+}
+
+func trues(n int) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = true
+	}
+	return out
+}
+
+// hashOf hashes an op by its WriteHash description.
+func hashOf(op gorgonia.Op) uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
