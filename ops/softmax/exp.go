@@ -1,6 +1,10 @@
 package softmax
 
-import "math"
+import (
+	"math"
+
+	"github.com/flashgorgon/flashgorgon/graph"
+)
 
 // Constants of exp's reduction x = (64·k + j)·ln2/64 + r.
 const (
@@ -45,4 +49,34 @@ func exp(x float64) float64 {
 	p := r + r*r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120))))
 	t := math.Float64frombits(exp2Table[n&63] + uint64(n>>6)<<52)
 	return t + t*p
+}
+
+// expShiftSum sets dst[i] = e^{x[i]−m} when dst is not nil (len(dst) =
+// len(x)) and returns Σ_i e^{x[i]−m}, accumulated in float64. It is exp
+// written out inside the loop: the call is too large for Go to inline, and
+// without it the iterations, which do not depend on each other, overlap in
+// the CPU's pipeline (about 2× faster than calling exp here).
+func expShiftSum[T graph.Float](dst, x []T, m float64) float64 {
+	store := dst != nil
+	sum := 0.0
+	for i, v := range x {
+		a := float64(v) - m
+		var e float64
+		if a > -708 && a < 709 {
+			nf := a*expInvLn2x64 + expShifter
+			n := int64(math.Float64bits(nf) - math.Float64bits(expShifter))
+			nf -= expShifter
+			r := a - nf*expLn2HiDiv64 - nf*expLn2LoDiv64
+			p := r + r*r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120))))
+			t := math.Float64frombits(exp2Table[n&63] + uint64(n>>6)<<52)
+			e = t + t*p
+		} else {
+			e = math.Exp(a) // subnormal, 0, overflow, NaN
+		}
+		if store {
+			dst[i] = T(e)
+		}
+		sum += e
+	}
+	return sum
 }

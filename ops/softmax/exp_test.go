@@ -68,3 +68,33 @@ func BenchmarkExp(b *testing.B) {
 		})
 	}
 }
+
+func TestExpShiftSum(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	x := make([]float64, 1000)
+	for i := range x {
+		x[i] = rng.NormFloat64() * 300
+	}
+	x[3], x[4], x[5] = math.Inf(-1), math.NaN(), -800
+	for _, m := range []float64{0, 400, -5} {
+		dst := make([]float64, len(x))
+		expShiftSum(dst, x, m)
+		for i, v := range x {
+			want := math.Exp(v - m)
+			if !(math.Abs(dst[i]-want) <= 3*0x1p-52*want) && !(math.IsNaN(want) && math.IsNaN(dst[i])) && dst[i] != want {
+				t.Fatalf("expShiftSum: e^(%v − %v) = %v, math.Exp gives %v", v, m, dst[i], want)
+			}
+		}
+		x32 := make([]float32, 10)
+		for i := range x32 {
+			x32[i] = float32(x[i] / 100)
+		}
+		want := 0.0
+		for _, v := range x32 {
+			want += math.Exp(float64(v) - 1)
+		}
+		if got := expShiftSum(nil, x32, 1); math.Abs(got-want) > 1e-14*want {
+			t.Errorf("expShiftSum(nil, float32 x, 1) = %v, want %v", got, want)
+		}
+	}
+}

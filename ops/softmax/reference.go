@@ -8,7 +8,8 @@ import (
 
 // The three softmax algorithms of the seed documents (001, 003, 004), kept
 // as documented reference implementations on a single row. All three
-// compute in float64 whatever T is and share the ops' edge semantics: −Inf
+// compute in float64 whatever T is, with the package's exponential, and
+// share the ops' edge semantics: −Inf
 // entries get 0, a row of only −Inf gives zeros, a NaN or +Inf makes the row
 // NaN. Each writes softmax(x) into dst and returns it; dst is reused when
 // its capacity holds len(x) elements (it may be x itself) and allocated
@@ -25,19 +26,15 @@ import (
 // overflows.
 func SoftmaxThreePass[T graph.Float](dst, x []T) []T {
 	dst = resize(dst, len(x))
-	m := math.Inf(-1)
+	m := -math.MaxFloat64 // not −Inf: an entry of −Inf must give e^{−Inf} = 0
 	for _, v := range x {
-		m = max(m, float64(v)) // max propagates NaN
+		if float64(v) > m {
+			m = float64(v)
+		}
 	}
-	if math.IsInf(m, -1) { // only −Inf (or nothing)
-		clear(dst)
+	d := expShiftSum(dst, x, m) // NaN if the row holds NaN or +Inf
+	if d == 0 {                 // only −Inf (or nothing): the numerators are 0
 		return dst
-	}
-	d := 0.0
-	for i, v := range x {
-		e := exp(float64(v) - m)
-		dst[i] = T(e)
-		d += e
 	}
 	inv := 1 / d
 	for i, v := range dst {
@@ -85,30 +82,28 @@ func SoftmaxTiled[T graph.Float](dst, x []T, blockSize int) []T {
 	blockSize = max(blockSize, 1)
 	nb := (len(x) + blockSize - 1) / blockSize
 	mb := make([]float64, nb)
-	m, l := math.Inf(-1), 0.0
+	// As in SoftmaxThreePass, maxima start at −MaxFloat64 so that −Inf
+	// entries give 0; a block of only −Inf has ℓ_b = 0 and merges as nothing.
+	m, l := -math.MaxFloat64, 0.0
 	for b := range nb {
 		lo, hi := b*blockSize, min((b+1)*blockSize, len(x))
-		bm := math.Inf(-1)
+		bm := -math.MaxFloat64
 		for _, v := range x[lo:hi] {
-			bm = max(bm, float64(v))
+			if float64(v) > bm {
+				bm = float64(v)
+			}
 		}
 		mb[b] = bm
-		if math.IsInf(bm, -1) { // a block of only −Inf: numerators 0, ℓ_b = 0
-			clear(dst[lo:hi])
-			continue
+		bl := expShiftSum(dst[lo:hi], x[lo:hi], bm)
+		nm := m
+		if bm > m {
+			nm = bm
 		}
-		bl := 0.0
-		for i, v := range x[lo:hi] {
-			e := exp(float64(v) - bm)
-			dst[lo+i] = T(e)
-			bl += e
-		}
-		nm := max(m, bm)
 		l = exp(m-nm)*l + exp(bm-nm)*bl
 		m = nm
 	}
-	if math.IsInf(m, -1) {
-		return dst // only −Inf: already zeros
+	if l == 0 {
+		return dst // only −Inf: the numerators are 0
 	}
 	for b := range nb {
 		lo, hi := b*blockSize, min((b+1)*blockSize, len(x))
