@@ -45,9 +45,6 @@ func layoutOf(shape []int, axis int) layout {
 	return l
 }
 
-func (l layout) size() int        { return l.outer * l.n * l.inner }
-func (l layout) reducedSize() int { return l.outer * l.inner }
-
 // panelWidth is how many strided rows (adjacent j of one o) the kernels walk
 // together when inner > 1, so that every load is contiguous.
 const panelWidth = 64
@@ -131,9 +128,9 @@ func (s stat) finish() (inv, logd, lse float64) {
 
 // forward computes the forward pass of k on x, viewed as l, into y:
 //
-//	softmax      y[o,i,j] = exp(x[o,i,j]) / Σ_i' exp(x[o,i',j])   (len(y) = l.size())
-//	log-softmax  y[o,i,j] = x[o,i,j] − log Σ_i' exp(x[o,i',j])    (len(y) = l.size())
-//	log-sum-exp  y[o,j]   = log Σ_i exp(x[o,i,j])                 (len(y) = l.reducedSize())
+//	softmax      y[o,i,j] = exp(x[o,i,j]) / Σ_i' exp(x[o,i',j])   (len(y) = outer·n·inner)
+//	log-softmax  y[o,i,j] = x[o,i,j] − log Σ_i' exp(x[o,i',j])    (len(y) = outer·n·inner)
+//	log-sum-exp  y[o,j]   = log Σ_i exp(x[o,i,j])                 (len(y) = outer·inner)
 //
 // Each row of x is read once by the online recurrence (stat) and, for
 // softmax and log-softmax, the outputs are written by one more pass. Rows
@@ -283,7 +280,7 @@ func forwardPanel[T graph.Float](k kind, x, y []T, l layout, t int) {
 //	log-sum-exp  dx = softmax(x)∘dy (dy broadcast on i) from x, y = logsumexp(x), dy
 //
 // where Σ_i sums along the reduced axis. x is read by log-sum-exp only (nil
-// otherwise); for log-sum-exp y and dy have l.reducedSize() elements.
+// otherwise); for log-sum-exp y and dy have outer·inner elements.
 // Rows of only −Inf get a zero gradient: softmax's y is 0 there already,
 // log-softmax's rows with every y = −Inf and log-sum-exp's rows with
 // y = −Inf are set to 0 explicitly. NaN in y or dy stays in its row.
@@ -340,8 +337,9 @@ func logSoftmaxGradRow[T graph.Float](y, dy, dx []T) {
 		clear(dx)
 		return
 	}
-	for i, v := range y {
-		dx[i] = T(float64(dy[i]) - exp(float64(v))*s)
+	expShiftSum(dx, y, 0) // dx = softmax(x) = e^y for now
+	for i, p := range dx {
+		dx[i] = T(float64(dy[i]) - float64(p)*s)
 	}
 }
 
@@ -351,13 +349,7 @@ func logSumExpGradRow[T graph.Float](x []T, lse, g float64, dx []T) {
 		return
 	}
 	// First pass: the unnormalized weights, kept in dx; second: scale.
-	s := 0.0
-	for i, v := range x {
-		p := exp(float64(v) - lse)
-		dx[i] = T(p)
-		s += p
-	}
-	f := g / s
+	f := g / expShiftSum(dx, x, lse)
 	for i, v := range dx {
 		dx[i] = T(float64(v) * f)
 	}

@@ -525,3 +525,50 @@ func noPanic(t *testing.T, f func() error) (err error) {
 	}()
 	return f()
 }
+
+// TestUsePrealloc checks that the ops write into a suitable preallocated
+// output and allocate anew when it has the wrong shape or is an input.
+func TestUsePrealloc(t *testing.T) {
+	x := []float64{1, 2, 3, -1, 0, 5}
+	xt := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(append([]float64(nil), x...)))
+	want := reference(kindSoftmax, x, []int{2, 3}, 1)
+	fresh := tensor.New(tensor.WithShape(2, 3), tensor.Of(tensor.Float64))
+	for _, c := range []struct {
+		name     string
+		prealloc gorgonia.Value
+		reuse    bool
+	}{
+		{"fits", fresh, true},
+		{"wrong shape", tensor.New(tensor.WithShape(3, 2), tensor.Of(tensor.Float64)), false},
+		{"wrong dtype", tensor.New(tensor.WithShape(2, 3), tensor.Of(tensor.Float32)), false},
+		{"is the input", xt, false},
+		{"nil", nil, false},
+	} {
+		v, err := fwdOp{kindSoftmax, 1, 2}.UsePreallocDo(c.prealloc, xt)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := v == c.prealloc; got != c.reuse {
+			t.Errorf("%s: reused %v, want %v", c.name, got, c.reuse)
+		}
+		if err := compare(v.Data().([]float64), want, 1e-14, 0); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if err := compare(xt.Data().([]float64), x, 0, 0); err != nil {
+			t.Errorf("%s: input changed: %v", c.name, err)
+		}
+	}
+	y := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(want))
+	dy := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{1, 0, -1, 2, 0.5, 0}))
+	dx := tensor.New(tensor.WithShape(2, 3), tensor.Of(tensor.Float64))
+	v, err := bwdOp{kindSoftmax, 1, 2}.UsePreallocDo(dx, y, dy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != dx {
+		t.Errorf("backward did not reuse a fitting output")
+	}
+	if err := compare(dx.Data().([]float64), referenceGrad(kindSoftmax, x, dy.Data().([]float64), []int{2, 3}, 1), 1e-13, 1e-15); err != nil {
+		t.Errorf("backward into prealloc: %v", err)
+	}
+}
