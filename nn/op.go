@@ -251,3 +251,30 @@ func sameDtype(what string, ts ...*tensor.Dense) error {
 	}
 	return nil
 }
+
+// toF64 copies a float tensor's values into a new []float64.
+func toF64(t *tensor.Dense) []float64 {
+	switch d := t.Data().(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, v := range d {
+			out[i] = float64(v)
+		}
+		return out
+	case []float64:
+		return append([]float64(nil), d...)
+	}
+	return nil
+}
+
+// fromF64 stores vs into a float tensor (rounding for float32).
+func fromF64(t *tensor.Dense, vs []float64) {
+	switch d := t.Data().(type) {
+	case []float32:
+		for i := range d {
+			d[i] = float32(vs[i])
+		}
+	case []float64:
+		copy(d, vs)
+	}
+}

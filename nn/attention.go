@@ -1,0 +1,83 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// MultiHeadAttention is causal (or not) multi-head self-attention on the
+// fused attention op, with grouped-query attention when KVHeads < Heads.
+// For x [B·T, D] (row b·T + t is token t of sequence b):
+//
+//	[Q | K | V] = x·Wqkv + bqkv                 Wqkv [D, (H + 2·Hkv)·d]   (one fused projection)
+//	q = heads(Q) [B,H,T,d],  k = heads(K), v = heads(V) [B,Hkv,T,d]
+//	o = attention(q, k, v)  with scale 1/√d        query head h reads key/value head h/(H/Hkv)
+//	y = rows(o)·Wo + bo                          Wo [H·d, D]
+//
+// Parameters: "<name>.qkv.weight", "<name>.qkv.bias", "<name>.proj.weight",
+// "<name>.proj.bias".
+type MultiHeadAttention struct {
+	Heads, KVHeads, HeadDim int
+	Causal                  bool
+	QKV, Proj               *Linear
+}
+
+// NewMultiHeadAttention returns attention over width d with the given head
+// counts (heads a multiple of kvHeads, d a multiple of heads). The output
+// projection is drawn with std projStd (GPT-2 uses the residual scaling),
+// the fused input projection with std 0.02.
+func NewMultiHeadAttention(name string, d, heads, kvHeads int, causal bool, dt tensor.Dtype, rng *rand.Rand, projStd float64) (*MultiHeadAttention, error) {
+	if heads <= 0 || kvHeads <= 0 || d <= 0 || d%heads != 0 || heads%kvHeads != 0 {
+		return nil, fmt.Errorf("nn.NewMultiHeadAttention: width %d, heads %d, kv heads %d: want positive, width a multiple of heads, heads a multiple of kv heads", d, heads, kvHeads)
+	}
+	hd := d / heads
+	return &MultiHeadAttention{
+		Heads: heads, KVHeads: kvHeads, HeadDim: hd, Causal: causal,
+		QKV:  NewLinear(name+".qkv", d, (heads+2*kvHeads)*hd, true, dt, rng, gpt2Std),
+		Proj: NewLinear(name+".proj", heads*hd, d, true, dt, rng, projStd),
+	}, nil
+}
+
+// Params returns the projections' parameters.
+func (a *MultiHeadAttention) Params() []*Param { return append(a.QKV.Params(), a.Proj.Params()...) }
+
+// Forward applies the attention to x [batch·seq, D] in scope s.
+func (a *MultiHeadAttention) Forward(s *Scope, x *gorgonia.Node, batch, seq int) (*gorgonia.Node, error) {
+	if x.Dims() != 2 || x.Shape()[0] != batch*seq {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: x has shape %v, want [%d·%d, D]", x.Shape(), batch, seq)
+	}
+	qkv, err := a.QKV.Forward(s, x)
+	if err != nil {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: %w", err)
+	}
+	h, hkv, hd := a.Heads, a.KVHeads, a.HeadDim
+	cols := (h + 2*hkv) * hd
+	split := func(off, heads int) (*gorgonia.Node, error) {
+		return apply(headsOp{split: true, b: batch, t: seq, h: heads, d: hd, off: off, c: cols}, qkv)
+	}
+	q, err := split(0, h)
+	if err != nil {
+		return nil, err
+	}
+	k, err := split(h*hd, hkv)
+	if err != nil {
+		return nil, err
+	}
+	v, err := split((h+hkv)*hd, hkv)
+	if err != nil {
+		return nil, err
+	}
+	o, err := attend(q, k, v, a.Causal, 1/math.Sqrt(float64(hd)))
+	if err != nil {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: %w", err)
+	}
+	rows, err := apply(headsOp{b: batch, t: seq, h: h, d: hd, c: h * hd}, o)
+	if err != nil {
+		return nil, err
+	}
+	return a.Proj.Forward(s, rows)
+}

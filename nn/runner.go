@@ -1,0 +1,232 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Mode selects what a Runner's graph computes.
+type Mode int
+
+const (
+	// Train: logits, loss and the gradient of every parameter; dropout on.
+	Train Mode = iota
+	// Eval: logits and loss; no gradient, no dropout.
+	Eval
+	// Infer: logits only.
+	Infer
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Train:
+		return "train"
+	case Eval:
+		return "eval"
+	case Infer:
+		return "infer"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// IgnoreIndex is the target value that Runner's loss skips (padding).
+const IgnoreIndex = -1
+
+// Runner is one compiled graph of a GPT for a fixed batch and sequence
+// length. The graph and its TapeMachine are built once; each Run binds a new
+// batch of tokens (and targets) to the graph's input nodes and re-runs the
+// same program. Several runners (say, training and evaluation) can share a
+// model: they bind the same parameter tensors.
+type Runner struct {
+	Model      *GPT
+	Mode       Mode
+	Batch, Seq int
+	Scope      *Scope
+	Tokens     *gorgonia.Node // [Batch·Seq] ints
+	Positions  *gorgonia.Node // [Batch·Seq] ints: t for row b·Seq + t
+	Logits     *gorgonia.Node // [Batch·Seq, V]
+	Loss       *CrossEntropy  // nil in Infer mode
+
+	params []*Param
+	grads  []*gorgonia.Node
+	vm     gorgonia.VM
+}
+
+// NewRunner builds and compiles the graph of m for batch sequences of length
+// seq (1 ≤ seq ≤ Context).
+func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
+	if mode != Train && mode != Eval && mode != Infer {
+		return nil, fmt.Errorf("nn.NewRunner: unknown mode %v", mode)
+	}
+	g := gorgonia.NewGraph()
+	s := NewScope(g, m.Dtype, mode == Train)
+	r := &Runner{Model: m, Mode: mode, Batch: batch, Seq: seq, Scope: s}
+	if batch <= 0 || seq <= 0 || seq > m.Config.Context {
+		return nil, fmt.Errorf("nn.NewRunner: batch %d and sequence length %d: want batch > 0 and 0 < length ≤ context %d", batch, seq, m.Config.Context)
+	}
+	r.Tokens = IndexInput(g, "tokens", batch*seq)
+	r.Positions = IndexInput(g, "positions", batch*seq)
+	pos := make([]int, batch*seq)
+	for i := range pos {
+		pos[i] = i % seq
+	}
+	if err := SetIndices(r.Positions, pos); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.Logits, err = m.Forward(s, r.Tokens, r.Positions, batch, seq); err != nil {
+		return nil, err
+	}
+	if mode != Infer {
+		if r.Loss, err = NewCrossEntropy(r.Logits, IgnoreIndex); err != nil {
+			return nil, err
+		}
+	}
+	if mode == Train {
+		r.params = m.Params()
+		wrt := make([]*gorgonia.Node, len(r.params))
+		for i, p := range r.params {
+			wrt[i] = s.Node(p)
+		}
+		if r.grads, err = gorgonia.Grad(r.Loss.Loss, wrt...); err != nil {
+			return nil, fmt.Errorf("nn.NewRunner: differentiating the loss: %w", err)
+		}
+	}
+	r.vm = gorgonia.NewTapeMachine(g)
+	return r, nil
+}
+
+// Close releases the runner's machine.
+func (r *Runner) Close() error { return r.vm.Close() }
+
+// Run feeds tokens (and, outside Infer mode, targets; IgnoreIndex skips a
+// position) of Batch·Seq entries each, row b·Seq + t, and runs the graph
+// once. In Train mode the dropout masks are drawn from rng first (rng may be
+// nil when the model has no dropout). It returns the loss (0 in Infer mode).
+func (r *Runner) Run(tokens, targets []int, rng *rand.Rand) (float64, error) {
+	if err := SetIndices(r.Tokens, tokens); err != nil {
+		return 0, fmt.Errorf("nn.Runner.Run: tokens: %w", err)
+	}
+	for i, t := range tokens {
+		if t < 0 || t >= r.Model.Config.Vocab {
+			return 0, fmt.Errorf("nn.Runner.Run: token %d at position %d is outside the vocabulary [0, %d)", t, i, r.Model.Config.Vocab)
+		}
+	}
+	if r.Loss != nil {
+		if _, err := r.Loss.SetTargets(targets); err != nil {
+			return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+		}
+	}
+	if len(r.Scope.masks) > 0 {
+		if rng == nil {
+			return 0, fmt.Errorf("nn.Runner.Run: the model has dropout %g; a random source is needed in Train mode", r.Model.Config.Dropout)
+		}
+		r.Scope.ResampleDropout(rng)
+	}
+	r.vm.Reset()
+	if err := r.vm.RunAll(); err != nil {
+		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+	}
+	if r.Loss == nil {
+		return 0, nil
+	}
+	return scalarOf(r.Loss.Loss.Value())
+}
+
+func scalarOf(v gorgonia.Value) (float64, error) {
+	switch x := v.Data().(type) {
+	case float32:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	}
+	return math.NaN(), fmt.Errorf("nn: loss value %v (%T) is not a float scalar", v, v.Data())
+}
+
+// Params returns the model's parameters in the order of Grads.
+func (r *Runner) Params() []*Param { return r.params }
+
+// Grads returns ∂loss/∂p for each parameter of Params, as computed by the
+// last Run (Train mode only). The tensors belong to the graph and are
+// overwritten by the next Run; an optimizer may use (and clipping scale)
+// them in place.
+func (r *Runner) Grads() ([]*tensor.Dense, error) {
+	if r.Mode != Train {
+		return nil, fmt.Errorf("nn.Runner.Grads: a %v runner computes no gradient", r.Mode)
+	}
+	out := make([]*tensor.Dense, len(r.grads))
+	for i, g := range r.grads {
+		d, ok := g.Value().(*tensor.Dense)
+		if !ok {
+			return nil, fmt.Errorf("nn.Runner.Grads: gradient of %s is %T (not computed yet?)", r.params[i].Name, g.Value())
+		}
+		if d.IsMaterializable() {
+			d = d.Materialize().(*tensor.Dense)
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// LogitsRow returns a float64 copy of the logits of row b·Seq + t after the
+// last Run.
+func (r *Runner) LogitsRow(b, t int) ([]float64, error) {
+	if b < 0 || b >= r.Batch || t < 0 || t >= r.Seq {
+		return nil, fmt.Errorf("nn.Runner.LogitsRow: (%d, %d) outside batch %d × sequence %d", b, t, r.Batch, r.Seq)
+	}
+	v, ok := r.Logits.Value().(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("nn.Runner.LogitsRow: no logits yet")
+	}
+	V := r.Model.Config.Vocab
+	row := (b*r.Seq + t) * V
+	out := make([]float64, V)
+	switch d := v.Data().(type) {
+	case []float32:
+		for i := range out {
+			out[i] = float64(d[row+i])
+		}
+	case []float64:
+		copy(out, d[row:row+V])
+	}
+	return out, nil
+}
+
+// LogitsData returns the logits of the last Run, [Batch·Seq, V] row-major,
+// as the model's element type ([]float32 or []float64), without copying.
+func (r *Runner) LogitsData() any { return r.Logits.Value().Data() }
+
+// TrainStep does one optimization step: Run on (tokens, targets), clip the
+// gradients to global norm clip (≤ 0: no clipping), then opt.Step with
+// learning rate lr. It returns the loss and the gradient norm before
+// clipping. A non-finite loss or gradient norm is an error and leaves the
+// parameters untouched. opt must have been made over r.Params().
+func (r *Runner) TrainStep(opt *AdamW, lr, clip float64, tokens, targets []int, rng *rand.Rand) (loss, gradNorm float64, err error) {
+	if r.Mode != Train {
+		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: the runner is in %v mode", r.Mode)
+	}
+	if len(opt.params) != len(r.params) {
+		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: the optimizer holds %d parameters, the model %d", len(opt.params), len(r.params))
+	}
+	for i, p := range opt.params {
+		if p != r.params[i] {
+			return 0, 0, fmt.Errorf("nn.Runner.TrainStep: optimizer parameter %d is %s, the model's is %s", i, p.Name, r.params[i].Name)
+		}
+	}
+	if loss, err = r.Run(tokens, targets, rng); err != nil {
+		return 0, 0, err
+	}
+	grads, err := r.Grads()
+	if err != nil {
+		return loss, 0, err
+	}
+	gradNorm = ClipGradNorm(grads, clip)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
+		return loss, gradNorm, fmt.Errorf("nn.Runner.TrainStep: loss %g, gradient norm %g: not finite, step skipped", loss, gradNorm)
+	}
+	return loss, gradNorm, opt.Step(grads, lr)
+}
