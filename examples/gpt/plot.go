@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// plotLoss writes the loss curve to path (PNG): the training loss of each
+// step (and its moving average), the validation points, and the unigram
+// entropy as a horizontal reference line.
+func plotLoss(path string, h history, unigram float64) error {
+	p := plot.New()
+	p.Title.Text = "character-level GPT"
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = "loss (nats/char)"
+
+	raw := make(plotter.XYs, len(h.Train))
+	smooth := make(plotter.XYs, len(h.Train))
+	avg := 0.0
+	for i, l := range h.Train {
+		raw[i].X, raw[i].Y = float64(i+1), l
+		if i == 0 {
+			avg = l
+		} else {
+			avg = 0.95*avg + 0.05*l
+		}
+		smooth[i].X, smooth[i].Y = float64(i+1), avg
+	}
+	val := make(plotter.XYs, len(h.Val))
+	for i, v := range h.Val {
+		val[i].X, val[i].Y = v[0], v[1]
+	}
+	last := float64(len(h.Train))
+	if last < 1 {
+		last = 1
+	}
+	ref := plotter.XYs{{X: 0, Y: unigram}, {X: last, Y: unigram}}
+
+	rawLine, err := plotter.NewLine(raw)
+	if err != nil {
+		return fmt.Errorf("plotting: %w", err)
+	}
+	rawLine.Color = color.Gray{Y: 170}
+	rawLine.Width = vg.Points(0.3)
+	smoothLine, err := plotter.NewLine(smooth)
+	if err != nil {
+		return fmt.Errorf("plotting: %w", err)
+	}
+	smoothLine.Width = vg.Points(1.5)
+	smoothLine.Color = plotColor(0)
+	refLine, err := plotter.NewLine(ref)
+	if err != nil {
+		return fmt.Errorf("plotting: %w", err)
+	}
+	refLine.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	refLine.Color = plotColor(2)
+	p.Add(rawLine, smoothLine, refLine)
+	p.Legend.Add("train (per step)", rawLine)
+	p.Legend.Add("train (moving average)", smoothLine)
+	p.Legend.Add("unigram entropy", refLine)
+	if len(val) > 0 {
+		valLine, valPoints, err := plotter.NewLinePoints(val)
+		if err != nil {
+			return fmt.Errorf("plotting: %w", err)
+		}
+		valLine.Color, valPoints.Color = plotColor(1), plotColor(1)
+		p.Add(valLine, valPoints)
+		p.Legend.Add("validation", valLine, valPoints)
+	}
+	p.Legend.Top = true
+	p.Y.Min = 0
+	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// plotColor returns the i-th color of gonum/plot's soft palette.
+func plotColor(i int) color.Color { return plotutil.Color(i) }
