@@ -69,7 +69,7 @@ func build(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorgonia
 	if err != nil {
 		return nil, nil, fmt.Errorf("attention.Attention: %w", err)
 	}
-	total := fwd.oLen() + fwd.lLen()
+	total := fwd.packedLen()
 	o, err = gorgonia.ApplyOp(takeOp{off: 0, shape: fwd.qShape(), srcLen: total, what: "o"}, packed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("attention.Attention: %w", err)

@@ -10,7 +10,8 @@ import "fmt"
 
 // forwardCompute runs the fused forward for p on the flat slices q
 // [B,H,Nq,D], k and v [B,Hkv,Nk,D] (all []float32 or all []float64) and
-// writes packed = [O (B·H·Nq·D) | L (B·H·Nq)] of the same element type.
+// writes packed = [O (B·H·Nq·D) | L (B·H·Nq) | L's rounding residual
+// (B·H·Nq)] of the same element type (see flashForward).
 func forwardCompute(p *params, q, k, v, packed any) error {
 	switch q := q.(type) {
 	case []float32:
@@ -29,13 +30,14 @@ func forwardTyped[T Float](p *params, q []T, k, v, packed any) error {
 	if !ok1 || !ok2 || !ok3 {
 		return fmt.Errorf("mixed element types: q %T, k %T, v %T, out %T", q, k, v, packed)
 	}
-	oLen := p.B * p.H * p.Nq * p.D
-	flashForward(p, q, kk, vv, out[:oLen], out[oLen:])
+	oLen, lLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq
+	flashForward(p, q, kk, vv, out[:oLen], out[oLen:oLen+lLen], out[oLen+lLen:])
 	return nil
 }
 
 // backwardCompute runs the fused backward for p: from q, k, v, the forward's
-// packed [O | L] and its gradient dPacked [dO | dL], it writes
+// packed [O | L | residual] and its gradient dPacked [dO | dL | unused], it
+// writes
 // grads = [dQ (B·H·Nq·D) | dK (B·Hkv·Nk·D) | dV (B·Hkv·Nk·D)].
 func backwardCompute(p *params, q, k, v, packed, dPacked, grads any) error {
 	switch q := q.(type) {
@@ -58,9 +60,9 @@ func backwardTyped[T Float](p *params, q []T, k, v, packed, dPacked, grads any) 
 		return fmt.Errorf("mixed element types: q %T, k %T, v %T, packed %T, dPacked %T, grads %T",
 			q, k, v, packed, dPacked, grads)
 	}
-	oLen := p.B * p.H * p.Nq * p.D
+	oLen, lLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq
 	kLen := p.B * p.Hkv * p.Nk * p.D
-	flashBackward(p, q, kk, vv, pk[:oLen], pk[oLen:], dpk[:oLen], dpk[oLen:],
+	flashBackward(p, q, kk, vv, pk[:oLen], pk[oLen:oLen+lLen], pk[oLen+lLen:], dpk[:oLen], dpk[oLen:oLen+lLen],
 		out[:oLen], out[oLen:oLen+kLen], out[oLen+kLen:])
 	return nil
 }

@@ -199,6 +199,31 @@ func rmsErr[T, S Float](got []T, want []S) float64 {
 	return math.Sqrt(num / den)
 }
 
+// absNormErr returns ‖got − want‖₂; any non-finite difference gives +Inf.
+func absNormErr[T, S Float](got []T, want []S) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	var sum float64
+	for i := range got {
+		d := float64(got[i]) - float64(want[i])
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return math.Inf(1)
+		}
+		sum += d * d
+	}
+	return math.Sqrt(sum)
+}
+
+// norm returns ‖x‖₂.
+func norm[T Float](x []T) float64 {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v) * float64(v)
+	}
+	return math.Sqrt(sum)
+}
+
 // maxAbsErr returns max_i |got_i − want_i|, skipping entries where both are
 // −Inf; any other non-finite mismatch gives +Inf.
 func maxAbsErr[T, S Float](got []T, want []S) float64 {

@@ -94,7 +94,13 @@ const log2e = math.Log2E
 // divides by ℓ once at the end. Key blocks that no row of the query block
 // sees are never visited. Rows with no visible key get o = 0 and L = −Inf.
 // o and lse are fully written; nothing of size Nq×Nk is allocated.
-func flashForward[T Float](p *params, q, k, v, o, lse []T) {
+//
+// lres receives the rounding residual of L, L − float64(lse) rounded to T
+// (0 in float64): the backward recomputes P = exp(s − L) from
+// lse + lres, which keeps float32's P as accurate as the forward's, where a
+// float32 L alone (|L| up to ~10, so an error up to ~5 ulp of 1) would
+// show in every recomputed probability.
+func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	nQB := (p.Nq + blockQ - 1) / blockQ
 	bh := p.B * p.H
 	runUnits(bh*nQB, func() func(int) {
@@ -104,7 +110,7 @@ func flashForward[T Float](p *params, q, k, v, o, lse []T) {
 			head, qb := u%bh, nQB-1-u/bh
 			b, h := head/p.H, head%p.H
 			i0 := qb * blockQ
-			forwardBlock(p, w, q, k, v, o, lse, b, h, i0, min(i0+blockQ, p.Nq))
+			forwardBlock(p, w, q, k, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
 		}
 	})
 }
@@ -127,7 +133,7 @@ func newFwdScratch[T Float]() *fwdScratch[T] {
 }
 
 // forwardBlock computes rows [i0, i1) of head (b, h): see flashForward.
-func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse []T, b, h, i0, i1 int) {
+func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse, lres []T, b, h, i0, i1 int) {
 	d, br := p.D, i1-i0
 	kvh := h / (p.H / p.Hkv)
 	qOff := ((b*p.H+h)*p.Nq + i0) * d
@@ -156,7 +162,7 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse []T, b, 
 				continue
 			}
 			mNew := max(w.m[r], rowMax(row[:nv]))
-			sum := expRow(row[:nv], mNew)
+			sum := expRow(row[:nv], float64(mNew))
 			zeroRow(row[nv:])
 			if a := exp2(w.m[r] - mNew); a != 1 {
 				scaleRow(oT[r*d:(r+1)*d], a)
@@ -171,12 +177,14 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse []T, b, 
 	lOff := (b*p.H+h)*p.Nq + i0
 	for r := 0; r < br; r++ {
 		if w.l[r] == 0 { // no visible key: o stays 0
-			lse[lOff+r] = ninf
+			lse[lOff+r], lres[lOff+r] = ninf, 0
 			continue
 		}
 		scaleRow(oT[r*d:(r+1)*d], T(1/w.l[r]))
 		// L = ln Σ exp(s) = (m + log₂ ℓ)·ln 2, m in log₂ units.
-		lse[lOff+r] = T((float64(w.m[r]) + math.Log2(w.l[r])) * math.Ln2)
+		L := (float64(w.m[r]) + math.Log2(w.l[r])) * math.Ln2
+		lse[lOff+r] = T(L)
+		lres[lOff+r] = T(L - float64(T(L)))
 	}
 }
 
@@ -222,14 +230,15 @@ func backwardChunks(p *params, elemSize int) int {
 //
 // tile by tile (S and P for one query block × key block at a time, no
 // Nq×Nk buffer). dq, dk and dv are fully written. Rows with L = −Inf (no
-// visible key) contribute nothing and get dq = 0.
-func flashBackward[T Float](p *params, q, k, v, o, lse, do, dlse, dq, dk, dv []T) {
+// visible key) contribute nothing and get dq = 0. lres is the residual of L
+// that flashForward wrote next to lse.
+func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, dv []T) {
 	d, g := p.D, p.H/p.Hkv
 	bh := p.B * p.H
 
 	// Pre-pass: D and L·log₂e per query row.
 	delta := make([]T, bh*p.Nq)
-	lse2 := make([]T, bh*p.Nq)
+	lse2 := make([]float64, bh*p.Nq)
 	parallel.For(bh*p.Nq, 256, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			var acc float64
@@ -241,7 +250,7 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, do, dlse, dq, dk, dv []T
 				acc -= float64(dlse[r])
 			}
 			delta[r] = T(acc)
-			lse2[r] = T(float64(lse[r]) * log2e)
+			lse2[r] = (float64(lse[r]) + float64(lres[r])) * log2e
 		}
 	})
 
@@ -302,7 +311,7 @@ func newBwdScratch[T Float]() *bwdScratch[T] {
 // backwardBlock adds the contributions of key block [j0, j1) of kv head kvh
 // and query head h (batch b) to dq (all query blocks that see the keys),
 // dk and dv: see flashBackward.
-func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do, lse2, delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
+func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, lse2 []float64, delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
 	kT, vT := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
@@ -328,7 +337,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do, lse2, delt
 		for r := 0; r < br; r++ {
 			row := pt[r*bc : (r+1)*bc]
 			nv := min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
-			if nv == 0 || math.IsInf(float64(lse2[rowBase+i0+r]), -1) {
+			if nv == 0 || math.IsInf(lse2[rowBase+i0+r], -1) {
 				zeroRow(row)
 				continue
 			}

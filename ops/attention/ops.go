@@ -15,10 +15,10 @@ import (
 // so each direction writes a flat packed tensor and small ops take the
 // pieces out:
 //
-//	packed  = fwdOp(q, k, v)                     [O (B·H·Nq·d) | L (B·H·Nq)]
+//	packed  = fwdOp(q, k, v)                     [O (B·H·Nq·d) | L (B·H·Nq) | L residual (B·H·Nq)]
 //	o       = takeOp{O}(packed)                  [B,H,Nq,d]
 //	lse     = takeOp{L}(packed)                  [B,H,Nq]
-//	dPacked = Σ scatterOp(gradient of o / lse)   [dO | dL]   (gorgonia.Grad sums them)
+//	dPacked = Σ scatterOp(gradient of o / lse)   [dO | dL | 0]   (gorgonia.Grad sums them)
 //	grads   = bwdOp(q, k, v, packed, dPacked)    [dQ | dK | dV]
 //	dq, dk, dv = takeOp{…}(grads)
 //
@@ -35,7 +35,8 @@ import (
 // The backward's pieces are views: nothing reads the grads tensor after
 // them, and their regions are disjoint.
 
-// fwdOp is the fused attention forward: (q, k, v) → packed [O | L].
+// fwdOp is the fused attention forward: (q, k, v) → packed [O | L | L
+// residual] (the residual is internal: see flashForward).
 type fwdOp struct {
 	p     params
 	dtype tensor.Dtype
@@ -44,6 +45,9 @@ type fwdOp struct {
 // sizes of the packed pieces.
 func (op fwdOp) oLen() int { return op.p.B * op.p.H * op.p.Nq * op.p.D }
 func (op fwdOp) lLen() int { return op.p.B * op.p.H * op.p.Nq }
+
+// packedLen is the length of the forward's packed value.
+func (op fwdOp) packedLen() int { return op.oLen() + 2*op.lLen() }
 func (op fwdOp) kLen() int { return op.p.B * op.p.Hkv * op.p.Nk * op.p.D }
 
 func (op fwdOp) qShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.H, op.p.Nq, op.p.D} }
@@ -55,7 +59,7 @@ func (op fwdOp) Type() hm.Type {
 	return hm.NewFnType(tensorT(4), tensorT(4), tensorT(4), tensorT(1))
 }
 func (op fwdOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
-	return tensor.Shape{op.oLen() + op.lLen()}, nil
+	return tensor.Shape{op.packedLen()}, nil
 }
 
 // Do runs the forward on values q, k, v of the shapes the op was built for.
@@ -75,7 +79,7 @@ func (op fwdOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.New(tensor.WithShape(op.oLen()+op.lLen()), tensor.Of(op.dtype))
+	out := tensor.New(tensor.WithShape(op.packedLen()), tensor.Of(op.dtype))
 	if err := forwardCompute(&op.p, q.Data(), k.Data(), v.Data(), out.Data()); err != nil {
 		return nil, fmt.Errorf("%v: %w", op, err)
 	}
@@ -177,7 +181,7 @@ func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 }
 
 // bwdOp is the fused attention backward:
-// (q, k, v, packed [O | L], dPacked [dO | dL]) → [dQ | dK | dV].
+// (q, k, v, packed [O | L | residual], dPacked [dO | dL | 0]) → [dQ | dK | dV].
 type bwdOp struct{ fwd fwdOp }
 
 func (op bwdOp) Arity() int { return 5 }
@@ -206,11 +210,11 @@ func (op bwdOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	packed, err := f.input("forward value", vs[3], tensor.Shape{f.oLen() + f.lLen()})
+	packed, err := f.input("forward value", vs[3], tensor.Shape{f.packedLen()})
 	if err != nil {
 		return nil, err
 	}
-	dPacked, err := f.input("gradient of the forward value", vs[4], tensor.Shape{f.oLen() + f.lLen()})
+	dPacked, err := f.input("gradient of the forward value", vs[4], tensor.Shape{f.packedLen()})
 	if err != nil {
 		return nil, err
 	}

@@ -79,25 +79,30 @@ func rowMax[T Float](x []T) T {
 // (shift = the running maximum m) and of the backward's recomputation of P
 // (shift = L·log₂e); the scores arrive already multiplied by scale·log₂e, so
 // 2^(s − m) = exp(scale·q·k − m·ln 2).
-func expRow[T Float](x []T, shift T) float64 {
+//
+// The difference x[j] − shift is taken in float64 and rounded once: shift
+// is a float64 (the backward's L·log₂e is known to more than float32
+// precision), and the rounding then scales with the difference, which is
+// small exactly where 2^(x − shift) is large.
+func expRow[T Float](x []T, shift float64) float64 {
 	switch x := any(x).(type) {
 	case []float32:
-		return expRow32(x, float32(shift))
+		return expRow32(x, shift)
 	case []float64:
-		return expRow64(x, float64(shift))
+		return expRow64(x, shift)
 	}
 	return 0
 }
 
-func expRow32(x []float32, shift float32) float64 {
+func expRow32(x []float32, shift float64) float64 {
 	// Four partial sums: independent dependency chains for the adds.
 	var s0, s1, s2, s3 float32
 	j := 0
 	for ; j+4 <= len(x); j += 4 {
-		e0 := exp2f32(x[j] - shift)
-		e1 := exp2f32(x[j+1] - shift)
-		e2 := exp2f32(x[j+2] - shift)
-		e3 := exp2f32(x[j+3] - shift)
+		e0 := exp2f32(float32(float64(x[j]) - shift))
+		e1 := exp2f32(float32(float64(x[j+1]) - shift))
+		e2 := exp2f32(float32(float64(x[j+2]) - shift))
+		e3 := exp2f32(float32(float64(x[j+3]) - shift))
 		x[j], x[j+1], x[j+2], x[j+3] = e0, e1, e2, e3
 		s0 += e0
 		s1 += e1
@@ -105,7 +110,7 @@ func expRow32(x []float32, shift float32) float64 {
 		s3 += e3
 	}
 	for ; j < len(x); j++ {
-		e := exp2f32(x[j] - shift)
+		e := exp2f32(float32(float64(x[j]) - shift))
 		x[j] = e
 		s0 += e
 	}
