@@ -255,3 +255,16 @@ func (p *AttentionParams) check(backward bool) (dtype, error) {
 	}
 	return checkSlices(op, names, xs, lens)
 }
+
+// keyLimit returns how many leading keys query row i of batch b sees: keys j < keyLimit are
+// visible (KeyLengths, then the causal mask j ≤ i + Nk − Nq). The kernels' fg_key_limit.
+func (p *AttentionParams) keyLimit(b, i int) int {
+	lim := p.Nk
+	if p.KeyLengths != nil {
+		lim = min(lim, p.KeyLengths[b])
+	}
+	if p.Causal {
+		lim = min(lim, i+p.Nk-p.Nq+1)
+	}
+	return max(lim, 0)
+}

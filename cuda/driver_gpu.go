@@ -49,6 +49,8 @@ static struct {
 	CUresult (*EventElapsedTime)(float*, CUevent, CUevent);
 	CUresult (*GetErrorName)(CUresult, const char**);
 	CUresult (*GetErrorString)(CUresult, const char**);
+	CUresult (*CtxCreate)(CUcontext*, unsigned int, CUdevice); // optional
+	CUresult (*CtxDestroy)(CUcontext);                         // optional
 } fg_drv;
 
 static char fg_open_err[512];
@@ -95,6 +97,10 @@ static const char* fg_open(void) {
 	FG_SYM(GetErrorName, "cuGetErrorName")
 	FG_SYM(GetErrorString, "cuGetErrorString")
 #undef FG_SYM
+	// Optional: a context of our own, the fallback when the primary context cannot be used
+	// again after a kernel fault.
+	*(void**)&fg_drv.CtxCreate = dlsym(h, "cuCtxCreate_v2");
+	*(void**)&fg_drv.CtxDestroy = dlsym(h, "cuCtxDestroy_v2");
 	return NULL;
 }
 
@@ -108,6 +114,10 @@ static CUresult fg_ctx_retain(CUcontext* c, CUdevice d) { return fg_drv.DevicePr
 static CUresult fg_ctx_release(CUdevice d) { return fg_drv.DevicePrimaryCtxRelease(d); }
 static CUresult fg_ctx_reset(CUdevice d) { return fg_drv.DevicePrimaryCtxReset(d); }
 static CUresult fg_ctx_set_current(CUcontext c) { return fg_drv.CtxSetCurrent(c); }
+static CUresult fg_ctx_create(CUcontext* c, CUdevice d) {
+	return fg_drv.CtxCreate ? fg_drv.CtxCreate(c, 0, d) : CUDA_ERROR_NOT_SUPPORTED;
+}
+static CUresult fg_ctx_destroy(CUcontext c) { return fg_drv.CtxDestroy ? fg_drv.CtxDestroy(c) : CUDA_ERROR_NOT_SUPPORTED; }
 static CUresult fg_ctx_synchronize(void) { return fg_drv.CtxSynchronize(); }
 static CUresult fg_func_get(CUfunction* f, CUmodule m, const char* name) { return fg_drv.ModuleGetFunction(f, m, name); }
 static CUresult fg_func_set_max_dynamic_smem(CUfunction f, int bytes) {
@@ -275,6 +285,12 @@ func ctxRetain(d cuDevice) (cuContext, error) {
 
 func ctxRelease(d cuDevice) error { return check(C.fg_ctx_release(d), "cuDevicePrimaryCtxRelease") }
 func ctxReset(d cuDevice) error   { return check(C.fg_ctx_reset(d), "cuDevicePrimaryCtxReset") }
+func ctxCreate(d cuDevice) (cuContext, error) {
+	var c C.CUcontext
+	err := check(C.fg_ctx_create(&c, d), "cuCtxCreate")
+	return c, err
+}
+func ctxDestroy(c cuContext) error { return check(C.fg_ctx_destroy(c), "cuCtxDestroy") }
 func ctxSetCurrent(c cuContext) error {
 	return check(C.fg_ctx_set_current(c), "cuCtxSetCurrent")
 }

@@ -115,7 +115,7 @@ func softmaxRun(p SoftmaxParams, backward bool) error {
 		out := func(dst *devptr, x any) {
 			if err == nil {
 				_, n := hostBytes(x)
-				*dst, err = sc.alloc(n)
+				*dst, err = sc.output(n)
 			}
 		}
 		if !backward {
@@ -210,20 +210,26 @@ func attentionForward(p AttentionParams, variant int) error {
 			return err
 		}
 		_, oBytes := hostBytes(p.O)
-		if kp.o, err = sc.alloc(oBytes); err != nil {
+		if kp.o, err = sc.output(oBytes); err != nil {
 			return err
 		}
 		_, lBytes := hostBytes(p.L)
 		lbuf, err := s.pool.get(lBytes) // outlives the call: kept resident below
-		if err != nil {
-			return err
+		if err == nil && poison {
+			err = memset8(lbuf.ptr, 0xff, lBytes)
 		}
-		kp.lse = lbuf.ptr
-		if err := s.attnForwardKernels(&kp, dt, variant); err != nil {
+		if err != nil {
 			s.pool.put(lbuf)
 			return err
 		}
-		err = download(p.O, kp.o, "O")
+		kp.lse = lbuf.ptr
+		err = s.attnForwardKernels(&kp, dt, variant)
+		if err == nil {
+			err = ctxSynchronize("attention forward kernels")
+		}
+		if err == nil {
+			err = download(p.O, kp.o, "O")
+		}
 		if err == nil {
 			err = download(p.L, kp.lse, "L")
 		}
@@ -261,7 +267,7 @@ func attnUpload(sc *scope, p *AttentionParams, backward bool) (attnParams, error
 	return kp, err
 }
 
-// attnForwardKernels launches the forward on buffers already on the device and waits for it.
+// attnForwardKernels launches the forward on buffers already on the device.
 func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error {
 	var name string
 	var grid [3]int
@@ -277,10 +283,7 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 	default:
 		return fmt.Errorf("cuda: attention forward: no kernel variant %d", variant)
 	}
-	if err := s.start("attention_fwd", name, grid, block, smem, unsafe.Pointer(kp)); err != nil {
-		return err
-	}
-	return ctxSynchronize(name)
+	return s.start("attention_fwd", name, grid, block, smem, unsafe.Pointer(kp))
 }
 
 // AttentionBackward computes DQ, DK and DV on the device (see AttentionParams): delta =
@@ -306,6 +309,7 @@ func AttentionBackward(p AttentionParams) error {
 		}
 		if ptr, ok := s.resident.find(p.L); ok {
 			kp.lse = ptr
+			residentHits.Add(1)
 		} else if kp.lse, err = sc.upload(p.L, "L"); err != nil {
 			return err
 		}
@@ -316,11 +320,14 @@ func AttentionBackward(p AttentionParams) error {
 			dst *devptr
 			n   int64
 		}{{&kp.delta, lBytes}, {&kp.dq, qBytes}, {&kp.dk, kBytes}, {&kp.dv, kBytes}} {
-			if *a.dst, err = sc.alloc(a.n); err != nil {
+			if *a.dst, err = sc.output(a.n); err != nil {
 				return err
 			}
 		}
 		if err := s.attnBackwardKernels(&kp, dt); err != nil {
+			return err
+		}
+		if err := ctxSynchronize("attention backward kernels"); err != nil {
 			return err
 		}
 		for _, a := range []struct {
@@ -336,8 +343,7 @@ func AttentionBackward(p AttentionParams) error {
 	})
 }
 
-// attnBackwardKernels launches the three backward kernels on buffers already on the device and
-// waits for them.
+// attnBackwardKernels launches the three backward kernels on buffers already on the device.
 func (s *state) attnBackwardKernels(kp *attnParams, dt dtype) error {
 	d := int(kp.d)
 	pre := "fg_attn_bwd_preprocess_" + dt.String()
@@ -354,8 +360,5 @@ func (s *state) attnBackwardKernels(kp *attnParams, dt dtype) error {
 	c = pickCfg(dqCfgs[dt], d)
 	name = "fg_attn_bwd_dq_" + c.suffix(dt)
 	grid = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
-	if err := s.start("attention_bwd", name, grid, c.threads(), dqSmem(c, dt), unsafe.Pointer(kp)); err != nil {
-		return err
-	}
-	return ctxSynchronize("attention backward kernels")
+	return s.start("attention_bwd", name, grid, c.threads(), dqSmem(c, dt), unsafe.Pointer(kp))
 }

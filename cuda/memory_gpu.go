@@ -5,6 +5,7 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"os"
 	"sync/atomic"
 	"unsafe"
 )
@@ -21,6 +22,15 @@ type pool struct {
 
 // poolBytes mirrors pool.held for MemoryInUse, which may run on any goroutine.
 var poolBytes atomic.Int64
+
+// poolOff (FLASHGORGON_CUDA_POOL=off) turns the cache off: every buffer is allocated at its
+// exact size and freed when its call ends, so that compute-sanitizer's memcheck sees every
+// access past the end of a buffer (a cached buffer of a larger size class would hide it).
+var poolOff = os.Getenv("FLASHGORGON_CUDA_POOL") == "off"
+
+// poison, set by tests, fills every output buffer with 0xFF bytes (NaN in float32 and float64)
+// before the kernels run, so an element a kernel fails to write shows up as NaN.
+var poison bool
 
 // sizeClass rounds n up to a class: powers of two up to 1 MiB, then multiples of 1 MiB, so at
 // most 1 MiB or half the request is wasted per buffer.
@@ -47,6 +57,9 @@ type buf struct {
 // get returns a buffer of at least n bytes.
 func (p *pool) get(n int64) (buf, error) {
 	c := sizeClass(n)
+	if poolOff {
+		c = max(n, 8)
+	}
 	if l := p.free[c]; len(l) > 0 {
 		b := l[len(l)-1]
 		p.free[c] = l[:len(l)-1]
@@ -69,6 +82,13 @@ func (p *pool) get(n int64) (buf, error) {
 // put gives b back to the cache.
 func (p *pool) put(b buf) {
 	if b.ptr == 0 {
+		return
+	}
+	if poolOff {
+		if memFree(b.ptr) == nil {
+			p.held -= b.size
+			poolBytes.Store(p.held)
+		}
 		return
 	}
 	if p.free == nil {
@@ -116,6 +136,15 @@ func (sc *scope) alloc(n int64) (devptr, error) {
 	}
 	sc.bufs = append(sc.bufs, b)
 	return b.ptr, nil
+}
+
+// output allocates a buffer for a kernel's output (poisoned in tests).
+func (sc *scope) output(n int64) (devptr, error) {
+	d, err := sc.alloc(n)
+	if err == nil && poison {
+		err = memset8(d, 0xff, n)
+	}
+	return d, err
 }
 
 func (sc *scope) done() {
@@ -207,9 +236,5 @@ func (r *residentSet) find(x any) (devptr, bool) {
 	return 0, false
 }
 
-func (r *residentSet) clear(s *state) {
-	for _, e := range r.entries {
-		s.pool.put(e.b)
-	}
-	r.entries = nil
-}
+// residentHits counts the backward calls that found L resident (for the tests).
+var residentHits atomic.Int64

@@ -34,6 +34,15 @@ type attnParams struct {
 	causal, causalOffset int32
 }
 
+// fillParams mirrors fg_fill_params of kernels/params.h (fg_debug_fill's parameters).
+type fillParams struct {
+	x             devptr
+	n             int64
+	seed          uint64
+	scale         float64
+	f64, reserved int32
+}
+
 // fieldLayout is a struct's size and its fields' offsets, in declaration order.
 type fieldLayout struct {
 	size    uintptr
@@ -41,7 +50,7 @@ type fieldLayout struct {
 }
 
 // cLayouts returns the layouts of the C structs as the C compiler sees them.
-func cLayouts() (softmax, attn fieldLayout) {
+func cLayouts() (softmax, attn, fill fieldLayout) {
 	var s C.fg_softmax_params
 	softmax = fieldLayout{unsafe.Sizeof(s), []uintptr{
 		unsafe.Offsetof(s.x), unsafe.Offsetof(s.y), unsafe.Offsetof(s.dy), unsafe.Offsetof(s.dx),
@@ -62,11 +71,14 @@ func cLayouts() (softmax, attn fieldLayout) {
 		unsafe.Offsetof(a.nk), unsafe.Offsetof(a.d),
 		unsafe.Offsetof(a.causal), unsafe.Offsetof(a.causal_offset),
 	}}
-	return softmax, attn
+	var f C.fg_fill_params
+	fill = fieldLayout{unsafe.Sizeof(f), []uintptr{unsafe.Offsetof(f.x), unsafe.Offsetof(f.n), unsafe.Offsetof(f.seed),
+		unsafe.Offsetof(f.scale), unsafe.Offsetof(f.f64), unsafe.Offsetof(f.reserved)}}
+	return softmax, attn, fill
 }
 
 // goLayouts returns the layouts of the Go mirrors, fields in the same order as cLayouts.
-func goLayouts() (softmax, attn fieldLayout) {
+func goLayouts() (softmax, attn, fill fieldLayout) {
 	var s softmaxParams
 	softmax = fieldLayout{unsafe.Sizeof(s), []uintptr{
 		unsafe.Offsetof(s.x), unsafe.Offsetof(s.y), unsafe.Offsetof(s.dy), unsafe.Offsetof(s.dx),
@@ -87,5 +99,8 @@ func goLayouts() (softmax, attn fieldLayout) {
 		unsafe.Offsetof(a.nk), unsafe.Offsetof(a.d),
 		unsafe.Offsetof(a.causal), unsafe.Offsetof(a.causalOffset),
 	}}
-	return softmax, attn
+	var f fillParams
+	fill = fieldLayout{unsafe.Sizeof(f), []uintptr{unsafe.Offsetof(f.x), unsafe.Offsetof(f.n), unsafe.Offsetof(f.seed),
+		unsafe.Offsetof(f.scale), unsafe.Offsetof(f.f64), unsafe.Offsetof(f.reserved)}}
+	return softmax, attn, fill
 }

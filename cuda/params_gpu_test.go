@@ -12,8 +12,8 @@ import (
 // the bytes of the Go struct as the C struct, so any difference is silent garbage. Needs cgo
 // and the CUDA headers, no GPU.
 func TestParamsLayout(t *testing.T) {
-	cs, ca := cLayouts()
-	gs, ga := goLayouts()
+	cs, ca, cf := cLayouts()
+	gs, ga, gf := goLayouts()
 	for _, c := range []struct {
 		name   string
 		c, g   fieldLayout
@@ -21,6 +21,7 @@ func TestParamsLayout(t *testing.T) {
 	}{
 		{"fg_softmax_params", cs, gs, reflect.TypeOf(softmaxParams{}).NumField()},
 		{"fg_attn_params", ca, ga, reflect.TypeOf(attnParams{}).NumField()},
+		{"fg_fill_params", cf, gf, reflect.TypeOf(fillParams{}).NumField()},
 	} {
 		if c.g.size != c.c.size {
 			t.Errorf("%s: Go size %d, C size %d", c.name, c.g.size, c.c.size)

@@ -23,7 +23,8 @@ type state struct {
 	ordinal  int
 	dev      cuDevice
 	ctx      cuContext
-	live     bool // ctx retained and current
+	own      bool // ctx was made by cuCtxCreate, not the device's primary context
+	live     bool // ctx current on the worker thread
 	name     string
 	major    int
 	minor    int
@@ -70,7 +71,7 @@ func run(op string, f func(s *state) error) error {
 		var de *drvError
 		if errors.As(err, &de) {
 			if sticky(de.code) {
-				dev.teardown(true)
+				dev.reset()
 			}
 			err = &Error{Op: op, Call: de.call, Code: de.code, Name: errorName(de.code), Msg: errorString(de.code)}
 		}
@@ -89,39 +90,67 @@ func worker() {
 	}
 }
 
-// ensureContext (re)creates the context after the first call or a reset.
+// ensureContext makes a context current on the worker thread after the first call or a
+// reset: the device's primary context, or, when that cannot be used again (a kernel fault
+// left it broken), a context of the package's own. A context that cannot allocate is not used.
 func ensureContext(s *state) error {
 	if s.live {
 		return nil
 	}
 	ctx, err := ctxRetain(s.dev)
+	if err == nil {
+		if err = ctxSetCurrent(ctx); err == nil {
+			err = probe()
+		}
+		if err == nil {
+			s.ctx, s.own = ctx, false
+		} else {
+			ctxRelease(s.dev)
+		}
+	}
 	if err != nil {
-		return err
+		ctx, err2 := ctxCreate(s.dev) // current on this thread from here
+		if err2 == nil {
+			if err2 = probe(); err2 != nil {
+				ctxDestroy(ctx)
+			}
+		}
+		if err2 != nil {
+			return err // the primary context's failure says more
+		}
+		s.ctx, s.own = ctx, true
+		log.Printf("flashgorgon: %s: primary context unusable (%v); using a context of our own", devName, err)
 	}
-	if err := ctxSetCurrent(ctx); err != nil {
-		ctxRelease(s.dev)
-		return err
-	}
-	s.ctx, s.live = ctx, true
+	s.live = true
 	s.modules = map[string]cuModule{}
 	s.funcs = map[string]*kernel{}
 	return nil
 }
 
-// teardown forgets everything that lives in the context. With reset it also resets the
-// primary context (after a sticky error); buffers and modules then vanish with it.
-func (s *state) teardown(reset bool) {
+// probe checks that the current context can allocate device memory.
+func probe() error {
+	p, err := memAlloc(256)
+	if err != nil {
+		return err
+	}
+	return memFree(p)
+}
+
+// reset drops the context after a sticky error: a context of our own is destroyed, the
+// primary context is reset. Its buffers and modules vanish with it, so they are forgotten,
+// not freed; the next call makes a context afresh (ensureContext).
+func (s *state) reset() {
 	if !s.live {
 		return
 	}
-	if reset {
-		ctxReset(s.dev)
+	if s.own {
+		ctxDestroy(s.ctx)
 	} else {
-		s.pool.release()
-		s.resident.clear(s)
+		ctxReset(s.dev)
+		ctxRelease(s.dev)
 	}
-	ctxRelease(s.dev)
 	s.pool = pool{}
+	poolBytes.Store(0)
 	s.resident = residentSet{}
 	s.modules, s.funcs, s.live = nil, nil, false
 }

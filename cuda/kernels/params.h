@@ -49,4 +49,15 @@ typedef struct {
   int32_t causal, causal_offset;
 } fg_attn_params;
 
+// fg_fill_params asks fg_debug_fill (debug.cu) to fill n elements at x (float, or double when
+// f64 is set) with scale times pseudo-random standard normal values drawn from seed.
+typedef struct {
+  uint64_t x;
+  int64_t n;
+  uint64_t seed;
+  double scale;
+  int32_t f64;
+  int32_t reserved;
+} fg_fill_params;
+
 #endif

@@ -1,0 +1,218 @@
+//go:build gpu
+
+// Command attnbench times flashgorgon's CUDA attention kernels and PyTorch's
+// scaled_dot_product_attention on the same shapes and prints one table.
+//
+//	attnbench -torch cuda/cmd/attnbench/sdpa_bench.py
+//
+// Shapes: d ∈ {64, 128}, N ∈ {1024, 4096, 16384}, causal and not, H = 16, B·N = 32768. Our
+// kernels run in float32 (their I/O type; float64 with -f64); PyTorch runs each SDPA backend in
+// float32 and bfloat16 where it can (FLASH and cuDNN take no float32). Every time is the median
+// of -reps runs timed with CUDA events on device-resident inputs, after a warm-up. Before its
+// times are printed, each of our cases is checked on sampled rows of O, L, dQ, dK and dV
+// against float64 references (column "check").
+//
+// TFLOP/s use FlashAttention's convention (shared/ANCHORS.md): forward 4·B·H·N²·d, halved when
+// causal; forward+backward 3.5× the forward. Only the matrix products count: our backward,
+// which recomputes P and dP in its dQ kernel, does more work than it is credited with.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/flashgorgon/flashgorgon/cuda"
+)
+
+type shape struct {
+	B      int  `json:"b"`
+	H      int  `json:"h"`
+	N      int  `json:"n"`
+	D      int  `json:"d"`
+	Causal bool `json:"causal"`
+}
+
+type torchRow struct {
+	shape
+	DType    string  `json:"dtype"`
+	Backend  string  `json:"backend"`
+	FwdMs    float64 `json:"fwd_ms"`
+	FwdBwdMs float64 `json:"fwdbwd_ms"`
+	Error    string  `json:"error"`
+}
+
+func main() {
+	torchScript := flag.String("torch", "", "path of sdpa_bench.py (empty: no PyTorch columns)")
+	python := flag.String("python", "python3", "Python with PyTorch")
+	reps := flag.Int("reps", 5, "timed repetitions per case (median reported)")
+	f64 := flag.Bool("f64", false, "time our float64 kernels instead of float32")
+	ns := flag.String("n", "1024,4096,16384", "sequence lengths")
+	ds := flag.String("d", "64,128", "head dimensions")
+	tokens := flag.Int("tokens", 32768, "B·N")
+	heads := flag.Int("h", 16, "heads")
+	flag.Parse()
+	log.SetFlags(0)
+
+	if !cuda.Enabled() {
+		log.Fatalf("attnbench: no CUDA device (%s)", cuda.Device())
+	}
+	var shapes []shape
+	for _, d := range ints(*ds) {
+		for _, n := range ints(*ns) {
+			for _, causal := range []bool{false, true} {
+				shapes = append(shapes, shape{B: max(1, *tokens/n), H: *heads, N: n, D: d, Causal: causal})
+			}
+		}
+	}
+
+	type ours struct {
+		res cuda.BenchResult
+		err error
+	}
+	mine := make([]ours, len(shapes))
+	for i, s := range shapes {
+		start := time.Now()
+		r, err := cuda.BenchAttention(cuda.BenchCase{B: s.B, H: s.H, N: s.N, D: s.D, Causal: s.Causal, F64: *f64,
+			Reps: *reps, Variant1: s.N <= 1024})
+		mine[i] = ours{r, err}
+		log.Printf("ours %+v: fwd %.3f ms, fwd+bwd %.3f ms, v1 fwd %.3f ms, check %.2g, err %v (%.1fs)",
+			s, r.FwdMs, r.FwdBwdMs, r.FwdV1Ms, r.CheckErr, err, time.Since(start).Seconds())
+	}
+
+	torch := map[string]torchRow{}
+	if *torchScript != "" {
+		js, _ := json.Marshal(shapes)
+		cmd := exec.Command(*python, *torchScript, string(js))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			log.Fatalf("attnbench: %s %s: %v", *python, *torchScript, err)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var r torchRow
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				log.Printf("attnbench: torch output %q: %v", sc.Text(), err)
+				continue
+			}
+			log.Printf("torch %s", sc.Text())
+			torch[key(r.shape, r.DType, r.Backend)] = r
+		}
+		if err := cmd.Wait(); err != nil {
+			log.Printf("attnbench: PyTorch benchmark: %v", err)
+		}
+	}
+
+	ourType := "f32"
+	if *f64 {
+		ourType = "f64"
+	}
+	cols := []struct{ dtype, backend string }{{"f32", "EFFICIENT"}, {"f32", "MATH"}, {"bf16", "FLASH"}, {"bf16", "CUDNN"}, {"bf16", "EFFICIENT"}}
+	fmt.Printf("\nAttention TFLOP/s on %s (fwd | fwd+bwd; FLOPs: fwd 4·B·H·N²·d, /2 causal; fwd+bwd 3.5× fwd)\n\n", cuda.Device())
+	hdr := fmt.Sprintf("| d | N | B | causal | ours %s fwd | ours %s f+b | check |", ourType, ourType)
+	sep := "|---|---|---|---|---|---|---|"
+	for _, c := range cols {
+		hdr += fmt.Sprintf(" torch %s %s fwd | f+b |", c.dtype, c.backend)
+		sep += "---|---|"
+	}
+	hdr += " ours/torch-f32-EFF fwd | f+b | ours/torch-bf16-FLASH fwd | f+b |"
+	sep += "---|---|---|---|"
+	fmt.Println(hdr)
+	fmt.Println(sep)
+	for i, s := range shapes {
+		fl := 4 * float64(s.B) * float64(s.H) * float64(s.N) * float64(s.N) * float64(s.D)
+		if s.Causal {
+			fl /= 2
+		}
+		tf := func(ms float64, mult float64) float64 {
+			if ms <= 0 {
+				return math.NaN()
+			}
+			return fl * mult / (ms * 1e-3) / 1e12
+		}
+		m := mine[i]
+		of, ofb := tf(m.res.FwdMs, 1), tf(m.res.FwdBwdMs, 3.5)
+		check := fmt.Sprintf("%.1e", m.res.CheckErr)
+		if m.err != nil {
+			of, ofb, check = math.NaN(), math.NaN(), "error"
+		}
+		row := fmt.Sprintf("| %d | %d | %d | %v | %s | %s | %s |", s.D, s.N, s.B, s.Causal, num(of), num(ofb), check)
+		for _, c := range cols {
+			r, ok := torch[key(s, c.dtype, c.backend)]
+			if !ok || r.Error != "" {
+				row += " – | – |"
+				continue
+			}
+			row += fmt.Sprintf(" %s | %s |", num(tf(r.FwdMs, 1)), num(tf(r.FwdBwdMs, 3.5)))
+		}
+		for _, c := range []struct{ dtype, backend string }{{"f32", "EFFICIENT"}, {"bf16", "FLASH"}} {
+			r, ok := torch[key(s, c.dtype, c.backend)]
+			if !ok || r.Error != "" || m.err != nil {
+				row += " – | – |"
+				continue
+			}
+			row += fmt.Sprintf(" %.2f | %.2f |", r.FwdMs/m.res.FwdMs, r.FwdBwdMs/m.res.FwdBwdMs)
+		}
+		fmt.Println(row)
+	}
+	fmt.Println()
+	for i, s := range shapes {
+		if mine[i].err != nil {
+			fmt.Printf("ours %+v: %v\n", s, mine[i].err)
+		}
+		if mine[i].res.FwdV1Ms > 0 {
+			fmt.Printf("forward variant 1 (one thread per row) at %+v: %.3f ms = %s TFLOP/s (variant 2: %.3f ms)\n",
+				s, mine[i].res.FwdV1Ms, num(4*float64(s.B*s.H)*float64(s.N*s.N*s.D)/map[bool]float64{false: 1, true: 2}[s.Causal]/(mine[i].res.FwdV1Ms*1e-3)/1e12), mine[i].res.FwdMs)
+		}
+	}
+	if len(shapes) > 0 && mine[0].err == nil {
+		fmt.Printf("kernels (d=%d): %s\n", shapes[0].D, strings.Join(mine[0].res.Kernels, ", "))
+	}
+	var errs []string
+	for _, r := range torch {
+		if r.Error != "" && !strings.Contains(strings.Join(errs, "\n"), r.DType+" "+r.Backend+": "+r.Error) {
+			errs = append(errs, r.DType+" "+r.Backend+": "+r.Error)
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Println("PyTorch cases that did not run (– in the table):")
+		for _, e := range errs {
+			fmt.Println("  " + e)
+		}
+	}
+	fmt.Println("ratios are time(torch)/time(ours): above 1 means ours is faster")
+}
+
+func key(s shape, dtype, backend string) string {
+	return fmt.Sprintf("%d/%d/%d/%d/%v/%s/%s", s.B, s.H, s.N, s.D, s.Causal, dtype, backend)
+}
+
+func num(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", x)
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 {
+			log.Fatalf("attnbench: bad number %q in %q", f, s)
+		}
+		out = append(out, n)
+	}
+	return out
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the GPU machine's part of cuda/'s checks, in one command. It runs what was
+# built beforehand on a development machine (the GPU machine has no Go toolchain):
+#
+#   . .cache/cuda/env.sh
+#   go test -c -tags gpu -o .devbin/cuda.test ./cuda
+#   go build -tags gpu -o .devbin/attnbench ./cuda/cmd/attnbench
+#
+# and writes every log under $OUT (default ./out), printing a short summary last:
+#   1. the tools: nvidia-smi, compute-sanitizer, PyTorch;
+#   2. the gpu test binary (every kernel against float64 references, gradient checks,
+#      determinism over 50 runs, errors, memory, concurrency, device selection);
+#   3. compute-sanitizer memcheck, racecheck and initcheck on the small test grid, with the
+#      allocator's cache off (FLASHGORGON_CUDA_POOL=off) so every buffer has its exact size;
+#   4. the benchmark table (ours vs PyTorch SDPA), unless SKIP_BENCH=1.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-out}
+mkdir -p "$out"
+bin=.devbin
+summary=()
+note() { summary+=("$1"); }
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
+  nvcc --version | tail -2
+  command -v compute-sanitizer && compute-sanitizer --version | tail -1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
+} >"$out/tools.log" 2>&1
+note "tools: $(head -1 "$out/tools.log"); $(grep -m1 ^torch "$out/tools.log" || echo 'no torch')"
+
+if [ -x "$bin/cuda.test" ]; then
+  testbin=$PWD/$bin/cuda.test  # run from cuda/, the package directory, as go test does
+  start=$(date +%s)
+  (cd cuda && timeout ${TEST_TIMEOUT:-240} "$testbin" -test.v -test.count=1 ${TEST_RUN:+-test.run "$TEST_RUN"}) >"$out/tests.log" 2>&1
+  rc=$?
+  pass=$(grep -c -- '--- PASS' "$out/tests.log"); fail=$(grep -c -- '--- FAIL' "$out/tests.log"); skip=$(grep -c -- '--- SKIP' "$out/tests.log")
+  note "tests: rc=$rc, $pass passed, $fail failed, $skip skipped, $(( $(date +%s) - start ))s"
+  grep -- '--- FAIL' "$out/tests.log" | head -20 | while read -r l; do echo "  $l"; done >"$out/failures.txt"
+  if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
+    filter='^(TestSoftmaxDevice|TestAttentionDevice)$/^small/'
+    for tool in memcheck racecheck initcheck; do
+      start=$(date +%s)
+      FLASHGORGON_CUDA_POOL=off timeout ${SANITIZER_TIMEOUT:-150} compute-sanitizer --tool "$tool" --error-exitcode 3 \
+        "$testbin" -test.v -test.run "$filter" -test.count=1 >"$out/sanitizer-$tool.log" 2>&1
+      rc=$?
+      note "compute-sanitizer $tool: rc=$rc, $(grep -c -- '    --- PASS' "$out/sanitizer-$tool.log") subtests passed, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -1), $(( $(date +%s) - start ))s"
+    done
+  fi
+else
+  note "tests: $bin/cuda.test missing"
+fi
+
+if [ "${SKIP_BENCH:-0}" != 1 ] && [ -x "$bin/attnbench" ]; then
+  start=$(date +%s)
+  "$bin/attnbench" -torch cuda/cmd/attnbench/sdpa_bench.py ${BENCH_ARGS:-} >"$out/bench.log" 2>&1
+  note "bench: rc=$?, $(( $(date +%s) - start ))s (table in bench.log)"
+fi
+
+echo "==== summary"
+for s in "${summary[@]}"; do echo "$s"; done
+[ -s "$out/failures.txt" ] && cat "$out/failures.txt"
+exit 0
