@@ -58,6 +58,12 @@ func AttentionLSE(q, k, v *gorgonia.Node, opts Options) (o, lse *gorgonia.Node, 
 	return build(q, k, v, opts, true)
 }
 
+// forwardViews selects how o and lse are taken out of the forward's packed
+// value: false copies them (the default), true would share packed's array.
+// It stays false: TestGraphViewHazard shows that Gorgonia's in-place ops
+// then corrupt the O the backward reads (see ops.go).
+var forwardViews = false
+
 // build adds the fused forward and the ops taking o (and lse) out of it.
 func build(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorgonia.Node, err error) {
 	p, dt, err := newParams("attention.Attention", q, k, v, opts)
@@ -70,12 +76,12 @@ func build(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorgonia
 		return nil, nil, fmt.Errorf("attention.Attention: %w", err)
 	}
 	total := fwd.packedLen()
-	o, err = gorgonia.ApplyOp(takeOp{off: 0, shape: fwd.qShape(), srcLen: total, what: "o"}, packed)
+	o, err = gorgonia.ApplyOp(takeOp{off: 0, shape: fwd.qShape(), srcLen: total, view: forwardViews, what: "o"}, packed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("attention.Attention: %w", err)
 	}
 	if withLSE {
-		lse, err = gorgonia.ApplyOp(takeOp{off: fwd.oLen(), shape: fwd.lShape(), srcLen: total, what: "lse"}, packed)
+		lse, err = gorgonia.ApplyOp(takeOp{off: fwd.oLen(), shape: fwd.lShape(), srcLen: total, view: forwardViews, what: "lse"}, packed)
 		if err != nil {
 			return nil, nil, fmt.Errorf("attention.Attention: %w", err)
 		}
@@ -122,7 +128,7 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 			return nil, tensor.Dtype{}, fmt.Errorf("%s: %s %v: %w", fn, in.name, in.n.Shape(), err)
 		}
 		if d != dt {
-			return nil, tensor.Dtype{}, fmt.Errorf("%s: mixed dtypes: q is %v, %s is %v", fn, dt, in.name, d)
+			return nil, tensor.Dtype{}, fmt.Errorf("%s: mixed dtypes: q %v is %v, %s %v is %v", fn, qs, dt, in.name, in.n.Shape(), d)
 		}
 	}
 	if !ks.Eq(vs) {
