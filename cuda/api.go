@@ -80,7 +80,7 @@ type SoftmaxParams struct {
 //
 //	Q, O, DO, DQ  [B, H, Nq, D]    element (b,h,i,c) at ((b·H+h)·Nq+i)·D+c
 //	K, V, DK, DV  [B, Hkv, Nk, D]  element (b,g,j,c) at ((b·Hkv+g)·Nk+j)·D+c
-//	L, DL         [B, H, Nq]       element (b,h,i) at (b·H+h)·Nq+i
+//	L, LRes, DL   [B, H, Nq]       element (b,h,i) at (b·H+h)·Nq+i
 //
 // with query head h reading key/value head h/(H/Hkv). The forward computes, for every visible
 // key j of query row i (j < KeyLengths[b] when KeyLengths is set, and j ≤ i + Nk − Nq when
@@ -93,6 +93,11 @@ type SoftmaxParams struct {
 // and rows with no visible key get O = 0, L = −Inf. The backward computes DQ, DK, DV, the
 // gradients of a loss whose gradients with respect to O and L are DO and DL (DL may be nil),
 // from Q, K, V, O, L, DO. All slices are []float32 or all []float64; D is at most 256.
+//
+// L is computed in float64 and rounded to the element type. LRes, when not nil, receives L's
+// rounding residual (L − L rounded, 0 in float64) from the forward and gives it back to the
+// backward, which then recomputes the probabilities from L as accurate as the forward had it
+// (ops/attention packs the same residual beside L).
 type AttentionParams struct {
 	B, H, Hkv, Nq, Nk, D int
 	// Scale multiplies q·k; it must be set (the ops resolve the default 1/√D).
@@ -103,6 +108,7 @@ type AttentionParams struct {
 
 	Q, K, V any // inputs of both directions
 	O, L    any // forward outputs, backward inputs
+	LRes    any // nil, or L's rounding residual: forward output, backward input
 	DO, DL  any // backward inputs; DL may be nil
 	DQ      any // backward outputs
 	DK, DV  any
@@ -243,15 +249,19 @@ func (p *AttentionParams) check(backward bool) (dtype, error) {
 	case p.Nq > math.MaxInt32/2 || p.Nk > math.MaxInt32/2:
 		return 0, fmt.Errorf("cuda: %s: Nq and Nk must be under 2^30 (%s): %w", op, shape, ErrUnsupported)
 	}
-	if !backward {
-		return checkSlices(op, []string{"Q", "K", "V", "O", "L"},
-			[]any{p.Q, p.K, p.V, p.O, p.L}, []int{qLen, kLen, kLen, qLen, lLen})
+	names := []string{"Q", "K", "V", "O", "L"}
+	xs := []any{p.Q, p.K, p.V, p.O, p.L}
+	lens := []int{qLen, kLen, kLen, qLen, lLen}
+	if backward {
+		names = append(names, "DO", "DQ", "DK", "DV")
+		xs = append(xs, p.DO, p.DQ, p.DK, p.DV)
+		lens = append(lens, qLen, qLen, kLen, kLen)
+		if p.DL != nil {
+			names, xs, lens = append(names, "DL"), append(xs, p.DL), append(lens, lLen)
+		}
 	}
-	names := []string{"Q", "K", "V", "O", "L", "DO", "DQ", "DK", "DV"}
-	xs := []any{p.Q, p.K, p.V, p.O, p.L, p.DO, p.DQ, p.DK, p.DV}
-	lens := []int{qLen, kLen, kLen, qLen, lLen, qLen, qLen, kLen, kLen}
-	if p.DL != nil {
-		names, xs, lens = append(names, "DL"), append(xs, p.DL), append(lens, lLen)
+	if p.LRes != nil {
+		names, xs, lens = append(names, "LRes"), append(xs, p.LRes), append(lens, lLen)
 	}
 	return checkSlices(op, names, xs, lens)
 }

@@ -251,7 +251,7 @@ func newAttnProblem(rng *rand.Rand, c attnCase, f64 bool) *attnProblem {
 		pr.dl = as64(p.DL)
 	}
 	pr.q, pr.k, pr.v, pr.do = as64(p.Q), as64(p.K), as64(p.V), as64(p.DO)
-	p.O, p.L = zeros(qn, f64), zeros(ln, f64)
+	p.O, p.L, p.LRes = zeros(qn, f64), zeros(ln, f64), zeros(ln, f64)
 	p.DQ, p.DK, p.DV = zeros(qn, f64), zeros(kn, f64), zeros(kn, f64)
 	pr.p = p
 	pr.o, pr.l = refAttention(&p, pr.q, pr.k, pr.v)
@@ -274,10 +274,26 @@ func TestAttentionDevice(t *testing.T) {
 					}
 					eo := compare(t, fmt.Sprintf("v%d O", variant), as64(pr.p.O), pr.o, tol)
 					el := compare(t, fmt.Sprintf("v%d L", variant), as64(pr.p.L), pr.l, tol)
+					// L + LRes carries L beyond the element type's rounding.
+					full := as64(pr.p.L)
+					for i, r := range as64(pr.p.LRes) {
+						full[i] += r
+					}
+					compare(t, fmt.Sprintf("v%d L+LRes", variant), full, pr.l, tol/4)
 					t.Logf("forward v%d: O error %.2g, L error %.2g", variant, eo, el)
 				}
-				// The backward takes O and L from the reference, so it is checked on its own.
+				// The backward takes O, L and L's residual from the reference, so it is checked on
+				// its own.
 				pr.p.O, pr.p.L = toType(pr.o, f64), toType(pr.l, f64)
+				res := as64(pr.p.L)
+				for i, l := range pr.l {
+					if math.IsInf(l, -1) {
+						res[i] = 0
+					} else {
+						res[i] = l - res[i]
+					}
+				}
+				pr.p.LRes = toType(res, f64)
 				if err := AttentionBackward(pr.p); err != nil {
 					t.Fatal(err)
 				}

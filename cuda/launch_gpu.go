@@ -57,7 +57,7 @@ func fwdSmem(c attnCfg, dt dtype) int {
 }
 
 func dkdvSmem(c attnCfg, dt dtype) int {
-	return (2*c.BN*(c.D+1) + 2*c.BM*(c.D+1) + 2*c.BN*(c.BM+1) + 2*c.BM) * dt.size()
+	return (2*c.BN*(c.D+1) + 2*c.BM*(c.D+1) + 2*c.BN*(c.BM+1) + 3*c.BM) * dt.size()
 }
 
 func dqSmem(c attnCfg, dt dtype) int {
@@ -214,30 +214,48 @@ func attentionForward(p AttentionParams, variant int) error {
 			return err
 		}
 		_, lBytes := hostBytes(p.L)
-		lbuf, err := s.pool.get(lBytes) // outlives the call: kept resident below
-		if err == nil && poison {
-			err = memset8(lbuf.ptr, 0xff, lBytes)
-		}
+		lbuf, err := s.pool.get(lBytes) // outlives the call: kept resident when all goes well
 		if err != nil {
-			s.pool.put(lbuf)
 			return err
 		}
+		kept := false
+		defer func() {
+			if !kept {
+				s.pool.put(lbuf)
+			}
+		}()
 		kp.lse = lbuf.ptr
-		err = s.attnForwardKernels(&kp, dt, variant)
-		if err == nil {
-			err = ctxSynchronize("attention forward kernels")
+		if poison {
+			if err := memset8(lbuf.ptr, 0xff, lBytes); err != nil {
+				return err
+			}
 		}
-		if err == nil {
-			err = download(p.O, kp.o, "O")
+		if p.LRes != nil {
+			_, n := hostBytes(p.LRes)
+			if kp.lres, err = sc.output(n); err != nil {
+				return err
+			}
 		}
-		if err == nil {
-			err = download(p.L, kp.lse, "L")
-		}
-		if err != nil {
-			s.pool.put(lbuf)
+		if err := s.attnForwardKernels(&kp, dt, variant); err != nil {
 			return err
+		}
+		if err := ctxSynchronize("attention forward kernels"); err != nil {
+			return err
+		}
+		for _, a := range []struct {
+			x    any
+			d    devptr
+			what string
+		}{{p.O, kp.o, "O"}, {p.L, kp.lse, "L"}, {p.LRes, kp.lres, "LRes"}} {
+			if a.x == nil {
+				continue
+			}
+			if err := download(a.x, a.d, a.what); err != nil {
+				return err
+			}
 		}
 		s.resident.keep(s, p.L, lbuf)
+		kept = true
 		return nil
 	})
 }
@@ -262,6 +280,9 @@ func attnUpload(sc *scope, p *AttentionParams, backward bool) (attnParams, error
 		up(&kp.do, p.DO, "DO")
 		if p.DL != nil {
 			up(&kp.dlse, p.DL, "DL")
+		}
+		if p.LRes != nil {
+			up(&kp.lres, p.LRes, "LRes")
 		}
 	}
 	return kp, err

@@ -22,6 +22,7 @@ type softmaxParams struct {
 // to the attention kernels. Strides count elements. TestParamsLayout checks the mirror.
 type attnParams struct {
 	q, k, v, o, lse      devptr
+	lres                 devptr
 	do, dq, dk, dv       devptr
 	dlse, delta          devptr
 	keyLengths           devptr
@@ -60,7 +61,7 @@ func cLayouts() (softmax, attn, fill fieldLayout) {
 	var a C.fg_attn_params
 	attn = fieldLayout{unsafe.Sizeof(a), []uintptr{
 		unsafe.Offsetof(a.q), unsafe.Offsetof(a.k), unsafe.Offsetof(a.v), unsafe.Offsetof(a.o), unsafe.Offsetof(a.lse),
-		unsafe.Offsetof(a.do_), unsafe.Offsetof(a.dq), unsafe.Offsetof(a.dk), unsafe.Offsetof(a.dv),
+		unsafe.Offsetof(a.lres), unsafe.Offsetof(a.do_), unsafe.Offsetof(a.dq), unsafe.Offsetof(a.dk), unsafe.Offsetof(a.dv),
 		unsafe.Offsetof(a.dlse), unsafe.Offsetof(a.delta), unsafe.Offsetof(a.key_lengths),
 		unsafe.Offsetof(a.q_batch), unsafe.Offsetof(a.q_head), unsafe.Offsetof(a.q_row),
 		unsafe.Offsetof(a.k_batch), unsafe.Offsetof(a.k_head), unsafe.Offsetof(a.k_row),
@@ -88,7 +89,7 @@ func goLayouts() (softmax, attn, fill fieldLayout) {
 	var a attnParams
 	attn = fieldLayout{unsafe.Sizeof(a), []uintptr{
 		unsafe.Offsetof(a.q), unsafe.Offsetof(a.k), unsafe.Offsetof(a.v), unsafe.Offsetof(a.o), unsafe.Offsetof(a.lse),
-		unsafe.Offsetof(a.do), unsafe.Offsetof(a.dq), unsafe.Offsetof(a.dk), unsafe.Offsetof(a.dv),
+		unsafe.Offsetof(a.lres), unsafe.Offsetof(a.do), unsafe.Offsetof(a.dq), unsafe.Offsetof(a.dk), unsafe.Offsetof(a.dv),
 		unsafe.Offsetof(a.dlse), unsafe.Offsetof(a.delta), unsafe.Offsetof(a.keyLengths),
 		unsafe.Offsetof(a.qBatch), unsafe.Offsetof(a.qHead), unsafe.Offsetof(a.qRow),
 		unsafe.Offsetof(a.kBatch), unsafe.Offsetof(a.kHead), unsafe.Offsetof(a.kRow),

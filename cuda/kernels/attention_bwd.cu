@@ -1,6 +1,7 @@
 // attention_bwd.cu: the attention backward pass from the saved log-sum-exp L, given dO and
 // delta = rowsum(dO * O) (attention_bwd_preprocess.cu). With P_ij = exp(s_ij - L_i) recomputed
-// from Q, K and L (0 where key j is masked for row i):
+// from Q, K and L (0 where key j is masked for row i; L's rounding residual lres is subtracted
+// too when given, see params.h):
 //   dV_j = sum_i P_ij dO_i
 //   dP_ij = dO_i . V_j
 //   dS_ij = P_ij (dP_ij - delta_i)
@@ -22,12 +23,12 @@
 // fg_attn_bwd_dkdv: grid (ceil(Nk/BN), Hkv, B), TR*TC threads. Thread (tr, tc) owns key rows
 // tr + a*TR (a < BN/TR), query columns tc + c*TC of the transposed score tile (c < BM/TC) and
 // head-dim columns tc + c*TC of dK and dV (c < D/TC). Shared memory: K, V [BN][D+1],
-// Q, dO [BM][D+1], P^T and dS^T [BN][BM+1], L and delta [BM].
+// Q, dO [BM][D+1], P^T and dS^T [BN][BM+1], L, delta and L's residual [BM].
 template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_attn_bwd_dkdv(const fg_attn_params& p) {
   constexpr int THREADS = TR * TC, RN = BN / TR, SQ = BM / TC, DC = D / TC;
   constexpr int LD = D + 1, LDT = BM + 1;
   static_assert(RN * TR == BN && SQ * TC == BM && DC * TC == D, "tile sizes must divide");
-  constexpr unsigned SMEM = (2 * BN * LD + 2 * BM * LD + 2 * BN * LDT + 2 * BM) * sizeof(T);
+  constexpr unsigned SMEM = (2 * BN * LD + 2 * BM * LD + 2 * BN * LDT + 3 * BM) * sizeof(T);
   if (fg_dynamic_smem() < SMEM) __trap();
   T* sK = (T*)fg_smem;
   T* sV = sK + BN * LD;
@@ -37,6 +38,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
   T* sdST = sPT + BN * LDT;
   T* sL = sdST + BN * LDT;
   T* sDelta = sL + BM;
+  T* sLres = sDelta + BM;
 
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int tr = threadIdx.x / TC, tc = threadIdx.x % TC;
@@ -64,6 +66,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
     const T* dO = (const T*)p.do_ + b * p.o_batch + hq * p.o_head;
     const T* L = (const T*)p.lse + ((int64_t)b * p.h + hq) * p.nq;
     const T* delta = (const T*)p.delta + ((int64_t)b * p.h + hq) * p.nq;
+    const T* lres = p.lres ? (const T*)p.lres + ((int64_t)b * p.h + hq) * p.nq : nullptr;
     for (int m0 = i_first / BM * BM; m0 < p.nq; m0 += BM) {
       __syncthreads();  // the previous tile's readers of sQ, sdO, sPT, sdST are done
       fg_load_tile<T, BM, D, LD, THREADS>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, 0, p.nq - m0, p.d);
@@ -72,6 +75,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
         const bool in = m0 + r < p.nq;
         sL[r] = in ? L[m0 + r] : T(0);
         sDelta[r] = in ? delta[m0 + r] : T(0);
+        sLres[r] = in && lres ? lres[m0 + r] : T(0);
       }
       __syncthreads();
 
@@ -85,11 +89,11 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
       for (int c = 0; c < SQ; ++c) {
         const int qi = tc + c * TC, i = m0 + qi;
         const int lim = i < p.nq ? fg_key_limit(p, b, i) : 0;
-        const T Li = sL[qi], di = sDelta[qi];
+        const T Li = sL[qi], di = sDelta[qi], Lri = sLres[qi];
 #pragma unroll
         for (int a = 0; a < RN; ++a) {
           const int kr = tr + a * TR;
-          const T pij = n0 + kr < lim ? fg_exp(st[a][c] * scale - Li) : T(0);
+          const T pij = n0 + kr < lim ? fg_exp((st[a][c] * scale - Li) - Lri) : T(0);
           sPT[kr * LDT + qi] = pij;
           sdST[kr * LDT + qi] = pij * (dpt[a][c] - di) * scale;
         }
@@ -148,7 +152,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
   fg_load_tile<T, BM, D, LD, THREADS>(sdO, dO + (int64_t)m0 * p.o_row, p.o_row, 0, p.nq - m0, p.d);
 
   int lim[RM];
-  T Li[RM], di[RM];
+  T Li[RM], di[RM], Lri[RM];
 #pragma unroll
   for (int a = 0; a < RM; ++a) {
     const int i = m0 + tr + a * TR;
@@ -156,6 +160,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
     lim[a] = in ? fg_key_limit(p, b, i) : 0;
     Li[a] = in ? L[i] : T(0);
     di[a] = in ? delta[i] : T(0);
+    Lri[a] = in && p.lres ? ((const T*)p.lres)[((int64_t)b * p.h + h) * p.nq + i] : T(0);
   }
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
 
@@ -177,7 +182,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
 #pragma unroll
       for (int c = 0; c < SC; ++c) {
         const int kc = tc + c * TC;
-        const T pij = n0 + kc < lim[a] ? fg_exp(s[a][c] * scale - Li[a]) : T(0);
+        const T pij = n0 + kc < lim[a] ? fg_exp((s[a][c] * scale - Li[a]) - Lri[a]) : T(0);
         sdS[(tr + a * TR) * LDS + kc] = pij * (dp[a][c] - di[a]) * scale;
       }
     __syncthreads();

@@ -14,9 +14,24 @@
 //      each K tile is loaded, S = Q K^T is computed into registers, the running maximum m and
 //      sum l of every row are updated (online softmax: when m grows, l and the output
 //      accumulator are rescaled by exp(m_old - m_new)), P = exp(S - m) goes to shared memory,
-//      the V tile replaces the K tile and O += P V. At the end O /= l and L = m + log l.
+//      the V tile replaces the K tile and O += P V. At the end O /= l and L = m + log l. The
+//      row sums are kept in double (one update per row and key tile): a float32 sum over a
+//      long row would cost L and O about 1e-5 relative.
 //      Key tiles that no row of the block sees (causal mask, key lengths) are never visited.
 #include "common.cuh"
+
+// fg_write_lse writes row r's log-sum-exp L = m + log l, computed in double, rounded to T, and,
+// when asked for, its rounding residual L - (T)L; -Inf (residual 0) when the row saw no key.
+template <typename T> __device__ __forceinline__ void fg_write_lse(const fg_attn_params& p, int64_t r, T m, double l) {
+  T lse = fg_neg_inf<T>(), res = 0;
+  if (l > 0) {
+    const double L = (double)m + log(l);
+    lse = (T)L;
+    res = (T)(L - (double)lse);
+  }
+  ((T*)p.lse)[r] = lse;
+  if (p.lres) ((T*)p.lres)[r] = res;
+}
 
 // ---- variant 1 -------------------------------------------------------------------------------
 
@@ -32,7 +47,8 @@ template <typename T, int D> __device__ void fg_attn_fwd_v1(const fg_attn_params
   const T scale = (T)p.scale;
   T acc[D];
   for (int c = 0; c < p.d; ++c) acc[c] = 0;
-  T m = fg_neg_inf<T>(), l = 0;
+  T m = fg_neg_inf<T>();
+  double l = 0;  // the row sum in double, as the CPU op keeps it
   const int lim = fg_key_limit(p, b, i);
   for (int j = 0; j < lim; ++j) {
     T s = 0;
@@ -40,14 +56,14 @@ template <typename T, int D> __device__ void fg_attn_fwd_v1(const fg_attn_params
     s *= scale;
     const T mn = fmax(m, s);
     const T alpha = fg_exp(m - mn), e = fg_exp(s - mn);  // exp(-Inf) = 0 on the first key
-    l = l * alpha + e;
+    l = l * (double)alpha + (double)e;
     for (int c = 0; c < p.d; ++c) acc[c] = fma(e, v[(int64_t)j * p.v_row + c], acc[c] * alpha);
     m = mn;
   }
   T* o = (T*)p.o + b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
-  const T inv = l > 0 ? T(1) / l : T(0);
+  const T inv = l > 0 ? (T)(1.0 / l) : T(0);
   for (int c = 0; c < p.d; ++c) o[c] = acc[c] * inv;
-  ((T*)p.lse)[((int64_t)b * p.h + h) * p.nq + i] = l > 0 ? m + fg_log(l) : fg_neg_inf<T>();
+  fg_write_lse<T>(p, ((int64_t)b * p.h + h) * p.nq + i, m, l);
 }
 
 // ---- variant 2 -------------------------------------------------------------------------------
@@ -86,7 +102,8 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
 #pragma unroll
   for (int a = 0; a < RM; ++a) lim[a] = fg_key_limit(p, b, m0 + tr + a * TR);
 
-  T acc[RM][OC], m[RM], l[RM];
+  T acc[RM][OC], m[RM];
+  double l[RM];  // this lane's share of each row sum, in double as the CPU op keeps it
   fg_zero(acc);
 #pragma unroll
   for (int a = 0; a < RM; ++a) m[a] = fg_neg_inf<T>(), l[a] = 0;
@@ -120,7 +137,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
         s[a][c] = empty ? T(0) : fg_exp(s[a][c] - mn);
         rs += s[a][c];
       }
-      l[a] = l[a] * alpha + rs;  // this lane's share of the row sum, summed over lanes at the end
+      l[a] = l[a] * (double)alpha + (double)rs;  // summed over the row group's lanes at the end
       m[a] = mn;
 #pragma unroll
       for (int c = 0; c < OC; ++c) acc[a][c] *= alpha;
@@ -138,19 +155,19 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
   }
 
   T* o = (T*)p.o + b * p.o_batch + h * p.o_head;
-  T* lse = (T*)p.lse + ((int64_t)b * p.h + h) * p.nq;
+  const int64_t lrow = ((int64_t)b * p.h + h) * p.nq;
 #pragma unroll
   for (int a = 0; a < RM; ++a) {
-    const T lt = fg_group_sum<TC>(l[a]);
+    const double lt = fg_group_sum<TC>(l[a]);
     const int i = m0 + tr + a * TR;
     if (i >= p.nq) continue;
-    const T inv = lt > 0 ? T(1) / lt : T(0);
+    const T inv = lt > 0 ? (T)(1.0 / lt) : T(0);
 #pragma unroll
     for (int c = 0; c < OC; ++c) {
       const int col = tc + c * TC;
       if (col < p.d) o[(int64_t)i * p.o_row + col] = acc[a][c] * inv;
     }
-    if (tc == 0) lse[i] = lt > 0 ? m[a] + fg_log(lt) : fg_neg_inf<T>();
+    if (tc == 0) fg_write_lse<T>(p, lrow + i, m[a], lt);
   }
 }
 

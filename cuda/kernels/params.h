@@ -29,13 +29,17 @@ typedef struct {
 //   q, o, do_, dq  [B, H, Nq, d]   element (b,h,i,c) at b*q_batch + h*q_head + i*q_row + c
 //   k, dk          [B, Hkv, Nk, d] likewise with the k_* strides
 //   v, dv          [B, Hkv, Nk, d] likewise with the v_* strides
-//   lse, dlse, delta [B, H, Nq]    contiguous: element (b,h,i) at (b*H + h)*Nq + i
+//   lse, lres, dlse, delta [B, H, Nq]  contiguous: element (b,h,i) at (b*H + h)*Nq + i
 //   key_lengths    int32 [B] or 0: batch b sees keys j < key_lengths[b]
 // o and do_ share the o_* strides, dq the q_* strides, dk the k_* and dv the v_* strides.
 // Query head h reads key/value head h / (H/Hkv). With causal set, query i sees key j only when
 // j <= i + causal_offset (bottom-right alignment uses causal_offset = Nk - Nq).
+// The log-sum-exp is computed in double; with lres set the forward also writes lres = L - (T)L
+// rounded to T (0 in double), and the backward recomputes P = exp((s - lse) - lres), so that a
+// float32 lse loses nothing of L's accuracy (the CPU op, ops/attention, packs the same residual).
 typedef struct {
   uint64_t q, k, v, o, lse;     // forward: q, k, v in; o, lse out
+  uint64_t lres;                // 0, or lse's rounding residual: forward out, backward in (see below)
   uint64_t do_, dq, dk, dv;     // backward: do_ in; dq, dk, dv out
   uint64_t dlse;                // backward: the gradient reaching lse, or 0 when none does
   uint64_t delta;               // backward workspace: rowsum(do_ * o) - dlse, [B, H, Nq]
