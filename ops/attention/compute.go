@@ -13,6 +13,9 @@ import "fmt"
 // writes packed = [O (B·H·Nq·D) | L (B·H·Nq) | L's rounding residual
 // (B·H·Nq)] of the same element type (see flashForward).
 func forwardCompute(p *params, q, k, v, packed any) error {
+	if done, err := deviceForward(p, q, k, v, packed); done {
+		return err
+	}
 	switch q := q.(type) {
 	case []float32:
 		return forwardTyped(p, q, k, v, packed)
@@ -40,6 +43,9 @@ func forwardTyped[T Float](p *params, q []T, k, v, packed any) error {
 // writes
 // grads = [dQ (B·H·Nq·D) | dK (B·Hkv·Nk·D) | dV (B·Hkv·Nk·D)].
 func backwardCompute(p *params, q, k, v, packed, dPacked, grads any) error {
+	if done, err := deviceBackward(p, q, k, v, packed, dPacked, grads); done {
+		return err
+	}
 	switch q := q.(type) {
 	case []float32:
 		return backwardTyped(p, q, k, v, packed, dPacked, grads)

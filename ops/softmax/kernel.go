@@ -136,9 +136,12 @@ func (s stat) finish() (inv, logd, lse float64) {
 // softmax and log-softmax, the outputs are written by one more pass. Rows
 // are split over all cores.
 //
-// This function is the one place the forward compute happens: a device
-// implementation would take over here, before the CPU loops.
+// This function is the one place the forward compute happens: the device
+// implementation (device.go) takes over here, before the CPU loops.
 func forward[T graph.Float](k kind, x, y []T, l layout) {
+	if deviceForward(k, x, y, l) {
+		return
+	}
 	if l.inner == 1 {
 		split(l, func(lo, hi int) {
 			var mb []float64 // softmax: the running maximum after each block
@@ -290,9 +293,12 @@ func forwardPanel[T graph.Float](k kind, x, y []T, l layout, t int) {
 // sum cancels the rounding of y (a float32 y near 1e4 is off by up to
 // 5e-4, which e^{x−y} alone would turn into as large a relative error).
 //
-// This function is the one place the backward compute happens: a device
-// implementation would take over here, before the CPU loops.
+// This function is the one place the backward compute happens: the device
+// implementation (device.go) takes over here, before the CPU loops.
 func backward[T graph.Float](k kind, x, y, dy, dx []T, l layout) {
+	if deviceBackward(k, x, y, dy, dx, l) {
+		return
+	}
 	if l.inner == 1 {
 		split(l, func(lo, hi int) {
 			for o := lo; o < hi; o++ {
