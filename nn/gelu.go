@@ -14,18 +14,23 @@ import (
 // GELU's tanh approximation (GPT-2's "gelu_new"):
 //
 //	gelu(x) = ½·x·(1 + tanh(u)),  u = √(2/π)·(x + 0.044715·x³)
-//	gelu'(x) = ½·(1 + tanh(u)) + ½·x·(1 − tanh²(u))·√(2/π)·(1 + 3·0.044715·x²)
-const (
-	geluC = 0.044715
-)
+//
+// computed as x·σ(2u) with σ(z) = 1/(1 + e^(−z)) (the same function, since
+// ½(1 + tanh(u)) = σ(2u)), which needs one exponential instead of a tanh;
+// its derivative is
+//
+//	gelu'(x) = s + 2·x·s·(1 − s)·√(2/π)·(1 + 3·0.044715·x²),   s = σ(2u)
+const geluC = 0.044715
 
 var geluK = math.Sqrt(2 / math.Pi)
 
-func gelu(x float64) float64 { return 0.5 * x * (1 + math.Tanh(geluK*(x+geluC*x*x*x))) }
+func gelu(x float64) float64 {
+	return x / (1 + math.Exp(-2*geluK*(x+geluC*x*x*x)))
+}
 
 func geluPrime(x float64) float64 {
-	t := math.Tanh(geluK * (x + geluC*x*x*x))
-	return 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*geluC*x*x)
+	s := 1 / (1 + math.Exp(-2*geluK*(x+geluC*x*x*x)))
+	return s + 2*x*s*(1-s)*geluK*(1+3*geluC*x*x)
 }
 
 // geluOp applies gelu elementwise; with grad set it is the gradient op,

@@ -324,3 +324,69 @@ func TestDropout(t *testing.T) {
 		}
 	}
 }
+
+func TestMatMul(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	m, n, k := 3, 4, 5
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			as, bs := []int{m, k}, []int{k, n}
+			if tA {
+				as = []int{k, m}
+			}
+			if tB {
+				bs = []int{n, k}
+			}
+			a, b := randSlice(rng, m*k, 1, 0), randSlice(rng, k*n, 1, 0)
+			build := func(g *gorgonia.ExprGraph, in []*gorgonia.Node) (*gorgonia.Node, error) {
+				return MatMul(in[0], in[1], tA, tB)
+			}
+			want := make([]float64, m*n)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					for p := 0; p < k; p++ {
+						av, bv := a[i*k+p], b[p*n+j]
+						if tA {
+							av = a[p*m+i]
+						}
+						if tB {
+							bv = b[j*k+p]
+						}
+						want[i*n+j] += av * bv
+					}
+				}
+			}
+			inputs := func() []*tensor.Dense { return []*tensor.Dense{graph.NewTensor(as, a), graph.NewTensor(bs, b)} }
+			assertClose(t, "forward", runForward(t, build, inputs()...), want, 1e-12)
+			checkGrad(t, build, inputs(), graph.CheckOptions{})
+
+			// The float32 path (nn/internal/gemm) against the same reference.
+			a32, b32 := make([]float32, len(a)), make([]float32, len(b))
+			for i := range a {
+				a32[i] = float32(a[i])
+			}
+			for i := range b {
+				b32[i] = float32(b[i])
+			}
+			g := gorgonia.NewGraph()
+			y, err := MatMul(graph.Input(g, "a", graph.NewTensor(as, a32)), graph.Input(g, "b", graph.NewTensor(bs, b32)), tA, tB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := graph.Forward(g); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := graph.Values[float32](y)
+			for i := range got {
+				if math.Abs(float64(got[i])-want[i]) > 1e-5*(1+math.Abs(want[i])) {
+					t.Fatalf("float32 tA=%t tB=%t entry %d: %g, want %g", tA, tB, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	g := gorgonia.NewGraph()
+	x := graph.Input(g, "x", graph.NewTensor([]int{2, 3}, make([]float64, 6)))
+	if _, err := MatMul(x, x, false, false); err == nil {
+		t.Fatal("[2,3]·[2,3] accepted")
+	}
+}

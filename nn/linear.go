@@ -13,8 +13,8 @@ import (
 //
 //	y[m, o] = Σ_i x[m, i]·w[i, o] + b[o]
 //
-// The product is Gorgonia's matrix multiplication (BLAS); the bias is nn's
-// row-broadcast add, whose gradient is the column sum of ∂L/∂y.
+// The product is nn's MatMul (a packed AVX2 kernel in float32); the bias is
+// nn's row-broadcast add, whose gradient is the column sum of ∂L/∂y.
 func LinearNode(x, w, b *gorgonia.Node) (*gorgonia.Node, error) {
 	if x.Dims() != 2 || w.Dims() != 2 || x.Shape()[1] != w.Shape()[0] {
 		return nil, fmt.Errorf("nn.Linear: x %v and weight %v do not multiply (want x [M, In], weight [In, Out])", x.Shape(), w.Shape())
@@ -25,7 +25,7 @@ func LinearNode(x, w, b *gorgonia.Node) (*gorgonia.Node, error) {
 	if x.Dtype() != w.Dtype() {
 		return nil, fmt.Errorf("nn.Linear: x has dtype %v, weight %v", x.Dtype(), w.Dtype())
 	}
-	y, err := gorgonia.Mul(x, w)
+	y, err := MatMul(x, w, false, false)
 	if err != nil {
 		return nil, fmt.Errorf("nn.Linear: x %v · weight %v: %w", x.Shape(), w.Shape(), err)
 	}
