@@ -1,0 +1,32 @@
+// Package nn holds the layers, loss, optimizer, checkpoints and the GPT
+// model built on Gorgonia and flashgorgon's ops.
+//
+// Layers work on activations of shape [M, D] (M = batch·sequence rows, row
+// b·T + t for token t of sequence b); only attention moves to [B, H, T, d].
+// Each layer exists as a function of nodes (LinearNode, LayerNormNode,
+// RMSNormNode, GELU, EmbedNode, MatMul, CrossEntropy) and as a module that
+// owns its parameters (Linear, Norm, Embedding, MultiHeadAttention, Block,
+// GPT). A module's Forward takes a Scope: one graph under construction, which
+// binds a node to each parameter. Several scopes (a training graph, an
+// evaluation graph of another batch size) share one set of parameter tensors.
+//
+// The ops nn defines (matrix product, bias and gain, normalization, GELU,
+// gather/scatter-add, head split/merge) implement gorgonia.Op, SDOp and
+// ADOp; each input's gradient is an op of its own (op.go). Softmax and
+// attention come from ops/softmax and ops/attention.
+//
+// Training:
+//
+//	m, _ := nn.NewGPT(cfg, tensor.Float32, rng)
+//	r, _ := m.NewRunner(batch, seq, nn.Train)      // graph built and compiled once
+//	opt, _ := nn.NewAdamW(r.Params(), 0.9, 0.95, 1e-8, 0.1)
+//	sched := nn.CosineSchedule{Peak: 3e-3, Min: 3e-4, Warmup: 50, Total: steps}
+//	for s := 0; s < steps; s++ {
+//		loss, norm, err := r.TrainStep(opt, sched.LR(s), 1.0, tokens, targets, rng)
+//		…
+//	}
+//	nn.SaveCheckpoint(path, m.Params(), opt, steps, map[string]string{"config": cfg.JSON()})
+//
+// Checkpoints are safetensors files; checkpoint.go lists the tensor and
+// metadata names, gpt.go the parameter names and shapes.
+package nn
