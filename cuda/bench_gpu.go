@@ -67,10 +67,10 @@ func BenchAttention(c BenchCase) (BenchResult, error) {
 		for _, a := range []struct {
 			dst *devptr
 			n   int64
-		}{{&kp.q, qn}, {&kp.k, qn}, {&kp.v, qn}, {&kp.do, qn}, {&kp.o, qn}, {&kp.lse, ln}, {&kp.delta, ln},
-			{&kp.dq, qn}, {&kp.dk, qn}, {&kp.dv, qn}} {
+		}{{&kp.q, qn * es}, {&kp.k, qn * es}, {&kp.v, qn * es}, {&kp.do, qn * es}, {&kp.o, qn * es}, {&kp.lse, ln * es},
+			{&kp.delta, ln * 8}, {&kp.dq, qn * es}, {&kp.dk, qn * es}, {&kp.dv, qn * es}} {
 			var err error
-			if *a.dst, err = sc.alloc(a.n * es); err != nil {
+			if *a.dst, err = sc.alloc(a.n); err != nil {
 				return err
 			}
 		}

@@ -57,7 +57,7 @@ func fwdSmem(c attnCfg, dt dtype) int {
 }
 
 func dkdvSmem(c attnCfg, dt dtype) int {
-	return (2*c.BN*(c.D+1) + 2*c.BM*(c.D+1) + 2*c.BN*(c.BM+1) + 3*c.BM) * dt.size()
+	return c.BM*8 + (2*c.BN*(c.D+1)+2*c.BM*(c.D+1)+2*c.BN*(c.BM+1)+2*c.BM)*dt.size()
 }
 
 func dqSmem(c attnCfg, dt dtype) int {
@@ -334,13 +334,12 @@ func AttentionBackward(p AttentionParams) error {
 		} else if kp.lse, err = sc.upload(p.L, "L"); err != nil {
 			return err
 		}
-		_, lBytes := hostBytes(p.L)
 		_, qBytes := hostBytes(p.DQ)
 		_, kBytes := hostBytes(p.DK)
 		for _, a := range []struct {
 			dst *devptr
 			n   int64
-		}{{&kp.delta, lBytes}, {&kp.dq, qBytes}, {&kp.dk, kBytes}, {&kp.dv, kBytes}} {
+		}{{&kp.delta, int64(p.B*p.H*p.Nq) * 8}, {&kp.dq, qBytes}, {&kp.dk, kBytes}, {&kp.dv, kBytes}} {
 			if *a.dst, err = sc.output(a.n); err != nil {
 				return err
 			}

@@ -9,6 +9,10 @@
 //   dQ_i = scale * sum_j dS_ij K_j
 // summed over the query heads that share a key/value head (GQA).
 //
+// dP and delta are summed in double whatever T, and dS is formed in double: where a row's
+// gradient is small, dP_ij - delta_i cancels and a float32 dP would leave only its rounding
+// (the CPU op also keeps these sums in float64).
+//
 // Two kernels, neither with atomics, so the result is deterministic (bit-identical run to run):
 //   fg_attn_bwd_dkdv: a thread block owns a tile of BN keys of one (b, key/value head) and walks
 //     every query tile of every query head of its group, accumulating dK and dV in registers
@@ -22,23 +26,23 @@
 
 // fg_attn_bwd_dkdv: grid (ceil(Nk/BN), Hkv, B), TR*TC threads. Thread (tr, tc) owns key rows
 // tr + a*TR (a < BN/TR), query columns tc + c*TC of the transposed score tile (c < BM/TC) and
-// head-dim columns tc + c*TC of dK and dV (c < D/TC). Shared memory: K, V [BN][D+1],
-// Q, dO [BM][D+1], P^T and dS^T [BN][BM+1], L, delta and L's residual [BM].
+// head-dim columns tc + c*TC of dK and dV (c < D/TC). Shared memory: delta [BM] (double),
+// K, V [BN][D+1], Q, dO [BM][D+1], P^T and dS^T [BN][BM+1], L and L's residual [BM].
 template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_attn_bwd_dkdv(const fg_attn_params& p) {
   constexpr int THREADS = TR * TC, RN = BN / TR, SQ = BM / TC, DC = D / TC;
   constexpr int LD = D + 1, LDT = BM + 1;
   static_assert(RN * TR == BN && SQ * TC == BM && DC * TC == D, "tile sizes must divide");
-  constexpr unsigned SMEM = (2 * BN * LD + 2 * BM * LD + 2 * BN * LDT + 3 * BM) * sizeof(T);
+  constexpr unsigned SMEM = BM * sizeof(double) + (2 * BN * LD + 2 * BM * LD + 2 * BN * LDT + 2 * BM) * sizeof(T);
   if (fg_dynamic_smem() < SMEM) __trap();
-  T* sK = (T*)fg_smem;
+  double* sDelta = (double*)fg_smem;
+  T* sK = (T*)(sDelta + BM);
   T* sV = sK + BN * LD;
   T* sQ = sV + BN * LD;
   T* sdO = sQ + BM * LD;
   T* sPT = sdO + BM * LD;
   T* sdST = sPT + BN * LDT;
   T* sL = sdST + BN * LDT;
-  T* sDelta = sL + BM;
-  T* sLres = sDelta + BM;
+  T* sLres = sL + BM;
 
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int tr = threadIdx.x / TC, tc = threadIdx.x % TC;
@@ -65,7 +69,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
     const T* q = (const T*)p.q + b * p.q_batch + hq * p.q_head;
     const T* dO = (const T*)p.do_ + b * p.o_batch + hq * p.o_head;
     const T* L = (const T*)p.lse + ((int64_t)b * p.h + hq) * p.nq;
-    const T* delta = (const T*)p.delta + ((int64_t)b * p.h + hq) * p.nq;
+    const double* delta = (const double*)p.delta + ((int64_t)b * p.h + hq) * p.nq;
     const T* lres = p.lres ? (const T*)p.lres + ((int64_t)b * p.h + hq) * p.nq : nullptr;
     for (int m0 = i_first / BM * BM; m0 < p.nq; m0 += BM) {
       __syncthreads();  // the previous tile's readers of sQ, sdO, sPT, sdST are done
@@ -74,13 +78,14 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
       for (int r = threadIdx.x; r < BM; r += THREADS) {
         const bool in = m0 + r < p.nq;
         sL[r] = in ? L[m0 + r] : T(0);
-        sDelta[r] = in ? delta[m0 + r] : T(0);
+        sDelta[r] = in ? delta[m0 + r] : 0.0;
         sLres[r] = in && lres ? lres[m0 + r] : T(0);
       }
       __syncthreads();
 
       // S^T = K Q^T and dP^T = V dO^T for this tile pair, in registers.
-      T st[RN][SQ], dpt[RN][SQ];
+      T st[RN][SQ];
+      double dpt[RN][SQ];
       fg_zero(st);
       fg_zero(dpt);
       fg_mm_abt<T, RN, SQ, D, LD, LD>(st, sK, tr, TR, sQ, tc, TC);
@@ -89,13 +94,14 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
       for (int c = 0; c < SQ; ++c) {
         const int qi = tc + c * TC, i = m0 + qi;
         const int lim = i < p.nq ? fg_key_limit(p, b, i) : 0;
-        const T Li = sL[qi], di = sDelta[qi], Lri = sLres[qi];
+        const T Li = sL[qi], Lri = sLres[qi];
+        const double di = sDelta[qi];
 #pragma unroll
         for (int a = 0; a < RN; ++a) {
           const int kr = tr + a * TR;
           const T pij = n0 + kr < lim ? fg_exp((st[a][c] * scale - Li) - Lri) : T(0);
           sPT[kr * LDT + qi] = pij;
-          sdST[kr * LDT + qi] = pij * (dpt[a][c] - di) * scale;
+          sdST[kr * LDT + qi] = (T)((double)pij * (dpt[a][c] - di) * (double)scale);
         }
       }
       __syncthreads();
@@ -147,19 +153,20 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
   const T* k = (const T*)p.k + b * p.k_batch + hk * p.k_head;
   const T* v = (const T*)p.v + b * p.v_batch + hk * p.v_head;
   const T* L = (const T*)p.lse + ((int64_t)b * p.h + h) * p.nq;
-  const T* delta = (const T*)p.delta + ((int64_t)b * p.h + h) * p.nq;
+  const double* delta = (const double*)p.delta + ((int64_t)b * p.h + h) * p.nq;
   fg_load_tile<T, BM, D, LD, THREADS>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, 0, p.nq - m0, p.d);
   fg_load_tile<T, BM, D, LD, THREADS>(sdO, dO + (int64_t)m0 * p.o_row, p.o_row, 0, p.nq - m0, p.d);
 
   int lim[RM];
-  T Li[RM], di[RM], Lri[RM];
+  T Li[RM], Lri[RM];
+  double di[RM];
 #pragma unroll
   for (int a = 0; a < RM; ++a) {
     const int i = m0 + tr + a * TR;
     const bool in = i < p.nq;
     lim[a] = in ? fg_key_limit(p, b, i) : 0;
     Li[a] = in ? L[i] : T(0);
-    di[a] = in ? delta[i] : T(0);
+    di[a] = in ? delta[i] : 0.0;
     Lri[a] = in && p.lres ? ((const T*)p.lres)[((int64_t)b * p.h + h) * p.nq + i] : T(0);
   }
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
@@ -172,7 +179,8 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
     fg_load_tile<T, BN, D, LD, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, 0, p.nk - n0, p.d);
     __syncthreads();
 
-    T s[RM][SC], dp[RM][SC];
+    T s[RM][SC];
+    double dp[RM][SC];
     fg_zero(s);
     fg_zero(dp);
     fg_mm_abt<T, RM, SC, D, LD, LD>(s, sQ, tr, TR, sK, tc, TC);
@@ -183,7 +191,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
       for (int c = 0; c < SC; ++c) {
         const int kc = tc + c * TC;
         const T pij = n0 + kc < lim[a] ? fg_exp((s[a][c] * scale - Li[a]) - Lri[a]) : T(0);
-        sdS[(tr + a * TR) * LDS + kc] = pij * (dp[a][c] - di[a]) * scale;
+        sdS[(tr + a * TR) * LDS + kc] = (T)((double)pij * (dp[a][c] - di[a]) * (double)scale);
       }
     __syncthreads();
 

@@ -61,13 +61,14 @@ __device__ __forceinline__ void fg_load_tile(T* __restrict__ s, const T* __restr
 
 // fg_mm_abt accumulates acc[i][c] += sum_k A[(r0 + i*RS)*LDA + k] * B[(c0 + c*CS)*LDB + k] for
 // k < K: a register tile of A*B^T where both operands are stored row-major along k in shared
-// memory (rows of A and rows of B are dotted). Threads own interleaved rows and columns.
-template <typename T, int RM, int CN, int K, int LDA, int LDB>
-__device__ __forceinline__ void fg_mm_abt(T (&acc)[RM][CN], const T* __restrict__ A, int r0, int RS,
+// memory (rows of A and rows of B are dotted). Threads own interleaved rows and columns. The
+// accumulator type Acc may be wider than T (double sums of float products).
+template <typename T, int RM, int CN, int K, int LDA, int LDB, typename Acc>
+__device__ __forceinline__ void fg_mm_abt(Acc (&acc)[RM][CN], const T* __restrict__ A, int r0, int RS,
                                           const T* __restrict__ B, int c0, int CS) {
 #pragma unroll 4
   for (int k = 0; k < K; ++k) {
-    T a[RM], b[CN];
+    Acc a[RM], b[CN];
 #pragma unroll
     for (int i = 0; i < RM; ++i) a[i] = A[(r0 + i * RS) * LDA + k];
 #pragma unroll
@@ -98,11 +99,11 @@ __device__ __forceinline__ void fg_mm_ab(T (&acc)[RM][CN], const T* __restrict__
   }
 }
 
-template <typename T, int RM, int CN> __device__ __forceinline__ void fg_zero(T (&acc)[RM][CN]) {
+template <typename Acc, int RM, int CN> __device__ __forceinline__ void fg_zero(Acc (&acc)[RM][CN]) {
 #pragma unroll
   for (int i = 0; i < RM; ++i)
 #pragma unroll
-    for (int c = 0; c < CN; ++c) acc[i][c] = T(0);
+    for (int c = 0; c < CN; ++c) acc[i][c] = Acc(0);
 }
 
 // fg_key_limit returns how many leading keys query row i of batch b sees: keys j < limit are

@@ -42,7 +42,7 @@ typedef struct {
   uint64_t lres;                // 0, or lse's rounding residual: forward out, backward in (see below)
   uint64_t do_, dq, dk, dv;     // backward: do_ in; dq, dk, dv out
   uint64_t dlse;                // backward: the gradient reaching lse, or 0 when none does
-  uint64_t delta;               // backward workspace: rowsum(do_ * o) - dlse, [B, H, Nq]
+  uint64_t delta;               // backward workspace, double: rowsum(do_ * o) - dlse, [B, H, Nq]
   uint64_t key_lengths;         // const int32_t* or 0
   int64_t q_batch, q_head, q_row;
   int64_t k_batch, k_head, k_row;

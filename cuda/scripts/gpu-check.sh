@@ -5,6 +5,8 @@
 #   . .cache/cuda/env.sh
 #   go test -c -tags gpu -o .devbin/cuda.test ./cuda
 #   go build -tags gpu -o .devbin/attnbench ./cuda/cmd/attnbench
+#   go test -c -tags gpu -o .devbin/ops-softmax.test ./ops/softmax      (optional, likewise
+#   go test -c -tags gpu -o .devbin/ops-attention.test ./ops/attention   any package's tests)
 #
 # and writes every log under $OUT (default ./out), printing a short summary last:
 #   1. the tools: nvidia-smi, compute-sanitizer, PyTorch;
@@ -12,7 +14,9 @@
 #      determinism over 50 runs, errors, memory, concurrency, device selection);
 #   3. compute-sanitizer memcheck, racecheck and initcheck on the small test grid, with the
 #      allocator's cache off (FLASHGORGON_CUDA_POOL=off) so every buffer has its exact size;
-#   4. the benchmark table (ours vs PyTorch SDPA), unless SKIP_BENCH=1.
+#   4. every other .devbin/<dir>-<pkg>.test: that package's whole test suite, its ops running
+#      on the device (package directory dir/pkg);
+#   5. the benchmark table (ours vs PyTorch SDPA), unless SKIP_BENCH=1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-out}
@@ -51,13 +55,31 @@ else
   note "tests: $bin/cuda.test missing"
 fi
 
+for tb in "$bin"/*-*.test; do
+  [ -x "$tb" ] || continue
+  name=$(basename "$tb" .test)
+  dir=${name/-//}
+  start=$(date +%s)
+  (cd "$dir" && timeout ${TEST_TIMEOUT:-240} "$PWD/../../$tb" -test.v -test.count=1) >"$out/tests-$name.log" 2>&1
+  rc=$?
+  note "$dir tests on the device: rc=$rc, $(grep -c -- '--- PASS' "$out/tests-$name.log") passed, $(grep -c -- '--- FAIL' "$out/tests-$name.log") failed, $(grep -c -- '--- SKIP' "$out/tests-$name.log") skipped, $(( $(date +%s) - start ))s"
+  grep -- '--- FAIL' "$out/tests-$name.log" | head -10 | while read -r l; do echo "  $dir: $l"; done >>"$out/failures.txt"
+done
+
 if [ "${SKIP_BENCH:-0}" != 1 ] && [ -x "$bin/attnbench" ]; then
   start=$(date +%s)
   "$bin/attnbench" -torch cuda/cmd/attnbench/sdpa_bench.py ${BENCH_ARGS:-} >"$out/bench.log" 2>&1
   note "bench: rc=$?, $(( $(date +%s) - start ))s (table in bench.log)"
 fi
 
-echo "==== summary"
-for s in "${summary[@]}"; do echo "$s"; done
-[ -s "$out/failures.txt" ] && cat "$out/failures.txt"
+{
+  echo "==== summary"
+  for s in "${summary[@]}"; do echo "$s"; done
+  [ -s "$out/failures.txt" ] && cat "$out/failures.txt"
+} >"$out/summary.txt"
+# Everything but the summary and the benchmark table travels as one archive (the device tool
+# brings back at most 8 files).
+(cd "$out" && tar czf logs.tar.gz --exclude logs.tar.gz --exclude summary.txt --exclude bench.log ./*.log ./*.txt && \
+  find . -maxdepth 1 -type f ! -name logs.tar.gz ! -name summary.txt ! -name bench.log -delete)
+cat "$out/summary.txt"
 exit 0
