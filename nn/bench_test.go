@@ -44,3 +44,27 @@ func BenchmarkTrainStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGELU times the forward and gradient kernels on an MLP activation
+// of 1024 rows × 256 (float32).
+func BenchmarkGELU(b *testing.B) {
+	x, g := newDense(tensor.Float32, 1024, 256), newDense(tensor.Float32, 1024, 256)
+	xs, gs := floats[float32](x), floats[float32](g)
+	for i := range xs {
+		xs[i], gs[i] = float32(i%97)*0.05-2.4, 1
+	}
+	for _, grad := range []bool{false, true} {
+		b.Run(fmt.Sprintf("grad=%t", grad), func(b *testing.B) {
+			op, in := geluOp{dims: 2}, []*tensor.Dense{x}
+			if grad {
+				op.grad, in = true, []*tensor.Dense{x, g}
+			}
+			for i := 0; i < b.N; i++ {
+				if _, err := op.do(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(xs))/b.Elapsed().Seconds()/1e6, "Melem/s")
+		})
+	}
+}

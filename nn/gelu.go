@@ -77,6 +77,10 @@ func (k geluOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
 	return out, nil
 }
 
+// geluKernel works through a float64 buffer of 256 entries at a time: a
+// loop that widens each float32 just before the exponential is about 4×
+// slower on amd64 (CVTSS2SD writes only part of its register, which chains
+// every iteration to the previous one and serializes the exponentials).
 func geluKernel[T float](grad bool, y []T, in []*tensor.Dense) {
 	x := floats[T](in[0])
 	var g []T
@@ -84,14 +88,27 @@ func geluKernel[T float](grad bool, y []T, in []*tensor.Dense) {
 		g = floats[T](in[1])
 	}
 	parallel.For(len(x), 4096, func(lo, hi int) {
-		if grad {
-			for i := lo; i < hi; i++ {
-				y[i] = T(float64(g[i]) * geluPrime(float64(x[i])))
+		var buf [256]float64
+		for c0 := lo; c0 < hi; c0 += len(buf) {
+			c := buf[:min(len(buf), hi-c0)]
+			for i := range c {
+				c[i] = float64(x[c0+i])
 			}
-			return
-		}
-		for i := lo; i < hi; i++ {
-			y[i] = T(gelu(float64(x[i])))
+			if grad {
+				for i, v := range c {
+					c[i] = geluPrime(v)
+				}
+				for i, v := range c {
+					y[c0+i] = T(float64(g[c0+i]) * v)
+				}
+				continue
+			}
+			for i, v := range c {
+				c[i] = gelu(v)
+			}
+			for i, v := range c {
+				y[c0+i] = T(v)
+			}
 		}
 	})
 }
