@@ -64,29 +64,35 @@ func Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []fl
 
 	rowBlocks := (m + mc - 1) / mc
 	colBlocks := (n + nc - 1) / nc
-	parallel.For(rowBlocks*colBlocks, 1, func(lo, hi int) {
-		buf := bufPool.Get().(*buffers)
-		defer bufPool.Put(buf)
-		for item := lo; item < hi; item++ {
-			i0 := (item / colBlocks) * mc
-			j0 := (item % colBlocks) * nc
-			rows, cols := min(mc, m-i0), min(nc, n-j0)
-			for p0 := 0; p0 < k; p0 += kc {
-				depth := min(kc, k-p0)
+	colPanels := (n + nr - 1) / nr
+	bp := getFloats(kc * colPanels * nr)
+	defer putFloats(bp)
+	for p0 := 0; p0 < k; p0 += kc {
+		depth := min(kc, k-p0)
+		// op(B)[p0:p0+depth, :] is packed once for every row block.
+		parallel.For(colPanels, 4, func(lo, hi int) {
+			packB((*bp)[lo*nr*depth:], b, tB, ldb, p0, lo*nr, depth, min(hi*nr, n)-lo*nr)
+		})
+		parallel.For(rowBlocks*colBlocks, 1, func(lo, hi int) {
+			buf := bufPool.Get().(*buffers)
+			defer bufPool.Put(buf)
+			for item := lo; item < hi; item++ {
+				i0 := (item / colBlocks) * mc
+				j0 := (item % colBlocks) * nc
+				rows, cols := min(mc, m-i0), min(nc, n-j0)
 				packA(buf.a[:], a, tA, lda, i0, p0, rows, depth, alpha)
-				packB(buf.b[:], b, tB, ldb, p0, j0, depth, cols)
 				for ii := 0; ii < rows; ii += mr {
+					ap := buf.a[ii*depth:]
 					for jj := 0; jj < cols; jj += nr {
-						ap := buf.a[ii*depth:]
-						bp := buf.b[jj*depth:]
+						bpan := (*bp)[(j0+jj)*depth:]
 						if ii+mr <= rows && jj+nr <= cols {
-							micro(depth, ap, bp, c[(i0+ii)*ldc+j0+jj:], ldc)
+							micro(depth, ap, bpan, c[(i0+ii)*ldc+j0+jj:], ldc)
 							continue
 						}
 						// Edge tile: compute into a full scratch tile and
 						// add the part that lies inside C.
 						clear(buf.tile[:])
-						micro(depth, ap, bp, buf.tile[:], nr)
+						micro(depth, ap, bpan, buf.tile[:], nr)
 						for r := 0; r < min(mr, rows-ii); r++ {
 							dst := c[(i0+ii+r)*ldc+j0+jj:]
 							for q := 0; q < min(nr, cols-jj); q++ {
@@ -96,13 +102,26 @@ func Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []fl
 					}
 				}
 			}
-		}
-	})
+		})
+	}
 }
+
+// floatPool recycles the packed-B buffers.
+var floatPool sync.Pool
+
+func getFloats(n int) *[]float32 {
+	if p, ok := floatPool.Get().(*[]float32); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	s := make([]float32, n)
+	return &s
+}
+
+func putFloats(p *[]float32) { floatPool.Put(p) }
 
 type buffers struct {
 	a    [mc * kc]float32
-	b    [nc * kc]float32
 	tile [mr * nr]float32
 }
 
