@@ -1,0 +1,108 @@
+package attention
+
+import (
+	"math/rand"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/flashgorgon/flashgorgon/graph"
+)
+
+// TestMemory runs forward and backward of the fused op at B = H = 1,
+// N = 16384, d = 64 in float32 through a TapeMachine and bounds the memory
+// it takes: the N×N float32 score matrix alone would be 1 GiB, the limit is
+// 128 MiB.
+//
+// Two measurements: the bytes allocated from building the graph to the end
+// of the run (runtime.MemStats.TotalAlloc; whatever the collector does,
+// the heap cannot grow by more than what was allocated, so this bounds the
+// peak growth with no sampling), and the peak of the live heap
+// (MemStats.HeapAlloc) seen by a goroutine sampling every 5 ms, over the
+// heap before building.
+//
+// It runs the causal variant: ~120 GFLOP for forward and backward instead
+// of twice that, around ten seconds on two cores.
+func TestMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about ten seconds; run without -short")
+	}
+	const N, D = 16384, 64
+	const limit = 128 << 20
+	rng := rand.New(rand.NewSource(13))
+	qt := graph.RandTensor[float32](rng, 1, 1, N, D)
+	kt := graph.RandTensor[float32](rng, 1, 1, N, D)
+	vt := graph.RandTensor[float32](rng, 1, 1, N, D)
+	wt := graph.RandTensor[float32](rng, 1, 1, N, D)
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var (
+		peak uint64
+		mu   sync.Mutex
+		stop = make(chan struct{})
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		var ms runtime.MemStats
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			mu.Lock()
+			peak = max(peak, ms.HeapAlloc)
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	g := gorgonia.NewGraph()
+	q, k, v := graph.Input(g, "q", qt), graph.Input(g, "k", kt), graph.Input(g, "v", vt)
+	o, err := Attention(q, k, v, Options{Causal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, err := weightedSum(o, graph.Input(g, "w", wt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := graph.ForwardBackward(loss, q, k, v); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	close(stop)
+	<-done
+
+	dq, err := graph.Grads[float32](q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasNaN(dq) || norm(dq) == 0 {
+		t.Fatalf("dq is NaN or zero (norm %v)", norm(dq))
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	growth := uint64(0)
+	if peak > before.HeapAlloc {
+		growth = peak - before.HeapAlloc
+	}
+	t.Logf("N=%d d=%d float32 causal forward+backward in %v: allocated %.1f MiB, peak live heap growth %.1f MiB (limit %d MiB; N×N float32 = %d MiB)",
+		N, D, elapsed.Round(time.Millisecond), float64(allocated)/(1<<20), float64(growth)/(1<<20), limit>>20, N*N*4>>20)
+	if allocated > limit {
+		t.Errorf("allocated %d MiB, over the %d MiB limit", allocated>>20, limit>>20)
+	}
+	if growth > limit {
+		t.Errorf("peak heap growth %d MiB, over the %d MiB limit", growth>>20, limit>>20)
+	}
+}
