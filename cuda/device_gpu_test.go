@@ -640,5 +640,10 @@ func TestDeviceSelection(t *testing.T) {
 	if !strings.Contains(string(out), "device=cpu enabled=false") || !strings.Contains(string(out), "FLASHGORGON_DEVICE=cpu") {
 		t.Errorf("with FLASHGORGON_DEVICE=cpu:\n%s", out)
 	}
-	t.Logf("this process: %s; with FLASHGORGON_DEVICE=cpu: %s", Device(), strings.Fields(string(out))[len(strings.Fields(string(out)))-1])
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "device=") || strings.Contains(l, "flashgorgon:") {
+			t.Logf("with FLASHGORGON_DEVICE=cpu: %s", strings.TrimSpace(l))
+		}
+	}
+	t.Logf("this process: %s", Device())
 }

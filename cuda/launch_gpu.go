@@ -214,9 +214,13 @@ func attentionForward(p AttentionParams, variant int) error {
 			return err
 		}
 		_, lBytes := hostBytes(p.L)
-		lbuf, err := s.pool.get(lBytes) // outlives the call: kept resident when all goes well
-		if err != nil {
-			return err
+		// L's buffer outlives the call (kept resident when all goes well); the one kept for the
+		// same host slice by the last forward is reused.
+		lbuf, ok := s.resident.take(p.L)
+		if !ok {
+			if lbuf, err = s.pool.get(lBytes); err != nil {
+				return err
+			}
 		}
 		kept := false
 		defer func() {

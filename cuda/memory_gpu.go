@@ -208,12 +208,8 @@ type resident struct {
 // keep records that buffer b holds the bytes of host slice x; b leaves the call's scope.
 func (r *residentSet) keep(s *state, x any, b buf) {
 	p, n := hostBytes(x)
-	for i, e := range r.entries {
-		if e.host == p && e.n == n {
-			s.pool.put(e.b)
-			r.entries = append(r.entries[:i], r.entries[i+1:]...)
-			break
-		}
+	if old, ok := r.take(x); ok {
+		s.pool.put(old)
 	}
 	if len(r.entries) == maxResident {
 		s.pool.put(r.entries[0].b)
@@ -222,6 +218,20 @@ func (r *residentSet) keep(s *state, x any, b buf) {
 	cp := make([]byte, n)
 	copy(cp, unsafe.Slice((*byte)(p), n))
 	r.entries = append(r.entries, &resident{host: p, n: n, copy: cp, b: b})
+}
+
+// take removes and returns the resident buffer of host slice x, if any, so that a forward
+// writing L into the same host slice again reuses it (a new buffer first and the old one
+// freed after would hold one more buffer for a step).
+func (r *residentSet) take(x any) (buf, bool) {
+	p, n := hostBytes(x)
+	for i, e := range r.entries {
+		if e.host == p && e.n == n {
+			r.entries = append(r.entries[:i], r.entries[i+1:]...)
+			return e.b, true
+		}
+	}
+	return buf{}, false
 }
 
 // find returns the device buffer holding the bytes of host slice x, if one is resident and x
