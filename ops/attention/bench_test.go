@@ -102,3 +102,42 @@ func benchAttention(b *testing.B, pr problem, m impl, backward bool) {
 	}
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// BenchmarkKernel times the compute functions alone (no graph), float32,
+// B = 1, H = 8: the figure to watch when replacing the tile kernels.
+func BenchmarkKernel(b *testing.B) {
+	for _, s := range benchShapes {
+		for _, backward := range []bool{false, true} {
+			dir := "fwd"
+			if backward {
+				dir = "bwd"
+			}
+			b.Run(fmt.Sprintf("%s/B%d_H%d_N%d_d%d_causal%t", dir, s.B, s.H, s.N, s.D, s.causal), func(b *testing.B) {
+				p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 0.125, Causal: s.causal}
+				rng := rand.New(rand.NewSource(1))
+				n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
+				q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))
+				o, l, lr := make([]float32, n), make([]float32, nl), make([]float32, nl)
+				do := convert[float32](randn(rng, n))
+				dq, dk, dv := make([]float32, n), make([]float32, n), make([]float32, n)
+				flashForward(p, q, k, v, o, l, lr)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if backward {
+						flashBackward(p, q, k, v, o, l, lr, do, nil, dq, dk, dv)
+					} else {
+						flashForward(p, q, k, v, o, l, lr)
+					}
+				}
+				flops := 4 * float64(s.B*s.H*s.N*s.N*s.D)
+				if s.causal {
+					flops /= 2
+				}
+				if backward {
+					flops *= 2.5
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

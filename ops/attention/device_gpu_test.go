@@ -13,17 +13,20 @@ import (
 // TestDeviceVersusCPU runs the forward and backward of the whole forward grid through the
 // device branch of forwardCompute and backwardCompute and through the CPU kernels, and
 // compares both with the float64 oracle: float64 to 1e-12 (max error relative to the largest
-// entry); float32 within 4× the CPU kernels' own 2-norm error and 8× their max error (plus a
-// few roundings). The float32 device kernels sum the scores and the output in float32 where
-// the CPU kernels sum in float64, so they are a few times less accurate (up to 7× in the max
-// norm on this grid, all within 1e-6). It skips unless a device is in use (a gpu build on a
-// machine with a GPU); the rest of this package's tests then exercise the device path too.
+// entry); float32 to a 2-norm error within max(4× the CPU kernels' own, 2e-6) and a max error
+// within max(8× the CPU kernels' own, 4e-6). The float32 device kernels accumulate scores,
+// outputs and gradients in float32 registers (dP and delta in float64), where the CPU kernels
+// sum in float64, so they are several times less accurate than the CPU op: on this grid up to
+// 7× in the 2-norm and 11× in the max norm, all errors within 1.3e-6. The absolute floors are
+// 30–70 float32 roundings; a wrong mask or index gives errors above 1e-3. It skips unless a
+// device is in use (a gpu build on a machine with a GPU); the rest of this package's tests
+// then exercise the device path too.
 func TestDeviceVersusCPU(t *testing.T) {
 	if !cuda.Enabled() {
 		t.Skipf("no CUDA device in use (%s)", cuda.Device())
 	}
 	rng := rand.New(rand.NewSource(11))
-	var worst64, worstRatio, worstRatio2 float64
+	var worst64, worstRatio, worstRatio2, worst32, worst32n2 float64
 	for _, pr := range gridProblems() {
 		p := &params{B: pr.B, H: pr.H, Hkv: pr.Hkv, Nq: pr.Nq, Nk: pr.Nk, D: pr.D, Scale: pr.scale(),
 			Causal: pr.Opts.Causal, KeyLengths: pr.Opts.KeyLengths}
@@ -44,10 +47,10 @@ func TestDeviceVersusCPU(t *testing.T) {
 				switch {
 				case f64 && dev > 1e-12:
 					t.Errorf("%v float64 %s: device error %.3g > 1e-12 (CPU %.3g)", pr, name, dev, cpu)
-				case !f64 && dev > 8*cpu+floor32:
-					t.Errorf("%v float32 %s: device max error %.3g > 8× CPU's %.3g", pr, name, dev, cpu)
-				case !f64 && dev2 > 4*cpu2+floor32:
-					t.Errorf("%v float32 %s: device 2-norm error %.3g > 4× CPU's %.3g", pr, name, dev2, cpu2)
+				case !f64 && dev > math.Max(8*cpu, 4e-6):
+					t.Errorf("%v float32 %s: device max error %.3g > max(8× CPU's %.3g, 4e-6)", pr, name, dev, cpu)
+				case !f64 && dev2 > math.Max(4*cpu2, 2e-6):
+					t.Errorf("%v float32 %s: device 2-norm error %.3g > max(4× CPU's %.3g, 2e-6)", pr, name, dev2, cpu2)
 				}
 				if f64 {
 					worst64 = math.Max(worst64, dev)
@@ -57,11 +60,14 @@ func TestDeviceVersusCPU(t *testing.T) {
 				if !f64 && cpu2 > 0 {
 					worstRatio2 = math.Max(worstRatio2, dev2/cpu2)
 				}
+				if !f64 {
+					worst32, worst32n2 = math.Max(worst32, dev), math.Max(worst32n2, dev2)
+				}
 			}
 		}
 	}
-	t.Logf("%d problems on %s: worst float64 error %.3g; worst float32 device/CPU error ratio %.3g (max norm), %.3g (2-norm)",
-		len(gridProblems()), cuda.Device(), worst64, worstRatio, worstRatio2)
+	t.Logf("%d problems on %s: worst float64 error %.3g; worst float32 error %.3g (max norm), %.3g (2-norm); worst float32 device/CPU error ratio %.3g (max norm), %.3g (2-norm)",
+		len(gridProblems()), cuda.Device(), worst64, worst32, worst32n2, worstRatio, worstRatio2)
 }
 
 // deviceAndCPU runs one problem through the device branch and through the CPU kernels and

@@ -103,6 +103,10 @@ const log2e = math.Log2E
 func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	nQB := (p.Nq + blockQ - 1) / blockQ
 	bh := p.B * p.H
+	// V in transposed tiles, so that O += P·V is an A·Bᵀ product too
+	// (see transposeBlocks).
+	vt := make([]T, len(v))
+	transposeBlocks(vt, v, p.B*p.Hkv, p.Nk, p.D, blockK)
 	runUnits(bh*nQB, func() func(int) {
 		w := newFwdScratch[T]()
 		return func(u int) {
@@ -110,7 +114,7 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 			head, qb := u%bh, nQB-1-u/bh
 			b, h := head/p.H, head%p.H
 			i0 := qb * blockQ
-			forwardBlock(p, w, q, k, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
+			forwardBlock(p, w, q, k, vt, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
 		}
 	})
 }
@@ -132,8 +136,9 @@ func newFwdScratch[T Float]() *fwdScratch[T] {
 	}
 }
 
-// forwardBlock computes rows [i0, i1) of head (b, h): see flashForward.
-func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse, lres []T, b, h, i0, i1 int) {
+// forwardBlock computes rows [i0, i1) of head (b, h): see flashForward. vt
+// holds V in transposed blocks (transposeBlocks).
+func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, vt, o, lse, lres []T, b, h, i0, i1 int) {
 	d, br := p.D, i1-i0
 	kvh := h / (p.H / p.Hkv)
 	qOff := ((b*p.H+h)*p.Nq + i0) * d
@@ -171,7 +176,10 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse, lres []
 			w.l[r] += sum
 			w.m[r] = mNew
 		}
-		gemmNN(br, d, bc, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, 1, oT, d)
+		// O += P·V with Vᵀ's block: d rows of the block's length, of
+		// which the first bc (the visible keys) are used.
+		full := min(blockK, p.Nk-j0)
+		gemmNT(br, d, bc, 1, s, bc, vt[kvOff+j0*d:kvOff+(j0+full)*d], full, 1, oT, d)
 	}
 
 	lOff := (b*p.H+h)*p.Nq + i0
@@ -228,10 +236,14 @@ func backwardChunks(p *params, elemSize int) int {
 //	dS_ij = P_ij·(dP_ij − D_i)
 //	dQ_i += Scale·Σ_j dS_ij·k_j      dK_j += Scale·Σ_i dS_ij·q_i
 //
-// tile by tile (S and P for one query block × key block at a time, no
+// tile by tile (S and P for one key block × query block at a time, no
 // Nq×Nk buffer). dq, dk and dv are fully written. Rows with L = −Inf (no
 // visible key) contribute nothing and get dq = 0. lres is the residual of L
 // that flashForward wrote next to lse.
+//
+// The tiles are held transposed (key rows, query columns: Sᵀ = K·Qᵀ), and
+// every tile product is an A·Bᵀ product, the fastest form of the BLAS
+// kernels; for that Q, dO and K are also copied once in transposed blocks.
 func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, dv []T) {
 	d, g := p.D, p.H/p.Hkv
 	bh := p.B * p.H
@@ -253,6 +265,10 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			lse2[r] = (float64(lse[r]) + float64(lres[r])) * log2e
 		}
 	})
+	tr := transposed[T]{q: make([]T, len(q)), do: make([]T, len(do)), k: make([]T, len(k))}
+	transposeBlocks(tr.q, q, bh, p.Nq, d, blockQ)
+	transposeBlocks(tr.do, do, bh, p.Nq, d, blockQ)
+	transposeBlocks(tr.k, k, p.B*p.Hkv, p.Nk, d, blockK)
 
 	var elem T
 	chunks := backwardChunks(p, int(sizeOf(elem)))
@@ -274,8 +290,11 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			for j := c; j < nKB; j += chunks {
 				j0 := j * blockK
 				j1 := min(j0+blockK, p.Nk)
+				if p.firstQuery(b, j0) == p.Nq {
+					continue // nobody sees key j0, nor any later key
+				}
 				for h := kvh * g; h < (kvh+1)*g; h++ {
-					backwardBlock(p, w, q, k, v, do, lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
+					backwardBlock(p, w, q, k, v, do, &tr, lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
 				}
 			}
 		}
@@ -294,64 +313,101 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	}
 }
 
+// transposed holds copies of q, do and k in transposed blocks
+// (transposeBlocks): blockQ-row blocks for q and do, blockK-row blocks
+// for k.
+type transposed[T Float] struct{ q, do, k []T }
+
 // bwdScratch holds one worker's buffers for the backward.
 type bwdScratch[T Float] struct {
-	p, dp  []T // P and dP/dS tiles, blockQ×blockK
-	rowLim []int
+	pt, dst, ds []T // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ), dS (blockQ×blockK)
 }
 
 func newBwdScratch[T Float]() *bwdScratch[T] {
 	return &bwdScratch[T]{
-		p:      make([]T, blockQ*blockK),
-		dp:     make([]T, blockQ*blockK),
-		rowLim: make([]int, blockQ),
+		pt:  make([]T, blockK*blockQ),
+		dst: make([]T, blockK*blockQ),
+		ds:  make([]T, blockQ*blockK),
 	}
+}
+
+// firstQuery returns the first query row of batch b that sees key j, or Nq
+// when none does. Every later row sees it too (keyLimit grows with the
+// row): query i sees key j if and only if i ≥ firstQuery(b, j).
+func (p *params) firstQuery(b, j int) int {
+	if p.KeyLengths != nil && j >= p.KeyLengths[b] {
+		return p.Nq
+	}
+	if p.Causal {
+		// j ≤ i + Nk − Nq  ⇔  i ≥ j − (Nk − Nq)
+		return min(max(j-(p.Nk-p.Nq), 0), p.Nq)
+	}
+	return 0
 }
 
 // backwardBlock adds the contributions of key block [j0, j1) of kv head kvh
 // and query head h (batch b) to dq (all query blocks that see the keys),
 // dk and dv: see flashBackward.
-func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, lse2 []float64, delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
+func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 []float64, delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
-	kT, vT := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
-	dkT, dvT := dk[kvOff:kvOff+bc*d], dv[kvOff:kvOff+bc*d]
+	kB, vB := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
+	ktB := tr.k[kvOff : kvOff+bc*d] // Kᵀ block, d×bc
+	dkB, dvB := dk[kvOff:kvOff+bc*d], dv[kvOff:kvOff+bc*d]
 	alpha := T(p.Scale * log2e)
 	scale := T(p.Scale)
 	rowBase := (b*p.H + h) * p.Nq
 
-	for i0 := 0; i0 < p.Nq; i0 += blockQ {
+	// The query blocks that see key j0 start at the block of its first
+	// query; later keys are seen by later rows only.
+	for i0 := p.firstQuery(b, j0) / blockQ * blockQ; i0 < p.Nq; i0 += blockQ {
 		i1 := min(i0+blockQ, p.Nq)
-		if p.keyLimit(b, i1-1) <= j0 {
-			// keyLimit grows with i: no row of this block sees key j0.
-			continue
-		}
 		br := i1 - i0
 		qOff := (rowBase + i0) * d
-		qT, doT, dqT := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
-		pt, dp := w.p[:br*bc], w.dp[:br*bc]
+		qB, doB, dqB := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
+		qtB, dotB := tr.q[qOff:qOff+br*d], tr.do[qOff:qOff+br*d] // d×br
+		pt, dst, ds := w.pt[:bc*br], w.dst[:bc*br], w.ds[:br*bc]
+		lse2B, deltaB := lse2[rowBase+i0:rowBase+i1], delta[rowBase+i0:rowBase+i1]
 
-		// P = exp(S − L), recomputed; masked entries and rows without
-		// any visible key are 0.
-		gemmNT(br, bc, d, alpha, qT, d, kT, d, 0, pt, bc)
-		for r := 0; r < br; r++ {
-			row := pt[r*bc : (r+1)*bc]
-			nv := min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
-			if nv == 0 || math.IsInf(lse2[rowBase+i0+r], -1) {
-				zeroRow(row)
-				continue
-			}
-			expRow(row[:nv], lse2[rowBase+i0+r])
-			zeroRow(row[nv:])
+		// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
+		// queries from firstQuery on: the columns before are masked, 0.
+		gemmNT(bc, br, d, alpha, kB, d, qB, d, 0, pt, br)
+		for jj := 0; jj < bc; jj++ {
+			row := pt[jj*br : (jj+1)*br]
+			first := min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
+			zeroRow(row[:first])
+			expRowShifts(row[first:], lse2B[first:])
 		}
-		gemmTN(bc, d, br, 1, pt, bc, doT, d, 1, dvT, d) // dV += Pᵀ·dO
-		gemmNT(br, bc, d, 1, doT, d, vT, d, 0, dp, bc)  // dP = dO·Vᵀ
-		for r := 0; r < br; r++ {
-			dsRow(dp[r*bc:(r+1)*bc], pt[r*bc:(r+1)*bc], delta[rowBase+i0+r])
+		gemmNT(bc, br, d, 1, vB, d, doB, d, 0, dst, br)   // dPᵀ = V·dOᵀ
+		gemmNT(bc, d, br, 1, pt, br, dotB, br, 1, dvB, d) // dV += Pᵀ·dO
+		for jj := 0; jj < bc; jj++ {                      // dSᵀ = Pᵀ∘(dPᵀ − D)
+			dsRowShifts(dst[jj*br:(jj+1)*br], pt[jj*br:(jj+1)*br], deltaB)
 		}
-		gemmNN(br, d, bc, scale, dp, bc, kT, d, 1, dqT, d) // dQ += scale·dS·K
-		gemmTN(bc, d, br, scale, dp, bc, qT, d, 1, dkT, d) // dK += scale·dSᵀ·Q
+		gemmNT(bc, d, br, scale, dst, br, qtB, br, 1, dkB, d) // dK += scale·dSᵀ·Q
+		transposeTile(ds, dst, bc, br)
+		gemmNT(br, d, bc, scale, ds, bc, ktB, bc, 1, dqB, d) // dQ += scale·dS·K
 	}
+}
+
+// transposeBlocks copies src, viewed as heads×n rows of d values, into dst
+// of the same size, each block of `block` rows (the last one of a head
+// possibly shorter, rows = min(block, n − r0)) transposed in place of the
+// block: row r0+r, column c of a head goes to
+//
+//	dst[(head·n + r0)·d + c·rows + r]
+//
+// so that a block of Xᵀ is a contiguous d×rows matrix: the B operand of an
+// A·Bᵀ tile product with B = Xᵀ.
+func transposeBlocks[T Float](dst, src []T, heads, n, d, block int) {
+	nb := (n + block - 1) / block
+	parallel.For(heads*nb, 16, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			head, r0 := u/nb, (u%nb)*block
+			rows := min(block, n-r0)
+			off := (head*n + r0) * d
+			transposeTile(dst[off:off+rows*d], src[off:off+rows*d], rows, d)
+		}
+	})
 }
 
 // sizeOf returns the size in bytes of one element of type T.
