@@ -551,8 +551,11 @@ func attentionAfter(rng *rand.Rand) string {
 	pr := newAttnProblem(rng, attnCase{1, 2, 1, 33, 40, 24, true, nil, false}, true)
 	if err := AttentionForward(pr.p); err != nil {
 		var ce *Error
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
 			return "clean error: " + err.Error()
+		case errors.Is(err, ErrNoDevice):
+			return "clean error: " + err.Error() + "; Device() = " + Device()
 		}
 		return "error that is not a *Error: " + err.Error()
 	}
@@ -567,7 +570,8 @@ func attentionAfter(rng *rand.Rand) string {
 // TestKernelFault launches a kernel that traps, in a child process (a fault can leave CUDA
 // unusable for the rest of a process). The fault must come back as a *Error naming the op and
 // the CUDA error; the calls after it must either work (the launcher reset the context) or
-// fail with a *Error, never crash or return wrong results.
+// fail cleanly (a *Error, or ErrNoDevice once the device is marked lost and Enabled reports
+// false, so that the ops run on the CPU), never crash or return wrong results.
 func TestKernelFault(t *testing.T) {
 	if os.Getenv("FG_FAULT_CHILD") == "1" {
 		if !Enabled() {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // The device worker: one goroutine, locked to its OS thread, makes every CUDA call of the
@@ -49,8 +50,13 @@ var (
 	startOnce sync.Once
 
 	selectOnce sync.Once
-	selected   bool   // a device is in use
-	devName    string // what Device reports
+	selected   bool   // a device was found and opened
+	devName    string // the device's name, as Device reports it while it is in use
+
+	// lost is set, with its reason, when a fault left the device unusable for the rest of the
+	// process (the driver refuses a new context); the ops then run on the CPU.
+	lost       atomic.Bool
+	lostReason atomic.Value // string
 )
 
 // run executes f on the worker and returns its error, with driver failures turned into *Error
@@ -70,10 +76,18 @@ func run(op string, f func(s *state) error) error {
 		}
 		var de *drvError
 		if errors.As(err, &de) {
-			if sticky(de.code) {
-				dev.reset()
-			}
 			err = &Error{Op: op, Call: de.call, Code: de.code, Name: errorName(de.code), Msg: errorString(de.code)}
+			if sticky(de.code) {
+				// A kernel fault poisons the context: drop it and try a new one now. Where the
+				// driver refuses (it keeps the error for the whole process), the device is lost
+				// and the ops go back to the CPU; this call still reports the fault.
+				dev.reset()
+				if cerr := ensureContext(&dev); cerr != nil {
+					lostReason.Store(fmt.Sprintf("%v; then %v", err, cerr))
+					lost.Store(true)
+					log.Printf("flashgorgon: %s is lost for this process (%v): ops run on the CPU from now on", devName, lostReason.Load())
+				}
+			}
 		}
 		done <- err
 	}
@@ -160,18 +174,24 @@ func (s *state) reset() {
 // loads nothing else; later calls return the same answer.
 func Enabled() bool {
 	selectOnce.Do(selectDevice)
-	return selected
+	return selected && !lost.Load()
 }
 
-// Device names the device the ops run on: "cuda:N (name, sm_XY)" or "cpu".
+// Device names the device the ops run on: "cuda:N (name, sm_XY)" or "cpu" (with the reason
+// when a fault lost the device).
 func Device() string {
 	selectOnce.Do(selectDevice)
+	switch {
+	case !selected:
+		return "cpu"
+	case lost.Load():
+		return fmt.Sprintf("cpu (%s lost: %v)", devName, lostReason.Load())
+	}
 	return devName
 }
 
 // selectDevice decides, once, whether the ops use a device.
 func selectDevice() {
-	devName = "cpu"
 	want := strings.TrimSpace(os.Getenv("FLASHGORGON_DEVICE"))
 	ordinal := 0
 	switch {
