@@ -211,3 +211,21 @@ func randomStarts(rng *rand.Rand, n, seq, batch int) []int {
 func stepRNG(seed int64, step int) *rand.Rand {
 	return rand.New(rand.NewSource(seed*1_000_003 + int64(step)))
 }
+
+// encodePrompt is encode for a user's prompt: a character outside the
+// vocabulary becomes unk, or is dropped when there is no unk. An empty
+// result starts from a newline (or id 0).
+func (v *vocab) encodePrompt(text string) []int {
+	var ids []int
+	for _, r := range text {
+		if id, ok := v.ids[r]; ok {
+			ids = append(ids, id)
+		} else if v.unkID >= 0 {
+			ids = append(ids, v.unkID)
+		}
+	}
+	if len(ids) == 0 {
+		ids = []int{v.ids['\n']} // 0 when there is no newline either
+	}
+	return ids
+}

@@ -344,10 +344,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prompt, err := voc.encode(o.prompt)
-	if err != nil || len(prompt) == 0 {
-		prompt = []int{0}
-	}
+	prompt := voc.encodePrompt(o.prompt)
 	out, err := nn.Generate(genR, [][]int{prompt}, o.sampleLen, o.temp, stepRNG(o.seed, -2))
 	if err != nil {
 		return err

@@ -21,15 +21,14 @@ func plotLoss(path string, h history, unigram float64) error {
 
 	raw := make(plotter.XYs, len(h.Train))
 	smooth := make(plotter.XYs, len(h.Train))
-	avg := 0.0
+	// Exponential moving average with the start-up bias removed:
+	// ema_t/(1 − 0.95ᵗ) weighs the first steps as a plain average would.
+	ema, w := 0.0, 1.0
 	for i, l := range h.Train {
 		raw[i].X, raw[i].Y = float64(i+1), l
-		if i == 0 {
-			avg = l
-		} else {
-			avg = 0.95*avg + 0.05*l
-		}
-		smooth[i].X, smooth[i].Y = float64(i+1), avg
+		ema = 0.95*ema + 0.05*l
+		w *= 0.95
+		smooth[i].X, smooth[i].Y = float64(i+1), ema/(1-w)
 	}
 	val := make(plotter.XYs, len(h.Val))
 	for i, v := range h.Val {
