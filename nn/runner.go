@@ -159,6 +159,7 @@ func (r *Runner) Grads() ([]*tensor.Dense, error) {
 		return nil, fmt.Errorf("nn.Runner.Grads: a %v runner computes no gradient", r.Mode)
 	}
 	out := make([]*tensor.Dense, len(r.grads))
+	seen := map[*tensor.Dense]bool{}
 	for i, g := range r.grads {
 		d, ok := g.Value().(*tensor.Dense)
 		if !ok {
@@ -167,6 +168,13 @@ func (r *Runner) Grads() ([]*tensor.Dense, error) {
 		if d.IsMaterializable() {
 			d = d.Materialize().(*tensor.Dense)
 		}
+		// Gorgonia merges identical nodes, so two parameters could share
+		// one gradient tensor; give each its own, since clipping and the
+		// optimizer may scale them in place.
+		if seen[d] {
+			d = d.Clone().(*tensor.Dense)
+		}
+		seen[d] = true
 		out[i] = d
 	}
 	return out, nil
