@@ -167,7 +167,7 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, vt, o, lse, lres [
 				continue
 			}
 			mNew := max(w.m[r], rowMax(row[:nv]))
-			sum := expRow(row[:nv], float64(mNew))
+			sum := expRow(row[:nv], mNew)
 			zeroRow(row[nv:])
 			if a := exp2(w.m[r] - mNew); a != 1 {
 				scaleRow(oT[r*d:(r+1)*d], a)
@@ -248,9 +248,10 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	d, g := p.D, p.H/p.Hkv
 	bh := p.B * p.H
 
-	// Pre-pass: D and L·log₂e per query row.
+	// Pre-pass: D and L·log₂e per query row, the latter computed in
+	// float64 from L and its residual and split into hi + lo parts of T.
 	delta := make([]T, bh*p.Nq)
-	lse2 := make([]float64, bh*p.Nq)
+	lse2 := shifts[T]{hi: make([]T, bh*p.Nq), lo: make([]T, bh*p.Nq)}
 	parallel.For(bh*p.Nq, 256, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			var acc float64
@@ -262,7 +263,12 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 				acc -= float64(dlse[r])
 			}
 			delta[r] = T(acc)
-			lse2[r] = (float64(lse[r]) + float64(lres[r])) * log2e
+			l2 := (float64(lse[r]) + float64(lres[r])) * log2e
+			lse2.hi[r] = T(l2)
+			lse2.lo[r] = T(l2 - float64(lse2.hi[r]))
+			if math.IsInf(l2, -1) {
+				lse2.lo[r] = 0
+			}
 		}
 	})
 	tr := transposed[T]{q: make([]T, len(q)), do: make([]T, len(do)), k: make([]T, len(k))}
@@ -294,7 +300,7 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 					continue // nobody sees key j0, nor any later key
 				}
 				for h := kvh * g; h < (kvh+1)*g; h++ {
-					backwardBlock(p, w, q, k, v, do, &tr, lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
+					backwardBlock(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
 				}
 			}
 		}
@@ -312,6 +318,9 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 		})
 	}
 }
+
+// shifts holds L·log₂e per query row as hi + lo (see expRowShifts).
+type shifts[T Float] struct{ hi, lo []T }
 
 // transposed holds copies of q, do and k in transposed blocks
 // (transposeBlocks): blockQ-row blocks for q and do, blockK-row blocks
@@ -348,7 +357,7 @@ func (p *params) firstQuery(b, j int) int {
 // backwardBlock adds the contributions of key block [j0, j1) of kv head kvh
 // and query head h (batch b) to dq (all query blocks that see the keys),
 // dk and dv: see flashBackward.
-func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 []float64, delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
+func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
 	kB, vB := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
@@ -367,7 +376,8 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		qB, doB, dqB := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
 		qtB, dotB := tr.q[qOff:qOff+br*d], tr.do[qOff:qOff+br*d] // d×br
 		pt, dst, ds := w.pt[:bc*br], w.dst[:bc*br], w.ds[:br*bc]
-		lse2B, deltaB := lse2[rowBase+i0:rowBase+i1], delta[rowBase+i0:rowBase+i1]
+		hiB, loB := lse2.hi[rowBase+i0:rowBase+i1], lse2.lo[rowBase+i0:rowBase+i1]
+		deltaB := delta[rowBase+i0 : rowBase+i1]
 
 		// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
 		// queries from firstQuery on: the columns before are masked, 0.
@@ -376,7 +386,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 			row := pt[jj*br : (jj+1)*br]
 			first := min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
 			zeroRow(row[:first])
-			expRowShifts(row[first:], lse2B[first:])
+			expRowShifts(row[first:], hiB[first:], loB[first:])
 		}
 		gemmNT(bc, br, d, 1, vB, d, doB, d, 0, dst, br)   // dPᵀ = V·dOᵀ
 		gemmNT(bc, d, br, 1, pt, br, dotB, br, 1, dvB, d) // dV += Pᵀ·dO
