@@ -81,6 +81,12 @@ func runUnits(n int, setup func() func(u int)) {
 
 const log2e = math.Log2E
 
+// tilesComputed counts the score tiles the forward and the backward
+// compute (one blockQ×blockK product Q·Kᵀ each), for the test that checks
+// that fully masked blocks are skipped rather than computed and discarded.
+// One atomic add per tile, next to ~10⁵–10⁶ flops of tile products.
+var tilesComputed struct{ fwd, bwd atomic.Int64 }
+
 // flashForward computes, for every batch b, head h and query row i,
 //
 //	s_ij = Scale·Σ_c q[b,h,i,c]·k[b,h/G,j,c]   over the visible keys j < keyLimit(b,i)
@@ -158,6 +164,7 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, vt, o, lse, lres [
 	for j0 := 0; j0 < lim; j0 += blockK {
 		bc := min(blockK, lim-j0)
 		s := w.s[:br*bc]
+		tilesComputed.fwd.Add(1)
 		gemmNT(br, bc, d, alpha, qT, d, k[kvOff+j0*d:kvOff+(j0+bc)*d], d, 0, s, bc)
 		for r := 0; r < br; r++ {
 			row := s[r*bc : (r+1)*bc]
@@ -381,6 +388,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 
 		// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
 		// queries from firstQuery on: the columns before are masked, 0.
+		tilesComputed.bwd.Add(1)
 		gemmNT(bc, br, d, alpha, kB, d, qB, d, 0, pt, br)
 		for jj := 0; jj < bc; jj++ {
 			row := pt[jj*br : (jj+1)*br]
