@@ -36,7 +36,6 @@ static struct {
 	CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
 	CUresult (*MemAlloc)(CUdeviceptr*, size_t);
 	CUresult (*MemFree)(CUdeviceptr);
-	CUresult (*MemGetInfo)(size_t*, size_t*);
 	CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t);
 	CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t);
 	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
@@ -84,7 +83,6 @@ static const char* fg_open(void) {
 	FG_SYM(FuncSetAttribute, "cuFuncSetAttribute")
 	FG_SYM(MemAlloc, "cuMemAlloc_v2")
 	FG_SYM(MemFree, "cuMemFree_v2")
-	FG_SYM(MemGetInfo, "cuMemGetInfo_v2")
 	FG_SYM(MemcpyHtoD, "cuMemcpyHtoD_v2")
 	FG_SYM(MemcpyDtoH, "cuMemcpyDtoH_v2")
 	FG_SYM(MemsetD8, "cuMemsetD8_v2")
@@ -125,7 +123,6 @@ static CUresult fg_func_set_max_dynamic_smem(CUfunction f, int bytes) {
 }
 static CUresult fg_mem_alloc(CUdeviceptr* p, size_t n) { return fg_drv.MemAlloc(p, n); }
 static CUresult fg_mem_free(CUdeviceptr p) { return fg_drv.MemFree(p); }
-static CUresult fg_mem_info(size_t* free, size_t* total) { return fg_drv.MemGetInfo(free, total); }
 static CUresult fg_htod(CUdeviceptr d, const void* h, size_t n) { return fg_drv.MemcpyHtoD(d, h, n); }
 static CUresult fg_dtoh(void* h, CUdeviceptr d, size_t n) { return fg_drv.MemcpyDtoH(h, d, n); }
 static CUresult fg_memset8(CUdeviceptr d, unsigned char v, size_t n) { return fg_drv.MemsetD8(d, v, n); }
@@ -331,12 +328,6 @@ func memAlloc(n int64) (devptr, error) {
 }
 
 func memFree(p devptr) error { return check(C.fg_mem_free(C.CUdeviceptr(p)), "cuMemFree") }
-
-func memInfo() (free, total int64, err error) {
-	var f, t C.size_t
-	err = check(C.fg_mem_info(&f, &t), "cuMemGetInfo")
-	return int64(f), int64(t), err
-}
 
 // htod copies n bytes from host memory at src (Go memory holding no pointers) to dst.
 func htod(dst devptr, src unsafe.Pointer, n int64, what string) error {

@@ -13,12 +13,10 @@ template <typename T> __device__ __forceinline__ T fg_neg_inf();
 template <> __device__ __forceinline__ float fg_neg_inf<float>() { return __int_as_float(0xff800000); }
 template <> __device__ __forceinline__ double fg_neg_inf<double>() { return __longlong_as_double(0xfff0000000000000ULL); }
 
-// Full-precision exp and log (no fast-math intrinsics: the results are compared with float64
+// Full-precision exp (no fast-math intrinsics: the results are compared with float64
 // references at tight tolerances).
 __device__ __forceinline__ float fg_exp(float x) { return expf(x); }
 __device__ __forceinline__ double fg_exp(double x) { return exp(x); }
-__device__ __forceinline__ float fg_log(float x) { return logf(x); }
-__device__ __forceinline__ double fg_log(double x) { return log(x); }
 
 // fg_is_neg_inf reports x == -Inf.
 template <typename T> __device__ __forceinline__ bool fg_is_neg_inf(T x) { return x == fg_neg_inf<T>(); }
