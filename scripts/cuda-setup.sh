@@ -18,13 +18,28 @@
 # only a developer who changes the kernels needs: `go generate ./cuda/...` runs nvcc and writes
 # the PTX that is committed and embedded in the binary.
 #
-# Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), DEBIAN_SUITE (default bookworm).
+# Environment: DEBIAN_MIRROR and DEBIAN_SUITE override the Debian archive and release, which
+# default to the ones in this machine's apt sources and /etc/os-release.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache="$top/.cache/cuda"
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-suite=${DEBIAN_SUITE:-bookworm}
+# The Debian archive and release this machine already uses, read from its own apt sources
+# (deb822 .sources stanzas or one-line .list entries), so the script names no host itself.
+system_mirror() {
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk '/^URIs:/ {u=$2} /^Suites:/ {for (i = 2; i <= NF; i++) if ($i !~ /-/) s=$i}
+         /^[[:space:]]*$/ {if (u != "" && s != "") {print u; exit}; u=""; s=""}
+         END {if (u != "" && s != "") print u}' "$f"
+  done
+  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+    sed -E 's/\[[^]]*\]//' | awk '$1 == "deb" && $3 !~ /-/ {print $2}' || true
+}
+system_suite() { (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}"); }
+mirror=${DEBIAN_MIRROR:-$(system_mirror | head -n 1 || true)}
+suite=${DEBIAN_SUITE:-$(system_suite)}
 toolkit=0
 for a in "$@"; do
   case "$a" in
@@ -53,6 +68,10 @@ apt_prepare() {
 
 if [ ! -f "$inc/cuda.h" ] || [ ! -f "$stub/libcuda.so" ]; then
   command -v apt-get >/dev/null || { echo "cuda-setup.sh: needs apt-get and dpkg-deb (Debian or Ubuntu)" >&2; exit 1; }
+  if [ -z "$mirror" ] || [ -z "$suite" ]; then
+    echo "cuda-setup.sh: found no Debian archive in the apt sources (mirror '$mirror', release '$suite'); set DEBIAN_MIRROR and DEBIAN_SUITE" >&2
+    exit 1
+  fi
   echo "cuda-setup.sh: fetching nvidia-cuda-dev from $mirror $suite non-free" >&2
   apt_prepare
   dl="$cache/dl"
