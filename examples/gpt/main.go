@@ -60,6 +60,7 @@ type options struct {
 	sampleLen int
 	prompt    string
 	temp      float64
+	budget    time.Duration
 	quiet     bool
 }
 
@@ -93,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.sampleLen, "sample_len", 300, "characters to generate at the end")
 	fs.StringVar(&o.prompt, "prompt", "func (", "start of the generated sample")
 	fs.Float64Var(&o.temp, "temperature", 0.8, "sampling temperature (0: greedy)")
+	fs.DurationVar(&o.budget, "time", 150*time.Second, "stop training early once it has run this long, so that the whole run stays under 3 minutes on a busy machine (0: no limit; a run cut short is not reproducible)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -109,6 +111,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-val_frac %g must be in (0, 1)", o.valFrac)
 	case !(o.lr > 0) || !(o.minLR >= 0) || !(o.decay >= 0) || !(o.clip >= 0) || !(o.temp >= 0):
 		return nil, errors.New("-lr must be positive; -min_lr, -weight_decay, -clip and -temperature non-negative")
+	case o.budget < 0:
+		return nil, fmt.Errorf("-time %v must not be negative", o.budget)
 	case o.maxVocab == 1:
 		return nil, errors.New("-max_vocab 1 leaves no room for any character")
 	}
@@ -297,6 +301,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if bar != nil {
 			bar.Describe(fmt.Sprintf("step %d loss %.3f %.0f tok/s", step+1, loss, tps))
 			bar.Set(step + 1)
+		}
+		if o.budget > 0 && time.Since(trainStart) > o.budget && step+1 < o.steps {
+			if bar != nil {
+				bar.Clear()
+			}
+			fmt.Fprintf(stdout, "time budget -time %v reached: stopping after step %d of %d\n", o.budget, step+1, o.steps)
+			step++
+			break
 		}
 		if (step+1)%o.evalEvery == 0 && step+1 < o.steps {
 			vl, err := evaluate()

@@ -166,3 +166,14 @@ func TestVocabAndEntropy(t *testing.T) {
 		t.Fatalf("entropy %g, want ln 2", h)
 	}
 }
+
+func TestTimeBudget(t *testing.T) {
+	var stdout bytes.Buffer
+	args := append([]string{"-data", corpus(t), "-out", t.TempDir(), "-steps", "50", "-time", "1ns"}, tiny...)
+	if err := run(args, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if f := resultFields(t, stdout.String()); f["steps"] != 1 || !strings.Contains(stdout.String(), "time budget") {
+		t.Fatalf("a 1ns budget should stop after one step:\n%s", stdout.String())
+	}
+}
