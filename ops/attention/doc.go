@@ -34,17 +34,22 @@
 //	dV += Pᵀ·dO    dP = dO·Vᵀ    dS = P∘(dP − D)
 //	dQ += dS·K·scale    dK += dSᵀ·Q·scale
 //
-// Work is split over (batch, kv head, chunk of key blocks); a chunk owns
+// The tiles are held transposed (Sᵀ = K·Qᵀ) so that every tile product is
+// an A·Bᵀ product, the fastest of gonum's kernels (the forward likewise
+// reads V in transposed blocks). Work is split over (batch, kv head, chunk
+// of key blocks); a chunk owns
 // its dK and dV rows and sums the query heads that share its kv head, and
 // dQ contributions of chunks after the first go to partial buffers added in
 // a fixed order, so results are bit-identical from run to run.
 //
 // # Graph
 //
-// The forward op's value packs O and L; small ops take them out (see
-// ops.go), so L reaches the backward through the graph and the ops hold no
-// mutable state. Both Gorgonia machines work: the TapeMachine through
-// SymDiff, the LispMachine through DoDiff.
+// The forward op's value packs O, L and L's rounding residual; small ops
+// copy O and L out (a view sharing the packed array would be overwritten by
+// Gorgonia's in-place ops: see ops.go), so L reaches the backward through
+// the graph and the ops hold no mutable state. The backward's value packs
+// dQ, dK and dV, taken out as views. Both Gorgonia machines work: the
+// TapeMachine through SymDiff, the LispMachine through DoDiff.
 //
 // # Devices
 //
