@@ -61,8 +61,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("sort", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&o.length, "len", 8, "digits per sequence")
-	fs.IntVar(&o.steps, "steps", 3000, "most training steps")
+	fs.IntVar(&o.length, "len", 16, "digits per sequence")
+	fs.IntVar(&o.steps, "steps", 1500, "training steps (the learning rate decays to a tenth over them)")
 	fs.IntVar(&o.batch, "batch", 32, "sequences per step")
 	fs.IntVar(&o.layers, "layers", 2, "transformer blocks")
 	fs.IntVar(&o.heads, "heads", 4, "attention heads")
