@@ -157,6 +157,21 @@ func packA(dst, a []float32, tA bool, lda, i0, p0, rows, depth int, alpha float3
 			}
 			continue
 		}
+		if h == mr { // six row streams at once; the panel is written in order
+			base := (i0+q)*lda + p0
+			r0 := a[base : base+depth]
+			r1 := a[base+lda : base+lda+depth]
+			r2 := a[base+2*lda : base+2*lda+depth]
+			r3 := a[base+3*lda : base+3*lda+depth]
+			r4 := a[base+4*lda : base+4*lda+depth]
+			r5 := a[base+5*lda : base+5*lda+depth]
+			for p := range r0 {
+				out := panel[p*mr : p*mr+mr : p*mr+mr]
+				out[0], out[1], out[2] = alpha*r0[p], alpha*r1[p], alpha*r2[p]
+				out[3], out[4], out[5] = alpha*r3[p], alpha*r4[p], alpha*r5[p]
+			}
+			continue
+		}
 		for r := 0; r < mr; r++ {
 			if r >= h {
 				for p := 0; p < depth; p++ {
