@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxVocab, "max_vocab", 128, "keep the most frequent characters; the rest share one unknown id (0: keep all)")
 	fs.Float64Var(&o.valFrac, "val_frac", 0.1, "fraction of the corpus (its tail) held out for validation")
 	fs.StringVar(&o.out, "out", filepath.Join("out", "gpt"), "output folder for the checkpoint and the loss curve")
-	fs.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -out")
+	fs.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -out (its model configuration, vocabulary and seed replace the flags)")
 	fs.Int64Var(&o.seed, "seed", 1, "random seed (initialization, batches, dropout, sampling)")
 	fs.IntVar(&o.steps, "steps", 1400, "total training steps (with -resume: the step to stop at)")
 	fs.IntVar(&o.batch, "batch", 32, "sequences per step")
