@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/nn"
@@ -95,7 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.prompt, "prompt", "func (", "start of the generated sample")
 	fs.Float64Var(&o.temp, "temperature", 0.8, "sampling temperature (0: greedy)")
 	fs.DurationVar(&o.budget, "time", 150*time.Second, "stop training early once it has run this long, so that the whole run stays under 3 minutes on a busy machine (0: no limit; a run cut short is not reproducible)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (it is also off when stderr is not a terminal)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -275,7 +276,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	var bar *progressbar.ProgressBar
-	if !o.quiet {
+	if !o.quiet && isTerminal(stderr) {
 		bar = progressbar.NewOptions(o.steps,
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetWidth(24),
@@ -319,7 +320,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if bar != nil {
 				bar.Clear()
 			}
-			fmt.Fprintf(stdout, "step %d: train loss %.4f, val loss %.4f\n", step+1, loss, vl)
+			fmt.Fprintf(stdout, "step %d: train loss %.4f, val loss %.4f, %.0f tokens/s\n", step+1, loss, vl, tps)
 			if err := save(step + 1); err != nil {
 				return err
 			}
@@ -368,4 +369,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "result: val_loss=%.4f unigram_entropy=%.4f tokens_per_s=%.0f steps=%d params=%d time_s=%.1f\n",
 		valLoss, unigram, tps, step, model.NumParams(), time.Since(start).Seconds())
 	return nil
+}
+
+// isTerminal tells whether w is a terminal (where the progress bar's
+// carriage returns redraw one line instead of filling a log).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

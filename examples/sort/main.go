@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/nn"
@@ -74,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.valSize, "val", 500, "validation sequences")
 	fs.IntVar(&o.testSize, "test", 2000, "held-out test sequences")
 	fs.Float64Var(&o.target, "target", 0.998, "stop early once the validation accuracy reaches this (1: never)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (it is also off when stderr is not a terminal)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		o.length, cfg.Layers, cfg.Width, cfg.Heads, model.NumParams(), o.batch)
 
 	var bar *progressbar.ProgressBar
-	if !o.quiet {
+	if !o.quiet && isTerminal(stderr) {
 		bar = progressbar.NewOptions(o.steps, progressbar.OptionSetWriter(stderr), progressbar.OptionSetWidth(24),
 			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
 	}
@@ -271,4 +272,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "result: seq_acc=%.4f digit_acc=%.4f steps=%d test=%d time_s=%.1f\n",
 		seqAcc, digitAcc, step, len(testSet), time.Since(start).Seconds())
 	return nil
+}
+
+// isTerminal tells whether w is a terminal (where the progress bar's
+// carriage returns redraw one line instead of filling a log).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
