@@ -300,8 +300,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		trained++
 		tps := float64(trained*o.batch*o.context) / time.Since(trainStart).Seconds()
 		if bar != nil {
-			bar.Describe(fmt.Sprintf("step %d loss %.3f %.0f tok/s", step+1, loss, tps))
 			bar.Set(step + 1)
+			bar.Describe(fmt.Sprintf("step %d loss %.3f %.0f tok/s", step+1, loss, tps))
 		}
 		if o.budget > 0 && time.Since(trainStart) > o.budget && step+1 < o.steps {
 			if bar != nil {

@@ -239,8 +239,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		step++
 		if bar != nil {
-			bar.Describe(fmt.Sprintf("step %d loss %.4f", step, loss))
 			bar.Set(step)
+			bar.Describe(fmt.Sprintf("step %d loss %.4f", step, loss))
 		}
 		if step%o.evalEvery == 0 {
 			acc, _, err := accuracy(evalR, valSet)
