@@ -301,7 +301,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		tps := float64(trained*o.batch*o.context) / time.Since(trainStart).Seconds()
 		if bar != nil {
 			bar.Set(step + 1)
-			bar.Describe(fmt.Sprintf("step %d loss %.3f %.0f tok/s", step+1, loss, tps))
+			bar.Describe(fmt.Sprintf("loss %.3f, %.0f tok/s", loss, tps)) // the step is the bar's count
 		}
 		if o.budget > 0 && time.Since(trainStart) > o.budget && step+1 < o.steps {
 			if bar != nil {

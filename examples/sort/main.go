@@ -240,7 +240,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		step++
 		if bar != nil {
 			bar.Set(step)
-			bar.Describe(fmt.Sprintf("step %d loss %.4f", step, loss))
+			bar.Describe(fmt.Sprintf("loss %.4f", loss)) // the step is the bar's count
 		}
 		if step%o.evalEvery == 0 {
 			acc, _, err := accuracy(evalR, valSet)
