@@ -350,7 +350,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := plotLoss(pngPath, hist, unigram); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s and %s\n", ckptPath, pngPath)
+	csvPath := filepath.Join(o.out, "loss.csv")
+	if err := writeLossCSV(csvPath, hist); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s, %s and %s\n", ckptPath, pngPath, csvPath)
 
 	// A sample, from a runner of batch 1 that shares the trained parameters.
 	genR, err := model.NewRunner(1, o.context, nn.Infer)

@@ -78,6 +78,26 @@ func TestTinyRunLearns(t *testing.T) {
 	if png, _ := os.ReadFile(filepath.Join(out, "loss.png")); !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatal("loss.png is not a PNG")
 	}
+	// loss.csv: a header, one line per step, validation losses at steps
+	// 40, 80 and 120, the last equal to the result line's val_loss.
+	csv, err := os.ReadFile(filepath.Join(out, "loss.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if len(lines) != 121 || lines[0] != "step,train_loss,val_loss" {
+		t.Fatalf("loss.csv has %d lines starting %q, want a header and 120 steps", len(lines), lines[0])
+	}
+	for _, step := range []int{40, 80, 120} {
+		cols := strings.Split(lines[step], ",")
+		if cols[0] != strconv.Itoa(step) || cols[2] == "" {
+			t.Fatalf("loss.csv line %q: want step %d with a validation loss", lines[step], step)
+		}
+	}
+	last, err := strconv.ParseFloat(strings.Split(lines[120], ",")[2], 64)
+	if err != nil || math.Abs(last-f["val_loss"]) > 5e-5 { // the result line rounds to 4 decimals
+		t.Fatalf("last validation loss in loss.csv %v (%v) differs from the result line's %.4f", last, err, f["val_loss"])
+	}
 }
 
 // TestResumeIsExact: 20 steps in one go and 10 + 10 with -resume give the

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"os"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -81,3 +83,25 @@ func plotLoss(path string, h history, unigram float64) error {
 
 // plotColor returns the i-th color of gonum/plot's soft palette.
 func plotColor(i int) color.Color { return plotutil.Color(i) }
+
+// writeLossCSV writes the numbers behind the plot to path: one line per
+// training step, "step,train_loss,val_loss", with val_loss empty at steps
+// where the validation loss was not measured. Two runs (the CPU and the GPU
+// path, say) are compared from these files.
+func writeLossCSV(path string, h history) error {
+	val := make(map[int]float64, len(h.Val))
+	for _, p := range h.Val {
+		val[int(p[0])] = p[1]
+	}
+	var b strings.Builder
+	b.WriteString("step,train_loss,val_loss\n")
+	for i, l := range h.Train {
+		step := i + 1
+		fmt.Fprintf(&b, "%d,%.6f,", step, l)
+		if v, ok := val[step]; ok {
+			fmt.Fprintf(&b, "%.6f", v)
+		}
+		b.WriteByte('\n')
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
