@@ -12,12 +12,9 @@ import (
 var (
 	gridD     = []int{8, 32, 40, 59, 64, 80, 96, 111, 128}
 	gridShort = [][2]int{{1, 1}, {1, 239}, {3, 799}, {17, 17}, {113, 203}, {127, 128}, {128, 127}, {129, 129}}
-	// The long pairs cost ~Nq·Nk·d per head in the float64 oracle, seconds
-	// per case on 2 cores: they run for an odd d (remainder paths in every
-	// tile product) and the largest d only, which keeps the package's
-	// tests within a few minutes.
-	gridLong  = [][2]int{{1023, 1024}, {1025, 1025}}
-	gridLongD = []int{59, 128}
+	// The long pairs cost ~Nq·Nk·d per head in the float64 oracle, about a
+	// second per case on 2 cores: they run for every d with B = 1.
+	gridLong = [][2]int{{1023, 1024}, {1025, 1025}}
 	// (H, Hkv): multi-head with two kv heads, grouped (H/Hkv = 2), and
 	// H/Hkv = 4 with one kv head (multi-query).
 	gridHeads = [][2]int{{2, 2}, {4, 2}, {4, 1}}
@@ -48,7 +45,7 @@ func gridProblems() []problem {
 			}
 		}
 	}
-	for _, d := range gridLongD {
+	for _, d := range gridD {
 		for _, nn := range gridLong {
 			for _, causal := range []bool{false, true} {
 				hh := gridHeads[n%3]
