@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -36,11 +37,11 @@ func (k affineOp) arity() int {
 	return n
 }
 func (k affineOp) typ() hm.Type {
-	ts := []hm.Type{tensorT(k.dims)}
+	ts := []hm.Type{graph.TensorType(k.dims)}
 	for i := 1; i < k.arity(); i++ {
-		ts = append(ts, tensorT(1))
+		ts = append(ts, graph.TensorType(1))
 	}
-	return hm.NewFnType(append(ts, tensorT(k.dims))...)
+	return hm.NewFnType(append(ts, graph.TensorType(k.dims))...)
 }
 func (k affineOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	x := in[0]
@@ -142,9 +143,9 @@ func (k colSumOp) arity() int {
 }
 func (k colSumOp) typ() hm.Type {
 	if k.prod {
-		return hm.NewFnType(tensorT(k.dims), tensorT(k.dims), tensorT(1))
+		return hm.NewFnType(graph.TensorType(k.dims), graph.TensorType(k.dims), graph.TensorType(1))
 	}
-	return hm.NewFnType(tensorT(k.dims), tensorT(1))
+	return hm.NewFnType(graph.TensorType(k.dims), graph.TensorType(1))
 }
 func (k colSumOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	x := in[0]

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -23,7 +24,9 @@ var intVec = gorgonia.TensorType{Dims: 1, Of: tensor.Int}
 
 func (k gatherOp) name() string { return "nnGather" }
 func (k gatherOp) arity() int   { return 2 }
-func (k gatherOp) typ() hm.Type { return hm.NewFnType(tensorT(2), intVec, tensorT(2)) }
+func (k gatherOp) typ() hm.Type {
+	return hm.NewFnType(graph.TensorType(2), intVec, graph.TensorType(2))
+}
 func (k gatherOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	if in[0].Dims() != 2 || in[1].Dims() != 1 {
 		return nil, fmt.Errorf("%s: table %v and indices %v: want table [V, D] and indices [M]", k.name(), in[0], in[1])
@@ -82,7 +85,7 @@ type scatterAddOp struct{}
 func (k scatterAddOp) name() string { return "nnScatterAdd" }
 func (k scatterAddOp) arity() int   { return 3 }
 func (k scatterAddOp) typ() hm.Type {
-	return hm.NewFnType(tensorT(2), intVec, tensorT(2), tensorT(2))
+	return hm.NewFnType(graph.TensorType(2), intVec, graph.TensorType(2), graph.TensorType(2))
 }
 func (k scatterAddOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	if in[0].Dims() != 2 || in[1].Dims() != 1 || in[2].Dims() != 2 || in[2][0] != in[1][0] || in[2][1] != in[0][1] {

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -48,7 +49,7 @@ func (k geluOp) arity() int {
 	return 1
 }
 func (k geluOp) typ() hm.Type {
-	t := tensorT(k.dims)
+	t := graph.TensorType(k.dims)
 	if k.grad {
 		return hm.NewFnType(t, t, t)
 	}

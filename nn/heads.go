@@ -6,6 +6,7 @@ import (
 	"github.com/chewxy/hm"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -33,9 +34,9 @@ func (k headsOp) name() string {
 func (k headsOp) arity() int { return 1 }
 func (k headsOp) typ() hm.Type {
 	if k.split {
-		return hm.NewFnType(tensorT(2), tensorT(4))
+		return hm.NewFnType(graph.TensorType(2), graph.TensorType(4))
 	}
-	return hm.NewFnType(tensorT(4), tensorT(2))
+	return hm.NewFnType(graph.TensorType(4), graph.TensorType(2))
 }
 func (k headsOp) rows() tensor.Shape  { return tensor.Shape{k.b * k.t, k.c} }
 func (k headsOp) heads() tensor.Shape { return tensor.Shape{k.b, k.h, k.t, k.d} }

@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/nn/internal/gemm"
 )
 
@@ -24,7 +25,9 @@ type matmulOp struct{ tA, tB bool }
 
 func (k matmulOp) name() string { return fmt.Sprintf("nnMatMul{tA=%t,tB=%t}", k.tA, k.tB) }
 func (k matmulOp) arity() int   { return 2 }
-func (k matmulOp) typ() hm.Type { return hm.NewFnType(tensorT(2), tensorT(2), tensorT(2)) }
+func (k matmulOp) typ() hm.Type {
+	return hm.NewFnType(graph.TensorType(2), graph.TensorType(2), graph.TensorType(2))
+}
 
 // dims returns m, n, k of the product for stored shapes a and b.
 func (k matmulOp) dims(a, b tensor.Shape) (m, n, kk int, err error) {

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -27,8 +28,10 @@ type normOp struct {
 func (k normOp) name() string {
 	return fmt.Sprintf("nnNorm{center=%t,eps=%g,dims=%d}", k.center, k.eps, k.dims)
 }
-func (k normOp) arity() int   { return 1 }
-func (k normOp) typ() hm.Type { return hm.NewFnType(tensorT(k.dims), tensorT(k.dims)) }
+func (k normOp) arity() int { return 1 }
+func (k normOp) typ() hm.Type {
+	return hm.NewFnType(graph.TensorType(k.dims), graph.TensorType(k.dims))
+}
 func (k normOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	if in[0].Dims() != k.dims || k.dims < 1 {
 		return nil, fmt.Errorf("%s: x has shape %v, want rank %d", k.name(), in[0], k.dims)
@@ -97,7 +100,7 @@ func (k normGradOp) name() string {
 }
 func (k normGradOp) arity() int { return 2 }
 func (k normGradOp) typ() hm.Type {
-	return hm.NewFnType(tensorT(k.dims), tensorT(k.dims), tensorT(k.dims))
+	return hm.NewFnType(graph.TensorType(k.dims), graph.TensorType(k.dims), graph.TensorType(k.dims))
 }
 func (k normGradOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	if in[0].Dims() != k.dims || !in[0].Eq(in[1]) {

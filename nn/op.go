@@ -15,6 +15,8 @@ import (
 	"github.com/chewxy/hm"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/graph"
 )
 
 // float is the set of element types nn computes in.
@@ -176,7 +178,11 @@ func (o opBase) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 		if err != nil {
 			return fmt.Errorf("%s: input %d has no gradient slot: %w", o.k.name(), i, err)
 		}
-		if err := addInto(dst, g); err != nil {
+		if dn, gn := dst.Shape().TotalSize(), g.Shape().TotalSize(); dn != gn {
+			return fmt.Errorf("%s: gradient of input %d has %d elements (shape %v), the input %d (shape %v)",
+				o.k.name(), i, gn, g.Shape(), dn, dst.Shape())
+		}
+		if err := graph.AddInto(dst, g, 0); err != nil {
 			return fmt.Errorf("%s: accumulating the gradient of input %d: %w", o.k.name(), i, err)
 		}
 	}
@@ -186,38 +192,6 @@ func (o opBase) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 // apply wraps ApplyOp for a kernel.
 func apply(k kernel, children ...*gorgonia.Node) (*gorgonia.Node, error) {
 	return gorgonia.ApplyOp(opBase{k}, children...)
-}
-
-// addInto does dst += src for two dense tensors of one dtype and size.
-func addInto(dst, src gorgonia.Value) error {
-	d, ok1 := dst.(*tensor.Dense)
-	s, ok2 := src.(*tensor.Dense)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("want dense tensors, got %T and %T", dst, src)
-	}
-	if d.Dtype() != s.Dtype() || d.Shape().TotalSize() != s.Shape().TotalSize() {
-		return fmt.Errorf("dtype/shape mismatch: %v%v vs %v%v", d.Dtype(), d.Shape(), s.Dtype(), s.Shape())
-	}
-	switch dd := d.Data().(type) {
-	case []float32:
-		ss := s.Data().([]float32)
-		for i := range dd {
-			dd[i] += ss[i]
-		}
-	case []float64:
-		ss := s.Data().([]float64)
-		for i := range dd {
-			dd[i] += ss[i]
-		}
-	default:
-		return fmt.Errorf("unsupported dtype %v", d.Dtype())
-	}
-	return nil
-}
-
-// tensorT is the Gorgonia type "tensor of rank dims with element type a".
-func tensorT(dims int) hm.Type {
-	return gorgonia.TensorType{Dims: dims, Of: hm.TypeVariable('a')}
 }
 
 // newDense allocates a zeroed tensor of dtype dt and the given shape.

@@ -3,11 +3,12 @@ package attention
 import (
 	"fmt"
 	"hash"
-	"hash/fnv"
 
 	"github.com/chewxy/hm"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/graph"
 )
 
 // This file holds the Gorgonia ops. Gorgonia ops have one output, and the
@@ -56,7 +57,7 @@ func (op fwdOp) lShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.H, op.p
 
 func (op fwdOp) Arity() int { return 3 }
 func (op fwdOp) Type() hm.Type {
-	return hm.NewFnType(tensorT(4), tensorT(4), tensorT(4), tensorT(1))
+	return hm.NewFnType(graph.TensorType(4), graph.TensorType(4), graph.TensorType(4), graph.TensorType(1))
 }
 func (op fwdOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.packedLen()}, nil
@@ -111,7 +112,7 @@ func (op fwdOp) OverwritesInput() int { return -1 }
 func (op fwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashattention.fwd %v %+v", op.dtype, op.p)
 }
-func (op fwdOp) Hashcode() uint32 { return hashOf(op) }
+func (op fwdOp) Hashcode() uint32 { return graph.OpHash(op) }
 func (op fwdOp) String() string {
 	return fmt.Sprintf("FlashAttention{q%v k%v causal=%t scale=%g keyLengths=%v}",
 		op.qShape(), op.kShape(), op.p.Causal, op.p.Scale, op.p.KeyLengths)
@@ -173,7 +174,7 @@ func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 		if err != nil {
 			return fmt.Errorf("%v: input %d has no gradient slot: %w", op, i, err)
 		}
-		if err := addInto(dst, g, 0); err != nil {
+		if err := graph.AddInto(dst, g, 0); err != nil {
 			return fmt.Errorf("%v: accumulating the gradient of input %d: %w", op, i, err)
 		}
 	}
@@ -186,7 +187,7 @@ type bwdOp struct{ fwd fwdOp }
 
 func (op bwdOp) Arity() int { return 5 }
 func (op bwdOp) Type() hm.Type {
-	return hm.NewFnType(tensorT(4), tensorT(4), tensorT(4), tensorT(1), tensorT(1), tensorT(1))
+	return hm.NewFnType(graph.TensorType(4), graph.TensorType(4), graph.TensorType(4), graph.TensorType(1), graph.TensorType(1), graph.TensorType(1))
 }
 func (op bwdOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.fwd.oLen() + 2*op.fwd.kLen()}, nil
@@ -231,7 +232,7 @@ func (op bwdOp) OverwritesInput() int { return -1 }
 func (op bwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashattention.bwd %v %+v", op.fwd.dtype, op.fwd.p)
 }
-func (op bwdOp) Hashcode() uint32 { return hashOf(op) }
+func (op bwdOp) Hashcode() uint32 { return graph.OpHash(op) }
 func (op bwdOp) String() string   { return "∂" + op.fwd.String() }
 
 // takeOp takes elements [off, off+size(shape)) of a flat tensor of srcLen
@@ -251,7 +252,7 @@ type takeOp struct {
 
 func (op takeOp) Arity() int { return 1 }
 func (op takeOp) Type() hm.Type {
-	return hm.NewFnType(tensorT(1), tensorT(len(op.shape)))
+	return hm.NewFnType(graph.TensorType(1), graph.TensorType(len(op.shape)))
 }
 func (op takeOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	return op.shape.Clone(), nil
@@ -305,7 +306,7 @@ func (op takeOp) OverwritesInput() int {
 func (op takeOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashattention.take %s %d %v %d %t", op.what, op.off, op.shape, op.srcLen, op.view)
 }
-func (op takeOp) Hashcode() uint32 { return hashOf(op) }
+func (op takeOp) Hashcode() uint32 { return graph.OpHash(op) }
 func (op takeOp) String() string   { return fmt.Sprintf("take{%s %v}", op.what, op.shape) }
 
 func (op takeOp) DiffWRT(n int) []bool { return trues(n) }
@@ -330,7 +331,7 @@ func (op takeOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, ou
 	if err != nil {
 		return fmt.Errorf("%v: input has no gradient slot: %w", op, err)
 	}
-	return addInto(dst, gout, op.off)
+	return graph.AddInto(dst, gout, op.off)
 }
 
 // scatterOp is the gradient of takeOp: a flat tensor of dstLen zeros with
@@ -346,7 +347,7 @@ type scatterOp struct {
 
 func (op scatterOp) Arity() int { return 1 }
 func (op scatterOp) Type() hm.Type {
-	return hm.NewFnType(tensorT(len(op.shape)), tensorT(1))
+	return hm.NewFnType(graph.TensorType(len(op.shape)), graph.TensorType(1))
 }
 func (op scatterOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.dstLen}, nil
@@ -363,7 +364,7 @@ func (op scatterOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		return nil, fmt.Errorf("%v: input has shape %v, want %v", op, d.Shape(), op.shape)
 	}
 	out := tensor.New(tensor.WithShape(op.dstLen), tensor.Of(d.Dtype()))
-	if err := addInto(out, d, op.off); err != nil {
+	if err := graph.AddInto(out, d, op.off); err != nil {
 		return nil, fmt.Errorf("%v: %w", op, err)
 	}
 	return out, nil
@@ -374,7 +375,7 @@ func (op scatterOp) OverwritesInput() int { return -1 }
 func (op scatterOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashattention.scatter %s %d %v %d", op.what, op.off, op.shape, op.dstLen)
 }
-func (op scatterOp) Hashcode() uint32 { return hashOf(op) }
+func (op scatterOp) Hashcode() uint32 { return graph.OpHash(op) }
 func (op scatterOp) String() string   { return fmt.Sprintf("scatter{%s %v}", op.what, op.shape) }
 
 func (op scatterOp) DiffWRT(n int) []bool { return trues(n) }
@@ -403,47 +404,7 @@ func (op scatterOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes,
 	if err != nil {
 		return err
 	}
-	return addInto(dst, src, 0)
-}
-
-// addInto adds the dense tensor src, flattened, into the dense tensor dst
-// starting at flat element off: dst[off+i] += src[i].
-func addInto(dst, src gorgonia.Value, off int) error {
-	d, ok1 := dst.(*tensor.Dense)
-	s, ok2 := src.(*tensor.Dense)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("want dense tensors, got %T and %T", dst, src)
-	}
-	if s.IsMaterializable() {
-		s = s.Materialize().(*tensor.Dense)
-	}
-	if d.Dtype() != s.Dtype() || off+s.Shape().TotalSize() > d.Shape().TotalSize() {
-		return fmt.Errorf("cannot add %v%v into %v%v at %d", s.Dtype(), s.Shape(), d.Dtype(), d.Shape(), off)
-	}
-	if d.IsMaterializable() {
-		return fmt.Errorf("cannot add into a view %v", d.Shape())
-	}
-	switch dd := d.Data().(type) {
-	case []float32:
-		addSlice(dd[off:], s.Data().([]float32))
-	case []float64:
-		addSlice(dd[off:], s.Data().([]float64))
-	default:
-		return fmt.Errorf("dtype %v is not supported", d.Dtype())
-	}
-	return nil
-}
-
-func addSlice[T Float](dst, src []T) {
-	dst = dst[:len(src)]
-	for i, x := range src {
-		dst[i] += x
-	}
-}
-
-// tensorT is the Gorgonia type "tensor of rank dims with element type a".
-func tensorT(dims int) hm.Type {
-	return gorgonia.TensorType{Dims: dims, Of: hm.TypeVariable('a')}
+	return graph.AddInto(dst, src, 0)
 }
 
 func trues(n int) []bool {
@@ -452,11 +413,4 @@ func trues(n int) []bool {
 		out[i] = true
 	}
 	return out
-}
-
-// hashOf hashes an op by its WriteHash description.
-func hashOf(op gorgonia.Op) uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
 }

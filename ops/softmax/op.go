@@ -3,7 +3,6 @@ package softmax
 import (
 	"fmt"
 	"hash"
-	"hash/fnv"
 	"unsafe"
 
 	"github.com/chewxy/hm"
@@ -214,7 +213,7 @@ func (op fwdOp) OverwritesInput() int { return -1 }
 func (op fwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashgorgon.%v{axis=%d,dims=%d}", op.kind, op.axis, op.dims)
 }
-func (op fwdOp) Hashcode() uint32 { return hashOf(op) }
+func (op fwdOp) Hashcode() uint32 { return graph.OpHash(op) }
 func (op fwdOp) String() string   { return fmt.Sprintf("%v{axis=%d}", op.kind, op.axis) }
 
 // DiffWRT: the op is differentiable with respect to its one input.
@@ -388,15 +387,8 @@ func (op bwdOp) OverwritesInput() int { return -1 }
 func (op bwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashgorgon.%vGrad{axis=%d,dims=%d}", op.kind, op.axis, op.dims)
 }
-func (op bwdOp) Hashcode() uint32 { return hashOf(op) }
+func (op bwdOp) Hashcode() uint32 { return graph.OpHash(op) }
 func (op bwdOp) String() string   { return fmt.Sprintf("%vGrad{axis=%d}", op.kind, op.axis) }
-
-// hashOf is the FNV-1a hash of what op writes with WriteHash.
-func hashOf(op interface{ WriteHash(hash.Hash) }) uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
-}
 
 // checkValue validates a float32 or float64 value of rank dims (a Gorgonia
 // scalar, or a rank-0 tensor, when dims is 0) and returns it with views

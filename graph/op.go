@@ -1,0 +1,69 @@
+package graph
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// This file holds the pieces that every custom Gorgonia op of the project
+// needs, so that ops/softmax, ops/attention and nn write them once.
+
+// OpHash is the FNV-1a hash of what op writes with WriteHash: the
+// Hashcode of an op whose WriteHash describes it completely.
+func OpHash(op interface{ WriteHash(hash.Hash) }) uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+// TensorType is the Gorgonia type "tensor of rank dims whose element type is
+// the type variable a", for ops generic over float32 and float64.
+func TensorType(dims int) hm.Type {
+	return gorgonia.TensorType{Dims: dims, Of: hm.TypeVariable('a')}
+}
+
+// AddInto adds the dense tensor src, flattened, into the dense tensor dst
+// from flat element off on:
+//
+//	dst[off+i] += src[i]   for i < size(src)
+//
+// as an op's DoDiff does when it accumulates a gradient. src may be a view;
+// dst must not be. Both must be float32 or float64 of the same dtype, and
+// src must fit: off + size(src) ≤ size(dst).
+func AddInto(dst, src gorgonia.Value, off int) error {
+	d, ok1 := dst.(*tensor.Dense)
+	s, ok2 := src.(*tensor.Dense)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("graph.AddInto: want dense tensors, got %T and %T", dst, src)
+	}
+	if s.IsMaterializable() {
+		s = s.Materialize().(*tensor.Dense)
+	}
+	if d.Dtype() != s.Dtype() || off < 0 || off+s.Shape().TotalSize() > d.Shape().TotalSize() {
+		return fmt.Errorf("graph.AddInto: cannot add %v%v into %v%v at %d", s.Dtype(), s.Shape(), d.Dtype(), d.Shape(), off)
+	}
+	if d.IsMaterializable() {
+		return fmt.Errorf("graph.AddInto: cannot add into a view of shape %v", d.Shape())
+	}
+	switch dd := d.Data().(type) {
+	case []float32:
+		addSlice(dd[off:], s.Data().([]float32))
+	case []float64:
+		addSlice(dd[off:], s.Data().([]float64))
+	default:
+		return fmt.Errorf("graph.AddInto: dtype %v is not float32 or float64", d.Dtype())
+	}
+	return nil
+}
+
+func addSlice[T Float](dst, src []T) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] += x
+	}
+}
