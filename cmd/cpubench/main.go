@@ -1,0 +1,300 @@
+// Command cpubench times flashgorgon's CPU attention and softmax ops and PyTorch's CPU
+// scaled_dot_product_attention side by side, at the same thread counts on the same CPU, and
+// prints one Markdown table with the ratios.
+//
+//	go build -o cpubench ./cmd/cpubench
+//	./cpubench -threads 2,16 -torch cmd/cpubench/sdpa_cpu.py
+//
+// scripts/cpu-bench.sh runs it together with the machine's FMA peak and streaming bandwidth
+// (shared/tools/peak.c) and writes the log. Without -torch only our columns are printed.
+//
+// Ours: the fused op through a Gorgonia TapeMachine, float32, GOMAXPROCS = threads, inputs
+// standard normal, the median of -reps runs after a warm-up; forward+backward is one run of
+// the graph with the gradient of Σ o∘w. PyTorch: sdpa_cpu.py with torch.set_num_threads(threads),
+// the FLASH and MATH backends, float32, timed the same way. GFLOP/s use FlashAttention's
+// convention (shared/ANCHORS.md): forward 4·B·H·N²·d, halved when causal; forward+backward
+// 3.5× the forward. The softmax row is bytes read + written (2·4·rows·cols) per second.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math/rand"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/isa"
+	"github.com/flashgorgon/flashgorgon/ops/attention"
+	"github.com/flashgorgon/flashgorgon/ops/softmax"
+)
+
+// shape is one attention problem: q, k, v [B,H,N,d].
+type shape struct {
+	B      int  `json:"b"`
+	H      int  `json:"h"`
+	N      int  `json:"n"`
+	D      int  `json:"d"`
+	Causal bool `json:"causal"`
+}
+
+func (s shape) String() string {
+	c := "no"
+	if s.Causal {
+		c = "yes"
+	}
+	return fmt.Sprintf("%d,%d,%d,%d,%s", s.B, s.H, s.N, s.D, c)
+}
+
+// flops is the forward's FLOP count in FlashAttention's convention.
+func (s shape) flops() float64 {
+	f := 4 * float64(s.B) * float64(s.H) * float64(s.N) * float64(s.N) * float64(s.D)
+	if s.Causal {
+		f /= 2
+	}
+	return f
+}
+
+// defaultShapes are BenchmarkAttention's (ops/attention/bench_test.go).
+var defaultShapes = []shape{
+	{1, 8, 1024, 64, false}, {1, 8, 1024, 64, true}, {1, 8, 4096, 64, false},
+	{1, 8, 4096, 64, true}, {1, 8, 2048, 128, false},
+}
+
+// torchRow is one line of sdpa_cpu.py's output.
+type torchRow struct {
+	shape
+	Threads  int     `json:"threads"`
+	Backend  string  `json:"backend"`
+	FwdMs    float64 `json:"fwd_ms"`
+	FwdBwdMs float64 `json:"fwdbwd_ms"`
+	Error    string  `json:"error"`
+}
+
+func main() {
+	threadList := flag.String("threads", "2", "comma-separated thread counts (GOMAXPROCS for ours, torch.set_num_threads for PyTorch)")
+	torchScript := flag.String("torch", "", "path of sdpa_cpu.py (empty: no PyTorch columns)")
+	python := flag.String("python", "python3", "Python with PyTorch")
+	reps := flag.Int("reps", 3, "timed repetitions per case (median reported)")
+	shapeList := flag.String("shapes", "", "B,H,N,d,causal(0|1) shapes separated by ';' (default: BenchmarkAttention's five)")
+	doSoftmax := flag.Bool("softmax", true, "also time the softmax op on (4096,4096) float32")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("cpubench: ")
+
+	threads, err := ints(*threadList)
+	if err != nil || len(threads) == 0 || slices.ContainsFunc(threads, func(t int) bool { return t < 1 }) {
+		log.Fatalf("-threads %q: want positive integers separated by commas", *threadList)
+	}
+	if *reps < 1 {
+		log.Fatalf("-reps %d: want at least 1", *reps)
+	}
+	shapes := defaultShapes
+	if *shapeList != "" {
+		if shapes, err = parseShapes(*shapeList); err != nil {
+			log.Fatalf("-shapes: %v", err)
+		}
+	}
+
+	fmt.Printf("# cpubench %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Printf("- CPU: %s (%d logical CPUs)\n- kernels: %s; %s\n- command: %s\n\n",
+		cpuModel(), runtime.NumCPU(), isa.Describe(), runtime.Version(), strings.Join(os.Args, " "))
+
+	var torch []torchRow
+	if *torchScript != "" {
+		torch = runTorch(*python, *torchScript, shapes, threads, *reps)
+	}
+
+	fmt.Println("| threads | B,H,N,d,causal | ours fwd / fwd+bwd GFLOP/s | torch FLASH fwd / fwd+bwd | ours ÷ FLASH | torch MATH fwd / fwd+bwd | ours ÷ MATH |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, t := range threads {
+		runtime.GOMAXPROCS(t)
+		for _, s := range shapes {
+			fwd := s.flops() / timeAttention(s, false, *reps).Seconds() / 1e9
+			fb := 3.5 * s.flops() / timeAttention(s, true, *reps).Seconds() / 1e9
+			row := fmt.Sprintf("| %d | %s | %.1f / %.1f", t, s, fwd, fb)
+			for _, backend := range []string{"FLASH", "MATH"} {
+				tr, ok := findTorch(torch, s, t, backend)
+				switch {
+				case !ok:
+					row += " | – | –"
+				case tr.Error != "":
+					row += fmt.Sprintf(" | %s | –", tr.Error)
+				default:
+					tf, tfb := s.flops()/tr.FwdMs/1e6, 3.5*s.flops()/tr.FwdBwdMs/1e6
+					row += fmt.Sprintf(" | %.1f / %.1f | %.2f / %.2f", tf, tfb, fwd/tf, fb/tfb)
+				}
+			}
+			fmt.Println(row + " |")
+		}
+	}
+	if *doSoftmax {
+		fmt.Println()
+		fmt.Println("| threads | softmax op (4096,4096) float32, GB/s read+written |")
+		fmt.Println("|---|---|")
+		for _, t := range threads {
+			runtime.GOMAXPROCS(t)
+			fmt.Printf("| %d | %.2f |\n", t, softmaxGBs(4096, 4096, *reps))
+		}
+	}
+}
+
+// timeAttention returns the median time of one run of the fused op's graph (forward, or
+// forward and the backward of Σ o∘w).
+func timeAttention(s shape, backward bool, reps int) time.Duration {
+	rng := rand.New(rand.NewSource(1))
+	g := gorgonia.NewGraph()
+	q := graph.Input(g, "q", graph.RandTensor[float32](rng, s.B, s.H, s.N, s.D))
+	k := graph.Input(g, "k", graph.RandTensor[float32](rng, s.B, s.H, s.N, s.D))
+	v := graph.Input(g, "v", graph.RandTensor[float32](rng, s.B, s.H, s.N, s.D))
+	o, err := attention.Attention(q, k, v, attention.Options{Causal: s.Causal})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var opts []gorgonia.VMOpt
+	if backward {
+		w := graph.Input(g, "w", graph.RandTensor[float32](rng, s.B, s.H, s.N, s.D))
+		loss := gorgonia.Must(gorgonia.Sum(gorgonia.Must(gorgonia.HadamardProd(o, w))))
+		if _, err := gorgonia.Grad(loss, q, k, v); err != nil {
+			log.Fatal(err)
+		}
+		opts = append(opts, gorgonia.BindDualValues(q, k, v))
+	}
+	vm := gorgonia.NewTapeMachine(g, opts...)
+	defer vm.Close()
+	return median(reps, func() {
+		if backward {
+			for _, n := range []*gorgonia.Node{q, k, v} {
+				if d, err := n.Grad(); err == nil && d != nil {
+					d.(tensor.Tensor).Zero()
+				}
+			}
+		}
+		vm.Reset()
+		if err := vm.RunAll(); err != nil {
+			log.Fatal(err)
+		}
+	})
+}
+
+// softmaxGBs times the softmax op along the last axis of a rows×cols float32 matrix.
+func softmaxGBs(rows, cols, reps int) float64 {
+	rng := rand.New(rand.NewSource(1))
+	g := gorgonia.NewGraph()
+	x := graph.Input(g, "x", graph.RandTensor[float32](rng, rows, cols))
+	if _, err := softmax.Softmax(x, -1); err != nil {
+		log.Fatal(err)
+	}
+	vm := gorgonia.NewTapeMachine(g)
+	defer vm.Close()
+	t := median(reps, func() {
+		vm.Reset()
+		if err := vm.RunAll(); err != nil {
+			log.Fatal(err)
+		}
+	})
+	return 2 * 4 * float64(rows) * float64(cols) / t.Seconds() / 1e9
+}
+
+// median runs f once to warm up, collects the garbage, then returns the median of reps timed runs.
+func median(reps int, f func()) time.Duration {
+	f()
+	runtime.GC()
+	ts := make([]time.Duration, reps)
+	for i := range ts {
+		t0 := time.Now()
+		f()
+		ts[i] = time.Since(t0)
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2]
+}
+
+// runTorch runs sdpa_cpu.py once per thread count and collects its rows; a failure is
+// reported and leaves the PyTorch columns empty.
+func runTorch(python, script string, shapes []shape, threads []int, reps int) []torchRow {
+	js, err := json.Marshal(shapes)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var rows []torchRow
+	for _, t := range threads {
+		cmd := exec.Command(python, script, "--threads", strconv.Itoa(t), "--reps", strconv.Itoa(reps), string(js))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			log.Printf("PyTorch at %d threads: %v: %s", t, err, strings.TrimSpace(stderr.String()))
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		for sc.Scan() {
+			var r torchRow
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				log.Printf("PyTorch output %q: %v", sc.Text(), err)
+				continue
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func findTorch(rows []torchRow, s shape, threads int, backend string) (torchRow, bool) {
+	for _, r := range rows {
+		if r.shape == s && r.Threads == threads && r.Backend == backend {
+			return r, true
+		}
+	}
+	return torchRow{}, false
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseShapes(s string) ([]shape, error) {
+	var out []shape
+	for _, f := range strings.Split(s, ";") {
+		v, err := ints(f)
+		if err != nil || len(v) != 5 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || (v[4] != 0 && v[4] != 1) {
+			return nil, fmt.Errorf("%q: want B,H,N,d,causal with positive sizes and causal 0 or 1", f)
+		}
+		out = append(out, shape{B: v[0], H: v[1], N: v[2], D: v[3], Causal: v[4] == 1})
+	}
+	return out, nil
+}
+
+// cpuModel reads the CPU's name from /proc/cpuinfo (Linux); elsewhere it says so.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH + " (no /proc/cpuinfo)"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
