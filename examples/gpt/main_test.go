@@ -140,28 +140,89 @@ func TestResumeIsExact(t *testing.T) {
 	}
 }
 
+// TestBadInput: every misuse of the flags, the corpus or the output folder
+// is refused before any training with an error that names the flag and the
+// value (or the file) at fault.
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.txt")
-	os.WriteFile(empty, nil, 0o644)
 	short := filepath.Join(dir, "short.txt")
-	os.WriteFile(short, []byte("package main\n"), 0o644)
+	file := filepath.Join(dir, "file")
+	for p, text := range map[string]string{empty: "", short: "package main\n", file: "x"} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := corpus(t)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"-data", filepath.Join(dir, "missing.txt")}, "reading -data file"},
-		{[]string{"-data", empty}, "empty"},
-		{[]string{"-data", short}, "too short"},
-		{[]string{"-context", "0"}, "context length must be positive"},
-		{[]string{"-val_frac", "1"}, "-val_frac"},
-		{[]string{"-resume", "-out", dir, "-data", short}, "-resume"},
+		// Numbers out of range, NaN and ±Inf.
+		{[]string{"-lr", "Inf"}, "-lr +Inf: must be a finite number > 0"},
+		{[]string{"-lr", "NaN"}, "-lr NaN: must be a finite number > 0"},
+		{[]string{"-lr", "0"}, "-lr 0: must be a finite number > 0"},
+		{[]string{"-lr", "-0.01"}, "-lr -0.01: must be a finite number > 0"},
+		{[]string{"-min_lr", "Inf"}, "-min_lr +Inf: must be a finite number ≥ 0"},
+		{[]string{"-min_lr", "-1e-3"}, "-min_lr -0.001: must be a finite number ≥ 0"},
+		{[]string{"-min_lr", "0.1"}, "-min_lr 0.1 exceeds -lr 0.01"},
+		{[]string{"-weight_decay", "Inf"}, "-weight_decay +Inf: must be a finite number ≥ 0"},
+		{[]string{"-weight_decay", "NaN"}, "-weight_decay NaN"},
+		{[]string{"-weight_decay", "-0.1"}, "-weight_decay -0.1"},
+		{[]string{"-clip", "-1"}, "-clip -1: must be a finite number ≥ 0"},
+		{[]string{"-clip", "Inf"}, "-clip +Inf"},
+		{[]string{"-temperature", "-0.5"}, "-temperature -0.5"},
+		{[]string{"-temperature", "NaN"}, "-temperature NaN"},
+		{[]string{"-dropout", "1"}, "-dropout 1: must be a finite number in [0, 1)"},
+		{[]string{"-dropout", "-0.1"}, "-dropout -0.1"},
+		{[]string{"-val_frac", "1"}, "-val_frac 1: must be a finite number in (0, 1)"},
+		{[]string{"-val_frac", "0"}, "-val_frac 0"},
+		{[]string{"-val_frac", "NaN"}, "-val_frac NaN"},
+		{[]string{"-steps", "-1"}, "-steps -1: must be an integer ≥ 0"},
+		{[]string{"-batch", "0"}, "-batch 0: must be an integer ≥ 1"},
+		{[]string{"-batch", "-3"}, "-batch -3"},
+		{[]string{"-batch", "1.5"}, `invalid value "1.5" for flag -batch`},
+		{[]string{"-eval_every", "0"}, "-eval_every 0"},
+		{[]string{"-eval_batches", "0"}, "-eval_batches 0"},
+		{[]string{"-warmup", "-1"}, "-warmup -1"},
+		{[]string{"-sample_len", "-1"}, "-sample_len -1"},
+		{[]string{"-context", "0"}, "-context 0: must be an integer ≥ 1"},
+		{[]string{"-layers", "0"}, "-layers 0"},
+		{[]string{"-heads", "0"}, "-heads 0"},
+		{[]string{"-width", "0"}, "-width 0"},
+		{[]string{"-width", "30"}, "-width 30 must be a multiple of -heads 4"},
+		{[]string{"-kv_heads", "-1"}, "-kv_heads -1"},
+		{[]string{"-kv_heads", "3"}, "-heads 4 must be a multiple of -kv_heads 3"},
+		{[]string{"-mlp_ratio", "0"}, "-mlp_ratio 0"},
+		{[]string{"-max_vocab", "1"}, "-max_vocab 1 leaves no room"},
+		{[]string{"-max_vocab", "-1"}, "-max_vocab -1"},
+		{[]string{"-max_bytes", "-1"}, "-max_bytes -1"},
+		{[]string{"-time", "-1s"}, "-time -1s: must be a duration"},
 		{[]string{"extra"}, "unexpected arguments"},
+		// Files and folders.
+		{[]string{"-data", filepath.Join(dir, "missing.txt")}, "reading -data file"},
+		{[]string{"-data", filepath.Join(dir, "missing", "corpus.txt")}, "reading -data file"},
+		{[]string{"-data", dir}, "is a folder: give a text file"},
+		{[]string{"-data", empty}, "empty"},
+		{[]string{"-data", short}, "too short for -context 64"},
+		{[]string{"-data", data, "-context", "5000"}, "too short for -context 5000"},
+		{[]string{"-data", data, "-val_frac", "0.001"}, "held out by -val_frac 0.001) is too short"},
+		{[]string{"-data", data, "-out", filepath.Join(file, "sub")}, "-out " + filepath.Join(file, "sub")},
+		{[]string{"-data", data, "-out", file}, "-out " + file + " is a file"},
+		{[]string{"-data", data, "-out", ""}, "-out is empty"},
+		{[]string{"-data", data, "-resume", "-out", filepath.Join(dir, "nothing")}, "-resume"},
 	} {
-		err := run(append(tc.args, "-quiet", "-out", dir), io.Discard, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
-		}
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := append([]string{"-quiet", "-out", filepath.Join(dir, "out")}, tc.args...)
+			var stdout bytes.Buffer
+			err := run(args, &stdout, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if stdout.Len() > 0 {
+				t.Fatalf("refused only after starting:\n%s", stdout.String())
+			}
+		})
 	}
 	var help bytes.Buffer
 	if err := run([]string{"-h"}, io.Discard, &help); !errors.Is(err, flag.ErrHelp) {
@@ -170,6 +231,27 @@ func TestBadInput(t *testing.T) {
 	if !regexp.MustCompile(`-seed int\s+random seed`).MatchString(help.String()) {
 		t.Fatalf("-h does not list -seed with its default:\n%s", help.String())
 	}
+}
+
+// TestEveryNumericFlagChecked: each numeric flag has a range, and each
+// float flag refuses NaN and ±Inf naming itself, so that a flag added later
+// cannot skip validation.
+func TestEveryNumericFlagChecked(t *testing.T) {
+	f := newFlags(&options{}, io.Discard)
+	if u := f.Unranged(); len(u) > 0 {
+		t.Fatalf("numeric flags without a range: %v", u)
+	}
+	f.VisitAll(func(fl *flag.Flag) {
+		if _, ok := fl.Value.(flag.Getter).Get().(float64); !ok {
+			return
+		}
+		for _, v := range []string{"NaN", "Inf", "-Inf"} {
+			err := newFlags(&options{}, io.Discard).Parse([]string{"-" + fl.Name, v})
+			if err == nil || !strings.Contains(err.Error(), "-"+fl.Name+" ") || !strings.Contains(err.Error(), "finite") {
+				t.Errorf("-%s %s: error %v", fl.Name, v, err)
+			}
+		}
+	})
 }
 
 func TestVocabAndEntropy(t *testing.T) {
@@ -193,7 +275,7 @@ func TestTimeBudget(t *testing.T) {
 	if err := run(args, &stdout, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if f := resultFields(t, stdout.String()); f["steps"] != 1 || !strings.Contains(stdout.String(), "time budget") {
+	if f := resultFields(t, stdout.String()); f["steps"] != 1 || !strings.Contains(stdout.String(), "time limit -time 1ns reached") {
 		t.Fatalf("a 1ns budget should stop after one step:\n%s", stdout.String())
 	}
 }
