@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/flashgorgon/flashgorgon/examples/internal/train"
 	"github.com/flashgorgon/flashgorgon/nn"
 )
 
@@ -119,24 +122,113 @@ func TestResumeIsExact(t *testing.T) {
 	if !strings.Contains(stdout.String(), "steps 10→20") {
 		t.Fatalf("resumed run did not start at step 10:\n%s", stdout.String())
 	}
-	a, err := nn.ReadCheckpoint(filepath.Join(straight, "ckpt.safetensors"))
+	sameCheckpoints(t, filepath.Join(straight, "ckpt.safetensors"), filepath.Join(split, "ckpt.safetensors"), 20)
+}
+
+// sameCheckpoints fails t unless the checkpoints at a and b are both at
+// step `step` and hold the same loss history and the same tensors, bit for
+// bit.
+func sameCheckpoints(t *testing.T, a, b string, step int) {
+	t.Helper()
+	ca, err := nn.ReadCheckpoint(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := nn.ReadCheckpoint(filepath.Join(split, "ckpt.safetensors"))
+	cb, err := nn.ReadCheckpoint(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Step != 20 || b.Step != 20 || len(a.Tensors) != len(b.Tensors) {
-		t.Fatalf("steps %d and %d, %d and %d tensors", a.Step, b.Step, len(a.Tensors), len(b.Tensors))
+	if ca.Step != step || cb.Step != step || len(ca.Tensors) != len(cb.Tensors) {
+		t.Fatalf("steps %d and %d, %d and %d tensors", ca.Step, cb.Step, len(ca.Tensors), len(cb.Tensors))
 	}
-	for name, ta := range a.Tensors {
-		x, y := ta.Data().([]float32), b.Tensors[name].Data().([]float32)
-		for i := range x {
-			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-				t.Fatalf("%s[%d]: %g straight, %g resumed", name, i, x[i], y[i])
+	ha, err := train.ParseHistory(ca.Metadata[train.HistoryKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := train.ParseHistory(cb.Metadata[train.HistoryKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ha.Train, hb.Train) {
+		t.Fatalf("training losses differ:\n%v\n%v", ha.Train, hb.Train)
+	}
+	// Validation losses agree wherever both runs measured one (a run split
+	// by -resume also measures where it stopped).
+	common := 0
+	for _, va := range ha.Val {
+		for _, vb := range hb.Val {
+			if va[0] == vb[0] {
+				if va[1] != vb[1] {
+					t.Fatalf("validation losses after step %g differ: %v and %v", va[0], va[1], vb[1])
+				}
+				common++
 			}
 		}
+	}
+	if common == 0 {
+		t.Fatalf("no validation loss to compare: %v and %v", ha.Val, hb.Val)
+	}
+	for name, ta := range ca.Tensors {
+		x, y := ta.Data().([]float32), cb.Tensors[name].Data().([]float32)
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				t.Fatalf("%s[%d]: %g and %g", name, i, x[i], y[i])
+			}
+		}
+	}
+}
+
+// TestSameResultWhateverTheCores: the result depends on the flags only,
+// not on how many cores the kernels split their work over (nor, with no
+// -time, on how long a step takes): GOMAXPROCS 1 and 3 give the same loss
+// history and parameters, bit for bit.
+func TestSameResultWhateverTheCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	data := corpus(t)
+	var outs []string
+	for _, procs := range []int{1, 3} {
+		runtime.GOMAXPROCS(procs)
+		out := t.TempDir()
+		args := append([]string{"-data", data, "-out", out, "-steps", "12", "-dropout", "0.1", "-eval_every", "4"}, tiny...)
+		if err := run(args, io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, filepath.Join(out, "ckpt.safetensors"))
+	}
+	sameCheckpoints(t, outs[0], outs[1], 12)
+}
+
+// TestDivergenceKeepsTheLastGoodCheckpoint is the reproduction of issue 8,
+// defect 4: 4 steps, then a resumed run whose learning rate of 1e30 makes
+// the validation loss NaN. The old program wrote history="" over the good
+// checkpoint (json.Marshal's error ignored) and the next -resume failed
+// with "checkpoint history: unexpected end of JSON input". Now the
+// diverging run stops with an error saying so, the checkpoint keeps step
+// 4, and -resume continues from it.
+func TestDivergenceKeepsTheLastGoodCheckpoint(t *testing.T) {
+	data, out := corpus(t), t.TempDir()
+	common := append([]string{"-data", data, "-out", out}, tiny...)
+	if err := run(append(common, "-steps", "4"), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(out, "ckpt.safetensors")
+	good, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run(append(common, "-resume", "-steps", "12", "-eval_every", "1", "-lr", "1e30", "-warmup", "0"), io.Discard, io.Discard)
+	if !train.IsDiverged(err) || !strings.Contains(err.Error(), ckpt+" still holds step 4") {
+		t.Fatalf("diverging run: error %v, want training diverged … still holds step 4", err)
+	}
+	if now, _ := os.ReadFile(ckpt); !bytes.Equal(now, good) {
+		t.Fatal("the diverging run changed the good checkpoint")
+	}
+	var stdout bytes.Buffer
+	if err := run(append(common, "-resume", "-steps", "8"), &stdout, io.Discard); err != nil {
+		t.Fatalf("-resume after the divergence: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "steps 4→8") || resultFields(t, stdout.String())["steps"] != 8 {
+		t.Fatalf("the resumed run did not go from step 4 to 8:\n%s", stdout.String())
 	}
 }
 

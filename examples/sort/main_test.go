@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"math/rand"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,5 +146,27 @@ func TestHeldOutFits(t *testing.T) {
 func TestEveryNumericFlagChecked(t *testing.T) {
 	if u := newFlags(&options{}, io.Discard).Unranged(); len(u) > 0 {
 		t.Fatalf("numeric flags without a range: %v", u)
+	}
+}
+
+// TestSameResultWhateverTheCores: the training losses and the test
+// accuracy depend on the flags only, not on how many cores the kernels
+// split their work over: GOMAXPROCS 1 and 3 agree bit for bit.
+func TestSameResultWhateverTheCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	args := []string{"-len", "4", "-steps", "30", "-eval_every", "10", "-batch", "16", "-width", "32", "-val", "50", "-test", "60", "-quiet"}
+	var outs []*outcome
+	for _, procs := range []int{1, 3} {
+		runtime.GOMAXPROCS(procs)
+		o, err := sortRun(args, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, o)
+	}
+	a, b := outs[0], outs[1]
+	if len(a.losses) != 30 || !slices.Equal(a.losses, b.losses) || a.seqAcc != b.seqAcc || a.digitAcc != b.digitAcc {
+		t.Fatalf("GOMAXPROCS 1: losses %v, accuracy %v/%v\nGOMAXPROCS 3: losses %v, accuracy %v/%v",
+			a.losses, a.seqAcc, a.digitAcc, b.losses, b.seqAcc, b.digitAcc)
 	}
 }
