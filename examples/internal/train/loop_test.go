@@ -15,8 +15,8 @@ import (
 // which steps ran and after which the evaluation came.
 type fakeRun struct {
 	steps, evals []int
-	stopAt       int    // Eval asks to stop after this many steps (0: never)
-	badStep      int    // this step returns badLoss (−1: none)
+	stopAt       int // Eval asks to stop after this many steps (0: never)
+	badStep      int // this step returns badLoss (−1: none)
 	badLoss      float64
 	failStep     int // this step fails (−1: none)
 	out          bytes.Buffer
