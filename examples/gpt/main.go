@@ -151,14 +151,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("the corpus %s is empty", source)
 	}
 
-	// Model, optimizer and vocabulary: fresh, or from the checkpoint.
+	// Model configuration and vocabulary: fresh, or from the checkpoint.
 	var (
-		model *nn.GPT
-		voc   *vocab
+		cfg nn.Config
+		voc *vocab
 	)
 	if ck != nil {
-		cfg, err := nn.ParseConfig(ck.Metadata[metaConfig])
-		if err != nil {
+		if cfg, err = nn.ParseConfig(ck.Metadata[metaConfig]); err != nil {
 			return fmt.Errorf("-resume: %w", err)
 		}
 		var rs []rune
@@ -172,19 +171,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			fmt.Fprintf(stdout, "note: the checkpoint was trained with -seed %s; continuing with the checkpoint's seed\n", s)
 		}
-		if model, err = nn.NewGPT(cfg, tensor.Float32, stepRNG(o.Seed, -1)); err != nil {
-			return fmt.Errorf("-resume: %w", err)
-		}
 		o.context, o.dropout = cfg.Context, cfg.Dropout
 	} else {
 		voc = buildVocab(text, o.maxVocab)
-		cfg := nn.Config{
+		cfg = nn.Config{
 			Vocab: voc.size(), Context: o.context, Layers: o.Layers, Heads: o.Heads, KVHeads: o.kvHeads,
 			Width: o.Width, MLPRatio: o.mlpRatio, Dropout: o.dropout,
 		}
-		if model, err = nn.NewGPT(cfg, tensor.Float32, stepRNG(o.Seed, -1)); err != nil {
-			return err
+	}
+	// The tensors, and the validation windows' starts.
+	need := train.Footprint(cfg, o.Batch, cfg.Context, o.Batch) + 8*float64(o.Batch)*float64(o.evalBatch)
+	if err := train.CheckMemory(need, "-batch, -eval_batches, -context, -width, -layers or -mlp_ratio"); err != nil {
+		return err
+	}
+	model, err := nn.NewGPT(cfg, tensor.Float32, stepRNG(o.Seed, -1))
+	if err != nil {
+		if ck != nil {
+			return fmt.Errorf("-resume: %w", err)
 		}
+		return err
 	}
 	ids, err := voc.encode(text)
 	if err != nil {
@@ -219,7 +224,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	sched := nn.CosineSchedule{Peak: o.LR, Min: o.minLR, Warmup: o.Warmup, Total: o.Steps}
 
-	cfg := model.Config
 	fmt.Fprintf(stdout, "corpus: %s: %d characters (%d training, %d held out), vocabulary %d\n", source, len(ids), len(trainIDs), len(val), voc.size())
 	kv := cfg.KVHeads
 	if kv == 0 {

@@ -325,6 +325,32 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestTooBigForMemory: sizes no machine can hold are refused before any
+// allocation, naming the flags that size the run (where /proc/meminfo
+// tells the machine's memory).
+func TestTooBigForMemory(t *testing.T) {
+	if _, err := os.Stat("/proc/meminfo"); err != nil {
+		t.Skip("no /proc/meminfo")
+	}
+	data := corpus(t)
+	for _, args := range [][]string{
+		{"-batch", "1000000000000"},
+		{"-width", "4000000", "-context", "16"},
+		{"-eval_batches", "1000000000000000"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout bytes.Buffer
+			err := run(append(args, "-data", data, "-quiet", "-out", t.TempDir()), &stdout, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), "need at least") || !strings.Contains(err.Error(), "lower -batch, -eval_batches, -context, -width, -layers or -mlp_ratio") {
+				t.Fatalf("error %v", err)
+			}
+			if stdout.Len() > 0 {
+				t.Fatalf("refused only after starting:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
 // TestEveryNumericFlagChecked: each numeric flag has a range, and each
 // float flag refuses NaN and ±Inf naming itself, so that a flag added later
 // cannot skip validation.

@@ -51,6 +51,9 @@ type options struct {
 	target   float64
 }
 
+// evalBatch is the batch of the runner that decodes the held-out sets.
+const evalBatch = 250
+
 // defaults are the flags' defaults.
 var defaults = train.Common{Steps: 1500, Batch: 32, EvalEvery: 250, Warmup: 100, Layers: 2, Heads: 4, Width: 64, LR: 3e-3, Seed: 1}
 
@@ -186,6 +189,11 @@ func sortRun(args []string, stdout, stderr io.Writer) (*outcome, error) {
 	}
 	seq := 2 * o.length
 	cfg := nn.Config{Vocab: vocab, Context: seq, Layers: o.Layers, Heads: o.Heads, Width: o.Width, MLPRatio: 4}
+	// The tensors, and the held-out sequences with their keys.
+	need := train.Footprint(cfg, o.Batch, seq, evalBatch) + (float64(o.valSize)+float64(o.testSize))*float64(9*o.length+100)
+	if err := train.CheckMemory(need, "-batch, -len, -width, -layers, -val or -test"); err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewSource(o.Seed))
 	model, err := nn.NewGPT(cfg, tensor.Float32, rng)
 	if err != nil {
@@ -211,7 +219,7 @@ func sortRun(args []string, stdout, stderr io.Writer) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	evalR, err := model.NewRunner(250, seq, nn.Infer)
+	evalR, err := model.NewRunner(evalBatch, seq, nn.Infer)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"math/rand"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -120,6 +121,23 @@ func TestBadFlags(t *testing.T) {
 	}
 	if err := run([]string{"-h"}, io.Discard, io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
+	}
+}
+
+// TestTooBigForMemory: sizes no machine can hold are refused before any
+// allocation (where /proc/meminfo tells the machine's memory).
+func TestTooBigForMemory(t *testing.T) {
+	if _, err := os.Stat("/proc/meminfo"); err != nil {
+		t.Skip("no /proc/meminfo")
+	}
+	for _, args := range [][]string{
+		{"-batch", "1000000000000"},
+		{"-len", "30", "-val", "100000000000000", "-test", "1"},
+	} {
+		err := run(append(args, "-quiet"), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "need at least") || !strings.Contains(err.Error(), "lower -batch, -len, -width, -layers, -val or -test") {
+			t.Errorf("%v: error %v", args, err)
+		}
 	}
 }
 
