@@ -24,10 +24,8 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -98,15 +96,7 @@ func newFlags(o *options, stderr io.Writer) *train.Flags {
 	return f
 }
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "gpt:", err)
-		os.Exit(1)
-	}
-}
+func main() { train.Main("gpt", run) }
 
 // checkpoint metadata keys of this program (besides nn's and
 // train.HistoryKey).

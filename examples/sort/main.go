@@ -21,13 +21,10 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"math/rand"
-	"os"
 	"slices"
 	"time"
 
@@ -81,15 +78,7 @@ func heldOutFits(length, val, test int) error {
 	return nil
 }
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "sort:", err)
-		os.Exit(1)
-	}
-}
+func main() { train.Main("sort", run) }
 
 // problem draws random digit sequences and lays them out for the model.
 type problem struct {

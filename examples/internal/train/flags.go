@@ -6,13 +6,27 @@
 package train
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"time"
 )
+
+// Main runs a program: run(os.Args[1:], os.Stdout, os.Stderr), then exit
+// status 0 on success or -h, else 1 after "name: error" on stderr.
+func Main(name string, run func(args []string, stdout, stderr io.Writer) error) {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
 
 // Range is the set of valid values of a numeric flag: Lo ≤ v ≤ Hi, a bound
 // excluded when its Open field is set. Whatever the bounds, a value must be
