@@ -62,6 +62,9 @@ var tiny = []string{"-layers", "1", "-width", "32", "-heads", "2", "-context", "
 	"-eval_every", "40", "-eval_batches", "2", "-sample_len", "20", "-warmup", "10", "-quiet"}
 
 func TestTinyRunLearns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("120 training steps; the run without -short covers it")
+	}
 	data, out := corpus(t), t.TempDir()
 	var stdout bytes.Buffer
 	args := append([]string{"-data", data, "-out", out, "-steps", "120", "-lr", "1e-2"}, tiny...)
@@ -229,6 +232,9 @@ func TestDivergenceKeepsTheLastGoodCheckpoint(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "steps 4→8") || resultFields(t, stdout.String())["steps"] != 8 {
 		t.Fatalf("the resumed run did not go from step 4 to 8:\n%s", stdout.String())
+	}
+	if err := run(append(common, "-resume", "-steps", "6"), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "the checkpoint is at step 8, past -steps 6") {
+		t.Fatalf("-resume -steps 6 from step 8: error %v", err)
 	}
 }
 

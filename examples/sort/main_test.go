@@ -53,6 +53,9 @@ func TestHeldOutNeverDrawn(t *testing.T) {
 }
 
 func TestTinyRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("400 training steps; the run without -short covers it")
+	}
 	var stdout bytes.Buffer
 	args := []string{"-len", "3", "-steps", "400", "-batch", "32", "-width", "32", "-eval_every", "100", "-val", "200", "-test", "300", "-lr", "5e-3", "-quiet"}
 	if err := run(args, &stdout, io.Discard); err != nil {
