@@ -169,6 +169,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 			Width: o.Width, MLPRatio: o.mlpRatio, Dropout: o.dropout,
 		}
 	}
+	ids, err := voc.encode(text)
+	if err != nil {
+		return fmt.Errorf("the corpus does not fit the checkpoint's vocabulary: %w", err)
+	}
+	nVal := int(float64(len(ids)) * o.valFrac)
+	trainIDs, val := ids[:len(ids)-nVal], ids[len(ids)-nVal:]
+	if len(trainIDs) <= o.context+1 || len(val) <= o.context+1 {
+		return fmt.Errorf("the corpus %s (%d characters: %d for training, %d held out by -val_frac %g) is too short for -context %d: each part needs more than %d",
+			source, len(ids), len(trainIDs), len(val), o.valFrac, o.context, o.context+1)
+	}
+	unigram := unigramEntropy(ids, voc.size())
+
 	// The tensors, and the validation windows' starts.
 	need := train.Footprint(cfg, o.Batch, cfg.Context, o.Batch) + 8*float64(o.Batch)*float64(o.evalBatch)
 	if err := train.CheckMemory(need, "-batch, -eval_batches, -context, -width, -layers or -mlp_ratio"); err != nil {
@@ -181,17 +193,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	ids, err := voc.encode(text)
-	if err != nil {
-		return fmt.Errorf("the corpus does not fit the checkpoint's vocabulary: %w", err)
-	}
-	nVal := int(float64(len(ids)) * o.valFrac)
-	trainIDs, val := ids[:len(ids)-nVal], ids[len(ids)-nVal:]
-	if len(trainIDs) <= o.context+1 || len(val) <= o.context+1 {
-		return fmt.Errorf("the corpus %s (%d characters: %d for training, %d held out by -val_frac %g) is too short for -context %d: each part needs more than %d",
-			source, len(ids), len(trainIDs), len(val), o.valFrac, o.context, o.context+1)
-	}
-	unigram := unigramEntropy(ids, voc.size())
 
 	trainR, err := model.NewRunner(o.Batch, o.context, nn.Train)
 	if err != nil {
