@@ -15,7 +15,8 @@ import (
 // evaluation runner, does a training step and an evaluation, and checks
 // that the heap then holds at least Footprint bytes, and not more than 40
 // times as much (the estimate is meant to catch absurd flags, so it must
-// not be far off).
+// not be far off). It measures the CPU backend, where every tensor lives on
+// the Go heap.
 func TestFootprintIsALowerBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates about 100 MB")
