@@ -23,6 +23,9 @@ const unk = '\uFFFD'
 // `go env GOROOT`), at most maxBytes of them.
 func readCorpus(path string, maxBytes int) (text, source string, err error) {
 	if path != "" {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			return "", "", fmt.Errorf("-data %s is a folder: give a text file", path)
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return "", "", fmt.Errorf("reading -data file: %w", err)

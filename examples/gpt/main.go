@@ -3,153 +3,135 @@
 //
 // With no flags it reads the Go standard library's own .go sources (found
 // through `go env GOROOT`), so it needs no download; -data FILE takes any
-// text file. It shows a progress bar (step, loss, tokens/s), evaluates the
-// loss on held-out text at intervals, prints a generated sample, writes a
-// loss-curve PNG and a checkpoint into -out, and ends with a line
+// text file. It trains for a fixed number of steps (-steps; -time adds a
+// time limit, off by default, since a run cut short depends on the
+// machine's load), so that the same flags give the same result on any
+// machine that picks the same CPU kernels. It shows a progress bar (step,
+// loss, tokens/s, time left), evaluates the loss on held-out text at
+// intervals, prints a generated sample, writes a loss-curve PNG and a
+// checkpoint into -out, and ends with a line
 //
 //	result: val_loss=… unigram_entropy=… tokens_per_s=… steps=… params=… time_s=…
 //
 // Both losses are in nats per character: the model has learned something
 // beyond character frequencies when val_loss is well below unigram_entropy.
 // -resume continues from the checkpoint in -out (same corpus flags), drawing
-// exactly the batches an uninterrupted run would have drawn.
+// exactly the batches an uninterrupted run would have drawn. A run whose
+// loss or parameters stop being finite stops with an error and leaves the
+// last finite checkpoint in place.
 package main
 
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/examples/internal/train"
 	"github.com/flashgorgon/flashgorgon/nn"
 )
 
 type options struct {
+	train.Common
 	data      string
 	maxBytes  int
 	maxVocab  int
 	valFrac   float64
 	out       string
 	resume    bool
-	seed      int64
-	steps     int
-	batch     int
 	context   int
-	layers    int
-	heads     int
 	kvHeads   int
-	width     int
 	mlpRatio  int
 	dropout   float64
-	lr        float64
 	minLR     float64
-	warmup    int
 	decay     float64
 	clip      float64
-	evalEvery int
 	evalBatch int
 	sampleLen int
 	prompt    string
 	temp      float64
-	budget    time.Duration
-	quiet     bool
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
-	fs := flag.NewFlagSet("gpt", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.data, "data", "", "text file to train on (default: the Go standard library's .go sources)")
-	fs.IntVar(&o.maxBytes, "max_bytes", 4<<20, "use at most this many bytes of the corpus (0: all)")
-	fs.IntVar(&o.maxVocab, "max_vocab", 128, "keep the most frequent characters; the rest share one unknown id (0: keep all)")
-	fs.Float64Var(&o.valFrac, "val_frac", 0.1, "fraction of the corpus (its tail) held out for validation")
-	fs.StringVar(&o.out, "out", filepath.Join("out", "gpt"), "output folder for the checkpoint and the loss curve")
-	fs.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -out (its model configuration, vocabulary and seed replace the flags)")
-	fs.Int64Var(&o.seed, "seed", 1, "random seed (initialization, batches, dropout, sampling)")
-	fs.IntVar(&o.steps, "steps", 1400, "total training steps (with -resume: the step to stop at)")
-	fs.IntVar(&o.batch, "batch", 32, "sequences per step")
-	fs.IntVar(&o.context, "context", 64, "context length in characters")
-	fs.IntVar(&o.layers, "layers", 2, "transformer blocks")
-	fs.IntVar(&o.heads, "heads", 4, "attention heads")
-	fs.IntVar(&o.kvHeads, "kv_heads", 0, "key/value heads for grouped-query attention (0: one per head)")
-	fs.IntVar(&o.width, "width", 64, "model width")
-	fs.IntVar(&o.mlpRatio, "mlp_ratio", 4, "MLP hidden width as a multiple of the model width")
-	fs.Float64Var(&o.dropout, "dropout", 0, "dropout probability during training")
-	fs.Float64Var(&o.lr, "lr", 1e-2, "peak learning rate")
-	fs.Float64Var(&o.minLR, "min_lr", 1e-3, "learning rate at the end of the cosine decay")
-	fs.IntVar(&o.warmup, "warmup", 50, "linear warmup steps")
-	fs.Float64Var(&o.decay, "weight_decay", 0.1, "AdamW weight decay (matrices and embeddings)")
-	fs.Float64Var(&o.clip, "clip", 1, "clip gradients to this global norm (0: off)")
-	fs.IntVar(&o.evalEvery, "eval_every", 200, "evaluate on held-out text every this many steps")
-	fs.IntVar(&o.evalBatch, "eval_batches", 16, "batches per evaluation")
-	fs.IntVar(&o.sampleLen, "sample_len", 300, "characters to generate at the end")
-	fs.StringVar(&o.prompt, "prompt", "func (", "start of the generated sample")
-	fs.Float64Var(&o.temp, "temperature", 0.8, "sampling temperature (0: greedy)")
-	fs.DurationVar(&o.budget, "time", 150*time.Second, "stop training early once it has run this long, so that the whole run stays under 3 minutes on a busy machine (0: no limit; a run cut short is not reproducible)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (it is also off when stderr is not a terminal)")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	switch {
-	case o.context <= 0:
-		return nil, fmt.Errorf("-context %d: the context length must be positive", o.context)
-	case o.batch <= 0 || o.steps < 0 || o.evalEvery <= 0 || o.evalBatch <= 0 || o.warmup < 0 || o.sampleLen < 0:
-		return nil, errors.New("-batch, -eval_every and -eval_batches must be positive; -steps, -warmup and -sample_len non-negative")
-	case !(o.valFrac > 0 && o.valFrac < 1):
-		return nil, fmt.Errorf("-val_frac %g must be in (0, 1)", o.valFrac)
-	case !(o.lr > 0) || !(o.minLR >= 0) || !(o.decay >= 0) || !(o.clip >= 0) || !(o.temp >= 0):
-		return nil, errors.New("-lr must be positive; -min_lr, -weight_decay, -clip and -temperature non-negative")
-	case o.budget < 0:
-		return nil, fmt.Errorf("-time %v must not be negative", o.budget)
-	case o.maxVocab == 1:
-		return nil, errors.New("-max_vocab 1 leaves no room for any character")
-	}
-	return o, nil
-}
+// defaults are the flags' defaults: 1400 steps take about 80 s of training
+// on 2 idle cores (about 55 ms a step).
+var defaults = train.Common{Steps: 1400, Batch: 32, EvalEvery: 200, Warmup: 50, Layers: 2, Heads: 4, Width: 64, LR: 1e-2, Seed: 1}
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
+// newFlags defines the program's flags, writing into o.
+func newFlags(o *options, stderr io.Writer) *train.Flags {
+	f := train.NewFlags("gpt", stderr)
+	o.Common.Register(f, defaults)
+	f.StringVar(&o.data, "data", "", "text file to train on (default: the Go standard library's .go sources)")
+	f.Int(&o.maxBytes, "max_bytes", 4<<20, train.NonNegative, "use at most this many bytes of the corpus (0: all)")
+	f.Int(&o.maxVocab, "max_vocab", 128, train.NonNegative, "keep the most frequent characters; the rest share one unknown id (0: keep all; 1 is too few)")
+	f.Float(&o.valFrac, "val_frac", 0.1, train.Range{Lo: 0, Hi: 1, LoOpen: true, HiOpen: true}, "fraction of the corpus (its tail) held out for validation")
+	f.StringVar(&o.out, "out", filepath.Join("out", "gpt"), "output folder for the checkpoint and the loss curve")
+	f.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -out up to -steps (its model configuration, vocabulary and seed replace the flags)")
+	f.Int(&o.context, "context", 64, train.AtLeast(1), "context length in characters")
+	f.Int(&o.kvHeads, "kv_heads", 0, train.NonNegative, "key/value heads for grouped-query attention (0: one per head)")
+	f.Int(&o.mlpRatio, "mlp_ratio", 4, train.AtLeast(1), "MLP hidden width as a multiple of the model width")
+	f.Float(&o.dropout, "dropout", 0, train.Range{Lo: 0, Hi: 1, HiOpen: true}, "dropout probability during training")
+	f.Float(&o.minLR, "min_lr", 1e-3, train.NonNegative, "learning rate at the end of the cosine decay (at most -lr)")
+	f.Float(&o.decay, "weight_decay", 0.1, train.NonNegative, "AdamW weight decay (matrices and embeddings)")
+	f.Float(&o.clip, "clip", 1, train.NonNegative, "clip gradients to this global norm (0: off)")
+	f.Int(&o.evalBatch, "eval_batches", 16, train.AtLeast(1), "batches per evaluation")
+	f.Int(&o.sampleLen, "sample_len", 300, train.NonNegative, "characters to generate at the end")
+	f.StringVar(&o.prompt, "prompt", "func (", "start of the generated sample")
+	f.Float(&o.temp, "temperature", 0.8, train.NonNegative, "sampling temperature (0: greedy)")
+	f.Check(func() error {
+		switch {
+		case o.maxVocab == 1:
+			return errors.New("-max_vocab 1 leaves no room for any character: use 0 (all) or at least 2")
+		case o.kvHeads > 0 && o.Heads%o.kvHeads != 0:
+			return fmt.Errorf("-heads %d must be a multiple of -kv_heads %d", o.Heads, o.kvHeads)
+		case o.minLR > o.LR:
+			return fmt.Errorf("-min_lr %g exceeds -lr %g: the schedule decays from -lr to -min_lr", o.minLR, o.LR)
 		}
-		fmt.Fprintln(os.Stderr, "gpt:", err)
-		os.Exit(1)
-	}
+		return nil
+	})
+	return f
 }
 
-// checkpoint metadata keys of this program (besides nn's).
+func main() { train.Main("gpt", run) }
+
+// checkpoint metadata keys of this program (besides nn's and
+// train.HistoryKey).
 const (
-	metaConfig  = "config"
-	metaVocab   = "vocab"
-	metaSeed    = "seed"
-	metaHistory = "history"
+	metaConfig = "config"
+	metaVocab  = "vocab"
+	metaSeed   = "seed"
 )
-
-// history is the loss curve, kept in the checkpoint so that a resumed run
-// plots all of it.
-type history struct {
-	Train []float64    `json:"train"` // training loss of each step
-	Val   [][2]float64 `json:"val"`   // (step, validation loss)
-}
 
 func run(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
-	o, err := parseFlags(args, stderr)
-	if err != nil {
+	o := &options{}
+	if err := newFlags(o, stderr).Parse(args); err != nil {
 		return err
+	}
+	if err := train.PrepareOut(o.out); err != nil {
+		return err
+	}
+	ckptPath := filepath.Join(o.out, "ckpt.safetensors")
+	var (
+		ck   *nn.Checkpoint
+		hist train.History
+		err  error
+	)
+	if o.resume {
+		if ck, err = nn.ReadCheckpoint(ckptPath); err != nil {
+			return fmt.Errorf("-resume: %w", err)
+		}
+		if ck.Step > o.Steps {
+			return fmt.Errorf("-resume: the checkpoint is at step %d, past -steps %d", ck.Step, o.Steps)
+		}
+		if hist, err = train.ParseHistory(ck.Metadata[train.HistoryKey]); err != nil {
+			return fmt.Errorf("-resume: checkpoint %w", err)
+		}
+		hist.Truncate(ck.Step)
 	}
 	text, source, err := readCorpus(o.data, o.maxBytes)
 	if err != nil {
@@ -158,21 +140,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(text) == 0 {
 		return fmt.Errorf("the corpus %s is empty", source)
 	}
-	ckptPath := filepath.Join(o.out, "ckpt.safetensors")
 
-	// Model, optimizer and vocabulary: fresh, or from the checkpoint.
+	// Model configuration and vocabulary: fresh, or from the checkpoint.
 	var (
-		model *nn.GPT
-		voc   *vocab
-		ck    *nn.Checkpoint
-		hist  history
+		cfg nn.Config
+		voc *vocab
 	)
-	if o.resume {
-		if ck, err = nn.ReadCheckpoint(ckptPath); err != nil {
-			return fmt.Errorf("-resume: %w", err)
-		}
-		cfg, err := nn.ParseConfig(ck.Metadata[metaConfig])
-		if err != nil {
+	if ck != nil {
+		if cfg, err = nn.ParseConfig(ck.Metadata[metaConfig]); err != nil {
 			return fmt.Errorf("-resume: %w", err)
 		}
 		var rs []rune
@@ -180,25 +155,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-resume: checkpoint vocabulary unreadable or of the wrong size (%v)", err)
 		}
 		voc = newVocab(rs)
-		if s := ck.Metadata[metaSeed]; s != strconv.FormatInt(o.seed, 10) {
+		if s := ck.Metadata[metaSeed]; s != strconv.FormatInt(o.Seed, 10) {
+			if o.Seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+				return fmt.Errorf("-resume: checkpoint seed %q: %w", s, err)
+			}
 			fmt.Fprintf(stdout, "note: the checkpoint was trained with -seed %s; continuing with the checkpoint's seed\n", s)
-			o.seed, _ = strconv.ParseInt(s, 10, 64)
-		}
-		if err := json.Unmarshal([]byte(ck.Metadata[metaHistory]), &hist); err != nil {
-			return fmt.Errorf("-resume: checkpoint history: %w", err)
-		}
-		if model, err = nn.NewGPT(cfg, tensor.Float32, stepRNG(o.seed, -1)); err != nil {
-			return err
 		}
 		o.context, o.dropout = cfg.Context, cfg.Dropout
 	} else {
 		voc = buildVocab(text, o.maxVocab)
-		cfg := nn.Config{
-			Vocab: voc.size(), Context: o.context, Layers: o.layers, Heads: o.heads, KVHeads: o.kvHeads,
-			Width: o.width, MLPRatio: o.mlpRatio, Dropout: o.dropout,
-		}
-		if model, err = nn.NewGPT(cfg, tensor.Float32, stepRNG(o.seed, -1)); err != nil {
-			return err
+		cfg = nn.Config{
+			Vocab: voc.size(), Context: o.context, Layers: o.Layers, Heads: o.Heads, KVHeads: o.kvHeads,
+			Width: o.Width, MLPRatio: o.mlpRatio, Dropout: o.dropout,
 		}
 	}
 	ids, err := voc.encode(text)
@@ -206,17 +174,31 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("the corpus does not fit the checkpoint's vocabulary: %w", err)
 	}
 	nVal := int(float64(len(ids)) * o.valFrac)
-	train, val := ids[:len(ids)-nVal], ids[len(ids)-nVal:]
-	if len(train) <= o.context+1 || len(val) <= o.context+1 {
-		return fmt.Errorf("the corpus (%d characters: %d for training, %d held out) is too short for -context %d", len(ids), len(train), len(val), o.context)
+	trainIDs, val := ids[:len(ids)-nVal], ids[len(ids)-nVal:]
+	if len(trainIDs) <= o.context+1 || len(val) <= o.context+1 {
+		return fmt.Errorf("the corpus %s (%d characters: %d for training, %d held out by -val_frac %g) is too short for -context %d: each part needs more than %d",
+			source, len(ids), len(trainIDs), len(val), o.valFrac, o.context, o.context+1)
 	}
 	unigram := unigramEntropy(ids, voc.size())
 
-	trainR, err := model.NewRunner(o.batch, o.context, nn.Train)
+	// The tensors, and the validation windows' starts.
+	need := train.Footprint(cfg, o.Batch, cfg.Context, o.Batch) + 8*float64(o.Batch)*float64(o.evalBatch)
+	if err := train.CheckMemory(need, "-batch, -eval_batches, -context, -width, -layers or -mlp_ratio"); err != nil {
+		return err
+	}
+	model, err := nn.NewGPT(cfg, tensor.Float32, stepRNG(o.Seed, -1))
+	if err != nil {
+		if ck != nil {
+			return fmt.Errorf("-resume: %w", err)
+		}
+		return err
+	}
+
+	trainR, err := model.NewRunner(o.Batch, o.context, nn.Train)
 	if err != nil {
 		return err
 	}
-	evalR, err := model.NewRunner(o.batch, o.context, nn.Eval)
+	evalR, err := model.NewRunner(o.Batch, o.context, nn.Eval)
 	if err != nil {
 		return err
 	}
@@ -230,128 +212,87 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-resume: %w", err)
 		}
 		step = ck.Step
-		if len(hist.Train) > step {
-			hist.Train = hist.Train[:step]
-		}
 	}
-	sched := nn.CosineSchedule{Peak: o.lr, Min: o.minLR, Warmup: o.warmup, Total: o.steps}
+	sched := nn.CosineSchedule{Peak: o.LR, Min: o.minLR, Warmup: o.Warmup, Total: o.Steps}
 
-	cfg := model.Config
-	fmt.Fprintf(stdout, "corpus: %s: %d characters (%d training, %d held out), vocabulary %d\n", source, len(ids), len(train), len(val), voc.size())
+	fmt.Fprintf(stdout, "corpus: %s: %d characters (%d training, %d held out), vocabulary %d\n", source, len(ids), len(trainIDs), len(val), voc.size())
 	kv := cfg.KVHeads
 	if kv == 0 {
 		kv = cfg.Heads
 	}
 	fmt.Fprintf(stdout, "model: %d layers, width %d, %d heads (%d kv), context %d, %d parameters; batch %d, steps %d→%d\n",
-		cfg.Layers, cfg.Width, cfg.Heads, kv, cfg.Context, model.NumParams(), o.batch, step, o.steps)
+		cfg.Layers, cfg.Width, cfg.Heads, kv, cfg.Context, model.NumParams(), o.Batch, step, o.Steps)
 	fmt.Fprintf(stdout, "unigram entropy of the corpus: %.4f nats/char\n", unigram)
 
 	// Validation: fixed windows spread evenly over the held-out text.
-	evalStarts := make([]int, o.batch*o.evalBatch)
+	evalStarts := make([]int, o.Batch*o.evalBatch)
 	for i := range evalStarts {
 		evalStarts[i] = i * (len(val) - o.context - 1) / len(evalStarts)
 	}
-	tokens, targets := make([]int, o.batch*o.context), make([]int, o.batch*o.context)
-	evaluate := func() (float64, error) {
-		sum := 0.0
-		for b := 0; b < o.evalBatch; b++ {
-			windows(val, evalStarts[b*o.batch:(b+1)*o.batch], o.context, tokens, targets)
-			l, err := evalR.Run(tokens, targets, nil)
-			if err != nil {
-				return 0, err
+	tokens, targets := make([]int, o.Batch*o.context), make([]int, o.Batch*o.context)
+	vb, err := json.Marshal(voc.runes)
+	if err != nil {
+		return fmt.Errorf("encoding the vocabulary: %w", err)
+	}
+	meta := map[string]string{metaConfig: cfg.JSON(), metaVocab: string(vb), metaSeed: strconv.FormatInt(o.Seed, 10)}
+	saved := -1 // the step of the last checkpoint this run wrote
+	valLoss := 0.0
+	loop := train.Loop{
+		Steps: o.Steps, EvalEvery: o.EvalEvery, TimeLimit: o.Time, Tokens: o.Batch * o.context, Out: stdout,
+		Step: func(s int) (float64, error) {
+			rng := stepRNG(o.Seed, s)
+			windows(trainIDs, randomStarts(rng, len(trainIDs), o.context, o.Batch), o.context, tokens, targets)
+			loss, err := train.TrainStep(trainR, opt, sched.LR(s), o.clip, tokens, targets, rng)
+			if err == nil {
+				hist.Train = append(hist.Train, loss)
 			}
-			sum += l
-		}
-		return sum / float64(o.evalBatch), nil
-	}
-	save := func(done int) error {
-		hb, _ := json.Marshal(hist)
-		vb, _ := json.Marshal(voc.runes)
-		return nn.SaveCheckpoint(ckptPath, model.Params(), opt, done, map[string]string{
-			metaConfig: cfg.JSON(), metaVocab: string(vb), metaSeed: strconv.FormatInt(o.seed, 10), metaHistory: string(hb),
-		})
-	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
-
-	var bar *progressbar.ProgressBar
-	if !o.quiet && isTerminal(stderr) {
-		bar = progressbar.NewOptions(o.steps,
-			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetWidth(24),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)
-		bar.Set(step)
-	}
-	trainStart := time.Now()
-	trained := 0
-	for ; step < o.steps; step++ {
-		rng := stepRNG(o.seed, step)
-		windows(train, randomStarts(rng, len(train), o.context, o.batch), o.context, tokens, targets)
-		loss, _, err := trainR.TrainStep(opt, sched.LR(step), o.clip, tokens, targets, rng)
-		if err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
-		}
-		hist.Train = append(hist.Train, loss)
-		trained++
-		tps := float64(trained*o.batch*o.context) / time.Since(trainStart).Seconds()
-		if bar != nil {
-			bar.Set(step + 1)
-			bar.Describe(fmt.Sprintf("loss %.3f, %.0f tok/s", loss, tps)) // the step is the bar's count
-		}
-		if o.budget > 0 && time.Since(trainStart) > o.budget && step+1 < o.steps {
-			if bar != nil {
-				bar.Clear()
+			return loss, err
+		},
+		Eval: func(done int) (string, bool, error) {
+			sum := 0.0
+			for b := 0; b < o.evalBatch; b++ {
+				windows(val, evalStarts[b*o.Batch:(b+1)*o.Batch], o.context, tokens, targets)
+				l, err := evalR.Run(tokens, targets, nil)
+				if err != nil {
+					return "", false, err
+				}
+				sum += l
 			}
-			fmt.Fprintf(stdout, "time budget -time %v reached: stopping after step %d of %d\n", o.budget, step+1, o.steps)
-			step++
-			break
+			valLoss = sum / float64(o.evalBatch)
+			if !train.Finite(valLoss) {
+				return "", false, &train.Diverged{What: fmt.Sprintf("validation loss %g", valLoss)}
+			}
+			hist.AddVal(done, valLoss)
+			if err := train.SaveCheckpoint(ckptPath, model.Params(), opt, done, &hist, meta); err != nil {
+				return "", false, err
+			}
+			saved = done
+			return fmt.Sprintf("val loss %.4f", valLoss), false, nil
+		},
+	}
+	if !o.Quiet {
+		loop.Progress = stderr
+	}
+	res, err := loop.Run(step)
+	if train.IsDiverged(err) {
+		keep := "no checkpoint was written"
+		switch {
+		case saved >= 0:
+			keep = fmt.Sprintf("%s keeps step %d, the last finite state", ckptPath, saved)
+		case ck != nil:
+			keep = fmt.Sprintf("%s still holds step %d", ckptPath, ck.Step)
 		}
-		if (step+1)%o.evalEvery == 0 && step+1 < o.steps {
-			vl, err := evaluate()
-			if err != nil {
-				return err
-			}
-			hist.Val = append(hist.Val, [2]float64{float64(step + 1), vl})
-			if bar != nil {
-				bar.Clear()
-			}
-			fmt.Fprintf(stdout, "step %d: train loss %.4f, val loss %.4f, %.0f tokens/s\n", step+1, loss, vl, tps)
-			if err := save(step + 1); err != nil {
-				return err
-			}
-		}
+		return fmt.Errorf("%w; %s (a lower -lr than %g may help)", err, keep, o.LR)
 	}
-	if bar != nil {
-		bar.Finish()
-	}
-	trainTime := time.Since(trainStart)
-	tps := 0.0
-	if trained > 0 {
-		tps = float64(trained*o.batch*o.context) / trainTime.Seconds()
-	}
-
-	valLoss, err := evaluate()
 	if err != nil {
 		return err
 	}
-	if n := len(hist.Val); n == 0 || hist.Val[n-1][0] != float64(step) {
-		hist.Val = append(hist.Val, [2]float64{float64(step), valLoss})
-	}
-	fmt.Fprintf(stdout, "step %d: val loss %.4f nats/char (unigram entropy %.4f)\n", step, valLoss, unigram)
-	if err := save(step); err != nil {
-		return err
-	}
 	pngPath := filepath.Join(o.out, "loss.png")
-	if err := plotLoss(pngPath, hist, unigram); err != nil {
+	if err := hist.Plot(pngPath, "character-level GPT", "loss (nats/char)", train.Ref{Label: "unigram entropy", Y: unigram}); err != nil {
 		return err
 	}
 	csvPath := filepath.Join(o.out, "loss.csv")
-	if err := writeLossCSV(csvPath, hist); err != nil {
+	if err := hist.WriteCSV(csvPath); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s, %s and %s\n", ckptPath, pngPath, csvPath)
@@ -362,22 +303,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	prompt := voc.encodePrompt(o.prompt)
-	out, err := nn.Generate(genR, [][]int{prompt}, o.sampleLen, o.temp, stepRNG(o.seed, -2))
+	out, err := nn.Generate(genR, [][]int{prompt}, o.sampleLen, o.temp, stepRNG(o.Seed, -2))
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "sample (temperature %g):\n%s%s\n", o.temp, voc.decode(prompt), voc.decode(out[0]))
-	if math.IsNaN(valLoss) {
-		return errors.New("validation loss is NaN")
-	}
 	fmt.Fprintf(stdout, "result: val_loss=%.4f unigram_entropy=%.4f tokens_per_s=%.0f steps=%d params=%d time_s=%.1f\n",
-		valLoss, unigram, tps, step, model.NumParams(), time.Since(start).Seconds())
+		valLoss, unigram, res.TokensPerSecond(o.Batch*o.context), res.Done, model.NumParams(), time.Since(start).Seconds())
 	return nil
-}
-
-// isTerminal tells whether w is a terminal (where the progress bar's
-// carriage returns redraw one line instead of filling a log).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

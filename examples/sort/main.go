@@ -11,27 +11,26 @@
 // half (the other targets are the loss's ignore index). It is evaluated by
 // greedy decoding: given the digits and the separator, it writes -len digits,
 // and a sequence counts as right only when all of them are. Training stops at
-// -steps or once the accuracy on a validation set reaches -target; the final
-// figure is measured on a separate test set that no training batch contains.
-// The program ends with a line
+// -steps (a fixed number, so that a run's result does not depend on the
+// machine's load; -time adds a time limit, off by default) or once the
+// accuracy on a validation set reaches -target; the final figure is measured
+// on a separate test set that no training batch contains. The program ends
+// with a line
 //
-//	result: seq_acc=… digit_acc=… steps=… time_s=…
+//	result: seq_acc=… digit_acc=… steps=… test=… time_s=…
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
-	"os"
 	"slices"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/examples/internal/train"
 	"github.com/flashgorgon/flashgorgon/nn"
 )
 
@@ -42,61 +41,44 @@ const (
 )
 
 type options struct {
-	length    int
-	steps     int
-	batch     int
-	layers    int
-	heads     int
-	width     int
-	lr        float64
-	warmup    int
-	seed      int64
-	evalEvery int
-	valSize   int
-	testSize  int
-	target    float64
-	quiet     bool
+	train.Common
+	length   int
+	valSize  int
+	testSize int
+	target   float64
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
-	fs := flag.NewFlagSet("sort", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.IntVar(&o.length, "len", 16, "digits per sequence")
-	fs.IntVar(&o.steps, "steps", 1500, "training steps (the learning rate decays to a tenth over them)")
-	fs.IntVar(&o.batch, "batch", 32, "sequences per step")
-	fs.IntVar(&o.layers, "layers", 2, "transformer blocks")
-	fs.IntVar(&o.heads, "heads", 4, "attention heads")
-	fs.IntVar(&o.width, "width", 64, "model width")
-	fs.Float64Var(&o.lr, "lr", 3e-3, "peak learning rate")
-	fs.IntVar(&o.warmup, "warmup", 100, "linear warmup steps")
-	fs.Int64Var(&o.seed, "seed", 1, "random seed")
-	fs.IntVar(&o.evalEvery, "eval_every", 250, "measure the validation accuracy every this many steps")
-	fs.IntVar(&o.valSize, "val", 500, "validation sequences")
-	fs.IntVar(&o.testSize, "test", 2000, "held-out test sequences")
-	fs.Float64Var(&o.target, "target", 0.998, "stop early once the validation accuracy reaches this (1: never)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar (it is also off when stderr is not a terminal)")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if o.length < 2 || o.steps < 0 || o.batch <= 0 || o.evalEvery <= 0 || o.valSize <= 0 || o.testSize <= 0 || !(o.lr > 0) || o.warmup < 0 {
-		return nil, errors.New("-len must be at least 2; -batch, -eval_every, -val, -test and -lr positive; -steps and -warmup non-negative")
-	}
-	return o, nil
+// evalBatch is the batch of the runner that decodes the held-out sets.
+const evalBatch = 250
+
+// defaults are the flags' defaults.
+var defaults = train.Common{Steps: 1500, Batch: 32, EvalEvery: 250, Warmup: 100, Layers: 2, Heads: 4, Width: 64, LR: 3e-3, Seed: 1}
+
+// newFlags defines the program's flags, writing into o.
+func newFlags(o *options, stderr io.Writer) *train.Flags {
+	f := train.NewFlags("sort", stderr)
+	o.Common.Register(f, defaults)
+	f.Int(&o.length, "len", 16, train.AtLeast(2), "digits per sequence")
+	f.Int(&o.valSize, "val", 500, train.AtLeast(1), "validation sequences")
+	f.Int(&o.testSize, "test", 2000, train.AtLeast(1), "held-out test sequences")
+	f.Float(&o.target, "target", 0.998, train.Between(0, 1), "stop early once the validation accuracy reaches this")
+	f.Check(func() error { return heldOutFits(o.length, o.valSize, o.testSize) })
+	return f
 }
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "sort:", err)
-		os.Exit(1)
+// heldOutFits checks that the validation and test sets, which hold distinct
+// sequences, take at most half of the 10^length sequences there are, so
+// that drawing them and drawing training sequences outside them (both by
+// rejection) end quickly.
+func heldOutFits(length, val, test int) error {
+	n := math.Pow(digits, float64(length))
+	if float64(val)+float64(test) > n/2 {
+		return fmt.Errorf("-val %d + -test %d distinct held-out sequences are more than half of the %.0f sequences of -len %d: lower -val and -test or raise -len", val, test, n, length)
 	}
+	return nil
 }
+
+func main() { train.Main("sort", run) }
 
 // problem draws random digit sequences and lays them out for the model.
 type problem struct {
@@ -178,17 +160,33 @@ func accuracy(r *nn.Runner, set [][]int) (seqAcc, digitAcc float64, err error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	_, err := sortRun(args, stdout, stderr)
+	return err
+}
+
+// outcome is what a run measured, at full precision.
+type outcome struct {
+	losses           []float64 // training loss of each step
+	seqAcc, digitAcc float64   // on the test set
+}
+
+func sortRun(args []string, stdout, stderr io.Writer) (*outcome, error) {
 	start := time.Now()
-	o, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
+	o := &options{}
+	if err := newFlags(o, stderr).Parse(args); err != nil {
+		return nil, err
 	}
 	seq := 2 * o.length
-	cfg := nn.Config{Vocab: vocab, Context: seq, Layers: o.layers, Heads: o.heads, Width: o.width, MLPRatio: 4}
-	rng := rand.New(rand.NewSource(o.seed))
+	cfg := nn.Config{Vocab: vocab, Context: seq, Layers: o.Layers, Heads: o.Heads, Width: o.Width, MLPRatio: 4}
+	// The tensors, and the held-out sequences with their keys.
+	need := train.Footprint(cfg, o.Batch, seq, evalBatch) + (float64(o.valSize)+float64(o.testSize))*float64(9*o.length+100)
+	if err := train.CheckMemory(need, "-batch, -len, -width, -layers, -val or -test"); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewSource(o.Seed))
 	model, err := nn.NewGPT(cfg, tensor.Float32, rng)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	// Validation and test sets, drawn first and excluded from training.
@@ -206,77 +204,64 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	valSet, testSet := drawSet(o.valSize), drawSet(o.testSize)
 
-	trainR, err := model.NewRunner(o.batch, seq, nn.Train)
+	trainR, err := model.NewRunner(o.Batch, seq, nn.Train)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	evalR, err := model.NewRunner(250, seq, nn.Infer)
+	evalR, err := model.NewRunner(evalBatch, seq, nn.Infer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opt, err := nn.NewAdamW(trainR.Params(), 0.9, 0.98, 1e-8, 0.01)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sched := nn.CosineSchedule{Peak: o.lr, Min: o.lr / 10, Warmup: o.warmup, Total: o.steps}
-	fmt.Fprintf(stdout, "task: sort %d digits; model: %d layers, width %d, %d heads, %d parameters; batch %d\n",
-		o.length, cfg.Layers, cfg.Width, cfg.Heads, model.NumParams(), o.batch)
+	sched := nn.CosineSchedule{Peak: o.LR, Min: o.LR / 10, Warmup: o.Warmup, Total: o.Steps}
+	fmt.Fprintf(stdout, "task: sort %d digits; model: %d layers, width %d, %d heads, %d parameters; batch %d, %d steps\n",
+		o.length, cfg.Layers, cfg.Width, cfg.Heads, model.NumParams(), o.Batch, o.Steps)
 
-	var bar *progressbar.ProgressBar
-	if !o.quiet && isTerminal(stderr) {
-		bar = progressbar.NewOptions(o.steps, progressbar.OptionSetWriter(stderr), progressbar.OptionSetWidth(24),
-			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-	}
-	tokens, targets := make([]int, o.batch*seq), make([]int, o.batch*seq)
-	step := 0
-	for step < o.steps {
-		for b := 0; b < o.batch; b++ {
-			p.layout(p.draw(rng), b, tokens, targets)
-		}
-		loss, _, err := trainR.TrainStep(opt, sched.LR(step), 1, tokens, targets, rng)
-		if err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
-		}
-		step++
-		if bar != nil {
-			bar.Set(step)
-			bar.Describe(fmt.Sprintf("loss %.4f", loss)) // the step is the bar's count
-		}
-		if step%o.evalEvery == 0 {
+	tokens, targets := make([]int, o.Batch*seq), make([]int, o.Batch*seq)
+	out := &outcome{}
+	loop := train.Loop{
+		Steps: o.Steps, EvalEvery: o.EvalEvery, TimeLimit: o.Time, Tokens: o.Batch * seq, Out: stdout,
+		Step: func(s int) (float64, error) {
+			for b := 0; b < o.Batch; b++ {
+				p.layout(p.draw(rng), b, tokens, targets)
+			}
+			loss, err := train.TrainStep(trainR, opt, sched.LR(s), 1, tokens, targets, rng)
+			if err == nil {
+				out.losses = append(out.losses, loss)
+			}
+			return loss, err
+		},
+		Eval: func(int) (string, bool, error) {
 			acc, _, err := accuracy(evalR, valSet)
 			if err != nil {
-				return err
+				return "", false, err
 			}
-			if bar != nil {
-				bar.Clear()
-			}
-			fmt.Fprintf(stdout, "step %d: loss %.4f, validation seq_acc %.4f\n", step, loss, acc)
-			if acc >= o.target {
-				break
-			}
-		}
+			return fmt.Sprintf("validation seq_acc %.4f", acc), acc >= o.target, nil
+		},
 	}
-	if bar != nil {
-		bar.Finish()
+	if !o.Quiet {
+		loop.Progress = stderr
 	}
-	seqAcc, digitAcc, err := accuracy(evalR, testSet)
+	res, err := loop.Run(0)
 	if err != nil {
-		return err
+		if train.IsDiverged(err) {
+			err = fmt.Errorf("%w (a lower -lr than %g may help)", err, o.LR)
+		}
+		return nil, err
+	}
+	if out.seqAcc, out.digitAcc, err = accuracy(evalR, testSet); err != nil {
+		return nil, err
 	}
 	ex := append(slices.Clone(testSet[0]), sep)
-	out, err := nn.Generate(evalR, [][]int{ex}, o.length, 0, nil)
+	gen, err := nn.Generate(evalR, [][]int{ex}, o.length, 0, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(stdout, "example: %v → %v\n", testSet[0], out[0])
+	fmt.Fprintf(stdout, "example: %v → %v\n", testSet[0], gen[0])
 	fmt.Fprintf(stdout, "result: seq_acc=%.4f digit_acc=%.4f steps=%d test=%d time_s=%.1f\n",
-		seqAcc, digitAcc, step, len(testSet), time.Since(start).Seconds())
-	return nil
-}
-
-// isTerminal tells whether w is a terminal (where the progress bar's
-// carriage returns redraw one line instead of filling a log).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+		out.seqAcc, out.digitAcc, res.Done, len(testSet), time.Since(start).Seconds())
+	return out, nil
 }
