@@ -35,11 +35,19 @@ func NewMultiHeadAttention(name string, d, heads, kvHeads int, causal bool, dt t
 		return nil, fmt.Errorf("nn.NewMultiHeadAttention: width %d, heads %d, kv heads %d: want positive, width a multiple of heads, heads a multiple of kv heads", d, heads, kvHeads)
 	}
 	hd := d / heads
-	return &MultiHeadAttention{
-		Heads: heads, KVHeads: kvHeads, HeadDim: hd, Causal: causal,
-		QKV:  NewLinear(name+".qkv", d, (heads+2*kvHeads)*hd, true, dt, rng, gpt2Std),
-		Proj: NewLinear(name+".proj", heads*hd, d, true, dt, rng, projStd),
-	}, nil
+	cols, ok := mulChecked(heads+2*kvHeads, hd)
+	if !ok {
+		return nil, fmt.Errorf("nn.NewMultiHeadAttention: width %d, heads %d, kv heads %d: the projection's width overflows", d, heads, kvHeads)
+	}
+	qkv, err := NewLinear(name+".qkv", d, cols, true, dt, rng, gpt2Std)
+	if err != nil {
+		return nil, err
+	}
+	proj, err := NewLinear(name+".proj", heads*hd, d, true, dt, rng, projStd)
+	if err != nil {
+		return nil, err
+	}
+	return &MultiHeadAttention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Causal: causal, QKV: qkv, Proj: proj}, nil
 }
 
 // Params returns the projections' parameters.
