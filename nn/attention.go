@@ -55,6 +55,18 @@ func (a *MultiHeadAttention) Params() []*Param { return append(a.QKV.Params(), a
 
 // Forward applies the attention to x [batch·seq, D] in scope s.
 func (a *MultiHeadAttention) Forward(s *Scope, x *gorgonia.Node, batch, seq int) (*gorgonia.Node, error) {
+	if err := s.check("nn.MultiHeadAttention"); err != nil {
+		return nil, err
+	}
+	if a == nil || a.QKV == nil || a.Proj == nil || a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: the layer is nil or was not made by NewMultiHeadAttention")
+	}
+	if x == nil {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: x is nil")
+	}
+	if batch <= 0 || seq <= 0 {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: batch %d and sequence length %d must be positive", batch, seq)
+	}
 	if x.Dims() != 2 || x.Shape()[0] != batch*seq {
 		return nil, fmt.Errorf("nn.MultiHeadAttention: x has shape %v, want [%d·%d, D]", x.Shape(), batch, seq)
 	}

@@ -174,6 +174,25 @@ func TestBadInput(t *testing.T) {
 		{"Dropout nil x", func() error { _, err := maskScope.Dropout(nil, 0.1); return err }, "is nil"},
 		{"ResampleDropout nil rng", func() error { return maskScope.ResampleDropout(nil) }, "random source is nil"},
 		{"SetIndices nil", func() error { return SetIndices(nil, []int{1}) }, "node is nil"},
+		{"IndexInput nil graph", func() error { _, err := IndexInput(nil, "t", 3); return err }, "graph is nil"},
+		{"IndexInput zero length", func() error { _, err := IndexInput(g, "t", 0); return err }, "length 0"},
+		{"Scope.Bind nil node", func() error { return NewScope(g, tensor.Float64, false).Bind(train.Params()[0], nil) }, "is nil"},
+		{"Scope.Bind nil scope", func() error { return (*Scope)(nil).Bind(train.Params()[0], x) }, "scope is nil"},
+		{"GPT.Forward nil scope", func() error { _, err := m.Forward(nil, x, x, 1, 2); return err }, "nn.GPT: the scope is nil"},
+		{"GPT.Forward zero model", func() error { _, err := (&GPT{}).Forward(NewScope(g, tensor.Float32, false), x, x, 1, 2); return err }, "model is nil"},
+		{"Block.Forward nil scope", func() error { _, err := m.Blocks[0].Forward(nil, x, 1, 2); return err }, "nn.Block: the scope is nil"},
+		{"Linear.Forward nil scope", func() error { _, err := m.Head.Forward(nil, x); return err }, "nn.Linear: the scope is nil"},
+		{"Linear.Forward zero layer", func() error { _, err := (&Linear{}).Forward(NewScope(g, tensor.Float32, false), x); return err }, "layer is nil"},
+		{"Norm.Forward nil layer", func() error { _, err := (*Norm)(nil).Forward(NewScope(g, tensor.Float32, false), x); return err }, "layer is nil"},
+		{"Embedding.Forward nil scope", func() error { _, err := m.TokEmb.Forward(nil, x); return err }, "nn.Embedding: the scope is nil"},
+		{"MultiHeadAttention.Forward nil x", func() error {
+			_, err := m.Blocks[0].Attn.Forward(NewScope(g, tensor.Float32, false), nil, 1, 2)
+			return err
+		}, "x is nil"},
+		{"MultiHeadAttention.Forward zero batch", func() error {
+			_, err := m.Blocks[0].Attn.Forward(NewScope(g, tensor.Float32, false), x, 0, 2)
+			return err
+		}, "batch 0"},
 
 		// Runners.
 		{"NewRunner nil model", func() error { _, err := (*GPT)(nil).NewRunner(1, 2, Eval); return err }, "model is nil"},
@@ -267,6 +286,7 @@ func TestBadInput(t *testing.T) {
 		{"CheckFinite NaN", func() error { return CheckFinite([]*Param{nanParam}) }, `parameter "w" (2) holds NaN at flat index 1`},
 		{"CheckFinite nil", func() error { return CheckFinite([]*Param{nil}) }, "parameter 0 is nil"},
 		{"WriteSafetensors nil tensor", func() error { return WriteSafetensors(&bytes.Buffer{}, []NamedTensor{{"a", nil}}, nil) }, `tensor "a" is nil`},
+		{"WriteSafetensors nil writer", func() error { return WriteSafetensors(nil, nil, nil) }, "writer is nil"},
 		{"WriteSafetensors empty name", func() error { return WriteSafetensors(&bytes.Buffer{}, []NamedTensor{{"", f32(1)}}, nil) }, "invalid tensor name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -168,14 +168,26 @@ func (e *Embedding) Params() []*Param { return []*Param{e.W} }
 
 // Forward looks idx [M] up in scope s, giving [M, D].
 func (e *Embedding) Forward(s *Scope, idx *gorgonia.Node) (*gorgonia.Node, error) {
+	if err := s.check("nn.Embedding"); err != nil {
+		return nil, err
+	}
+	if e == nil || e.W == nil {
+		return nil, fmt.Errorf("nn.Embedding: the layer is nil or was not made by NewEmbedding")
+	}
 	return EmbedNode(s.Node(e.W), idx)
 }
 
-// IndexInput adds to g an input node of m ints named name, bound to a zeroed
-// tensor; set its entries before a run with SetIndices.
-func IndexInput(g *gorgonia.ExprGraph, name string, m int) *gorgonia.Node {
+// IndexInput adds to g an input node of m > 0 ints named name, bound to a
+// zeroed tensor; set its entries before a run with SetIndices.
+func IndexInput(g *gorgonia.ExprGraph, name string, m int) (*gorgonia.Node, error) {
+	if g == nil {
+		return nil, fmt.Errorf("nn.IndexInput %s: the graph is nil", name)
+	}
+	if m <= 0 || m > maxElements {
+		return nil, fmt.Errorf("nn.IndexInput %s: length %d must be in [1, %d]", name, m, maxElements)
+	}
 	t := tensor.New(tensor.WithShape(m), tensor.Of(tensor.Int))
-	return gorgonia.NewVector(g, tensor.Int, gorgonia.WithShape(m), gorgonia.WithName(name), gorgonia.WithValue(t))
+	return gorgonia.NewVector(g, tensor.Int, gorgonia.WithShape(m), gorgonia.WithName(name), gorgonia.WithValue(t)), nil
 }
 
 // SetIndices copies idx into the value of an index input node, checking the

@@ -228,6 +228,12 @@ func (b *Block) Params() []*Param {
 
 // Forward applies the block to x [batch·seq, D].
 func (b *Block) Forward(s *Scope, x *gorgonia.Node, batch, seq int) (*gorgonia.Node, error) {
+	if err := s.check("nn.Block"); err != nil {
+		return nil, err
+	}
+	if b == nil || b.Norm1 == nil || b.Norm2 == nil || b.Attn == nil || b.FC == nil || b.Proj == nil {
+		return nil, fmt.Errorf("nn.Block: the block is nil or was not made by NewBlock")
+	}
 	n1, err := b.Norm1.Forward(s, x)
 	if err != nil {
 		return nil, err
@@ -356,6 +362,12 @@ func (m *GPT) NumParams() int { return CountParams(m.Params()) }
 // ([batch·seq] ints, row b·seq + t) and positions (the same length, each
 // t in [0, Context)).
 func (m *GPT) Forward(s *Scope, tokens, positions *gorgonia.Node, batch, seq int) (*gorgonia.Node, error) {
+	if err := s.check("nn.GPT"); err != nil {
+		return nil, err
+	}
+	if m == nil || m.TokEmb == nil || m.PosEmb == nil || m.NormF == nil || m.Head == nil {
+		return nil, fmt.Errorf("nn.GPT: the model is nil or was not made by NewGPT")
+	}
 	if seq <= 0 || seq > m.Config.Context || batch <= 0 {
 		return nil, fmt.Errorf("nn.GPT: batch %d and sequence length %d: want batch > 0 and 0 < length ≤ context %d", batch, seq, m.Config.Context)
 	}

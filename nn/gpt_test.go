@@ -133,7 +133,14 @@ func lossBuilder(m *GPT, tokens, targets []int, b, t int, train bool, masks func
 		if err != nil {
 			return nil, err
 		}
-		tok, pos := IndexInput(g, "tokens", len(tokens)), IndexInput(g, "positions", len(tokens))
+		tok, err := IndexInput(g, "tokens", len(tokens))
+		if err != nil {
+			return nil, err
+		}
+		pos, err := IndexInput(g, "positions", len(tokens))
+		if err != nil {
+			return nil, err
+		}
 		p := make([]int, len(tokens))
 		for i := range p {
 			p[i] = i % t

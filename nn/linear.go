@@ -70,6 +70,12 @@ func (l *Linear) Params() []*Param {
 
 // Forward returns x·W + b for x [M, In] in scope s.
 func (l *Linear) Forward(s *Scope, x *gorgonia.Node) (*gorgonia.Node, error) {
+	if err := s.check("nn.Linear"); err != nil {
+		return nil, err
+	}
+	if l == nil || l.W == nil {
+		return nil, fmt.Errorf("nn.Linear: the layer is nil or was not made by NewLinear")
+	}
 	var b *gorgonia.Node
 	if l.B != nil {
 		b = s.Node(l.B)

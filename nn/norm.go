@@ -231,6 +231,12 @@ func (n *Norm) Params() []*Param {
 
 // Forward normalizes x [..., D] in scope s.
 func (n *Norm) Forward(s *Scope, x *gorgonia.Node) (*gorgonia.Node, error) {
+	if err := s.check("nn.Norm"); err != nil {
+		return nil, err
+	}
+	if n == nil || n.Gain == nil || (!n.RMS && n.Shift == nil) {
+		return nil, fmt.Errorf("nn.Norm: the layer is nil or was not made by NewLayerNorm or NewRMSNorm")
+	}
 	if n.RMS {
 		return RMSNormNode(x, s.Node(n.Gain), n.Eps)
 	}

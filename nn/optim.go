@@ -81,7 +81,12 @@ func CheckLR(lr float64) error {
 }
 
 // Steps returns the number of updates done so far.
-func (o *AdamW) Steps() int { return o.t }
+func (o *AdamW) Steps() int {
+	if o == nil {
+		return 0
+	}
+	return o.t
+}
 
 // Step applies one update with learning rate lr; grads[i] is the gradient of
 // the i-th parameter given to NewAdamW. A learning rate or hyperparameter

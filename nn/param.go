@@ -230,6 +230,12 @@ func NewScope(g *gorgonia.ExprGraph, dt tensor.Dtype, train bool) *Scope {
 // Bind makes n the node of p in this scope (instead of a fresh node bound to
 // p.Value); a gradient check uses it to feed perturbed parameters.
 func (s *Scope) Bind(p *Param, n *gorgonia.Node) error {
+	if err := s.check("nn.Scope.Bind"); err != nil {
+		return err
+	}
+	if p == nil || p.Value == nil || n == nil {
+		return fmt.Errorf("nn.Scope.Bind: parameter %v or node %v is nil", p, n)
+	}
 	if !n.Shape().Eq(p.Value.Shape()) {
 		return fmt.Errorf("nn: binding %s: node shape %v, parameter shape %v", p.Name, n.Shape(), p.Value.Shape())
 	}
@@ -238,6 +244,14 @@ func (s *Scope) Bind(p *Param, n *gorgonia.Node) error {
 	}
 	s.nodes[p] = n
 	s.order = append(s.order, p)
+	return nil
+}
+
+// check refuses a nil scope or one not made by NewScope.
+func (s *Scope) check(what string) error {
+	if s == nil || s.G == nil || s.nodes == nil {
+		return fmt.Errorf("%s: the scope is nil or was not made by NewScope (on a graph)", what)
+	}
 	return nil
 }
 

@@ -90,8 +90,13 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	g := gorgonia.NewGraph()
 	s := NewScope(g, m.Dtype, mode == Train)
 	r := &Runner{Model: m, Mode: mode, Batch: batch, Seq: seq, Scope: s}
-	r.Tokens = IndexInput(g, "tokens", batch*seq)
-	r.Positions = IndexInput(g, "positions", batch*seq)
+	var err error
+	if r.Tokens, err = IndexInput(g, "tokens", batch*seq); err != nil {
+		return nil, err
+	}
+	if r.Positions, err = IndexInput(g, "positions", batch*seq); err != nil {
+		return nil, err
+	}
 	pos := make([]int, batch*seq)
 	for i := range pos {
 		pos[i] = i % seq
@@ -99,7 +104,6 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	if err := SetIndices(r.Positions, pos); err != nil {
 		return nil, err
 	}
-	var err error
 	if r.Logits, err = m.Forward(s, r.Tokens, r.Positions, batch, seq); err != nil {
 		return nil, err
 	}

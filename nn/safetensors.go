@@ -56,6 +56,9 @@ func stDtype(dt tensor.Dtype) (string, int, error) {
 // WriteSafetensors writes tensors and metadata in the safetensors format.
 // Names must be unique, non-empty and not "__metadata__".
 func WriteSafetensors(w io.Writer, tensors []NamedTensor, metadata map[string]string) error {
+	if w == nil {
+		return fmt.Errorf("safetensors: the writer is nil")
+	}
 	ts := append([]NamedTensor(nil), tensors...)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	header := map[string]any{}
