@@ -35,11 +35,19 @@ func NewMultiHeadAttention(name string, d, heads, kvHeads int, causal bool, dt t
 		return nil, fmt.Errorf("nn.NewMultiHeadAttention: width %d, heads %d, kv heads %d: want positive, width a multiple of heads, heads a multiple of kv heads", d, heads, kvHeads)
 	}
 	hd := d / heads
-	return &MultiHeadAttention{
-		Heads: heads, KVHeads: kvHeads, HeadDim: hd, Causal: causal,
-		QKV:  NewLinear(name+".qkv", d, (heads+2*kvHeads)*hd, true, dt, rng, gpt2Std),
-		Proj: NewLinear(name+".proj", heads*hd, d, true, dt, rng, projStd),
-	}, nil
+	cols, ok := mulChecked(heads+2*kvHeads, hd)
+	if !ok {
+		return nil, fmt.Errorf("nn.NewMultiHeadAttention: width %d, heads %d, kv heads %d: the projection's width overflows", d, heads, kvHeads)
+	}
+	qkv, err := NewLinear(name+".qkv", d, cols, true, dt, rng, gpt2Std)
+	if err != nil {
+		return nil, err
+	}
+	proj, err := NewLinear(name+".proj", heads*hd, d, true, dt, rng, projStd)
+	if err != nil {
+		return nil, err
+	}
+	return &MultiHeadAttention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Causal: causal, QKV: qkv, Proj: proj}, nil
 }
 
 // Params returns the projections' parameters.
@@ -47,6 +55,18 @@ func (a *MultiHeadAttention) Params() []*Param { return append(a.QKV.Params(), a
 
 // Forward applies the attention to x [batch·seq, D] in scope s.
 func (a *MultiHeadAttention) Forward(s *Scope, x *gorgonia.Node, batch, seq int) (*gorgonia.Node, error) {
+	if err := s.check("nn.MultiHeadAttention"); err != nil {
+		return nil, err
+	}
+	if a == nil || a.QKV == nil || a.Proj == nil || a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: the layer is nil or was not made by NewMultiHeadAttention")
+	}
+	if x == nil {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: x is nil")
+	}
+	if batch <= 0 || seq <= 0 {
+		return nil, fmt.Errorf("nn.MultiHeadAttention: batch %d and sequence length %d must be positive", batch, seq)
+	}
 	if x.Dims() != 2 || x.Shape()[0] != batch*seq {
 		return nil, fmt.Errorf("nn.MultiHeadAttention: x has shape %v, want [%d·%d, D]", x.Shape(), batch, seq)
 	}

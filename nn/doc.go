@@ -17,16 +17,22 @@
 //
 // Training:
 //
-//	m, _ := nn.NewGPT(cfg, tensor.Float32, rng)
-//	r, _ := m.NewRunner(batch, seq, nn.Train)      // graph built and compiled once
-//	opt, _ := nn.NewAdamW(r.Params(), 0.9, 0.95, 1e-8, 0.1)
+//	m, err := nn.NewGPT(cfg, tensor.Float32, rng)
+//	r, err := m.NewRunner(batch, seq, nn.Train)      // graph built and compiled once
+//	opt, err := nn.NewAdamW(r.Params(), 0.9, 0.95, 1e-8, 0.1)
 //	sched := nn.CosineSchedule{Peak: 3e-3, Min: 3e-4, Warmup: 50, Total: steps}
+//	err = sched.Validate()
 //	for s := 0; s < steps; s++ {
 //		loss, norm, err := r.TrainStep(opt, sched.LR(s), 1.0, tokens, targets, rng)
 //		…
 //	}
-//	nn.SaveCheckpoint(path, m.Params(), opt, steps, map[string]string{"config": cfg.JSON()})
+//	js, err := cfg.EncodeJSON()
+//	err = nn.SaveCheckpoint(path, m.Params(), opt, steps, map[string]string{"config": js})
 //
-// Checkpoints are safetensors files; checkpoint.go lists the tensor and
-// metadata names, gpt.go the parameter names and shapes.
+// Every error matters: bad arguments (NaN or ±Inf hyperparameters, nil
+// random sources, sizes that overflow) are errors, never panics, and a
+// refused step or save changes nothing. Checkpoints are safetensors files;
+// checkpoint.go lists the tensor and metadata names and the rules of saving
+// and restoring, gpt.go the parameter names and shapes. Runners of one model
+// may run on different goroutines (see Runner).
 package nn

@@ -23,6 +23,9 @@ type dropoutMask struct {
 // returns x unchanged: dropout is active only in training. p must be in
 // [0, 1).
 func (s *Scope) Dropout(x *gorgonia.Node, p float64) (*gorgonia.Node, error) {
+	if s == nil || x == nil {
+		return nil, fmt.Errorf("nn.Dropout: scope %v or x %v is nil", s, x)
+	}
 	if !(p >= 0 && p < 1) {
 		return nil, fmt.Errorf("nn.Dropout: probability %g is outside [0, 1)", p)
 	}
@@ -41,8 +44,15 @@ func (s *Scope) Dropout(x *gorgonia.Node, p float64) (*gorgonia.Node, error) {
 }
 
 // ResampleDropout draws fresh dropout masks from rng (call it before each
-// training run; a scope without dropout ignores it).
-func (s *Scope) ResampleDropout(rng *rand.Rand) {
+// training run; a scope without dropout ignores it). A scope with dropout
+// needs an rng.
+func (s *Scope) ResampleDropout(rng *rand.Rand) error {
+	if s == nil {
+		return fmt.Errorf("nn.ResampleDropout: the scope is nil")
+	}
+	if len(s.masks) > 0 && rng == nil {
+		return fmt.Errorf("nn.ResampleDropout: the scope has %d dropout masks and the random source is nil", len(s.masks))
+	}
 	for _, m := range s.masks {
 		keep := 1 / (1 - m.p)
 		switch d := m.node.Value().Data().(type) {
@@ -62,6 +72,7 @@ func (s *Scope) ResampleDropout(rng *rand.Rand) {
 			}
 		}
 	}
+	return nil
 }
 
 // DropoutMasks returns the scope's mask tensors (for tests and inspection).

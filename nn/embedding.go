@@ -134,6 +134,9 @@ func scatterAdd[T float](dt, g []T, idx []int, d int) {
 // dtype tensor.Int, result [M, D]. An index outside [0, V) is an error at run
 // time.
 func EmbedNode(table, idx *gorgonia.Node) (*gorgonia.Node, error) {
+	if table == nil || idx == nil {
+		return nil, fmt.Errorf("nn.Embed: table %v or indices %v is nil", table, idx)
+	}
 	if table.Dims() != 2 || idx.Dims() != 1 {
 		return nil, fmt.Errorf("nn.Embed: table %v and indices %v: want table [V, D] and indices [M]", table.Shape(), idx.Shape())
 	}
@@ -149,11 +152,15 @@ type Embedding struct {
 	W *Param
 }
 
-// NewEmbedding returns an embedding of v rows of width d.
-func NewEmbedding(name string, v, d int, dt tensor.Dtype, rng *rand.Rand) *Embedding {
+// NewEmbedding returns an embedding of v rows of width d (both positive;
+// dt float32 or float64; rng not nil).
+func NewEmbedding(name string, v, d int, dt tensor.Dtype, rng *rand.Rand) (*Embedding, error) {
+	if err := checkInit("nn.NewEmbedding "+name, dt, rng, gpt2Std, v, d); err != nil {
+		return nil, err
+	}
 	e := &Embedding{W: newParam(name+".weight", dt, true, v, d)}
 	e.W.fillNormal(rng, gpt2Std)
-	return e
+	return e, nil
 }
 
 // Params returns the table.
@@ -161,19 +168,34 @@ func (e *Embedding) Params() []*Param { return []*Param{e.W} }
 
 // Forward looks idx [M] up in scope s, giving [M, D].
 func (e *Embedding) Forward(s *Scope, idx *gorgonia.Node) (*gorgonia.Node, error) {
+	if err := s.check("nn.Embedding"); err != nil {
+		return nil, err
+	}
+	if e == nil || e.W == nil {
+		return nil, fmt.Errorf("nn.Embedding: the layer is nil or was not made by NewEmbedding")
+	}
 	return EmbedNode(s.Node(e.W), idx)
 }
 
-// IndexInput adds to g an input node of m ints named name, bound to a zeroed
-// tensor; set its entries before a run with SetIndices.
-func IndexInput(g *gorgonia.ExprGraph, name string, m int) *gorgonia.Node {
+// IndexInput adds to g an input node of m > 0 ints named name, bound to a
+// zeroed tensor; set its entries before a run with SetIndices.
+func IndexInput(g *gorgonia.ExprGraph, name string, m int) (*gorgonia.Node, error) {
+	if g == nil {
+		return nil, fmt.Errorf("nn.IndexInput %s: the graph is nil", name)
+	}
+	if m <= 0 || m > maxElements {
+		return nil, fmt.Errorf("nn.IndexInput %s: length %d must be in [1, %d]", name, m, maxElements)
+	}
 	t := tensor.New(tensor.WithShape(m), tensor.Of(tensor.Int))
-	return gorgonia.NewVector(g, tensor.Int, gorgonia.WithShape(m), gorgonia.WithName(name), gorgonia.WithValue(t))
+	return gorgonia.NewVector(g, tensor.Int, gorgonia.WithShape(m), gorgonia.WithName(name), gorgonia.WithValue(t)), nil
 }
 
 // SetIndices copies idx into the value of an index input node, checking the
 // length.
 func SetIndices(n *gorgonia.Node, idx []int) error {
+	if n == nil {
+		return fmt.Errorf("nn.SetIndices: the node is nil")
+	}
 	t, ok := n.Value().(*tensor.Dense)
 	if !ok || t.Dtype() != tensor.Int {
 		return fmt.Errorf("nn.SetIndices: node %s is not an int input", n.Name())

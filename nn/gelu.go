@@ -125,6 +125,9 @@ func (k geluOp) grads() []gradSpec {
 //
 //	y = ½·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
 func GELU(x *gorgonia.Node) (*gorgonia.Node, error) {
+	if x == nil {
+		return nil, fmt.Errorf("nn.GELU: x is nil")
+	}
 	if !isFloat(x.Dtype()) {
 		return nil, fmt.Errorf("nn.GELU: x %s has dtype %v, want float32 or float64", x.Name(), x.Dtype())
 	}

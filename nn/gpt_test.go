@@ -133,7 +133,14 @@ func lossBuilder(m *GPT, tokens, targets []int, b, t int, train bool, masks func
 		if err != nil {
 			return nil, err
 		}
-		tok, pos := IndexInput(g, "tokens", len(tokens)), IndexInput(g, "positions", len(tokens))
+		tok, err := IndexInput(g, "tokens", len(tokens))
+		if err != nil {
+			return nil, err
+		}
+		pos, err := IndexInput(g, "positions", len(tokens))
+		if err != nil {
+			return nil, err
+		}
 		p := make([]int, len(tokens))
 		for i := range p {
 			p[i] = i % t
@@ -180,7 +187,11 @@ func TestGPTGradient(t *testing.T) {
 			tokens := []int{1, 2, 3, 4, 0, 6, 5, 5}
 			targets := []int{2, 3, IgnoreIndex, 0, 6, 5, 1, 2}
 			// Fixed masks: the same draw for every run of the check.
-			masks := func(s *Scope) { s.ResampleDropout(rand.New(rand.NewSource(5))) }
+			masks := func(s *Scope) {
+				if err := s.ResampleDropout(rand.New(rand.NewSource(5))); err != nil {
+					t.Fatal(err)
+				}
+			}
 			build := lossBuilder(m, tokens, targets, 2, 4, tc.dropout > 0, masks)
 			checkGrad(t, build, paramInputs(m.Params()), graph.CheckOptions{Seed: 3, Projections: 6})
 		})
@@ -230,6 +241,16 @@ func TestGPTParamCount(t *testing.T) {
 	want := 10*8 + 6*8 + 3*perBlock + 2*8 + 8*10
 	if got := m.NumParams(); got != want {
 		t.Fatalf("NumParams = %d, want %d", got, want)
+	}
+	// The count Config.Validate bounds (from the formula, before any
+	// allocation) agrees, for both norms.
+	if got, ok := cfg.numParams(); !ok || got != want {
+		t.Fatalf("Config.numParams = %d, %t, want %d", got, ok, want)
+	}
+	cfg.RMSNorm = true
+	rm, _ := NewGPT(cfg, tensor.Float32, rand.New(rand.NewSource(1)))
+	if got, ok := cfg.numParams(); !ok || got != rm.NumParams() {
+		t.Fatalf("RMSNorm: Config.numParams = %d, %t, model %d", got, ok, rm.NumParams())
 	}
 }
 

@@ -226,7 +226,10 @@ func TestEmbedding(t *testing.T) {
 	table := randSlice(rng, v*d, 1, 0)
 	idx := []int{4, 0, 4, 2, 1, 4} // repeats exercise the scatter-add
 	build := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
-		ix := IndexInput(g, "idx", len(idx))
+		ix, err := IndexInput(g, "idx", len(idx))
+		if err != nil {
+			return nil, err
+		}
 		if err := SetIndices(ix, idx); err != nil {
 			return nil, err
 		}
@@ -242,7 +245,10 @@ func TestEmbedding(t *testing.T) {
 	// An index outside the table is an error, not a panic.
 	g := gorgonia.NewGraph()
 	tab := graph.Input(g, "table", graph.NewTensor([]int{v, d}, table))
-	ix := IndexInput(g, "idx", 2)
+	ix, err := IndexInput(g, "idx", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_ = SetIndices(ix, []int{1, v})
 	if _, err := EmbedNode(tab, ix); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,9 @@ import (
 // The product is nn's MatMul (a packed AVX2 kernel in float32); the bias is
 // nn's row-broadcast add, whose gradient is the column sum of ∂L/∂y.
 func LinearNode(x, w, b *gorgonia.Node) (*gorgonia.Node, error) {
+	if x == nil || w == nil {
+		return nil, fmt.Errorf("nn.Linear: x %v or weight %v is nil", x, w)
+	}
 	if x.Dims() != 2 || w.Dims() != 2 || x.Shape()[1] != w.Shape()[0] {
 		return nil, fmt.Errorf("nn.Linear: x %v and weight %v do not multiply (want x [M, In], weight [In, Out])", x.Shape(), w.Shape())
 	}
@@ -42,14 +45,19 @@ type Linear struct {
 	B *Param // nil without bias
 }
 
-// NewLinear returns a Linear layer with W drawn from N(0, std²) and b = 0.
-func NewLinear(name string, in, out int, bias bool, dt tensor.Dtype, rng *rand.Rand, std float64) *Linear {
+// NewLinear returns a Linear layer with W [in, out] drawn from N(0, std²)
+// and b = 0. Sizes must be positive, dt float32 or float64, rng not nil and
+// std finite and ≥ 0.
+func NewLinear(name string, in, out int, bias bool, dt tensor.Dtype, rng *rand.Rand, std float64) (*Linear, error) {
+	if err := checkInit("nn.NewLinear "+name, dt, rng, std, in, out); err != nil {
+		return nil, err
+	}
 	l := &Linear{W: newParam(name+".weight", dt, true, in, out)}
 	l.W.fillNormal(rng, std)
 	if bias {
 		l.B = newParam(name+".bias", dt, false, out)
 	}
-	return l
+	return l, nil
 }
 
 // Params returns W and, if present, b.
@@ -62,6 +70,12 @@ func (l *Linear) Params() []*Param {
 
 // Forward returns x·W + b for x [M, In] in scope s.
 func (l *Linear) Forward(s *Scope, x *gorgonia.Node) (*gorgonia.Node, error) {
+	if err := s.check("nn.Linear"); err != nil {
+		return nil, err
+	}
+	if l == nil || l.W == nil {
+		return nil, fmt.Errorf("nn.Linear: the layer is nil or was not made by NewLinear")
+	}
 	var b *gorgonia.Node
 	if l.B != nil {
 		b = s.Node(l.B)

@@ -30,14 +30,14 @@ func TestLispMachine(t *testing.T) {
 			graph.Input(g, "beta", graph.NewTensor([]int{5}, append([]float64(nil), bet...))),
 			graph.Input(g, "table", graph.NewTensor([]int{7, 6}, append([]float64(nil), tab...))),
 		}
-		idx := IndexInput(g, "idx", 4)
-		SetIndices(idx, []int{6, 0, 6, 2})
 		must := func(n *gorgonia.Node, err error) *gorgonia.Node {
 			if err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
+		idx := must(IndexInput(g, "idx", 4))
+		SetIndices(idx, []int{6, 0, 6, 2})
 		e := must(EmbedNode(in[5], idx))
 		h := must(gorgonia.Add(in[0], e))
 		y := must(LinearNode(h, in[1], in[2]))

@@ -32,6 +32,9 @@ type CrossEntropy struct {
 // NewCrossEntropy builds the loss over logits [M, V] in logits' graph.
 // ignoreIndex is usually negative (e.g. −1) so that it cannot be a class.
 func NewCrossEntropy(logits *gorgonia.Node, ignoreIndex int) (*CrossEntropy, error) {
+	if logits == nil {
+		return nil, fmt.Errorf("nn.CrossEntropy: logits are nil")
+	}
 	if logits.Dims() != 2 {
 		return nil, fmt.Errorf("nn.CrossEntropy: logits have shape %v, want [M, V]", logits.Shape())
 	}

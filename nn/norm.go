@@ -165,11 +165,14 @@ func RMSNormNode(x, gamma *gorgonia.Node, eps float64) (*gorgonia.Node, error) {
 }
 
 func normNode(what string, center bool, x, gamma, beta *gorgonia.Node, eps float64) (*gorgonia.Node, error) {
+	if x == nil {
+		return nil, fmt.Errorf("nn.%s: x is nil", what)
+	}
 	if x.Dims() < 1 {
 		return nil, fmt.Errorf("nn.%s: x must have at least one axis, has shape %v", what, x.Shape())
 	}
-	if !(eps > 0) {
-		return nil, fmt.Errorf("nn.%s: eps must be positive, got %g", what, eps)
+	if !(eps > 0) || math.IsInf(eps, 1) {
+		return nil, fmt.Errorf("nn.%s: eps must be positive and finite, got %g", what, eps)
 	}
 	d := x.Shape()[x.Dims()-1]
 	for _, p := range []*gorgonia.Node{gamma, beta} {
@@ -196,20 +199,26 @@ type Norm struct {
 	Shift *Param // [D], "<name>.bias"; nil for RMSNorm
 }
 
-// NewLayerNorm returns a LayerNorm over width d with parameters named
+// NewLayerNorm returns a LayerNorm over width d > 0 with parameters named
 // "<name>.weight" and "<name>.bias".
-func NewLayerNorm(name string, d int, dt tensor.Dtype) *Norm {
+func NewLayerNorm(name string, d int, dt tensor.Dtype) (*Norm, error) {
+	if err := checkInit("nn.NewLayerNorm "+name, dt, nil, 0, d); err != nil {
+		return nil, err
+	}
 	n := &Norm{Eps: DefaultNormEps, Gain: newParam(name+".weight", dt, false, d), Shift: newParam(name+".bias", dt, false, d)}
 	n.Gain.fillConst(1)
-	return n
+	return n, nil
 }
 
-// NewRMSNorm returns an RMSNorm over width d with its gain named
+// NewRMSNorm returns an RMSNorm over width d > 0 with its gain named
 // "<name>.weight".
-func NewRMSNorm(name string, d int, dt tensor.Dtype) *Norm {
+func NewRMSNorm(name string, d int, dt tensor.Dtype) (*Norm, error) {
+	if err := checkInit("nn.NewRMSNorm "+name, dt, nil, 0, d); err != nil {
+		return nil, err
+	}
 	n := &Norm{RMS: true, Eps: DefaultNormEps, Gain: newParam(name+".weight", dt, false, d)}
 	n.Gain.fillConst(1)
-	return n
+	return n, nil
 }
 
 // Params returns the norm's parameters.
@@ -222,6 +231,12 @@ func (n *Norm) Params() []*Param {
 
 // Forward normalizes x [..., D] in scope s.
 func (n *Norm) Forward(s *Scope, x *gorgonia.Node) (*gorgonia.Node, error) {
+	if err := s.check("nn.Norm"); err != nil {
+		return nil, err
+	}
+	if n == nil || n.Gain == nil || (!n.RMS && n.Shift == nil) {
+		return nil, fmt.Errorf("nn.Norm: the layer is nil or was not made by NewLayerNorm or NewRMSNorm")
+	}
 	if n.RMS {
 		return RMSNormNode(x, s.Node(n.Gain), n.Eps)
 	}

@@ -30,36 +30,93 @@ type AdamW struct {
 	t      int
 }
 
-// NewAdamW returns an AdamW over params with zeroed moments at step 0.
+// NewAdamW returns an AdamW over params with zeroed moments at step 0. The
+// hyperparameters must satisfy CheckAdamW.
 func NewAdamW(params []*Param, beta1, beta2, eps, weightDecay float64) (*AdamW, error) {
-	if !(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1) {
-		return nil, fmt.Errorf("nn.NewAdamW: betas (%g, %g) must lie in [0, 1)", beta1, beta2)
+	if err := CheckAdamW(beta1, beta2, eps, weightDecay); err != nil {
+		return nil, fmt.Errorf("nn.NewAdamW: %w", err)
 	}
-	if !(eps > 0) || !(weightDecay >= 0) {
-		return nil, fmt.Errorf("nn.NewAdamW: eps %g must be > 0 and weight decay %g ≥ 0", eps, weightDecay)
+	if err := checkParamList("nn.NewAdamW", params); err != nil {
+		return nil, err
 	}
 	o := &AdamW{Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay, params: params}
-	seen := map[string]bool{}
 	for _, p := range params {
 		if err := checkFloat("nn.NewAdamW: parameter "+p.Name, p.Value.Dtype()); err != nil {
 			return nil, err
 		}
-		if seen[p.Name] {
-			return nil, fmt.Errorf("nn.NewAdamW: parameter name %q appears twice", p.Name)
-		}
-		seen[p.Name] = true
 		o.m = append(o.m, newDense(p.Value.Dtype(), p.Value.Shape().Clone()...))
 		o.v = append(o.v, newDense(p.Value.Dtype(), p.Value.Shape().Clone()...))
 	}
 	return o, nil
 }
 
+// CheckAdamW returns an error naming the first AdamW hyperparameter outside
+// its domain, or nil:
+//
+//	β1, β2 ∈ [0, 1),   eps ∈ (0, ∞),   weight decay λ ∈ [0, ∞)
+//
+// (NaN and ±Inf are outside every domain). NewAdamW, AdamW.Step and
+// Checkpoint.Restore apply it; a program can call it on its flags first.
+func CheckAdamW(beta1, beta2, eps, weightDecay float64) error {
+	switch {
+	case !(beta1 >= 0 && beta1 < 1):
+		return fmt.Errorf("beta1 %g must lie in [0, 1)", beta1)
+	case !(beta2 >= 0 && beta2 < 1):
+		return fmt.Errorf("beta2 %g must lie in [0, 1)", beta2)
+	case !(eps > 0 && !math.IsInf(eps, 1)):
+		return fmt.Errorf("eps %g must be positive and finite", eps)
+	case !(weightDecay >= 0 && !math.IsInf(weightDecay, 1)):
+		return fmt.Errorf("weight decay %g must be finite and ≥ 0", weightDecay)
+	}
+	return nil
+}
+
+// CheckLR returns an error unless lr is a finite number ≥ 0 (as PyTorch's
+// optimizers require). AdamW.Step and Runner.TrainStep apply it.
+func CheckLR(lr float64) error {
+	if !(lr >= 0 && !math.IsInf(lr, 1)) {
+		return fmt.Errorf("learning rate %g must be finite and ≥ 0", lr)
+	}
+	return nil
+}
+
 // Steps returns the number of updates done so far.
-func (o *AdamW) Steps() int { return o.t }
+func (o *AdamW) Steps() int {
+	if o == nil {
+		return 0
+	}
+	return o.t
+}
 
 // Step applies one update with learning rate lr; grads[i] is the gradient of
-// the i-th parameter given to NewAdamW.
+// the i-th parameter given to NewAdamW. A learning rate or hyperparameter
+// outside its domain (CheckLR, CheckAdamW: NaN and ±Inf included) or a
+// gradient holding NaN or ±Inf is an error that changes nothing. Step holds
+// the parameters' lock for writing (see Runner).
 func (o *AdamW) Step(grads []*tensor.Dense, lr float64) error {
+	if err := o.checkStep(grads, lr); err != nil {
+		return err
+	}
+	for i, g := range grads {
+		if err := checkFiniteTensor("gradient of "+quote(o.params[i].Name), g); err != nil {
+			return fmt.Errorf("nn.AdamW.Step: %w; no parameter changed", err)
+		}
+	}
+	o.step(grads, lr)
+	return nil
+}
+
+// checkStep validates the arguments and hyperparameters of a step.
+func (o *AdamW) checkStep(grads []*tensor.Dense, lr float64) error {
+	if o == nil || (o.params != nil && o.m == nil) {
+		return fmt.Errorf("nn.AdamW.Step: the optimizer is nil or was not made by NewAdamW")
+	}
+	if err := CheckLR(lr); err != nil {
+		return fmt.Errorf("nn.AdamW.Step: %w; no parameter changed", err)
+	}
+	if err := CheckAdamW(o.Beta1, o.Beta2, o.Eps, o.WeightDecay); err != nil {
+		return fmt.Errorf("nn.AdamW.Step: %w; no parameter changed", err)
+	}
 	if len(grads) != len(o.params) {
 		return fmt.Errorf("nn.AdamW.Step: %d gradients for %d parameters", len(grads), len(o.params))
 	}
@@ -69,6 +126,12 @@ func (o *AdamW) Step(grads []*tensor.Dense, lr float64) error {
 			return fmt.Errorf("nn.AdamW.Step: gradient %d for %s %v%v is %v", i, p.Name, p.Value.Dtype(), p.Value.Shape(), describe(g))
 		}
 	}
+	return nil
+}
+
+// step applies a checked update, holding the parameters' lock for writing.
+func (o *AdamW) step(grads []*tensor.Dense, lr float64) {
+	defer writeLock(o.params)()
 	o.t++
 	c1 := 1 - math.Pow(o.Beta1, float64(o.t))
 	c2 := 1 - math.Pow(o.Beta2, float64(o.t))
@@ -84,7 +147,6 @@ func (o *AdamW) Step(grads []*tensor.Dense, lr float64) error {
 			adamw(o, floats[float64](p.Value), floats[float64](grads[i]), floats[float64](o.m[i]), floats[float64](o.v[i]), lr, decay, c1, c2)
 		}
 	}
-	return nil
 }
 
 func adamw[T float](o *AdamW, p, g, m, v []T, lr, decay, c1, c2 float64) {
@@ -111,11 +173,15 @@ func describe(t *tensor.Dense) string {
 // ClipGradNorm scales the gradients in place so that their global norm
 // ‖g‖ = √(Σ_i Σ_j g_i[j]²) is at most maxNorm (g ← g·maxNorm/‖g‖ when
 // ‖g‖ > maxNorm), and returns ‖g‖ before clipping. maxNorm ≤ 0 disables
-// clipping. A non-finite norm is returned as is and the gradients are left
+// clipping, and so does a NaN maxNorm (Runner.TrainStep refuses one with an
+// error). A non-finite norm is returned as is and the gradients are left
 // untouched, so that the caller can skip the step.
 func ClipGradNorm(grads []*tensor.Dense, maxNorm float64) float64 {
 	ss := 0.0
 	for _, g := range grads {
+		if g == nil {
+			continue
+		}
 		switch d := g.Data().(type) {
 		case []float32:
 			for _, x := range d {
@@ -128,11 +194,14 @@ func ClipGradNorm(grads []*tensor.Dense, maxNorm float64) float64 {
 		}
 	}
 	norm := math.Sqrt(ss)
-	if maxNorm <= 0 || norm <= maxNorm || math.IsInf(norm, 0) || math.IsNaN(norm) {
+	if !(maxNorm > 0) || !(norm > maxNorm) || math.IsInf(norm, 0) {
 		return norm
 	}
 	scale := maxNorm / norm
 	for _, g := range grads {
+		if g == nil {
+			continue
+		}
 		switch d := g.Data().(type) {
 		case []float32:
 			for i := range d {
@@ -159,7 +228,24 @@ type CosineSchedule struct {
 	Warmup, Total int
 }
 
-// LR returns the learning rate of step s.
+// Validate returns an error naming the first field outside its domain: Peak
+// and Min must be finite and ≥ 0 (CheckLR), Warmup and Total ≥ 0. A valid
+// schedule gives a valid learning rate at every step s ≥ 0.
+func (c CosineSchedule) Validate() error {
+	if err := CheckLR(c.Peak); err != nil {
+		return fmt.Errorf("nn.CosineSchedule: Peak: %w", err)
+	}
+	if err := CheckLR(c.Min); err != nil {
+		return fmt.Errorf("nn.CosineSchedule: Min: %w", err)
+	}
+	if c.Warmup < 0 || c.Total < 0 {
+		return fmt.Errorf("nn.CosineSchedule: Warmup %d and Total %d must be ≥ 0", c.Warmup, c.Total)
+	}
+	return nil
+}
+
+// LR returns the learning rate of step s ≥ 0 (for a schedule that fails
+// Validate it may be NaN or ±Inf, which TrainStep refuses).
 func (c CosineSchedule) LR(s int) float64 {
 	switch {
 	case s < c.Warmup:

@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -119,6 +120,10 @@ func TestClipGradNorm(t *testing.T) {
 	if x, y := toF64(a)[0], toF64(b)[0]; math.Abs(x-0.6) > 1e-12 || math.Abs(y-0.8) > 1e-7 {
 		t.Fatalf("clipped to (%g, %g), want (0.6, 0.8)", x, y)
 	}
+	fromF64(a, []float64{3, 4})
+	if n := ClipGradNorm([]*tensor.Dense{a}, math.NaN()); n != 5 || toF64(a)[0] != 3 {
+		t.Fatalf("a NaN limit must leave the gradients alone (norm %g, a = %v)", n, toF64(a))
+	}
 	fromF64(a, []float64{math.NaN(), 1})
 	if n := ClipGradNorm([]*tensor.Dense{a}, 1); !math.IsNaN(n) || toF64(a)[1] != 1 {
 		t.Fatal("a NaN norm must be reported and change nothing")
@@ -145,5 +150,102 @@ func TestCosineSchedule(t *testing.T) {
 		if c.LR(s+1) > c.LR(s) {
 			t.Fatalf("LR rises after warmup at step %d", s)
 		}
+	}
+}
+
+// TestBadHyperparametersChangeNothing: a NaN or ±Inf (or negative) learning
+// rate, clip norm, weight decay, beta or eps given to TrainStep or
+// AdamW.Step is an error naming it, and leaves every parameter, moment and
+// the step count exactly as they were.
+func TestBadHyperparametersChangeNothing(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	cfg := tinyConfig()
+	m, err := NewGPT(cfg, tensor.Float32, rand.New(rand.NewSource(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.NewRunner(2, 4, Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := NewAdamW(r.Params(), 0.9, 0.95, 1e-8, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, tgt := []int{1, 2, 3, 4, 5, 6, 0, 1}, []int{2, 3, 4, 5, 6, 0, 1, 2}
+	// Two good steps first, so that the moments are not zero.
+	for s := 0; s < 2; s++ {
+		if _, _, err := r.TrainStep(opt, 1e-2, 1, tok, tgt, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type hyper struct{ b1, b2, eps, wd float64 }
+	good := hyper{opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay}
+	for _, tc := range []struct {
+		name     string
+		lr, clip float64
+		h        hyper
+		want     string
+	}{
+		{"lr NaN", nan, 1, good, "learning rate NaN"},
+		{"lr +Inf", inf, 1, good, "learning rate +Inf"},
+		{"lr -Inf", -inf, 1, good, "learning rate -Inf"},
+		{"lr negative", -0.5, 1, good, "learning rate -0.5"},
+		{"clip NaN", 1e-2, nan, good, "clip norm NaN"},
+		{"clip +Inf", 1e-2, inf, good, "clip norm +Inf"},
+		{"clip -Inf", 1e-2, -inf, good, "clip norm -Inf"},
+		{"weight decay +Inf", 1e-2, 1, hyper{0.9, 0.95, 1e-8, inf}, "weight decay +Inf"},
+		{"weight decay NaN", 1e-2, 1, hyper{0.9, 0.95, 1e-8, nan}, "weight decay NaN"},
+		{"beta1 NaN", 1e-2, 1, hyper{nan, 0.95, 1e-8, 0.1}, "beta1 NaN"},
+		{"beta2 -Inf", 1e-2, 1, hyper{0.9, -inf, 1e-8, 0.1}, "beta2 -Inf"},
+		{"eps NaN", 1e-2, 1, hyper{0.9, 0.95, nan, 0.1}, "eps NaN"},
+		{"eps +Inf", 1e-2, 1, hyper{0.9, 0.95, inf, 0.1}, "eps +Inf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay = tc.h.b1, tc.h.b2, tc.h.eps, tc.h.wd
+			defer func() { opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay = good.b1, good.b2, good.eps, good.wd }()
+			before := snapshot(r.Params(), opt)
+			_, _, err := r.TrainStep(opt, tc.lr, tc.clip, tok, tgt, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("TrainStep: error %v, want one containing %q", err, tc.want)
+			}
+			if !sameSnapshot(before, snapshot(r.Params(), opt)) {
+				t.Fatal("TrainStep changed the parameters or the optimizer")
+			}
+			if math.IsNaN(tc.clip) || math.IsInf(tc.clip, 0) {
+				return // not an AdamW argument
+			}
+			grads := make([]*tensor.Dense, len(r.Params()))
+			for i, p := range r.Params() {
+				grads[i] = newDense(p.Value.Dtype(), p.Value.Shape().Clone()...)
+				p := floats[float32](grads[i])
+				for j := range p {
+					p[j] = 0.01 * float32(j%7-3)
+				}
+			}
+			err = opt.Step(grads, tc.lr)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("AdamW.Step: error %v, want one containing %q", err, tc.want)
+			}
+			if !sameSnapshot(before, snapshot(r.Params(), opt)) {
+				t.Fatal("AdamW.Step changed the parameters or the optimizer")
+			}
+		})
+	}
+	// A learning rate from a schedule that fails Validate is refused too.
+	sched := CosineSchedule{Peak: inf, Min: 0, Warmup: 2, Total: 10}
+	if err := sched.Validate(); err == nil || !strings.Contains(err.Error(), "Peak: learning rate +Inf") {
+		t.Fatalf("Validate: %v", err)
+	}
+	before := snapshot(r.Params(), opt)
+	if _, _, err := r.TrainStep(opt, sched.LR(5), 1, tok, tgt, nil); err == nil {
+		t.Fatalf("TrainStep took the schedule's learning rate %g", sched.LR(5))
+	}
+	if !sameSnapshot(before, snapshot(r.Params(), opt)) {
+		t.Fatal("a refused schedule step changed the parameters")
+	}
+	// And the optimizer still works afterwards.
+	if _, _, err := r.TrainStep(opt, 1e-2, 1, tok, tgt, nil); err != nil || opt.Steps() != 3 {
+		t.Fatalf("good step after the refused ones: %v, %d steps", err, opt.Steps())
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"sort"
+	"sync"
+	"sync/atomic"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -20,15 +23,149 @@ type Param struct {
 	// Decay tells whether AdamW applies weight decay to it (matrices and
 	// embeddings do; biases and normalization gains do not).
 	Decay bool
+
+	// lock guards Value (and the optimizer moments of this parameter): the
+	// parameters of one GPT share one lock. Nil for a Param built outside
+	// nn's constructors, whose callers synchronize themselves.
+	lock *paramLock
 }
 
 // Size returns the number of elements of p.
 func (p *Param) Size() int { return p.Value.Shape().TotalSize() }
 
-// newParam allocates a zeroed parameter.
+// newParam allocates a zeroed parameter with a lock of its own.
 func newParam(name string, dt tensor.Dtype, decay bool, shape ...int) *Param {
-	return &Param{Name: name, Value: newDense(dt, shape...), Decay: decay}
+	return &Param{Name: name, Value: newDense(dt, shape...), Decay: decay, lock: newParamLock()}
 }
+
+// paramLock guards the values of a set of parameters. Whatever reads
+// parameter values (a Runner's run, SaveCheckpoint, CheckFinite) holds it for
+// reading; whatever writes them (AdamW.Step, Checkpoint.Restore) holds it for
+// writing. So a training runner and an evaluation runner of one model may run
+// on different goroutines: each run sees the parameters of a whole number of
+// optimizer steps, never half an update.
+type paramLock struct {
+	sync.RWMutex
+	id uint64 // locks are taken in ascending id, so two calls never wait on each other crosswise
+}
+
+var paramLockSerial atomic.Uint64
+
+func newParamLock() *paramLock { return &paramLock{id: paramLockSerial.Add(1)} }
+
+// shareLock makes ps share one new lock (the parameters of one model).
+func shareLock(ps []*Param) {
+	l := newParamLock()
+	for _, p := range ps {
+		p.lock = l
+	}
+}
+
+// paramLocks returns the distinct locks of ps in ascending id.
+func paramLocks(ps []*Param) []*paramLock {
+	var ls []*paramLock
+	seen := map[*paramLock]bool{}
+	for _, p := range ps {
+		if p != nil && p.lock != nil && !seen[p.lock] {
+			seen[p.lock] = true
+			ls = append(ls, p.lock)
+		}
+	}
+	sort.Slice(ls, func(i, j int) bool { return ls[i].id < ls[j].id })
+	return ls
+}
+
+// readLock takes the locks of ps for reading and returns their release.
+// Callers never take a second parameter lock while holding one: a waiting
+// writer would block the second read for ever.
+func readLock(ps []*Param) (unlock func()) {
+	ls := paramLocks(ps)
+	for _, l := range ls {
+		l.RLock()
+	}
+	return func() {
+		for i := len(ls) - 1; i >= 0; i-- {
+			ls[i].RUnlock()
+		}
+	}
+}
+
+// writeLock takes the locks of ps for writing and returns their release.
+func writeLock(ps []*Param) (unlock func()) {
+	ls := paramLocks(ps)
+	for _, l := range ls {
+		l.Lock()
+	}
+	return func() {
+		for i := len(ls) - 1; i >= 0; i-- {
+			ls[i].Unlock()
+		}
+	}
+}
+
+// CheckFinite returns an error naming the first parameter (and the index of
+// its first entry) that holds NaN or ±Inf, or nil when every entry of every
+// parameter is finite. Save a model only when it returns nil (SaveCheckpoint
+// checks it itself).
+func CheckFinite(params []*Param) error {
+	if err := checkParamList("nn.CheckFinite", params); err != nil {
+		return err
+	}
+	defer readLock(params)()
+	for _, p := range params {
+		if err := checkFiniteTensor("parameter "+quote(p.Name), p.Value); err != nil {
+			return fmt.Errorf("nn.CheckFinite: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkParamList refuses nil parameters, parameters without a value and
+// repeated names.
+func checkParamList(what string, params []*Param) error {
+	seen := make(map[string]bool, len(params))
+	for i, p := range params {
+		if p == nil || p.Value == nil {
+			return fmt.Errorf("%s: parameter %d is nil or has no value", what, i)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("%s: parameter name %q appears twice", what, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	return nil
+}
+
+// firstNonFinite returns the index and value of the first NaN or ±Inf entry
+// of t, or -1.
+func firstNonFinite(t *tensor.Dense) (int, float64) {
+	switch d := t.Data().(type) {
+	case []float32:
+		for i, v := range d {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				return i, f
+			}
+		}
+	case []float64:
+		for i, v := range d {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return i, v
+			}
+		}
+	}
+	return -1, 0
+}
+
+// checkFiniteTensor returns an error naming what, the index and the value of
+// the first non-finite entry of t.
+func checkFiniteTensor(what string, t *tensor.Dense) error {
+	if i, v := firstNonFinite(t); i >= 0 {
+		return fmt.Errorf("%s %v holds %g at flat index %d", what, t.Shape(), v, i)
+	}
+	return nil
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
 
 // fillNormal sets every entry of p to a draw from N(0, std²).
 func (p *Param) fillNormal(rng *rand.Rand, std float64) {
@@ -93,6 +230,12 @@ func NewScope(g *gorgonia.ExprGraph, dt tensor.Dtype, train bool) *Scope {
 // Bind makes n the node of p in this scope (instead of a fresh node bound to
 // p.Value); a gradient check uses it to feed perturbed parameters.
 func (s *Scope) Bind(p *Param, n *gorgonia.Node) error {
+	if err := s.check("nn.Scope.Bind"); err != nil {
+		return err
+	}
+	if p == nil || p.Value == nil || n == nil {
+		return fmt.Errorf("nn.Scope.Bind: parameter %v or node %v is nil", p, n)
+	}
 	if !n.Shape().Eq(p.Value.Shape()) {
 		return fmt.Errorf("nn: binding %s: node shape %v, parameter shape %v", p.Name, n.Shape(), p.Value.Shape())
 	}
@@ -101,6 +244,14 @@ func (s *Scope) Bind(p *Param, n *gorgonia.Node) error {
 	}
 	s.nodes[p] = n
 	s.order = append(s.order, p)
+	return nil
+}
+
+// check refuses a nil scope or one not made by NewScope.
+func (s *Scope) check(what string) error {
+	if s == nil || s.G == nil || s.nodes == nil {
+		return fmt.Errorf("%s: the scope is nil or was not made by NewScope (on a graph)", what)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"sync"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -41,6 +42,16 @@ const IgnoreIndex = -1
 // batch of tokens (and targets) to the graph's input nodes and re-runs the
 // same program. Several runners (say, training and evaluation) can share a
 // model: they bind the same parameter tensors.
+//
+// Concurrency: runners of one model may run on different goroutines. A run
+// holds the model's parameter lock for reading and an optimizer step
+// (AdamW.Step, the step of TrainStep) or Checkpoint.Restore holds it for
+// writing, so an evaluation running beside training sees the parameters
+// after a whole number of steps, never a half-written update (runs wait for
+// a step in progress and a step waits for the runs in progress). One runner
+// used from several goroutines serializes its calls: each Run, TrainStep and
+// Generate owns the runner's graph until it returns; the tensors that Grads,
+// LogitsData and LogitsRow expose are overwritten by the next call.
 type Runner struct {
 	Model      *GPT
 	Mode       Mode
@@ -51,25 +62,41 @@ type Runner struct {
 	Logits     *gorgonia.Node // [Batch·Seq, V]
 	Loss       *CrossEntropy  // nil in Infer mode
 
-	params []*Param
+	params []*Param // the model's parameters (Train mode)
+	bound  []*Param // the parameters the graph reads
 	grads  []*gorgonia.Node
 	vm     gorgonia.VM
+	mu     sync.Mutex // one call at a time owns the graph
 }
 
 // NewRunner builds and compiles the graph of m for batch sequences of length
 // seq (1 ≤ seq ≤ Context).
 func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
+	if m == nil || m.TokEmb == nil || m.PosEmb == nil || m.NormF == nil || m.Head == nil {
+		return nil, fmt.Errorf("nn.NewRunner: the model is nil or was not made by NewGPT")
+	}
 	if mode != Train && mode != Eval && mode != Infer {
 		return nil, fmt.Errorf("nn.NewRunner: unknown mode %v", mode)
+	}
+	if batch <= 0 || seq <= 0 || seq > m.Config.Context {
+		return nil, fmt.Errorf("nn.NewRunner: batch %d and sequence length %d: want batch > 0 and 0 < length ≤ context %d", batch, seq, m.Config.Context)
+	}
+	// The widest activation is [batch·seq, max(V, r·D, (H+2·Hkv)·d)].
+	cfg := m.Config
+	widest := max(cfg.Vocab, cfg.MLPRatio*cfg.Width, (cfg.Heads+2*cfg.kvHeads())*(cfg.Width/cfg.Heads))
+	if n, ok := mulChecked(batch, seq, widest); !ok || n > maxElements {
+		return nil, fmt.Errorf("nn.NewRunner: batch %d × sequence length %d × width %d: activations of more than %d elements", batch, seq, widest, maxElements)
 	}
 	g := gorgonia.NewGraph()
 	s := NewScope(g, m.Dtype, mode == Train)
 	r := &Runner{Model: m, Mode: mode, Batch: batch, Seq: seq, Scope: s}
-	if batch <= 0 || seq <= 0 || seq > m.Config.Context {
-		return nil, fmt.Errorf("nn.NewRunner: batch %d and sequence length %d: want batch > 0 and 0 < length ≤ context %d", batch, seq, m.Config.Context)
+	var err error
+	if r.Tokens, err = IndexInput(g, "tokens", batch*seq); err != nil {
+		return nil, err
 	}
-	r.Tokens = IndexInput(g, "tokens", batch*seq)
-	r.Positions = IndexInput(g, "positions", batch*seq)
+	if r.Positions, err = IndexInput(g, "positions", batch*seq); err != nil {
+		return nil, err
+	}
 	pos := make([]int, batch*seq)
 	for i := range pos {
 		pos[i] = i % seq
@@ -77,7 +104,6 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	if err := SetIndices(r.Positions, pos); err != nil {
 		return nil, err
 	}
-	var err error
 	if r.Logits, err = m.Forward(s, r.Tokens, r.Positions, batch, seq); err != nil {
 		return nil, err
 	}
@@ -96,18 +122,44 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 			return nil, fmt.Errorf("nn.NewRunner: differentiating the loss: %w", err)
 		}
 	}
+	r.bound, _ = s.Params()
 	r.vm = gorgonia.NewTapeMachine(g)
 	return r, nil
 }
 
+// check refuses a nil runner or one not made by NewRunner.
+func (r *Runner) check(what string) error {
+	if r == nil || r.vm == nil || r.Model == nil {
+		return fmt.Errorf("%s: the runner is nil or was not made by GPT.NewRunner", what)
+	}
+	return nil
+}
+
 // Close releases the runner's machine.
-func (r *Runner) Close() error { return r.vm.Close() }
+func (r *Runner) Close() error {
+	if err := r.check("nn.Runner.Close"); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.vm.Close()
+}
 
 // Run feeds tokens (and, outside Infer mode, targets; IgnoreIndex skips a
 // position) of Batch·Seq entries each, row b·Seq + t, and runs the graph
 // once. In Train mode the dropout masks are drawn from rng first (rng may be
 // nil when the model has no dropout). It returns the loss (0 in Infer mode).
 func (r *Runner) Run(tokens, targets []int, rng *rand.Rand) (float64, error) {
+	if err := r.check("nn.Runner.Run"); err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.run(tokens, targets, rng)
+}
+
+// run is Run with r.mu held.
+func (r *Runner) run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 	if err := SetIndices(r.Tokens, tokens); err != nil {
 		return 0, fmt.Errorf("nn.Runner.Run: tokens: %w", err)
 	}
@@ -125,10 +177,15 @@ func (r *Runner) Run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 		if rng == nil {
 			return 0, fmt.Errorf("nn.Runner.Run: the model has dropout %g; a random source is needed in Train mode", r.Model.Config.Dropout)
 		}
-		r.Scope.ResampleDropout(rng)
+		if err := r.Scope.ResampleDropout(rng); err != nil {
+			return 0, err
+		}
 	}
+	unlock := readLock(r.bound)
 	r.vm.Reset()
-	if err := r.vm.RunAll(); err != nil {
+	err := r.vm.RunAll()
+	unlock()
+	if err != nil {
 		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
 	}
 	if r.Loss == nil {
@@ -147,14 +204,30 @@ func scalarOf(v gorgonia.Value) (float64, error) {
 	return math.NaN(), fmt.Errorf("nn: loss value %v (%T) is not a float scalar", v, v.Data())
 }
 
-// Params returns the model's parameters in the order of Grads.
-func (r *Runner) Params() []*Param { return r.params }
+// Params returns the model's parameters in the order of Grads (nil outside
+// Train mode).
+func (r *Runner) Params() []*Param {
+	if r == nil {
+		return nil
+	}
+	return r.params
+}
 
 // Grads returns ∂loss/∂p for each parameter of Params, as computed by the
 // last Run (Train mode only). The tensors belong to the graph and are
 // overwritten by the next Run; an optimizer may use (and clipping scale)
 // them in place.
 func (r *Runner) Grads() ([]*tensor.Dense, error) {
+	if err := r.check("nn.Runner.Grads"); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gradients()
+}
+
+// gradients is Grads with r.mu held.
+func (r *Runner) gradients() ([]*tensor.Dense, error) {
 	if r.Mode != Train {
 		return nil, fmt.Errorf("nn.Runner.Grads: a %v runner computes no gradient", r.Mode)
 	}
@@ -183,6 +256,16 @@ func (r *Runner) Grads() ([]*tensor.Dense, error) {
 // LogitsRow returns a float64 copy of the logits of row b·Seq + t after the
 // last Run.
 func (r *Runner) LogitsRow(b, t int) ([]float64, error) {
+	if err := r.check("nn.Runner.LogitsRow"); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.logitsRow(b, t)
+}
+
+// logitsRow is LogitsRow with r.mu held.
+func (r *Runner) logitsRow(b, t int) ([]float64, error) {
 	if b < 0 || b >= r.Batch || t < 0 || t >= r.Seq {
 		return nil, fmt.Errorf("nn.Runner.LogitsRow: (%d, %d) outside batch %d × sequence %d", b, t, r.Batch, r.Seq)
 	}
@@ -205,17 +288,41 @@ func (r *Runner) LogitsRow(b, t int) ([]float64, error) {
 }
 
 // LogitsData returns the logits of the last Run, [Batch·Seq, V] row-major,
-// as the model's element type ([]float32 or []float64), without copying.
-func (r *Runner) LogitsData() any { return r.Logits.Value().Data() }
+// as the model's element type ([]float32 or []float64), without copying;
+// nil before the first run.
+func (r *Runner) LogitsData() any {
+	if r.check("") != nil || r.Logits == nil || r.Logits.Value() == nil {
+		return nil
+	}
+	return r.Logits.Value().Data()
+}
 
 // TrainStep does one optimization step: Run on (tokens, targets), clip the
 // gradients to global norm clip (≤ 0: no clipping), then opt.Step with
 // learning rate lr. It returns the loss and the gradient norm before
-// clipping. A non-finite loss or gradient norm is an error and leaves the
-// parameters untouched. opt must have been made over r.Params().
+// clipping. The learning rate must pass CheckLR, the optimizer's
+// hyperparameters CheckAdamW, and clip must not be NaN or ±Inf; otherwise
+// TrainStep returns an error naming the value before running anything. A
+// non-finite loss or gradient norm is an error and leaves the parameters
+// untouched. opt must have been made over r.Params().
 func (r *Runner) TrainStep(opt *AdamW, lr, clip float64, tokens, targets []int, rng *rand.Rand) (loss, gradNorm float64, err error) {
+	if err := r.check("nn.Runner.TrainStep"); err != nil {
+		return 0, 0, err
+	}
 	if r.Mode != Train {
 		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: the runner is in %v mode", r.Mode)
+	}
+	if opt == nil || (len(opt.params) > 0 && opt.m == nil) {
+		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: the optimizer is nil or was not made by NewAdamW")
+	}
+	if err := CheckLR(lr); err != nil {
+		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: %w; no parameter changed", err)
+	}
+	if math.IsNaN(clip) || math.IsInf(clip, 0) {
+		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: clip norm %g must be finite (≤ 0 disables clipping); no parameter changed", clip)
+	}
+	if err := CheckAdamW(opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay); err != nil {
+		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: optimizer %w; no parameter changed", err)
 	}
 	if len(opt.params) != len(r.params) {
 		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: the optimizer holds %d parameters, the model %d", len(opt.params), len(r.params))
@@ -225,10 +332,12 @@ func (r *Runner) TrainStep(opt *AdamW, lr, clip float64, tokens, targets []int, 
 			return 0, 0, fmt.Errorf("nn.Runner.TrainStep: optimizer parameter %d is %s, the model's is %s", i, p.Name, r.params[i].Name)
 		}
 	}
-	if loss, err = r.Run(tokens, targets, rng); err != nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if loss, err = r.run(tokens, targets, rng); err != nil {
 		return 0, 0, err
 	}
-	grads, err := r.Grads()
+	grads, err := r.gradients()
 	if err != nil {
 		return loss, 0, err
 	}
@@ -236,5 +345,10 @@ func (r *Runner) TrainStep(opt *AdamW, lr, clip float64, tokens, targets []int, 
 	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
 		return loss, gradNorm, fmt.Errorf("nn.Runner.TrainStep: loss %g, gradient norm %g: not finite, step skipped", loss, gradNorm)
 	}
-	return loss, gradNorm, opt.Step(grads, lr)
+	// A finite norm means every gradient entry is finite: step unchecked.
+	if err := opt.checkStep(grads, lr); err != nil {
+		return loss, gradNorm, err
+	}
+	opt.step(grads, lr)
+	return loss, gradNorm, nil
 }

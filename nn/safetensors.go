@@ -20,7 +20,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
+	"unicode/utf8"
 
 	"gorgonia.org/tensor"
 )
@@ -34,7 +36,7 @@ type NamedTensor struct {
 type stHeaderEntry struct {
 	Dtype       string `json:"dtype"`
 	Shape       []int  `json:"shape"`
-	DataOffsets [2]int `json:"data_offsets"`
+	DataOffsets []int  `json:"data_offsets"` // [begin, end]
 }
 
 // maxHeaderLen bounds the JSON header a reader accepts (100 MB, as the
@@ -54,6 +56,9 @@ func stDtype(dt tensor.Dtype) (string, int, error) {
 // WriteSafetensors writes tensors and metadata in the safetensors format.
 // Names must be unique, non-empty and not "__metadata__".
 func WriteSafetensors(w io.Writer, tensors []NamedTensor, metadata map[string]string) error {
+	if w == nil {
+		return fmt.Errorf("safetensors: the writer is nil")
+	}
 	ts := append([]NamedTensor(nil), tensors...)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	header := map[string]any{}
@@ -80,7 +85,7 @@ func WriteSafetensors(w io.Writer, tensors []NamedTensor, metadata map[string]st
 			shape = []int{}
 		}
 		n := nt.Tensor.Shape().TotalSize() * size
-		header[nt.Name] = stHeaderEntry{Dtype: code, Shape: shape, DataOffsets: [2]int{off, off + n}}
+		header[nt.Name] = stHeaderEntry{Dtype: code, Shape: shape, DataOffsets: []int{off, off + n}}
 		off += n
 	}
 	hb, err := json.Marshal(header)
@@ -129,8 +134,11 @@ func WriteSafetensors(w io.Writer, tensors []NamedTensor, metadata map[string]st
 
 // ReadSafetensors parses a whole safetensors file held in b. It returns the
 // tensors by name and the metadata (empty when the file has none). Any
-// inconsistency (lengths, offsets outside the buffer or overlapping, a shape
-// that does not match its byte range, an unsupported dtype) is an error.
+// inconsistency (lengths, a header that is not one UTF-8 JSON object, offsets
+// outside the buffer or overlapping, a shape that does not match its byte
+// range or whose size overflows, an unsupported dtype) is an error, never a
+// panic; the memory it allocates is bounded by a small multiple of len(b).
+// Rank-0 and empty tensors, valid in the format, are not supported.
 func ReadSafetensors(b []byte) (map[string]*tensor.Dense, map[string]string, error) {
 	if len(b) < 8 {
 		return nil, nil, fmt.Errorf("safetensors: file of %d bytes is shorter than the 8-byte header length", len(b))
@@ -139,16 +147,22 @@ func ReadSafetensors(b []byte) (map[string]*tensor.Dense, map[string]string, err
 	if n > maxHeaderLen || n > uint64(len(b)-8) {
 		return nil, nil, fmt.Errorf("safetensors: header length %d does not fit a file of %d bytes", n, len(b))
 	}
+	hb := b[8 : 8+n]
+	if !utf8.Valid(hb) {
+		return nil, nil, fmt.Errorf("safetensors: the %d-byte header is not valid UTF-8", n)
+	}
+	if t := bytes.TrimLeft(hb, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return nil, nil, fmt.Errorf("safetensors: the header is not a JSON object")
+	}
 	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(b[8 : 8+n]))
-	if err := dec.Decode(&raw); err != nil {
+	if err := json.Unmarshal(hb, &raw); err != nil {
 		return nil, nil, fmt.Errorf("safetensors: parsing the JSON header: %w", err)
 	}
 	data := b[8+n:]
 	meta := map[string]string{}
 	if m, ok := raw["__metadata__"]; ok {
-		if err := json.Unmarshal(m, &meta); err != nil {
-			return nil, nil, fmt.Errorf("safetensors: __metadata__ is not a string map: %w", err)
+		if err := json.Unmarshal(m, &meta); err != nil || meta == nil {
+			return nil, nil, fmt.Errorf("safetensors: __metadata__ is not a string map (%v)", err)
 		}
 		delete(raw, "__metadata__")
 	}
@@ -173,18 +187,25 @@ func ReadSafetensors(b []byte) (map[string]*tensor.Dense, map[string]string, err
 		default:
 			return nil, nil, fmt.Errorf("safetensors: tensor %q has dtype %q; F32 and F64 are supported", name, e.Dtype)
 		}
-		count := 1
 		for _, s := range e.Shape {
 			if s < 0 {
 				return nil, nil, fmt.Errorf("safetensors: tensor %q has negative dimension in shape %v", name, e.Shape)
 			}
-			count *= s
-			if count > len(data) {
-				return nil, nil, fmt.Errorf("safetensors: tensor %q of shape %v is larger than the %d-byte buffer", name, e.Shape, len(data))
-			}
 		}
-		if len(e.Shape) == 0 || count == 0 {
+		if len(e.Shape) == 0 || slices.Contains(e.Shape, 0) {
 			return nil, nil, fmt.Errorf("safetensors: tensor %q has shape %v; empty and rank-0 tensors are not supported", name, e.Shape)
+		}
+		// count = Π shape, checked against the buffer before each product
+		// so that it cannot overflow (every dimension is ≥ 1 here).
+		count := 1
+		for _, s := range e.Shape {
+			if s > len(data)/size/count {
+				return nil, nil, fmt.Errorf("safetensors: tensor %q of shape %v and dtype %s is larger than the %d-byte buffer", name, e.Shape, e.Dtype, len(data))
+			}
+			count *= s
+		}
+		if len(e.DataOffsets) != 2 {
+			return nil, nil, fmt.Errorf("safetensors: tensor %q has data_offsets %v; want [begin, end]", name, e.DataOffsets)
 		}
 		from, to := e.DataOffsets[0], e.DataOffsets[1]
 		if from < 0 || to < from || to > len(data) {

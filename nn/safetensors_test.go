@@ -143,15 +143,23 @@ func TestSafetensorsRejectsBadFiles(t *testing.T) {
 		msg  string
 	}{
 		{"short", []byte{1, 2, 3}, "shorter"},
-		{"truncated data", good()[:len(good())-1], "outside"},
+		{"truncated data", good()[:len(good())-1], "larger"},
 		{"huge header length", binary.LittleEndian.AppendUint64(nil, 1<<40), "header length"},
 		{"bad json", withHeader(`{"a":`, 0), "JSON"},
 		{"bad dtype", withHeader(`{"a":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}}`, 1), "dtype"},
-		{"size mismatch", withHeader(`{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, 8), "needs 12 bytes"},
+		{"size mismatch", withHeader(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}}`, 8), "needs 4 bytes"},
+		{"larger than the buffer", withHeader(`{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, 8), "larger"},
 		{"overlap", withHeader(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8), "overlaps"},
 		{"hole", withHeader(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8), "cover"},
 		{"negative shape", withHeader(`{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}}`, 4), "negative"},
 		{"huge shape", withHeader(`{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}}`, 4), "larger"},
+		{"shape product wraps around", withHeader(`{"a":{"dtype":"F32","shape":[4,4611686018427387905],"data_offsets":[0,16]}}`, 16), "larger"},
+		{"trailing garbage", withHeader(`{} x`, 0), "JSON"},
+		{"null header", withHeader(`null`, 0), "not a JSON object"},
+		{"header not UTF-8", withHeader("{\"\xff\":{}}", 0), "UTF-8"},
+		{"null metadata", withHeader(`{"__metadata__":null}`, 0), "__metadata__"},
+		{"three offsets", withHeader(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4,4]}}`, 4), "data_offsets [0 4 4]"},
+		{"rank 0", withHeader(`{"a":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}`, 4), "rank-0"},
 	} {
 		_, _, err := ReadSafetensors(tc.file)
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {
