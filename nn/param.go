@@ -160,9 +160,23 @@ func firstNonFinite(t *tensor.Dense) (int, float64) {
 // the first non-finite entry of t.
 func checkFiniteTensor(what string, t *tensor.Dense) error {
 	if i, v := firstNonFinite(t); i >= 0 {
-		return fmt.Errorf("%s %v holds %g at flat index %d", what, t.Shape(), v, i)
+		return &NonFiniteError{What: what, Shape: t.Shape().Clone(), Index: i, Value: v}
 	}
 	return nil
+}
+
+// NonFiniteError reports the first NaN or ±Inf element of a tensor: CheckFinite, SaveCheckpoint
+// and Checkpoint.Restore return it (wrapped), so callers can tell a diverged state
+// (errors.As) from an I/O failure.
+type NonFiniteError struct {
+	What  string // the tensor, e.g. `parameter "h0.attn.qkv.weight"` or `tensor "optim.v.tok_emb.weight"`
+	Shape tensor.Shape
+	Index int // flat index of the first bad element
+	Value float64
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("%s %v holds %g at flat index %d", e.What, e.Shape, e.Value, e.Index)
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
