@@ -263,8 +263,8 @@ func (op fwdOp) DiffWRT(n int) []bool {
 // SymDiff adds the backward op: from (y, dy) for softmax and log-softmax,
 // from (x, y, dy) for log-sum-exp. Neither recomputes the forward.
 func (op fwdOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	if len(inputs) != 1 {
-		return nil, fmt.Errorf("%v: SymDiff with %d inputs, want 1", op, len(inputs))
+	if len(inputs) != 1 || inputs[0] == nil || output == nil || grad == nil {
+		return nil, fmt.Errorf("%v: SymDiff with %d inputs, want 1, an output and its gradient", op, len(inputs))
 	}
 	if s := inputs[0].Shape(); graph.Empty(s) {
 		return nil, fmt.Errorf("%v: cannot differentiate with respect to x %q of shape %v, which has no elements (axis %d): the TapeMachine would add its empty gradient with Gorgonia's own ops, which cannot run a tensor with no elements (graph.Empty)",
@@ -290,7 +290,7 @@ func (op fwdOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gor
 // to the gradient of its input, from the input's and output's values and the
 // output's gradient.
 func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
-	if len(inputs) != 1 || output == nil {
+	if len(inputs) != 1 || inputs[0] == nil || output == nil {
 		return fmt.Errorf("%v: DoDiff with %d inputs, want 1 and an output", op, len(inputs))
 	}
 	x := inputs[0]
@@ -439,7 +439,7 @@ func (op bwdOp) String() string   { return fmt.Sprintf("%vGrad{axis=%d}", op.kin
 // scalar, or a rank-0 tensor, when dims is 0) and returns it with views
 // made contiguous.
 func checkValue(op fmt.Stringer, v gorgonia.Value, name string, dims int) (gorgonia.Value, error) {
-	if v == nil {
+	if d, ok := v.(*tensor.Dense); v == nil || ok && d == nil {
 		return nil, fmt.Errorf("%v: %s has no value", op, name)
 	}
 	switch v.(type) {
