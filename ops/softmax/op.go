@@ -185,7 +185,7 @@ func (op fwdOp) do(prealloc gorgonia.Value, in []gorgonia.Value) (gorgonia.Value
 		return nil, err
 	}
 	outShape := outputShape(op.kind, x.Shape(), op.axis)
-	if x.Shape().TotalSize() == 0 {
+	if graph.Empty(x.Shape()) {
 		return emptyForward(op, x.Dtype(), outShape), nil
 	}
 	l := layoutOf(x.Shape(), op.axis)
@@ -315,7 +315,7 @@ func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 		return fmt.Errorf("%v: DoDiff: the input's gradient %T (shape %v, dtype %v) cannot take a gradient of shape %v, dtype %v",
 			op, xg, xg.Shape(), xg.Dtype(), dx.Shape(), dx.Dtype())
 	}
-	if acc.Shape().TotalSize() == 0 {
+	if graph.Empty(acc.Shape()) {
 		return nil // an empty input has an empty gradient
 	}
 	if acc.Dtype() == tensor.Float32 {
@@ -397,7 +397,7 @@ func (op bwdOp) do(prealloc gorgonia.Value, in []gorgonia.Value) (gorgonia.Value
 				op, names[i+1], v.Shape(), v.Dtype(), want, vals[0].Dtype())
 		}
 	}
-	if full.TotalSize() == 0 { // dx has no elements: nothing to compute
+	if graph.Empty(full) { // dx has no elements: nothing to compute
 		return tensor.New(tensor.WithShape(full.Clone()...), tensor.Of(vals[0].Dtype())), nil
 	}
 	l := layoutOf(full, op.axis)
@@ -471,7 +471,7 @@ func dataOf[T graph.Float](v gorgonia.Value) []T {
 		if v.IsScalar() {
 			return []T{v.ScalarValue().(T)}
 		}
-		if v.Shape().TotalSize() == 0 {
+		if graph.Empty(v.Shape()) {
 			return nil // Data panics on a tensor with no elements
 		}
 		return v.Data().([]T)
@@ -482,7 +482,7 @@ func dataOf[T graph.Float](v gorgonia.Value) []T {
 // output returns prealloc when it is a dense tensor of the wanted shape and
 // dtype whose memory is none of the inputs', and a new tensor otherwise.
 func output[T graph.Float](prealloc gorgonia.Value, shape tensor.Shape, dt tensor.Dtype, inputs ...[]T) *tensor.Dense {
-	if p, ok := prealloc.(*tensor.Dense); ok && p.Dtype() == dt && sameShape(p.Shape(), shape) && !p.IsMaterializable() && shape.TotalSize() > 0 {
+	if p, ok := prealloc.(*tensor.Dense); ok && p.Dtype() == dt && sameShape(p.Shape(), shape) && !p.IsMaterializable() && !graph.Empty(shape) {
 		if data, ok := p.Data().([]T); ok && len(data) == shape.TotalSize() && !aliases(data, inputs) {
 			return p
 		}
