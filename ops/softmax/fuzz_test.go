@@ -122,7 +122,7 @@ func fuzzFamily(f *testing.F, k kind) {
 		for i := range shape {
 			shape[i] = int(dims>>(2+4*i)&15) % 10
 		}
-		ax := int(axis) % rank // in (−rank, rank): a negative axis counts from the end
+		ax := (int(axis)%(2*rank)+2*rank)%(2*rank) - rank // in [−rank, rank): a negative axis counts from the end
 		a := (ax + rank) % rank
 		rng := rand.New(rand.NewSource(seed))
 		x := make([]float64, size(shape))
