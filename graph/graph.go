@@ -77,8 +77,9 @@ func numElements(caller string, shape []int) int {
 // backing array, and so do Gorgonia's elementwise ops, matrix product and
 // the TapeMachine's gradient accumulation, all inside the goroutine the
 // TapeMachine starts, where no caller can recover from the panic. The
-// helpers of this package therefore refuse such tensors (or read them as
-// empty slices), and ops built on them refuse them at graph-build time.
+// helpers of this package therefore refuse graphs holding such tensors
+// (or read them as empty slices), and the ops of this project refuse, at
+// graph-build time, to produce or differentiate them.
 func Empty(shape tensor.Shape) bool {
 	return len(shape) > 0 && shape.TotalSize() == 0
 }
