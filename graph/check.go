@@ -112,6 +112,10 @@ func CheckGradient(build Builder, inputs []*tensor.Dense, opts CheckOptions) (Ch
 			return CheckReport{}, fmt.Errorf("graph.CheckGradient: input %d (shape %v) has dtype %v; gradient checks run in float64",
 				i, t.Shape(), t.Dtype())
 		}
+		if Empty(t.Shape()) {
+			return CheckReport{}, fmt.Errorf("graph.CheckGradient: input %d has shape %v, which has no elements: there is no gradient to check (and Gorgonia v0.9.18 cannot run a tensor with no elements)",
+				i, t.Shape())
+		}
 	}
 	wrt := opts.Wrt
 	if wrt == nil {
@@ -119,10 +123,18 @@ func CheckGradient(build Builder, inputs []*tensor.Dense, opts CheckOptions) (Ch
 			wrt = append(wrt, i)
 		}
 	}
+	seen := make(map[int]bool, len(wrt))
 	for _, i := range wrt {
 		if i < 0 || i >= len(inputs) {
 			return CheckReport{}, fmt.Errorf("graph.CheckGradient: Wrt names input %d of %d", i, len(inputs))
 		}
+		if seen[i] {
+			return CheckReport{}, fmt.Errorf("graph.CheckGradient: Wrt names input %d twice", i)
+		}
+		seen[i] = true
+	}
+	if len(wrt) == 0 {
+		return CheckReport{}, fmt.Errorf("graph.CheckGradient: no input to check (%d inputs, Wrt %v)", len(inputs), opts.Wrt)
 	}
 
 	h, err := newHarness(build, inputs, wrt)
@@ -189,8 +201,12 @@ func newHarness(build Builder, inputs []*tensor.Dense, wrt []int) (*harness, err
 	if out == nil {
 		return nil, fmt.Errorf("graph.CheckGradient: the builder returned a nil node")
 	}
-	if out.Dtype() != tensor.Float64 {
-		return nil, fmt.Errorf("graph.CheckGradient: output has dtype %v, want float64", out.Dtype())
+	if dt, ok := NodeDtype(out); !ok || dt != tensor.Float64 {
+		return nil, fmt.Errorf("graph.CheckGradient: output %s (shape %v) has type %v, want float64", out.Name(), out.Shape(), out.Type())
+	}
+	if Empty(out.Shape()) {
+		return nil, fmt.Errorf("graph.CheckGradient: output %s has shape %v, which has no elements: there is no gradient to check (and Gorgonia v0.9.18 cannot run a tensor with no elements)",
+			out.Name(), out.Shape())
 	}
 	h.out = out
 	h.outLen = out.Shape().TotalSize()
@@ -224,6 +240,9 @@ func newHarness(build Builder, inputs []*tensor.Dense, wrt []int) (*harness, err
 	}
 	if _, err := gorgonia.Grad(loss, wrtNodes...); err != nil {
 		return nil, fmt.Errorf("graph.CheckGradient: differentiating: %w", err)
+	}
+	if err := Runnable(g, "graph.CheckGradient"); err != nil {
+		return nil, err
 	}
 	h.m = gorgonia.NewTapeMachine(g, gorgonia.BindDualValues(wrtNodes...))
 	return h, nil

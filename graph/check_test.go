@@ -162,34 +162,6 @@ func TestCheckGradientCatchesGorgoniaSoftmax(t *testing.T) {
 	}
 }
 
-func TestCheckGradientBadInput(t *testing.T) {
-	id := func(g *gorgonia.ExprGraph, in []*gorgonia.Node) (*gorgonia.Node, error) { return in[0], nil }
-	f32 := NewTensor([]int{2}, []float32{1, 2})
-	f64 := NewTensor([]int{2}, []float64{1, 2})
-	for _, tc := range []struct {
-		name   string
-		build  Builder
-		inputs []*tensor.Dense
-		opts   CheckOptions
-		want   string
-	}{
-		{"float32 input", id, []*tensor.Dense{f32}, CheckOptions{}, "float64"},
-		{"nil input", id, []*tensor.Dense{nil}, CheckOptions{}, "nil"},
-		{"nil builder", nil, []*tensor.Dense{f64}, CheckOptions{}, "nil builder"},
-		{"wrt out of range", id, []*tensor.Dense{f64}, CheckOptions{Wrt: []int{3}}, "Wrt names input 3"},
-		{"builder error", func(*gorgonia.ExprGraph, []*gorgonia.Node) (*gorgonia.Node, error) {
-			return nil, fmt.Errorf("no such op")
-		}, []*tensor.Dense{f64}, CheckOptions{}, "no such op"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := CheckGradient(tc.build, tc.inputs, tc.opts)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
 func TestValuesAndGrads(t *testing.T) {
 	g := gorgonia.NewGraph()
 	x := Input(g, "x", NewTensor([]int{2, 2}, []float64{1, 2, 3, 4}))

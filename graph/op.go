@@ -34,15 +34,14 @@ func TensorType(dims int) hm.Type {
 //
 // as an op's DoDiff does when it accumulates a gradient. src may be a view;
 // dst must not be. Both must be float32 or float64 of the same dtype, and
-// src must fit: off + size(src) ≤ size(dst).
+// src must fit: off + size(src) ≤ size(dst), where a scalar (rank 0) has
+// size 1. A src with no elements adds nothing (dst may then have none
+// either).
 func AddInto(dst, src gorgonia.Value, off int) error {
 	d, ok1 := dst.(*tensor.Dense)
 	s, ok2 := src.(*tensor.Dense)
-	if !ok1 || !ok2 {
+	if !ok1 || !ok2 || d == nil || s == nil {
 		return fmt.Errorf("graph.AddInto: want dense tensors, got %T and %T", dst, src)
-	}
-	if s.IsMaterializable() {
-		s = s.Materialize().(*tensor.Dense)
 	}
 	if d.Dtype() != s.Dtype() || off < 0 || off+s.Shape().TotalSize() > d.Shape().TotalSize() {
 		return fmt.Errorf("graph.AddInto: cannot add %v%v into %v%v at %d", s.Dtype(), s.Shape(), d.Dtype(), d.Shape(), off)
@@ -50,20 +49,39 @@ func AddInto(dst, src gorgonia.Value, off int) error {
 	if d.IsMaterializable() {
 		return fmt.Errorf("graph.AddInto: cannot add into a view of shape %v", d.Shape())
 	}
-	switch dd := d.Data().(type) {
-	case []float32:
-		addSlice(dd[off:], s.Data().([]float32))
-	case []float64:
-		addSlice(dd[off:], s.Data().([]float64))
+	switch d.Dtype() {
+	case tensor.Float32:
+		addDense[float32](d, s, off)
+	case tensor.Float64:
+		addDense[float64](d, s, off)
 	default:
 		return fmt.Errorf("graph.AddInto: dtype %v is not float32 or float64", d.Dtype())
 	}
 	return nil
 }
 
-func addSlice[T Float](dst, src []T) {
-	dst = dst[:len(src)]
-	for i, x := range src {
-		dst[i] += x
+// addDense is AddInto once the arguments are checked.
+func addDense[T Float](d, s *tensor.Dense, off int) {
+	switch {
+	case Empty(s.Shape()): // Data and Materialize panic on no elements
+	case d.IsScalar(): // then s has one element and off is 0
+		d.Set(0, d.ScalarValue().(T)+elements[T](s)[0])
+	default:
+		dst := d.Data().([]T)[off:]
+		for i, x := range elements[T](s) {
+			dst[i] += x
+		}
 	}
+}
+
+// elements returns the elements of a non-empty dense tensor of dtype T in
+// row-major order: its backing slice, or a copy when it is a scalar or a view.
+func elements[T Float](t *tensor.Dense) []T {
+	if t.IsScalar() {
+		return []T{t.ScalarValue().(T)}
+	}
+	if t.IsMaterializable() {
+		t = t.Materialize().(*tensor.Dense)
+	}
+	return t.Data().([]T)
 }

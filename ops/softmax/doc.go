@@ -15,6 +15,19 @@
 // that row's results and gradients NaN and leaves every other row alone;
 // logits of any finite size (±1e4, ±1e30) give exact results.
 //
+// Zero-length dimensions. The natural results are: log-sum-exp over an
+// empty axis (N = 0) is log 0 = −Inf for each of the Outer·Inner rows, and
+// everything else about an x with no elements is empty (softmax and
+// log-softmax of x's shape, log-sum-exp when Outer·Inner = 0, and every
+// gradient). Gorgonia v0.9.18 cannot run tensors with no elements
+// (graph.Empty says why), so the constructors return an error at graph-build
+// time, naming the shape and the axis, whenever the result would have no
+// elements, and gorgonia.Grad fails the same way when it would have to
+// differentiate with respect to an x with no elements. What remains is
+// log-sum-exp over an empty axis with Outer·Inner > 0: −Inf for each row,
+// forward on either machine, backward (an empty gradient) on the
+// LispMachine. The ops' Do give the natural results for every empty shape.
+//
 // The forward reads each row once with the online recurrence of the seed
 // documents, m_i = max(m_{i−1}, x_i), d_i = d_{i−1}·e^{m_{i−1}−m_i} + e^{x_i−m_i},
 // taken a block of entries at a time, and splits the rows over all cores.

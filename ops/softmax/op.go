@@ -3,6 +3,7 @@ package softmax
 import (
 	"fmt"
 	"hash"
+	"math"
 	"unsafe"
 
 	"github.com/chewxy/hm"
@@ -21,7 +22,8 @@ import (
 // (−1 is the last). Each row is computed with its own maximum, so no logit
 // is too large or too small: an entry of −Inf gets probability 0, a row of
 // only −Inf gives zeros (and a zero gradient), and a NaN or +Inf in a row
-// makes that row, and no other, NaN.
+// makes that row, and no other, NaN. An x with no elements is an error
+// (package doc, "Zero-length dimensions").
 //
 // The gradient is dx = y∘(dy − Σ_i dy∘y), computed from y and dy by an op of
 // its own.
@@ -35,7 +37,7 @@ func Softmax(x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
 //
 // with x, axis and the rows as in Softmax. An entry of −Inf gives −Inf; a row
 // of only −Inf gives −Inf throughout and a zero gradient; a NaN or +Inf makes
-// its row NaN.
+// its row NaN. An x with no elements is an error.
 //
 // The gradient is dx = dy − exp(y)∘Σ_i dy, computed from y and dy by an op
 // of its own.
@@ -49,7 +51,10 @@ func LogSoftmax(x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
 //	y[o,j] = log Σ_i exp(x[o,i,j])
 //
 // with x, axis and the rows as in Softmax. A row of only −Inf gives −Inf and
-// a zero gradient; a NaN or +Inf makes its entry NaN.
+// a zero gradient; a NaN or +Inf makes its entry NaN. An empty axis gives
+// −Inf in every row (log of an empty sum); it is an error when the result
+// itself would have no elements, and gorgonia.Grad refuses to differentiate it
+// (package doc, "Zero-length dimensions").
 //
 // The gradient is dx = softmax(x)∘dy, dy broadcast along axis, computed from
 // x, y and dy by an op of its own.
@@ -63,7 +68,7 @@ func apply(k kind, x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
 		return nil, fmt.Errorf("softmax.%v: x is a nil node (axis %d)", k, axis)
 	}
 	shape := x.Shape()
-	dt, ok := nodeDtype(x)
+	dt, ok := graph.NodeDtype(x)
 	if !ok {
 		return nil, fmt.Errorf("softmax.%v: x %q (shape %v, axis %d) has type %v, want a float32 or float64 tensor",
 			k, x.Name(), shape, axis, x.Type())
@@ -84,24 +89,17 @@ func apply(k kind, x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
 		return nil, fmt.Errorf("softmax.%v: axis %d out of range for x %q of shape %v (rank %d: axes −%d … %d)",
 			k, axis, x.Name(), shape, rank, rank, rank-1)
 	}
+	// An x with no elements: log-sum-exp over an empty axis has rows (−Inf
+	// each) when Outer·Inner > 0; every other such result has no elements.
+	if out := outputShape(k, shape, a); graph.Empty(out) {
+		return nil, fmt.Errorf("softmax.%v: x %q has shape %v, which has no elements (axis %d): the result would have shape %v and no elements, which Gorgonia v0.9.18 cannot run (graph.Empty)",
+			k, x.Name(), shape, axis, out)
+	}
 	y, err := gorgonia.ApplyOp(fwdOp{kind: k, axis: a, dims: rank}, x)
 	if err != nil {
 		return nil, fmt.Errorf("softmax.%v: x %q (shape %v, axis %d): %w", k, x.Name(), shape, axis, err)
 	}
 	return y, nil
-}
-
-// nodeDtype reads the element type of a node without Node.Dtype's panic on
-// types that have none.
-func nodeDtype(n *gorgonia.Node) (tensor.Dtype, bool) {
-	switch t := n.Type().(type) {
-	case tensor.Dtype:
-		return t, true
-	case gorgonia.TensorType:
-		dt, ok := t.Of.(tensor.Dtype)
-		return dt, ok
-	}
-	return tensor.Dtype{}, false
 }
 
 // fwdOp is the forward op of kind along axis (normalized to [0, dims)) of an
@@ -111,6 +109,14 @@ type fwdOp struct {
 	kind kind
 	axis int
 	dims int
+}
+
+// outputShape is the shape of k's output for input shape s along axis.
+func outputShape(k kind, s tensor.Shape, axis int) tensor.Shape {
+	if k == kindLogSumExp {
+		return reducedShape(s, axis)
+	}
+	return s.Clone()
 }
 
 // reducedShape is the shape of log-sum-exp's output for input shape s.
@@ -149,10 +155,7 @@ func (op fwdOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
 	if err != nil {
 		return nil, err
 	}
-	if op.kind == kindLogSumExp {
-		return reducedShape(s, op.axis), nil
-	}
-	return s.Clone(), nil
+	return outputShape(op.kind, s, op.axis), nil
 }
 
 func (op fwdOp) inputShape(in []gorgonia.DimSizer) (tensor.Shape, error) {
@@ -181,9 +184,9 @@ func (op fwdOp) do(prealloc gorgonia.Value, in []gorgonia.Value) (gorgonia.Value
 	if err != nil {
 		return nil, err
 	}
-	outShape := x.Shape().Clone()
-	if op.kind == kindLogSumExp {
-		outShape = reducedShape(x.Shape(), op.axis)
+	outShape := outputShape(op.kind, x.Shape(), op.axis)
+	if graph.Empty(x.Shape()) {
+		return emptyForward(op, x.Dtype(), outShape), nil
 	}
 	l := layoutOf(x.Shape(), op.axis)
 	switch x.Dtype() {
@@ -193,6 +196,38 @@ func (op fwdOp) do(prealloc gorgonia.Value, in []gorgonia.Value) (gorgonia.Value
 		return runForward[float32](op, x, prealloc, outShape, l)
 	}
 	return nil, fmt.Errorf("%v: x (shape %v) has dtype %v, want float32 or float64", op, x.Shape(), x.Dtype())
+}
+
+// emptyForward is the forward of an x with no elements, which the kernels
+// never see: softmax and log-softmax give an empty tensor of x's shape;
+// log-sum-exp over an empty axis is log 0 = −Inf for each of the
+// Outer·Inner rows (none when Outer or Inner is 0).
+func emptyForward(op fwdOp, dt tensor.Dtype, outShape tensor.Shape) gorgonia.Value {
+	if op.kind != kindLogSumExp {
+		return tensor.New(tensor.WithShape(outShape...), tensor.Of(dt))
+	}
+	if outShape.IsScalar() {
+		if dt == tensor.Float32 {
+			return gorgonia.NewF32(float32(math.Inf(-1)))
+		}
+		return gorgonia.NewF64(math.Inf(-1))
+	}
+	y := tensor.New(tensor.WithShape(outShape...), tensor.Of(dt))
+	if outShape.TotalSize() > 0 {
+		switch d := y.Data().(type) {
+		case []float32:
+			fill(d, float32(math.Inf(-1)))
+		case []float64:
+			fill(d, math.Inf(-1))
+		}
+	}
+	return y
+}
+
+func fill[T graph.Float](d []T, v T) {
+	for i := range d {
+		d[i] = v
+	}
 }
 
 func runForward[T graph.Float](op fwdOp, x gorgonia.Value, prealloc gorgonia.Value, outShape tensor.Shape, l layout) (gorgonia.Value, error) {
@@ -228,8 +263,12 @@ func (op fwdOp) DiffWRT(n int) []bool {
 // SymDiff adds the backward op: from (y, dy) for softmax and log-softmax,
 // from (x, y, dy) for log-sum-exp. Neither recomputes the forward.
 func (op fwdOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	if len(inputs) != 1 {
-		return nil, fmt.Errorf("%v: SymDiff with %d inputs, want 1", op, len(inputs))
+	if len(inputs) != 1 || inputs[0] == nil || output == nil || grad == nil {
+		return nil, fmt.Errorf("%v: SymDiff with %d inputs, want 1, an output and its gradient", op, len(inputs))
+	}
+	if s := inputs[0].Shape(); graph.Empty(s) {
+		return nil, fmt.Errorf("%v: cannot differentiate with respect to x %q of shape %v, which has no elements (axis %d): the TapeMachine would add its empty gradient with Gorgonia's own ops, which cannot run a tensor with no elements (graph.Empty)",
+			op, inputs[0].Name(), s, op.axis)
 	}
 	var (
 		dx  *gorgonia.Node
@@ -251,7 +290,7 @@ func (op fwdOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gor
 // to the gradient of its input, from the input's and output's values and the
 // output's gradient.
 func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
-	if len(inputs) != 1 || output == nil {
+	if len(inputs) != 1 || inputs[0] == nil || output == nil {
 		return fmt.Errorf("%v: DoDiff with %d inputs, want 1 and an output", op, len(inputs))
 	}
 	x := inputs[0]
@@ -275,6 +314,9 @@ func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 	if !ok || acc.IsMaterializable() || acc.Dtype() != dx.Dtype() || !sameShape(acc.Shape(), dx.Shape()) {
 		return fmt.Errorf("%v: DoDiff: the input's gradient %T (shape %v, dtype %v) cannot take a gradient of shape %v, dtype %v",
 			op, xg, xg.Shape(), xg.Dtype(), dx.Shape(), dx.Dtype())
+	}
+	if graph.Empty(acc.Shape()) {
+		return nil // an empty input has an empty gradient
 	}
 	if acc.Dtype() == tensor.Float32 {
 		addInto(acc.Data().([]float32), dataOf[float32](dx))
@@ -355,6 +397,9 @@ func (op bwdOp) do(prealloc gorgonia.Value, in []gorgonia.Value) (gorgonia.Value
 				op, names[i+1], v.Shape(), v.Dtype(), want, vals[0].Dtype())
 		}
 	}
+	if graph.Empty(full) { // dx has no elements: nothing to compute
+		return tensor.New(tensor.WithShape(full.Clone()...), tensor.Of(vals[0].Dtype())), nil
+	}
 	l := layoutOf(full, op.axis)
 	switch vals[0].Dtype() {
 	case tensor.Float64:
@@ -394,7 +439,7 @@ func (op bwdOp) String() string   { return fmt.Sprintf("%vGrad{axis=%d}", op.kin
 // scalar, or a rank-0 tensor, when dims is 0) and returns it with views
 // made contiguous.
 func checkValue(op fmt.Stringer, v gorgonia.Value, name string, dims int) (gorgonia.Value, error) {
-	if v == nil {
+	if d, ok := v.(*tensor.Dense); v == nil || ok && d == nil {
 		return nil, fmt.Errorf("%v: %s has no value", op, name)
 	}
 	switch v.(type) {
@@ -426,6 +471,9 @@ func dataOf[T graph.Float](v gorgonia.Value) []T {
 		if v.IsScalar() {
 			return []T{v.ScalarValue().(T)}
 		}
+		if graph.Empty(v.Shape()) {
+			return nil // Data panics on a tensor with no elements
+		}
 		return v.Data().([]T)
 	}
 	return nil
@@ -434,7 +482,7 @@ func dataOf[T graph.Float](v gorgonia.Value) []T {
 // output returns prealloc when it is a dense tensor of the wanted shape and
 // dtype whose memory is none of the inputs', and a new tensor otherwise.
 func output[T graph.Float](prealloc gorgonia.Value, shape tensor.Shape, dt tensor.Dtype, inputs ...[]T) *tensor.Dense {
-	if p, ok := prealloc.(*tensor.Dense); ok && p.Dtype() == dt && sameShape(p.Shape(), shape) && !p.IsMaterializable() {
+	if p, ok := prealloc.(*tensor.Dense); ok && p.Dtype() == dt && sameShape(p.Shape(), shape) && !p.IsMaterializable() && !graph.Empty(shape) {
 		if data, ok := p.Data().([]T); ok && len(data) == shape.TotalSize() && !aliases(data, inputs) {
 			return p
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"strings"
 	"sync"
 	"testing"
 
@@ -119,6 +118,13 @@ func TestOpsAgainstReference(t *testing.T) {
 			if axis < 0 && size(shape) > 5000 {
 				continue // the positive axis covered it; keep the run short
 			}
+			// The reference gradient costs size·N (a Jacobian per row):
+			// 67M for [64 1024] along its last axis, most of a minute
+			// under -race. -short keeps the rest, [64 1024] along axis 0
+			// included, whose 16 panels still split over the cores.
+			if testing.Short() && size(shape)*shape[a] > 5e6 {
+				continue
+			}
 			x32 := narrow(randSlice(rng, size(shape), 3))
 			x := widen(x32) // exactly the float32 inputs
 			for _, k := range kinds {
@@ -165,6 +171,7 @@ func TestOpsAgainstReference(t *testing.T) {
 // rounding is bounded by a few 1e-8 times Σ|dy|.
 func compareGrad32(got []float32, want []float64, dy []float64, k kind, shape []int, axis int) error {
 	var err error
+	got64 := widen(got)
 	rows(shape, axis, func(idx []int, r int) {
 		scale := 0.0
 		if k == kindLogSumExp {
@@ -174,7 +181,7 @@ func compareGrad32(got []float32, want []float64, dy []float64, k kind, shape []
 				scale += math.Abs(dy[i])
 			}
 		}
-		if e := compare(gather(widen(got), idx), gather(want, idx), 1e-6, 1e-6*scale+1e-44); e != nil && err == nil {
+		if e := compare(gather(got64, idx), gather(want, idx), 1e-6, 1e-6*scale+1e-44); e != nil && err == nil {
 			err = fmt.Errorf("row %v: %v", idx, e)
 		}
 	})
@@ -443,65 +450,6 @@ func TestConcurrentGraphs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-}
-
-// TestBadInput checks that bad user input gives an error naming the shape
-// and the axis, never a panic.
-func TestBadInput(t *testing.T) {
-	g := gorgonia.NewGraph()
-	x := graph.Input(g, "x", graph.NewTensor([]int{2, 3}, make([]float64, 6)))
-	ints := gorgonia.NewMatrix(g, tensor.Int, gorgonia.WithShape(2, 3), gorgonia.WithName("ints"))
-	scalar := gorgonia.NewScalar(g, tensor.Float64, gorgonia.WithName("s"))
-	for _, c := range []struct {
-		name string
-		x    *gorgonia.Node
-		axis int
-		want []string
-	}{
-		{"axis too large", x, 2, []string{"axis 2", "(2, 3)"}},
-		{"axis too negative", x, -3, []string{"axis -3", "(2, 3)"}},
-		{"int dtype", ints, 1, []string{"int", "(2, 3)", "axis 1"}},
-		{"scalar", scalar, 0, []string{"scalar", "axis 0"}},
-		{"nil node", nil, 1, []string{"nil", "axis 1"}},
-	} {
-		for _, k := range kinds {
-			err := noPanic(t, func() error { _, err := apply1(k, c.x, c.axis); return err })
-			if err == nil {
-				t.Errorf("%v %s: no error", k, c.name)
-				continue
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("%v %s: error %q does not mention %q", k, c.name, err, w)
-				}
-			}
-		}
-	}
-	// The ops' Do on values a caller might pass by hand.
-	f64 := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(make([]float64, 6)))
-	f32 := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(make([]float32, 6)))
-	i64 := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(make([]int, 6)))
-	r1 := tensor.New(tensor.WithShape(3), tensor.WithBacking(make([]float64, 3)))
-	for _, c := range []struct {
-		name string
-		op   gorgonia.Op
-		in   []gorgonia.Value
-	}{
-		{"no input", fwdOp{kindSoftmax, 1, 2}, nil},
-		{"nil input", fwdOp{kindSoftmax, 1, 2}, []gorgonia.Value{nil}},
-		{"int input", fwdOp{kindSoftmax, 1, 2}, []gorgonia.Value{i64}},
-		{"wrong rank", fwdOp{kindLogSumExp, 1, 2}, []gorgonia.Value{r1}},
-		{"scalar input", fwdOp{kindSoftmax, 0, 1}, []gorgonia.Value{gorgonia.NewF64(1)}},
-		{"grad dtype mismatch", bwdOp{kindSoftmax, 1, 2}, []gorgonia.Value{f64, f32}},
-		{"grad shape mismatch", bwdOp{kindLogSoftmax, 1, 2}, []gorgonia.Value{f64, tensor.New(tensor.WithShape(3, 2), tensor.WithBacking(make([]float64, 6)))}},
-		{"lse grad shape mismatch", bwdOp{kindLogSumExp, 1, 2}, []gorgonia.Value{f64, r1, r1}},
-		{"lse grad arity", bwdOp{kindLogSumExp, 1, 2}, []gorgonia.Value{f64, f64}},
-	} {
-		err := noPanic(t, func() error { _, err := c.op.Do(c.in...); return err })
-		if err == nil {
-			t.Errorf("%v.Do %s: no error", c.op, c.name)
-		}
-	}
 }
 
 // zeroGrad clears the gradient bound to n, if any: both machines add each
