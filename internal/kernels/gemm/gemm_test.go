@@ -325,7 +325,10 @@ func TestBadArgs(t *testing.T) {
 		{"short A", func() error { return Gemm(false, false, 3, 2, 4, 1, f[:11], 4, f, 2, 0, f, 2) }, "A [m,k] = [3,4] at row stride 4 needs 12 elements, the slice holds 11"},
 		{"short Bt", func() error { return Gemm(false, true, 2, 3, 4, 1, f, 4, f[:10], 4, 0, f, 3) }, "B [n,k] (tB) = [3,4] at row stride 4 needs 12"},
 		{"stride A", func() error { return Gemm(true, false, 2, 2, 2, 1, f, 1, f, 2, 0, f, 2) }, "A [k,m] (tA) = [2,2] with row stride 1"},
-		{"short C", func() error { var w Workspace[float32]; return w.Gemm(false, false, 4, 4, 1, 1, f, 1, f, 4, 0, f[:15], 4) }, "C [m,n] = [4,4] at row stride 4 needs 16"},
+		{"short C", func() error {
+			var w Workspace[float32]
+			return w.Gemm(false, false, 4, 4, 1, 1, f, 1, f, 4, 0, f[:15], 4)
+		}, "C [m,n] = [4,4] at row stride 4 needs 16"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
