@@ -12,13 +12,13 @@ import (
 type Float interface{ ~float32 | ~float64 }
 
 // Blocking parameters (see the package comment).
-const (
+var (
 	// kcMax is the deepest depth block: one pass of the micro-kernel over
 	// it sums into registers, then the block's total goes into C.
 	kcMax = 256
 	// bBlockBytes bounds a packed kc×nc block of op(B) (it should sit in
 	// the L2 cache while the row strips stream past it).
-	bBlockBytes = 256 << 10
+	bBlockBytes = 512 << 10
 	// packRows is the number of rows from which B (not transposed) is
 	// packed rather than read in place: below it, each strip of B is used
 	// by too few row strips to pay for the copy.
@@ -28,22 +28,44 @@ const (
 	parallelFlops = 1 << 21
 )
 
-// chunkLen returns kb, the number of depth steps the micro-kernel sums in
-// fresh registers before adding them to the block total, for a depth block
-// of depth steps: about √depth, so that the chunk chain and the chain of
-// chunk totals are about as long.
-func chunkLen(depth int) int {
-	if depth <= 128 {
+// chunkSingle and chunkPaired return kb, the number of depth steps the
+// micro-kernel sums in fresh registers before adding them to one of its
+// four totals, for a depth block of depth steps: chunkSingle for kernels
+// that sum a chunk in one chain, chunkPaired for those that sum its even
+// and odd steps in two (AVX-512). Short chunks cost a flush each; long ones
+// make the chains long. The lengths are those that kept the float32 error
+// at or below gonum's at every depth of TestAccuracy.
+func chunkSingle(depth int) int {
+	switch {
+	case depth < 64:
+		return 4
+	case depth <= 128:
+		return 8
+	}
+	return 16
+}
+
+func chunkPaired(depth int) int {
+	switch {
+	case depth < 32:
+		return 4
+	case depth < 64:
 		return 8
 	}
 	return 16
 }
 
 // depthBlock returns the depth of the blocks a depth k is cut into: at most
-// kcMax, and as even as possible, so that no block is much shorter (a
-// short last block would be a wasted pass over C).
+// 128 up to k = 512 and at most kcMax beyond (the chain of block totals
+// through C is then long enough that longer blocks pay), as even as
+// possible, so that no block is much shorter than the others (a short last
+// block would be a wasted pass over C).
 func depthBlock(k int) int {
-	blocks := (k + kcMax - 1) / kcMax
+	kc := kcMax
+	if k <= 4*128 {
+		kc = 128
+	}
+	blocks := (k + kc - 1) / kc
 	return (k + blocks - 1) / blocks
 }
 
@@ -175,7 +197,8 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 		nc = min(nc, (n+nr-1)/nr*nr)
 		w.b = grow(w.b, kc*nc)
 	}
-	if m < mr {
+	packAT := tA && n > 2*nr
+	if m < mr || packAT {
 		w.a = grow(w.a, kc*mr)
 	}
 	w.tile = grow(w.tile, mr*nr)
@@ -184,14 +207,14 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 		ncb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kcb := min(kc, k-pc)
-			kb := chunkLen(kcb)
+			kb := kn.chunk(kcb)
 			// The first depth block applies beta; the later ones add.
 			bet, load := T(1), true
 			if pc == 0 {
 				bet, load = beta, beta != 0
 			}
 			if packB {
-				packBlock(w.b, b, tB, ldb, pc, jc, kcb, ncb, nr)
+				packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
 			}
 			for ir := 0; ir < m; ir += mr {
 				h := min(mr, m-ir)
@@ -200,19 +223,20 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 				i0, ro := ir, 0
 				var ap *T
 				var rs, ps int
+				if h < mr && m >= mr {
+					i0, ro = m-mr, mr-h
+				}
 				switch {
 				case m < mr:
-					packStrip(w.a, a, tA, lda, pc, kcb, h, mr)
+					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
 					ap, rs, ps = &w.a[0], 1, mr
+				case tA && packAT:
+					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, mr)
+					ap, rs, ps = &w.a[0], 1, mr
+				case tA:
+					ap, rs, ps = &a[pc*lda+i0], 1, lda
 				default:
-					if h < mr {
-						i0, ro = m-mr, mr-h
-					}
-					if tA {
-						ap, rs, ps = &a[pc*lda+i0], 1, lda
-					} else {
-						ap, rs, ps = &a[i0*lda+pc], lda, 1
-					}
+					ap, rs, ps = &a[i0*lda+pc], lda, 1
 				}
 				for jr := 0; jr < ncb; jr += nr {
 					wd := min(nr, ncb-jr)

@@ -106,7 +106,7 @@ func (p *problem[T]) reference() (want, mag []float64) {
 // chunk totals, the chain of depth blocks through C, alpha and beta.
 func errorBound(k int) float64 {
 	kc := depthBlock(max(k, 1))
-	kb := chunkLen(kc)
+	kb := chunkSingle(kc) // the longer chains of the two schemes
 	return float64(kb+(kc+kb-1)/kb+(k+kc-1)/kc) + 4
 }
 

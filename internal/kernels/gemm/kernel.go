@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
@@ -16,11 +17,25 @@ import (
 // k ≥ 1, kb ≥ 1; strides are in elements.
 type microKernel[T Float] func(k, kb int, a *T, rs, ps int, b *T, bs int, c *T, ldc int, alpha, beta T, loadC bool)
 
-// A kernel is a micro-kernel with its tile.
+// A transposer writes dst[p·ldd + j] = src[j·lds + p] for j < rows,
+// p < cols, both multiples of its block size: packing op(B) when B is
+// stored transposed.
+type transposer[T Float] func(dst *T, ldd int, src *T, lds int, rows, cols int)
+
+// A rowCopier copies rows rows of width bytes (a multiple of 8, at most
+// 128) from src at a stride of lds bytes to dst at a stride of ldd bytes.
+type rowCopier func(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
+
+// A kernel is a micro-kernel with its tile, and the SIMD routines that
+// pack for it (nil: plain loops do).
 type kernel[T Float] struct {
 	level  isa.Level
 	mr, nr int
 	micro  microKernel[T]
+	trans  transposer[T]
+	tblock int // the transposer's block size
+	rows   rowCopier
+	chunk  func(depth int) int // the chunk length for a depth block
 }
 
 // The kernels in use, picked from isa.Get() at start-up.
@@ -55,42 +70,48 @@ func kernelFor[T Float]() *kernel[T] {
 const genMR, genNR = 4, 4
 
 var (
-	generic32 = &kernel[float32]{isa.Generic, genMR, genNR, microGo[float32]}
-	generic64 = &kernel[float64]{isa.Generic, genMR, genNR, microGo[float64]}
+	generic32 = &kernel[float32]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float32], chunk: chunkSingle}
+	generic64 = &kernel[float64]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float64], chunk: chunkSingle}
 )
 
 // microGo is the portable micro-kernel (genMR×genNR), in the same
-// accumulation scheme as the assembly ones.
+// accumulation scheme as the assembly ones: chunk c of kb steps is summed
+// alone, then added to total c mod 4; the totals are combined as a tree.
 func microGo[T float32 | float64](k, kb int, a *T, rs, ps int, b *T, bs int, c *T, ldc int, alpha, beta T, loadC bool) {
 	as := unsafe.Slice(a, (genMR-1)*rs+(k-1)*ps+1)
 	bsl := unsafe.Slice(b, (k-1)*bs+genNR)
-	var tot, acc [genMR][genNR]T
+	var tot [4][genMR][genNR]T
+	chunks := 0
 	for p0 := 0; p0 < k; p0 += kb {
-		acc = [genMR][genNR]T{}
+		var acc [genMR][genNR]T
 		for p := p0; p < min(p0+kb, k); p++ {
 			bp := bsl[p*bs : p*bs+genNR]
 			for i := range genMR {
-				ai := as[i*rs+p*ps]
+				ai := float64(as[i*rs+p*ps])
 				for j := range genNR {
-					acc[i][j] += ai * bp[j]
+					// Fused like the assembly kernels' FMAs: a float32
+					// product is exact in float64.
+					acc[i][j] = T(math.FMA(ai, float64(bp[j]), float64(acc[i][j])))
 				}
 			}
 		}
+		t := &tot[chunks%4]
 		for i := range genMR {
 			for j := range genNR {
-				tot[i][j] += acc[i][j]
+				t[i][j] += acc[i][j]
 			}
 		}
+		chunks++
 	}
 	cs := unsafe.Slice(c, (genMR-1)*ldc+genNR)
 	for i := range genMR {
 		row := cs[i*ldc : i*ldc+genNR]
 		for j := range row {
+			v := alpha * ((tot[0][i][j] + tot[1][i][j]) + (tot[2][i][j] + tot[3][i][j]))
 			if loadC {
-				row[j] = alpha*tot[i][j] + beta*row[j]
-			} else {
-				row[j] = alpha * tot[i][j]
+				v += beta * row[j]
 			}
+			row[j] = v
 		}
 	}
 }

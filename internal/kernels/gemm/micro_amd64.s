@@ -2,13 +2,14 @@
 
 #include "textflag.h"
 
-// The four micro-kernels share two bodies (micro_avx512.h, micro_avx2.h),
-// included once per element type; see microKernel (kernel.go) for what
-// they compute. Each prologue loads the arguments into the registers the
-// bodies expect and puts alpha, beta and ldc (bytes) on the frame at LOC.
+// The four micro-kernels share one body (micro.h), included with the
+// register set and element type of each; see microKernel (kernel.go) for
+// what they compute. Each prologue loads the arguments into the registers
+// the body expects and puts alpha, beta and ldc (bytes) on the frame at LOC,
+// above the four totals (4·12 vectors).
 
 // func microS512(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-TEXT ·microS512(SB), NOSPLIT, $24-81
+TEXT ·microS512(SB), $3096-81
 	MOVQ    k+0(FP), CX
 	MOVQ    kb+8(FP), R11
 	MOVQ    a+16(FP), SI
@@ -22,29 +23,20 @@ TEXT ·microS512(SB), NOSPLIT, $24-81
 	MOVQ    c+56(FP), DX
 	MOVQ    ldc+64(FP), AX
 	SHLQ    $2, AX
-	MOVQ    AX, 16(SP)
+	MOVQ    AX, 3088(SP)
 	MOVL    alpha+72(FP), AX
-	MOVL    AX, 0(SP)
+	MOVL    AX, 3072(SP)
 	MOVL    beta+76(FP), AX
-	MOVL    AX, 8(SP)
+	MOVL    AX, 3080(SP)
 	MOVBQZX loadC+80(FP), R14
 
-#define VFMA VFMADD231PS
-#define VBCAST VBROADCASTSS
-#define VADDV VADDPS
-#define VMULV VMULPS
-#define VMOVV VMOVUPS
-#define LOC 0
-#include "micro_avx512.h"
-#undef VFMA
-#undef VBCAST
-#undef VADDV
-#undef VMULV
-#undef VMOVV
-#undef LOC
+#define LOC 3072
+#include "zmm.h"
+#include "f32.h"
+#include "micro.h"
 
 // func microD512(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-TEXT ·microD512(SB), NOSPLIT, $24-89
+TEXT ·microD512(SB), $3096-89
 	MOVQ    k+0(FP), CX
 	MOVQ    kb+8(FP), R11
 	MOVQ    a+16(FP), SI
@@ -58,29 +50,20 @@ TEXT ·microD512(SB), NOSPLIT, $24-89
 	MOVQ    c+56(FP), DX
 	MOVQ    ldc+64(FP), AX
 	SHLQ    $3, AX
-	MOVQ    AX, 16(SP)
+	MOVQ    AX, 3088(SP)
 	MOVQ    alpha+72(FP), AX
-	MOVQ    AX, 0(SP)
+	MOVQ    AX, 3072(SP)
 	MOVQ    beta+80(FP), AX
-	MOVQ    AX, 8(SP)
+	MOVQ    AX, 3080(SP)
 	MOVBQZX loadC+88(FP), R14
 
-#define VFMA VFMADD231PD
-#define VBCAST VBROADCASTSD
-#define VADDV VADDPD
-#define VMULV VMULPD
-#define VMOVV VMOVUPD
-#define LOC 0
-#include "micro_avx512.h"
-#undef VFMA
-#undef VBCAST
-#undef VADDV
-#undef VMULV
-#undef VMOVV
-#undef LOC
+#define LOC 3072
+#include "zmm.h"
+#include "f64.h"
+#include "micro.h"
 
 // func microS256(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-TEXT ·microS256(SB), $408-81
+TEXT ·microS256(SB), $1560-81
 	MOVQ    k+0(FP), CX
 	MOVQ    kb+8(FP), R11
 	MOVQ    a+16(FP), SI
@@ -94,29 +77,20 @@ TEXT ·microS256(SB), $408-81
 	MOVQ    c+56(FP), DX
 	MOVQ    ldc+64(FP), AX
 	SHLQ    $2, AX
-	MOVQ    AX, 400(SP)
+	MOVQ    AX, 1552(SP)
 	MOVL    alpha+72(FP), AX
-	MOVL    AX, 384(SP)
+	MOVL    AX, 1536(SP)
 	MOVL    beta+76(FP), AX
-	MOVL    AX, 392(SP)
+	MOVL    AX, 1544(SP)
 	MOVBQZX loadC+80(FP), R14
 
-#define VFMA VFMADD231PS
-#define VBCAST VBROADCASTSS
-#define VADDV VADDPS
-#define VMULV VMULPS
-#define VMOVV VMOVUPS
-#define LOC 384
-#include "micro_avx2.h"
-#undef VFMA
-#undef VBCAST
-#undef VADDV
-#undef VMULV
-#undef VMOVV
-#undef LOC
+#define LOC 1536
+#include "ymm.h"
+#include "f32.h"
+#include "micro.h"
 
 // func microD256(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-TEXT ·microD256(SB), $408-89
+TEXT ·microD256(SB), $1560-89
 	MOVQ    k+0(FP), CX
 	MOVQ    kb+8(FP), R11
 	MOVQ    a+16(FP), SI
@@ -130,23 +104,14 @@ TEXT ·microD256(SB), $408-89
 	MOVQ    c+56(FP), DX
 	MOVQ    ldc+64(FP), AX
 	SHLQ    $3, AX
-	MOVQ    AX, 400(SP)
+	MOVQ    AX, 1552(SP)
 	MOVQ    alpha+72(FP), AX
-	MOVQ    AX, 384(SP)
+	MOVQ    AX, 1536(SP)
 	MOVQ    beta+80(FP), AX
-	MOVQ    AX, 392(SP)
+	MOVQ    AX, 1544(SP)
 	MOVBQZX loadC+88(FP), R14
 
-#define VFMA VFMADD231PD
-#define VBCAST VBROADCASTSD
-#define VADDV VADDPD
-#define VMULV VMULPD
-#define VMOVV VMOVUPD
-#define LOC 384
-#include "micro_avx2.h"
-#undef VFMA
-#undef VBCAST
-#undef VADDV
-#undef VMULV
-#undef VMOVV
-#undef LOC
+#define LOC 1536
+#include "ymm.h"
+#include "f64.h"
+#include "micro.h"
