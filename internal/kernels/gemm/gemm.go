@@ -12,17 +12,21 @@ import (
 type Float interface{ ~float32 | ~float64 }
 
 // Blocking parameters (see the package comment).
-var (
+const (
 	// kcMax is the deepest depth block: one pass of the micro-kernel over
 	// it sums into registers, then the block's total goes into C.
 	kcMax = 256
 	// bBlockBytes bounds a packed kc×nc block of op(B) (it should sit in
 	// the L2 cache while the row strips stream past it).
 	bBlockBytes = 512 << 10
-	// packRows is the number of rows from which B (not transposed) is
-	// packed rather than read in place: below it, each strip of B is used
-	// by too few row strips to pay for the copy.
-	packRows = 96
+	// B (not transposed) is read in place when it is at most
+	// directBBytes, or when there are fewer than packRows rows of C (each
+	// strip of B then serves too few row strips to pay for its copy) and
+	// its rows are at most directStride bytes apart (longer strides step
+	// onto a new page each row, which the prefetchers do not follow).
+	directBBytes = 64 << 10
+	packRows     = 96
+	directStride = 2048
 	// parallelFlops is the size of product (2·m·n·k) below which Gemm
 	// stays on the calling goroutine.
 	parallelFlops = 1 << 21
@@ -190,10 +194,11 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 	}
 	mr, nr := kn.mr, kn.nr
 	kc := depthBlock(k)
-	packB := tB || n < nr || m >= packRows
+	size := int(unsafe.Sizeof(alpha))
+	packB := tB || n < nr || k*n*size > directBBytes && (m >= packRows || ldb*size > directStride)
 	nc := n // unpacked B needs no column blocks
 	if packB {
-		nc = max(nr, bBlockBytes/(kc*nr*int(unsafe.Sizeof(alpha)))*nr)
+		nc = max(nr, bBlockBytes/(kc*nr*size)*nr)
 		nc = min(nc, (n+nr-1)/nr*nr)
 		w.b = grow(w.b, kc*nc)
 	}

@@ -140,11 +140,13 @@ func (p *problem[T]) verify(t *testing.T, want, mag []float64) {
 }
 
 // shapes covers the edges of every tile (mr ∈ {4,6}, nr ∈ {4,8,16,32}),
-// depths around the chunk and block lengths, m < mr, n < nr, and
-// attention's tiles.
+// depths around the chunk and block lengths, m < mr, n < nr, attention's
+// tiles, and B read in place and packed (large B with many rows of C, or
+// with long rows).
 var shapes = [][3]int{
 	{1, 1, 1}, {1, 40, 3}, {5, 3, 17}, {6, 32, 8}, {7, 33, 9}, {12, 64, 64}, {13, 31, 129},
 	{64, 64, 64}, {64, 64, 128}, {17, 100, 257}, {3, 70, 300}, {130, 7, 513}, {100, 40, 20},
+	{100, 200, 100}, {20, 600, 120},
 }
 
 func testGemm[T Float](t *testing.T, run func(p *problem[T]) error) {
@@ -286,6 +288,75 @@ func testMicro[T float32 | float64](t *testing.T, kn *kernel[T]) {
 							if got := float64(c[i*(nr+5)+j]); math.Abs(got-want[i*nr+j]) > tol*(1+math.Abs(want[i*nr+j]))*math.Sqrt(float64(k)) {
 								t.Fatalf("%v %d×%d k=%d kb=%d layout=%v load=%t: c[%d,%d] = %g, want %g", kn.level, mr, nr, k, kb, layout, load, i, j, got, want[i*nr+j])
 							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPacking checks the packing of op(B) into strips and of op(A) into one
+// strip, with each level's SIMD copier and transposer, against reading the
+// operands directly.
+func TestPacking(t *testing.T) {
+	forEachLevel(t, func(t *testing.T) {
+		testPacking(t, kernelFor[float32]())
+		testPacking(t, kernelFor[float64]())
+	})
+}
+
+func testPacking[T float32 | float64](t *testing.T, kn *kernel[T]) {
+	rng := rand.New(rand.NewSource(6))
+	mr, nr := kn.mr, kn.nr
+	for _, tr := range []bool{false, true} {
+		for _, s := range [][2]int{{1, 1}, {7, 9}, {16, 2 * nr}, {33, 3*nr + 5}, {64, nr - 1}} {
+			kcb, ncb := s[0], s[1]
+			pc, jc := 3, 2 // an offset into B
+			rows, cols := pc+kcb, jc+ncb
+			if tr {
+				rows, cols = cols, rows
+			}
+			ld := cols + 1
+			b := randPadded[T](rng, rows, cols, ld)
+			dst := make([]T, kcb*(ncb+nr-1)/nr*nr)
+			packBlock(kn, dst, b, tr, ld, pc, jc, kcb, ncb)
+			for p := 0; p < kcb; p++ {
+				for j := 0; j < (ncb+nr-1)/nr*nr; j++ {
+					want := T(0)
+					if j < ncb {
+						if tr {
+							want = b[(jc+j)*ld+pc+p]
+						} else {
+							want = b[(pc+p)*ld+jc+j]
+						}
+					}
+					if got := dst[(j/nr)*kcb*nr+p*nr+j%nr]; got != want {
+						t.Fatalf("%v packBlock tB=%t kcb=%d ncb=%d: op(B)[%d,%d] packed as %g, want %g", kn.level, tr, kcb, ncb, p, j, got, want)
+					}
+				}
+			}
+			for h := 1; h <= mr; h++ {
+				i0 := 1
+				ar, ac := i0+h, pc+kcb
+				if tr {
+					ar, ac = ac, ar
+				}
+				a := randPadded[T](rng, ar, ac, ac+2)
+				strip := make([]T, kcb*mr)
+				packStrip(kn, strip, a, tr, ac+2, i0, pc, kcb, h)
+				for p := 0; p < kcb; p++ {
+					for r := 0; r < mr; r++ {
+						want := T(0)
+						if r < h {
+							if tr {
+								want = a[(pc+p)*(ac+2)+i0+r]
+							} else {
+								want = a[(i0+r)*(ac+2)+pc+p]
+							}
+						}
+						if got := strip[p*mr+r]; got != want {
+							t.Fatalf("%v packStrip tA=%t kcb=%d h=%d: op(A)[%d,%d] packed as %g, want %g", kn.level, tr, kcb, h, r, p, got, want)
 						}
 					}
 				}
