@@ -207,4 +207,3 @@ func BenchmarkTileAllocs(b *testing.B) {
 	}
 	report(b, 2*float64(s.m*s.n*s.k), 0)
 }
-
