@@ -40,7 +40,8 @@
 //     registers; on AVX-512 (32 registers) the even and odd steps of a
 //     chunk go to two register sets, added at the chunk's end, so a chain
 //     is kb/2 long. kb is 4–8 for depth blocks under 64, 8 (AVX2, Go) or 16
-//     (AVX-512) up to 128, 16 beyond.
+//     (AVX-512) up to 128, and 16 or 32 for the 256-deep blocks of k > 512.
+//     The first step of a chunk multiplies instead of zeroing and adding.
 //  2. four totals: chunk c is added to total c mod 4 (on the stack), so
 //     each total's chain is a quarter of the chunks; at the end the totals
 //     are added as a tree, (T₀+T₁)+(T₂+T₃).
@@ -59,8 +60,10 @@
 // (gonum's A·B is one axpy chain per entry). float64 runs the same kernels;
 // TestFloat64Exact holds it to 1e-12 relative to Σ|a·b|.
 //
-// Chunk flushes and the tree cost about 10% of the micro-kernel's FMA rate
-// at kb = 16 (AVX-512, measured on the development machine's Zen 5).
+// Chunk flushes and the tree cost the AVX-512 micro-kernel about 6–10% of
+// its FMA rate at kb = 16 and 4–8% at kb = 32 (on the development machine's
+// Zen 5, whose adds have pipes of their own; more where adds share the FMA
+// ports).
 //
 // # Instruction sets
 //

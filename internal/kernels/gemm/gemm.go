@@ -55,8 +55,10 @@ func chunkPaired(depth int) int {
 		return 4
 	case depth < 64:
 		return 8
+	case depth <= 128:
+		return 16
 	}
-	return 16
+	return 32
 }
 
 // depthBlock returns the depth of the blocks a depth k is cut into: at most

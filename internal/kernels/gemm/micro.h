@@ -1,7 +1,7 @@
 // Body of the micro-kernels: a 6-row tile two vectors wide, included by
 // micro_amd64.s once per kernel after a register set (zmm.h, ymm.h) and an
 // element type (f32.h, f64.h), which define
-//   V0–V11 VB0 VB1 VA0 VA1 VW VZERO   the vector registers and their width in bytes
+//   V0–V11 VB0 VB1 VA0 VA1 VW         the vector registers and their width in bytes
 //   INTERLEAVE W0–W11                 (zmm.h only) a second set of accumulators
 //   VFMA VBCAST VADDV VMULV VMOVV     the element type's instructions
 // and LOC, the frame offset of alpha, beta (+8) and ldc in bytes (+16);
@@ -50,20 +50,16 @@
 	VMOVV 10*VW(t), VB0; VADDV 10*VW(u), VB0, VB0; VADDV VB0, V10, V10; \
 	VMOVV 11*VW(t), VB1; VADDV 11*VW(u), VB1, VB1; VADDV VB1, V11, V11
 
-// zero twelve registers
-#define ZERO_SET(q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11) \
-	VZERO(q0); VZERO(q1); VZERO(q2); VZERO(q3); VZERO(q4); VZERO(q5); \
-	VZERO(q6); VZERO(q7); VZERO(q8); VZERO(q9); VZERO(q10); VZERO(q11)
-
 // one depth step: row i of the tile, in q(2i) and q(2i+1), += A[i,p]·B[p,:]
-#define STEP(q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11) \
+// with op VFMA, or = A[i,p]·B[p,:] with op VMULV (a chunk's first step)
+#define STEP(op, q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11) \
 	VMOVV  (DI), VB0; VMOVV 1*VW(DI), VB1; \
-	VBCAST (SI), VA0; VFMA VB0, VA0, q0; VFMA VB1, VA0, q1; \
-	VBCAST (SI)(R8*1), VA1; VFMA VB0, VA1, q2; VFMA VB1, VA1, q3; \
-	VBCAST (SI)(R8*2), VA0; VFMA VB0, VA0, q4; VFMA VB1, VA0, q5; \
-	VBCAST (R10), VA1; VFMA VB0, VA1, q6; VFMA VB1, VA1, q7; \
-	VBCAST (R10)(R8*1), VA0; VFMA VB0, VA0, q8; VFMA VB1, VA0, q9; \
-	VBCAST (R10)(R8*2), VA1; VFMA VB0, VA1, q10; VFMA VB1, VA1, q11
+	VBCAST (SI), VA0; op VB0, VA0, q0; op VB1, VA0, q1; \
+	VBCAST (SI)(R8*1), VA1; op VB0, VA1, q2; op VB1, VA1, q3; \
+	VBCAST (SI)(R8*2), VA0; op VB0, VA0, q4; op VB1, VA0, q5; \
+	VBCAST (R10), VA1; op VB0, VA1, q6; op VB1, VA1, q7; \
+	VBCAST (R10)(R8*1), VA0; op VB0, VA0, q8; op VB1, VA0, q9; \
+	VBCAST (R10)(R8*2), VA1; op VB0, VA1, q10; op VB1, VA1, q11
 
 // to the next depth step
 #define NEXT \
@@ -95,7 +91,6 @@
 	XORQ BX, BX          // chunk index
 
 chunk:
-	ZERO_SET(V0, V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11)
 	MOVQ    R11, AX
 	CMPQ    CX, AX
 	CMOVQLT CX, AX // steps in this chunk: min(kb, depth left)
@@ -228,7 +223,6 @@ store:
 #undef ADD_TOTAL
 #undef FLUSH_TOTAL
 #undef ADD_PAIR
-#undef ZERO_SET
 #undef STEP
 #undef NEXT
 #undef VFMA
@@ -236,7 +230,6 @@ store:
 #undef VADDV
 #undef VMULV
 #undef VMOVV
-#undef VZERO
 #undef VW
 #undef V0
 #undef V1

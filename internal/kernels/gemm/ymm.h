@@ -16,4 +16,3 @@
 #define VA0 Y14
 #define VA1 Y15
 #define VW 32
-#define VZERO(r) VPXOR r, r, r

@@ -16,7 +16,6 @@
 #define VA0 Z14
 #define VA1 Z15
 #define VW 64
-#define VZERO(r) VPXORD r, r, r
 #define INTERLEAVE
 #define W0 Z16
 #define W1 Z17
