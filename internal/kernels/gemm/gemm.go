@@ -80,7 +80,7 @@ func depthBlock(k int) int {
 // allocates nothing. A Workspace must not be used by two goroutines at once.
 type Workspace[T Float] struct {
 	b    []T // packed op(B) block: strips of nr columns, each [kc][nr]
-	a    []T // packed op(A) strip when m < mr: [kc][mr]
+	a    []T // a packed strip of op(A) (m < mr, or A stored transposed): [kc][mr]
 	tile []T // scratch C tile for edge strips: [mr][nr]
 }
 
@@ -164,19 +164,19 @@ func check(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) error {
 		br, bc, bn = n, k, "B [n,k] (tB)"
 	}
 	for _, x := range []struct {
-		name            string
-		rows, cols, ld  int
-		length          int
-		needed, checked bool
+		name           string
+		rows, cols, ld int
+		length         int
+		read           bool // whether the product reads it at all
 	}{
-		{an, ar, ac, lda, la, m > 0 && n > 0 && k > 0, true},
-		{bn, br, bc, ldb, lb, m > 0 && n > 0 && k > 0, true},
-		{"C [m,n]", m, n, ldc, lc, m > 0 && n > 0, true},
+		{an, ar, ac, lda, la, m > 0 && n > 0 && k > 0},
+		{bn, br, bc, ldb, lb, m > 0 && n > 0 && k > 0},
+		{"C [m,n]", m, n, ldc, lc, m > 0 && n > 0},
 	} {
 		if x.ld < max(1, x.cols) {
 			return fmt.Errorf("gemm: %s = [%d,%d] with row stride %d: the stride must be at least %d", x.name, x.rows, x.cols, x.ld, max(1, x.cols))
 		}
-		if x.needed {
+		if x.read {
 			if need := (x.rows-1)*x.ld + x.cols; x.length < need {
 				return fmt.Errorf("gemm: %s = [%d,%d] at row stride %d needs %d elements, the slice holds %d", x.name, x.rows, x.cols, x.ld, need, x.length)
 			}
