@@ -4,21 +4,20 @@ import (
 	"fmt"
 
 	"github.com/chewxy/hm"
-	"gonum.org/v1/gonum/blas"
-	gonum "gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
-	"github.com/flashgorgon/flashgorgon/nn/internal/gemm"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/gemm"
 )
 
 // matmulOp is the matrix product of two matrices, either of them transposed:
 //
 //	C = op(A)·op(B)    op(X) = X, or Xᵀ when the flag is set;  op(A) [m, k], op(B) [k, n]
 //
-// float32 runs on nn/internal/gemm (packed AVX2 kernel), float64 on gonum's
-// Dgemm. Its gradients are matrix products again:
+// Both float32 and float64 run on internal/kernels/gemm (split over cores,
+// AVX-512 / AVX2 micro-kernels with split accumulators). Its gradients are
+// matrix products again:
 //
 //	∂A = g·op(B)ᵀ (or its transpose, op(B)·gᵀ, when tA),  ∂B = op(A)ᵀ·g (or gᵀ·op(A) when tB)
 type matmulOp struct{ tA, tB bool }
@@ -64,22 +63,17 @@ func (k matmulOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
 	m, n, kk, _ := k.dims(a.Shape(), b.Shape())
 	out := newDense(a.Dtype(), m, n)
 	lda, ldb := a.Shape()[1], b.Shape()[1]
+	var err error
 	switch a.Dtype() {
 	case tensor.Float32:
-		gemm.Sgemm(k.tA, k.tB, m, n, kk, 1, floats[float32](a), lda, floats[float32](b), ldb, 0, floats[float32](out), n)
+		err = gemm.Gemm(k.tA, k.tB, m, n, kk, 1, floats[float32](a), lda, floats[float32](b), ldb, 0, floats[float32](out), n)
 	default:
-		if m > 0 && n > 0 && kk > 0 {
-			gonum.Implementation{}.Dgemm(trans(k.tA), trans(k.tB), m, n, kk, 1, floats[float64](a), lda, floats[float64](b), ldb, 0, floats[float64](out), n)
-		}
+		err = gemm.Gemm(k.tA, k.tB, m, n, kk, 1, floats[float64](a), lda, floats[float64](b), ldb, 0, floats[float64](out), n)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", k.name(), err)
 	}
 	return out, nil
-}
-
-func trans(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
-	}
-	return blas.NoTrans
 }
 
 func (k matmulOp) grads() []gradSpec {

@@ -1,0 +1,103 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// accuracy measures the float32 error of C = op(A)·op(B) for m×n×k with
+// entries drawn by draw: the RMS over the entries of
+// |C − C₆₄| / Σ_p |a_ip·b_pj|, in units of u = 2⁻²⁴, where C₆₄ is a
+// float64 loop; for this package (at the level in force), gonum's Sgemm,
+// and a loop with one float32 FMA chain per entry.
+func accuracy(rng *rand.Rand, tB bool, m, n, k int, draw func() float32) (ours, gonum, chain float64) {
+	a := make([]float32, m*k)
+	b := make([]float32, k*n)
+	for i := range a {
+		a[i] = draw()
+	}
+	for i := range b {
+		b[i] = draw()
+	}
+	ldb := n
+	bAt := func(p, j int) float32 { return b[p*n+j] }
+	if tB {
+		ldb = k
+		bAt = func(p, j int) float32 { return b[j*k+p] }
+	}
+	ref, mag := make([]float64, m*n), make([]float64, m*n)
+	single := make([]float32, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s, g float64
+			var c float32
+			for p := 0; p < k; p++ {
+				av, bv := a[i*k+p], bAt(p, j)
+				s += float64(av) * float64(bv)
+				g += math.Abs(float64(av) * float64(bv))
+				c = float32(math.FMA(float64(av), float64(bv), float64(c)))
+			}
+			ref[i*n+j], mag[i*n+j], single[i*n+j] = s, g, c
+		}
+	}
+	rms := func(c []float32) float64 {
+		var e float64
+		for i, v := range c {
+			d := (float64(v) - ref[i]) / mag[i]
+			e += d * d
+		}
+		return math.Sqrt(e/float64(len(c))) / 0x1p-24
+	}
+	c := make([]float32, m*n)
+	if err := Gemm(false, tB, m, n, k, 1, a, k, b, ldb, 0, c, n); err != nil {
+		panic(err)
+	}
+	ours = rms(c)
+	blas32.Implementation().Sgemm(trans(false), trans(tB), m, n, k, 1, a, k, b, ldb, 0, c, n)
+	return ours, rms(c), rms(single)
+}
+
+// TestAccuracy is the float32 error rule: at every depth from 8 to 4096,
+// on tiles (64×64, where gonum runs one dot product or axpy chain per row)
+// and larger products (128×128, where gonum chains 64-deep blocks), A·B and
+// A·Bᵀ, with entries of random sign (normal) and of one sign (uniform), the
+// RMS error of this package must not exceed gonum's Sgemm's by more than
+// accuracyMargin. The single float32 chain is shown for comparison.
+func TestAccuracy(t *testing.T) {
+	depths := []int{8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}
+	if testing.Short() {
+		depths = []int{8, 64, 300}
+	}
+	forEachLevel(t, func(t *testing.T) {
+		var table strings.Builder
+		fmt.Fprintf(&table, "%-8s %4s %5s %5s %8s %8s %8s %6s\n", "data", "tB", "m=n", "k", "ours", "gonum", "1-chain", "ratio")
+		worst := 0.0
+		for _, dist := range []string{"normal", "uniform"} {
+			for _, tB := range []bool{true, false} {
+				for _, mn := range []int{64, 128} {
+					for _, k := range depths {
+						rng := rand.New(rand.NewSource(int64(k*mn) + 7))
+						draw := func() float32 { return float32(rng.NormFloat64()) }
+						if dist == "uniform" {
+							draw = func() float32 { return rng.Float32() }
+						}
+						o, g, c := accuracy(rng, tB, mn, mn, k, draw)
+						fmt.Fprintf(&table, "%-8s %4t %5d %5d %8.3f %8.3f %8.3f %6.2f\n", dist, tB, mn, k, o, g, c, o/g)
+						worst = max(worst, o/g)
+						if o > accuracyMargin*g {
+							t.Errorf("%s tB=%t %d×%d×%d: RMS error %.3g u, gonum's %.3g u (ratio %.2f > %.2f)", dist, tB, mn, mn, k, o, g, o/g, accuracyMargin)
+						}
+					}
+				}
+			}
+		}
+		t.Logf("float32 RMS error / u, relative to Σ|a·b| per entry; worst ratio to gonum %.2f\n%s", worst, table.String())
+	})
+}
+
+const accuracyMargin = 1.02

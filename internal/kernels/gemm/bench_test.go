@@ -1,0 +1,232 @@
+package gemm
+
+import (
+	"math/rand"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/flashgorgon/flashgorgon/internal/isa"
+)
+
+// Benchmarks report GFLOP/s (2·m·n·k per product, wall clock) and
+// pct_peak, that rate over the float32 FMA peak of the level in force
+// (peak, measured in the same run on as many goroutines as GOMAXPROCS). On
+// a machine shared with other processes the wall clock counts time the
+// benchmark was not running, so they also report cpu_pct_peak: the FLOPs
+// per CPU-second of the process over the peak loop's FLOPs per CPU-second,
+// the kernels' efficiency on the cores they had. Run them with -cpu 1,2 for
+// one and two cores, and take the best of several runs (-count).
+
+// peak is a peak loop's float32 FMA rate.
+type peak struct{ wall, cpu float64 } // GFLOP/s, GFLOP per CPU-second
+
+// peakRate measures level l's peak loop on procs goroutines at once, the
+// best of three short runs; zero when the level has no loop (generic).
+func peakRate(l isa.Level, procs int) peak {
+	loop, flops := peakLoop(l)
+	if loop == nil {
+		return peak{}
+	}
+	const iters = 4 << 20
+	var best peak
+	for range 3 {
+		var wg sync.WaitGroup
+		start, cpu0 := time.Now(), cpuSeconds()
+		for range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				loop(iters)
+			}()
+		}
+		wg.Wait()
+		total := float64(procs*iters*flops) / 1e9
+		best.wall = max(best.wall, total/time.Since(start).Seconds())
+		if cpu := cpuSeconds() - cpu0; cpu > 0 {
+			best.cpu = max(best.cpu, total/cpu)
+		}
+	}
+	return best
+}
+
+// BenchmarkPeakFMA is the FMA peak of each level's loop on GOMAXPROCS
+// goroutines: the denominator of pct_peak. shared/tools/peak.c measures
+// the AVX2 one from C.
+func BenchmarkPeakFMA(b *testing.B) {
+	for _, l := range isa.Supported() {
+		loop, flops := peakLoop(l)
+		if loop == nil {
+			continue
+		}
+		b.Run(l.String(), func(b *testing.B) {
+			const iters = 1 << 20
+			cpu0 := cpuSeconds()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					loop(iters)
+				}
+			})
+			total := float64(b.N) * iters * float64(flops) / 1e9
+			b.ReportMetric(total/b.Elapsed().Seconds(), "GFLOP/s")
+			if cpu := cpuSeconds() - cpu0; cpu > 0 {
+				b.ReportMetric(total/cpu, "GFLOP/cpu-s")
+			}
+		})
+	}
+}
+
+// measure runs body b.N times and reports the rates of flopsPerOp.
+func measure(b *testing.B, flopsPerOp float64, pk peak, body func()) {
+	b.ResetTimer()
+	cpu0 := cpuSeconds()
+	body()
+	cpu := cpuSeconds() - cpu0
+	b.StopTimer()
+	total := flopsPerOp * float64(b.N) / 1e9
+	rate := total / b.Elapsed().Seconds()
+	b.ReportMetric(rate, "GFLOP/s")
+	if pk.wall > 0 {
+		b.ReportMetric(100*rate/pk.wall, "pct_peak")
+	}
+	if pk.cpu > 0 && cpu > 0 {
+		b.ReportMetric(100*total/cpu/pk.cpu, "cpu_pct_peak")
+	}
+}
+
+type benchShape struct {
+	name    string
+	tA, tB  bool
+	m, n, k int
+}
+
+// nnShapes are the products of nn's GPT layers (nn/linear.go: y = x·W,
+// ∂x = g·Wᵀ, ∂W = xᵀ·g) at width 256 over B·T = 4096 tokens and width 64
+// over 2048 tokens, with the MLP's 4× hidden width and the q,k,v
+// projection's 3×.
+var nnShapes = []benchShape{
+	{"D256/qkv/xW", false, false, 4096, 768, 256},
+	{"D256/fc/xW", false, false, 4096, 1024, 256},
+	{"D256/proj/xW", false, false, 4096, 256, 1024},
+	{"D256/proj/gWt", false, true, 4096, 1024, 256},
+	{"D256/fc/xtg", true, false, 256, 1024, 4096},
+	{"D64/qkv/xW", false, false, 2048, 192, 64},
+	{"D64/fc/xW", false, false, 2048, 256, 64},
+	{"D64/proj/xW", false, false, 2048, 64, 256},
+	{"D64/fc/gWt", false, true, 2048, 64, 256},
+	{"D64/fc/xtg", true, false, 64, 256, 2048},
+}
+
+// tileShapes are attention's tile products (Br×Bc tiles, head dim d):
+// S = Q·Kᵀ (tB), O += P·V with V stored as it is (NN) or as Vᵀ (tB).
+var tileShapes = []benchShape{
+	{"QKt/64x64x64", false, true, 64, 64, 64},
+	{"PV/64x64x64", false, false, 64, 64, 64},
+	{"PVt/64x64x64", false, true, 64, 64, 64},
+	{"QKt/128x128x64", false, true, 128, 128, 64},
+	{"PV/128x64x128", false, false, 128, 64, 128},
+	{"QKt/64x64x128", false, true, 64, 64, 128},
+	{"PV/64x128x64", false, false, 64, 128, 64},
+}
+
+func operands(rng *rand.Rand, s benchShape) (a, bb, c []float32, lda, ldb int) {
+	ar, ac := s.m, s.k
+	if s.tA {
+		ar, ac = s.k, s.m
+	}
+	br, bc := s.k, s.n
+	if s.tB {
+		br, bc = s.n, s.k
+	}
+	return randPadded[float32](rng, ar, ac, ac), randPadded[float32](rng, br, bc, bc), make([]float32, s.m*s.n), ac, bc
+}
+
+// BenchmarkGemm runs Gemm (split over GOMAXPROCS cores) at nn's shapes, in
+// float32 at the level in force, beside gonum's Sgemm.
+func BenchmarkGemm(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	for _, s := range nnShapes {
+		a, bb, c, lda, ldb := operands(rng, s)
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		b.Run(s.name, func(b *testing.B) {
+			pk := peakRate(isa.Get(), runtime.GOMAXPROCS(0))
+			measure(b, flops, pk, func() {
+				for range b.N {
+					if err := Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+		b.Run(s.name+"/gonum", func(b *testing.B) {
+			measure(b, flops, peak{}, func() {
+				for range b.N {
+					blas32.Implementation().Sgemm(trans(s.tA), trans(s.tB), s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+				}
+			})
+		})
+	}
+}
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+// BenchmarkTile runs attention's tile products on Workspace.Gemm, one
+// product per goroutine on each of GOMAXPROCS goroutines (as the attention
+// op runs them), beside gonum's Sgemm (the tile products' current kernel).
+func BenchmarkTile(b *testing.B) {
+	for _, s := range tileShapes {
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		b.Run(s.name, func(b *testing.B) {
+			pk := peakRate(isa.Get(), runtime.GOMAXPROCS(0))
+			var seed atomic.Int64
+			measure(b, flops, pk, func() {
+				b.RunParallel(func(pb *testing.PB) {
+					rng := rand.New(rand.NewSource(seed.Add(1)))
+					a, bb, c, lda, ldb := operands(rng, s)
+					var w Workspace[float32]
+					for pb.Next() {
+						if err := w.Gemm(s.tA, s.tB, s.m, s.n, s.k, 0.125, a, lda, bb, ldb, 1, c, s.n); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		})
+		b.Run(s.name+"/gonum", func(b *testing.B) {
+			measure(b, flops, peak{}, func() {
+				b.RunParallel(func(pb *testing.PB) {
+					a, bb, c, lda, ldb := operands(rand.New(rand.NewSource(1)), s)
+					for pb.Next() {
+						blas32.Implementation().Sgemm(trans(s.tA), trans(s.tB), s.m, s.n, s.k, 0.125, a, lda, bb, ldb, 1, c, s.n)
+					}
+				})
+			})
+		})
+	}
+}
+
+// BenchmarkTileAllocs is the single-threaded tile product with its
+// allocation count (0 once the workspace has grown).
+func BenchmarkTileAllocs(b *testing.B) {
+	s := tileShapes[0]
+	a, bb, c, lda, ldb := operands(rand.New(rand.NewSource(1)), s)
+	var w Workspace[float32]
+	_ = w.Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+	b.ReportAllocs()
+	measure(b, 2*float64(s.m*s.n*s.k), peak{}, func() {
+		for range b.N {
+			_ = w.Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+		}
+	})
+}

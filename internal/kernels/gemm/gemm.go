@@ -1,0 +1,336 @@
+package gemm
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// Float is the element type: float32 or float64, or a type defined on them.
+type Float interface{ ~float32 | ~float64 }
+
+// Blocking parameters (see the package comment).
+const (
+	// kcMax is the deepest depth block: one pass of the micro-kernel over
+	// it sums into registers, then the block's total goes into C.
+	kcMax = 256
+	// bBlockBytes bounds a packed kc×nc block of op(B) (it should sit in
+	// the L2 cache while the row strips stream past it).
+	bBlockBytes = 512 << 10
+	// B (not transposed) is read in place when it is at most
+	// directBBytes, or when there are fewer than packRows rows of C (each
+	// strip of B then serves too few row strips to pay for its copy) and
+	// its rows are at most directStride bytes apart (longer strides step
+	// onto a new page each row, which the prefetchers do not follow).
+	directBBytes = 64 << 10
+	packRows     = 96
+	directStride = 2048
+	// parallelFlops is the size of product (2·m·n·k) below which Gemm
+	// stays on the calling goroutine.
+	parallelFlops = 1 << 21
+)
+
+// chunkSingle and chunkPaired return kb, the number of depth steps the
+// micro-kernel sums in fresh registers before adding them to one of its
+// four totals, for a depth block of depth steps: chunkSingle for kernels
+// that sum a chunk in one chain, chunkPaired for those that sum its even
+// and odd steps in two (AVX-512). Short chunks cost a flush each; long ones
+// make the chains long. The lengths are those that kept the float32 error
+// at or below gonum's at every depth of TestAccuracy.
+func chunkSingle(depth int) int {
+	switch {
+	case depth < 64:
+		return 4
+	case depth <= 128:
+		return 8
+	}
+	return 16
+}
+
+func chunkPaired(depth int) int {
+	switch {
+	case depth < 32:
+		return 4
+	case depth < 64:
+		return 8
+	case depth <= 128:
+		return 16
+	}
+	return 32
+}
+
+// depthBlock returns the depth of the blocks a depth k is cut into: at most
+// 128 up to k = 512 and at most kcMax beyond (the chain of block totals
+// through C is then long enough that longer blocks pay), as even as
+// possible, so that no block is much shorter than the others (a short last
+// block would be a wasted pass over C).
+func depthBlock(k int) int {
+	kc := kcMax
+	if k <= 4*128 {
+		kc = 128
+	}
+	blocks := (k + kc - 1) / kc
+	return (k + blocks - 1) / blocks
+}
+
+// A Workspace holds the buffers of single-threaded products. Its zero value
+// is ready to use; it grows to the largest product it has run and then
+// allocates nothing. A Workspace must not be used by two goroutines at once.
+type Workspace[T Float] struct {
+	b    []T // packed op(B) block: strips of nr columns, each [kc][nr]
+	a    []T // a packed strip of op(A) (m < mr, or A stored transposed): [kc][mr]
+	tile []T // scratch C tile for edge strips: [mr][nr]
+}
+
+// Gemm computes, on the calling goroutine,
+//
+//	C = alpha·op(A)·op(B) + beta·C      op(A) [m, k], op(B) [k, n], C [m, n]
+//
+// for row-major matrices, where op(X) is X, or Xᵀ when the transpose flag is
+// set: A is stored [m, k] (tA false) or [k, m] (tA true), B [k, n] or
+// [n, k], each row i of a stored matrix X starting at X[i·ldX]. With
+// beta = 0, C is only written (NaNs in it do not propagate); entries of C
+// outside [m, n] and of A, B outside their stored shapes are never touched.
+// It returns an error naming the sizes when a slice is too short for its
+// shape or a stride is smaller than its row.
+func (w *Workspace[T]) Gemm(tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) error {
+	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
+		return err
+	}
+	w.gemm(kernelFor[T](), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	return nil
+}
+
+// Gemm computes C = alpha·op(A)·op(B) + beta·C as Workspace.Gemm does,
+// split over the machine's cores (internal/parallel) when the product is
+// large, with workspaces from a pool.
+func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) error {
+	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
+		return err
+	}
+	kn := kernelFor[T]()
+	if 2*m*n*k < parallelFlops {
+		w := getWorkspace[T]()
+		w.gemm(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		putWorkspace(w)
+		return nil
+	}
+	// Split the larger of m and n into whole strips. Each part is a
+	// product of its own; splitting the columns lets each worker pack only
+	// its own part of B, splitting the rows keeps long rows of C together.
+	if m >= n {
+		units := (m + kn.mr - 1) / kn.mr
+		grain := max(1, parallelFlops/(2*kn.mr*n*k))
+		parallel.For(units, grain, func(lo, hi int) {
+			r0, r1 := lo*kn.mr, min(hi*kn.mr, m)
+			aOff := r0 * lda
+			if tA {
+				aOff = r0
+			}
+			w := getWorkspace[T]()
+			w.gemm(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc)
+			putWorkspace(w)
+		})
+		return nil
+	}
+	units := (n + kn.nr - 1) / kn.nr
+	grain := max(1, parallelFlops/(2*kn.nr*m*k))
+	parallel.For(units, grain, func(lo, hi int) {
+		c0, c1 := lo*kn.nr, min(hi*kn.nr, n)
+		bOff := c0
+		if tB {
+			bOff = c0 * ldb
+		}
+		w := getWorkspace[T]()
+		w.gemm(kn, tA, tB, m, c1-c0, k, alpha, a, lda, b[bOff:], ldb, beta, c[c0:], ldc)
+		putWorkspace(w)
+	})
+	return nil
+}
+
+// check validates the sizes, strides and lengths of a product.
+func check(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) error {
+	if m < 0 || n < 0 || k < 0 {
+		return fmt.Errorf("gemm: negative size m=%d n=%d k=%d", m, n, k)
+	}
+	ar, ac, an := m, k, "A [m,k]"
+	if tA {
+		ar, ac, an = k, m, "A [k,m] (tA)"
+	}
+	br, bc, bn := k, n, "B [k,n]"
+	if tB {
+		br, bc, bn = n, k, "B [n,k] (tB)"
+	}
+	for _, x := range []struct {
+		name           string
+		rows, cols, ld int
+		length         int
+		read           bool // whether the product reads it at all
+	}{
+		{an, ar, ac, lda, la, m > 0 && n > 0 && k > 0},
+		{bn, br, bc, ldb, lb, m > 0 && n > 0 && k > 0},
+		{"C [m,n]", m, n, ldc, lc, m > 0 && n > 0},
+	} {
+		if x.ld < max(1, x.cols) {
+			return fmt.Errorf("gemm: %s = [%d,%d] with row stride %d: the stride must be at least %d", x.name, x.rows, x.cols, x.ld, max(1, x.cols))
+		}
+		if x.read {
+			if need := (x.rows-1)*x.ld + x.cols; x.length < need {
+				return fmt.Errorf("gemm: %s = [%d,%d] at row stride %d needs %d elements, the slice holds %d", x.name, x.rows, x.cols, x.ld, need, x.length)
+			}
+		}
+	}
+	return nil
+}
+
+// gemm is the single-threaded product; the arguments have been checked.
+func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+	mr, nr := kn.mr, kn.nr
+	kc := depthBlock(k)
+	size := int(unsafe.Sizeof(alpha))
+	packB := tB || n < nr || k*n*size > directBBytes && (m >= packRows || ldb*size > directStride)
+	nc := n // unpacked B needs no column blocks
+	if packB {
+		nc = max(nr, bBlockBytes/(kc*nr*size)*nr)
+		nc = min(nc, (n+nr-1)/nr*nr)
+		w.b = grow(w.b, kc*nc)
+	}
+	packAT := tA && n > 2*nr
+	if m < mr || packAT {
+		w.a = grow(w.a, kc*mr)
+	}
+	w.tile = grow(w.tile, mr*nr)
+
+	for jc := 0; jc < n; jc += nc {
+		ncb := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kc {
+			kcb := min(kc, k-pc)
+			kb := kn.chunk(kcb)
+			// The first depth block applies beta; the later ones add.
+			bet, load := T(1), true
+			if pc == 0 {
+				bet, load = beta, beta != 0
+			}
+			if packB {
+				packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
+			}
+			for ir := 0; ir < m; ir += mr {
+				h := min(mr, m-ir)
+				// The micro-kernel's strip of A: rows i0…i0+mr−1 of op(A),
+				// of which rows ro… are the new rows ir…ir+h−1.
+				i0, ro := ir, 0
+				var ap *T
+				var rs, ps int
+				if h < mr && m >= mr {
+					i0, ro = m-mr, mr-h
+				}
+				switch {
+				case m < mr:
+					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
+					ap, rs, ps = &w.a[0], 1, mr
+				case tA && packAT:
+					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, mr)
+					ap, rs, ps = &w.a[0], 1, mr
+				case tA:
+					ap, rs, ps = &a[pc*lda+i0], 1, lda
+				default:
+					ap, rs, ps = &a[i0*lda+pc], lda, 1
+				}
+				for jr := 0; jr < ncb; jr += nr {
+					wd := min(nr, ncb-jr)
+					co := 0
+					var bp *T
+					var bs int
+					if packB {
+						bp, bs = &w.b[jr*kcb], nr
+					} else {
+						j0 := jc + jr
+						if wd < nr { // n ≥ nr here: recompute the last full strip
+							j0, co = n-nr, nr-wd
+						}
+						bp, bs = &b[pc*ldb+j0], ldb
+					}
+					if h == mr && wd == nr {
+						kn.micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
+						continue
+					}
+					kn.micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
+					addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*nr+co:], nr, h, wd, bet, load)
+				}
+			}
+		}
+	}
+}
+
+// addTile sets the h×wd block of C to t + bet·C (t when !load).
+func addTile[T Float](c []T, ldc int, t []T, ldt, h, wd int, bet T, load bool) {
+	for r := 0; r < h; r++ {
+		dst, src := c[r*ldc:r*ldc+wd], t[r*ldt:r*ldt+wd]
+		switch {
+		case !load:
+			copy(dst, src)
+		case bet == 1:
+			for j, v := range src {
+				dst[j] += v
+			}
+		default:
+			for j, v := range src {
+				dst[j] = bet*dst[j] + v
+			}
+		}
+	}
+}
+
+// scale sets C = beta·C (zero when beta = 0, whatever C held).
+func scale[T Float](m, n int, beta T, c []T, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+func grow[T Float](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// Workspaces of Gemm's workers, one pool per element size (a type defined on
+// float32 shares float32's).
+var pools [2]sync.Pool
+
+func poolOf[T Float]() *sync.Pool {
+	var z T
+	if unsafe.Sizeof(z) == 4 {
+		return &pools[0]
+	}
+	return &pools[1]
+}
+
+func getWorkspace[T Float]() *Workspace[T] {
+	if p, ok := poolOf[T]().Get().(unsafe.Pointer); ok {
+		return (*Workspace[T])(p)
+	}
+	return new(Workspace[T])
+}
+
+func putWorkspace[T Float](w *Workspace[T]) { poolOf[T]().Put(unsafe.Pointer(w)) }

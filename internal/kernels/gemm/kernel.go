@@ -1,0 +1,117 @@
+package gemm
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/flashgorgon/flashgorgon/internal/isa"
+)
+
+// A microKernel computes one mr×nr tile of C from depth k of a strip of
+// op(A) and a strip of op(B):
+//
+//	t[i][j] = Σ_{p<k} a[i·rs + p·ps] · b[p·bs + j]      i < mr, j < nr
+//	c[i·ldc + j] = alpha·t[i][j] + beta·c[i·ldc + j]    (alpha·t[i][j] when !loadC)
+//
+// summing t in chunks of kb depth steps (the package comment's scheme).
+// k ≥ 1, kb ≥ 1; strides are in elements.
+type microKernel[T Float] func(k, kb int, a *T, rs, ps int, b *T, bs int, c *T, ldc int, alpha, beta T, loadC bool)
+
+// A transposer writes dst[p·ldd + j] = src[j·lds + p] for j < rows,
+// p < cols, both multiples of its block size: packing op(B) when B is
+// stored transposed.
+type transposer[T Float] func(dst *T, ldd int, src *T, lds int, rows, cols int)
+
+// A rowCopier copies rows rows of width bytes (a multiple of 8, at most
+// 128) from src at a stride of lds bytes to dst at a stride of ldd bytes.
+type rowCopier func(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
+
+// A kernel is a micro-kernel with its tile, and the SIMD routines that
+// pack for it (nil: plain loops do).
+type kernel[T Float] struct {
+	level  isa.Level
+	mr, nr int
+	micro  microKernel[T]
+	trans  transposer[T]
+	tblock int // the transposer's block size
+	rows   rowCopier
+	chunk  func(depth int) int // the chunk length for a depth block
+}
+
+// The kernels in use, picked from isa.Get() at start-up.
+var (
+	kern32 *kernel[float32]
+	kern64 *kernel[float64]
+)
+
+func init() { useLevel(isa.Get()) }
+
+// useLevel switches the package to the kernels of level l (which this
+// build and machine must support) and returns the function that switches
+// back. Tests use it, before running products, to cover every level.
+func useLevel(l isa.Level) (restore func()) {
+	old32, old64 := kern32, kern64
+	kern32, kern64 = kernels32(l), kernels64(l)
+	return func() { kern32, kern64 = old32, old64 }
+}
+
+// kernelFor returns the kernel for T. A type defined on float32 or float64
+// has the same layout and calling convention as it, so the kernel built for
+// the underlying type serves it.
+func kernelFor[T Float]() *kernel[T] {
+	var z T
+	if unsafe.Sizeof(z) == 4 {
+		return (*kernel[T])(unsafe.Pointer(kern32))
+	}
+	return (*kernel[T])(unsafe.Pointer(kern64))
+}
+
+// Generic is the tile of the portable kernel.
+const genMR, genNR = 4, 4
+
+var (
+	generic32 = &kernel[float32]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float32], chunk: chunkSingle}
+	generic64 = &kernel[float64]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float64], chunk: chunkSingle}
+)
+
+// microGo is the portable micro-kernel (genMR×genNR), in the same
+// accumulation scheme as the assembly ones: chunk c of kb steps is summed
+// alone, then added to total c mod 4; the totals are combined as a tree.
+func microGo[T float32 | float64](k, kb int, a *T, rs, ps int, b *T, bs int, c *T, ldc int, alpha, beta T, loadC bool) {
+	as := unsafe.Slice(a, (genMR-1)*rs+(k-1)*ps+1)
+	bsl := unsafe.Slice(b, (k-1)*bs+genNR)
+	var tot [4][genMR][genNR]T
+	chunks := 0
+	for p0 := 0; p0 < k; p0 += kb {
+		var acc [genMR][genNR]T
+		for p := p0; p < min(p0+kb, k); p++ {
+			bp := bsl[p*bs : p*bs+genNR]
+			for i := range genMR {
+				ai := float64(as[i*rs+p*ps])
+				for j := range genNR {
+					// Fused like the assembly kernels' FMAs: a float32
+					// product is exact in float64.
+					acc[i][j] = T(math.FMA(ai, float64(bp[j]), float64(acc[i][j])))
+				}
+			}
+		}
+		t := &tot[chunks%4]
+		for i := range genMR {
+			for j := range genNR {
+				t[i][j] += acc[i][j]
+			}
+		}
+		chunks++
+	}
+	cs := unsafe.Slice(c, (genMR-1)*ldc+genNR)
+	for i := range genMR {
+		row := cs[i*ldc : i*ldc+genNR]
+		for j := range row {
+			v := alpha * ((tot[0][i][j] + tot[1][i][j]) + (tot[2][i][j] + tot[3][i][j]))
+			if loadC {
+				v += beta * row[j]
+			}
+			row[j] = v
+		}
+	}
+}

@@ -1,0 +1,202 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func transposeS8(dst *float32, ldd int, src *float32, lds int, rows, cols int)
+//
+// dst[p·ldd + j] = src[j·lds + p] for j < rows, p < cols, both multiples of
+// 8: 8×8 blocks, each loaded as four rows' halves per ymm (rows j and j+4
+// in the two 128-bit lanes), then transposed within the lanes by unpack
+// and shuffle (AVX).
+TEXT ·transposeS8(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R11
+	SHLQ $2, R11
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R8
+	SHLQ $2, R8
+	MOVQ rows+32(FP), BX
+	SHRQ $3, BX
+	JZ   done
+	MOVQ cols+40(FP), DX
+	SHRQ $3, DX
+	JZ   done
+	LEAQ (R8)(R8*2), R9   // 3·lds
+	LEAQ (R11)(R11*2), R12 // 3·ldd
+
+rowblock:
+	MOVQ SI, AX          // rows j…j+3 of this block column
+	LEAQ (SI)(R8*4), R10 // rows j+4…j+7
+	MOVQ DI, CX          // dst rows p…p+3
+	MOVQ DX, R14
+
+colblock:
+	VMOVUPS     (AX), X0
+	VINSERTF128 $1, (R10), Y0, Y0
+	VMOVUPS     (AX)(R8*1), X1
+	VINSERTF128 $1, (R10)(R8*1), Y1, Y1
+	VMOVUPS     (AX)(R8*2), X2
+	VINSERTF128 $1, (R10)(R8*2), Y2, Y2
+	VMOVUPS     (AX)(R9*1), X3
+	VINSERTF128 $1, (R10)(R9*1), Y3, Y3
+	VMOVUPS     16(AX), X4
+	VINSERTF128 $1, 16(R10), Y4, Y4
+	VMOVUPS     16(AX)(R8*1), X5
+	VINSERTF128 $1, 16(R10)(R8*1), Y5, Y5
+	VMOVUPS     16(AX)(R8*2), X6
+	VINSERTF128 $1, 16(R10)(R8*2), Y6, Y6
+	VMOVUPS     16(AX)(R9*1), X7
+	VINSERTF128 $1, 16(R10)(R9*1), Y7, Y7
+
+	VUNPCKLPS Y1, Y0, Y8 // r0[0] r1[0] r0[1] r1[1] per lane
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VSHUFPS   $0x44, Y10, Y8, Y12 // column 0 of the four rows (and of the four below)
+	VSHUFPS   $0xEE, Y10, Y8, Y13 // column 1
+	VSHUFPS   $0x44, Y11, Y9, Y14 // column 2
+	VSHUFPS   $0xEE, Y11, Y9, Y15 // column 3
+	VMOVUPS   Y12, (CX)
+	VMOVUPS   Y13, (CX)(R11*1)
+	VMOVUPS   Y14, (CX)(R11*2)
+	VMOVUPS   Y15, (CX)(R12*1)
+	LEAQ      (CX)(R11*4), R13
+	VUNPCKLPS Y5, Y4, Y8
+	VUNPCKHPS Y5, Y4, Y9
+	VUNPCKLPS Y7, Y6, Y10
+	VUNPCKHPS Y7, Y6, Y11
+	VSHUFPS   $0x44, Y10, Y8, Y12
+	VSHUFPS   $0xEE, Y10, Y8, Y13
+	VSHUFPS   $0x44, Y11, Y9, Y14
+	VSHUFPS   $0xEE, Y11, Y9, Y15
+	VMOVUPS   Y12, (R13)
+	VMOVUPS   Y13, (R13)(R11*1)
+	VMOVUPS   Y14, (R13)(R11*2)
+	VMOVUPS   Y15, (R13)(R12*1)
+
+	ADDQ $32, AX
+	ADDQ $32, R10
+	LEAQ (R13)(R11*4), CX
+	DECQ R14
+	JNZ  colblock
+
+	LEAQ (SI)(R8*8), SI // next 8 rows of src
+	ADDQ $32, DI        // next 8 columns of dst
+	DECQ BX
+	JNZ  rowblock
+
+done:
+	VZEROUPPER
+	RET
+
+// func transposeD4(dst *float64, ldd int, src *float64, lds int, rows, cols int)
+//
+// dst[p·ldd + j] = src[j·lds + p] for j < rows, p < cols, both multiples of
+// 4: 4×4 blocks, rows j, j+2 (and j+1, j+3) in the two lanes of a ymm,
+// then unpack (AVX).
+TEXT ·transposeD4(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R11
+	SHLQ $3, R11
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R8
+	SHLQ $3, R8
+	MOVQ rows+32(FP), BX
+	SHRQ $2, BX
+	JZ   doneD
+	MOVQ cols+40(FP), DX
+	SHRQ $2, DX
+	JZ   doneD
+	LEAQ (R8)(R8*2), R9    // 3·lds
+	LEAQ (R11)(R11*2), R12 // 3·ldd
+
+rowblockD:
+	MOVQ SI, AX
+	MOVQ DI, CX
+	MOVQ DX, R14
+
+colblockD:
+	VMOVUPD     (AX), X0
+	VINSERTF128 $1, (AX)(R8*2), Y0, Y0 // row 0 | row 2, columns 0–1
+	VMOVUPD     (AX)(R8*1), X1
+	VINSERTF128 $1, (AX)(R9*1), Y1, Y1 // row 1 | row 3
+	VMOVUPD     16(AX), X2
+	VINSERTF128 $1, 16(AX)(R8*2), Y2, Y2 // columns 2–3
+	VMOVUPD     16(AX)(R8*1), X3
+	VINSERTF128 $1, 16(AX)(R9*1), Y3, Y3
+	VUNPCKLPD   Y1, Y0, Y4 // column 0 of rows 0–3
+	VUNPCKHPD   Y1, Y0, Y5 // column 1
+	VUNPCKLPD   Y3, Y2, Y6
+	VUNPCKHPD   Y3, Y2, Y7
+	VMOVUPD     Y4, (CX)
+	VMOVUPD     Y5, (CX)(R11*1)
+	VMOVUPD     Y6, (CX)(R11*2)
+	VMOVUPD     Y7, (CX)(R12*1)
+	ADDQ        $32, AX
+	LEAQ        (CX)(R11*4), CX
+	DECQ        R14
+	JNZ         colblockD
+
+	LEAQ (SI)(R8*4), SI
+	ADDQ $32, DI
+	DECQ BX
+	JNZ  rowblockD
+
+doneD:
+	VZEROUPPER
+	RET
+
+// func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
+//
+// Copies rows of width bytes (a multiple of 8, at most 128) from src, at a
+// stride of lds bytes, to dst at a stride of ldd bytes: packing nr-wide
+// pieces of B's rows, or a strip of A stored transposed (AVX).
+TEXT ·copyRows(SB), NOSPLIT, $0-48
+	MOVQ  dst+0(FP), DI
+	MOVQ  ldd+8(FP), R10
+	MOVQ  src+16(FP), SI
+	MOVQ  lds+24(FP), R8
+	MOVQ  rows+32(FP), BX
+	MOVQ  width+40(FP), DX
+	TESTQ BX, BX
+	JZ    copied
+
+row:
+	MOVQ DX, CX
+	MOVQ SI, R9
+	MOVQ DI, R11
+
+by32:
+	CMPQ    CX, $32
+	JLT     by16
+	VMOVUPS (R9), Y0
+	VMOVUPS Y0, (R11)
+	ADDQ    $32, R9
+	ADDQ    $32, R11
+	SUBQ    $32, CX
+	JMP     by32
+
+by16:
+	CMPQ    CX, $16
+	JLT     by8
+	VMOVUPS (R9), X0
+	VMOVUPS X0, (R11)
+	ADDQ    $16, R9
+	ADDQ    $16, R11
+	SUBQ    $16, CX
+
+by8:
+	TESTQ CX, CX
+	JZ    next
+	MOVQ  (R9), AX
+	MOVQ  AX, (R11)
+
+next:
+	ADDQ R8, SI
+	ADDQ R10, DI
+	DECQ BX
+	JNZ  row
+
+copied:
+	VZEROUPPER
+	RET
