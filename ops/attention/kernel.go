@@ -300,10 +300,13 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 		return func(u int) {
 			c, bk := u%chunks, u/chunks
 			b, kvh := bk/p.Hkv, bk%p.Hkv
+			// Keys from keyEnd on are padding: no tile holds them, so
+			// whatever they hold is never read (0·NaN would be NaN).
+			keyEnd := p.keyEnd(b)
 			for j := c; j < nKB; j += chunks {
 				j0 := j * blockK
-				j1 := min(j0+blockK, p.Nk)
-				if p.firstQuery(b, j0) == p.Nq {
+				j1 := min(j0+blockK, keyEnd)
+				if j0 >= keyEnd {
 					continue // nobody sees key j0, nor any later key
 				}
 				for h := kvh * g; h < (kvh+1)*g; h++ {
@@ -347,6 +350,15 @@ func newBwdScratch[T Float]() *bwdScratch[T] {
 	}
 }
 
+// keyEnd returns the end of batch b's keys: keys j ≥ keyEnd(b) are padding
+// (j ≥ KeyLengths[b]), seen by no query row.
+func (p *params) keyEnd(b int) int {
+	if p.KeyLengths != nil {
+		return min(p.KeyLengths[b], p.Nk)
+	}
+	return p.Nk
+}
+
 // firstQuery returns the first query row of batch b that sees key j, or Nq
 // when none does. Every later row sees it too (keyLimit grows with the
 // row): query i sees key j if and only if i ≥ firstQuery(b, j).
@@ -361,14 +373,19 @@ func (p *params) firstQuery(b, j int) int {
 	return 0
 }
 
-// backwardBlock adds the contributions of key block [j0, j1) of kv head kvh
-// and query head h (batch b) to dq (all query blocks that see the keys),
-// dk and dv: see flashBackward.
+// backwardBlock adds the contributions of keys [j0, j1) of kv head kvh and
+// query head h (batch b) to dq (all query blocks that see the keys), dk and
+// dv: see flashBackward. The keys lie in one key block (j0 a multiple of
+// blockK) and are all non-padding; keys of the block from j1 on are never
+// read.
 func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
 	kB, vB := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
-	ktB := tr.k[kvOff : kvOff+bc*d] // Kᵀ block, d×bc
+	// Kᵀ block: d rows of the block's length `full`, of which the first bc
+	// columns (the keys [j0, j1)) are used.
+	full := min(blockK, p.Nk-j0)
+	ktB := tr.k[kvOff : kvOff+full*d]
 	dkB, dvB := dk[kvOff:kvOff+bc*d], dv[kvOff:kvOff+bc*d]
 	alpha := T(p.Scale * log2e)
 	scale := T(p.Scale)
@@ -403,7 +420,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		}
 		gemmNT(bc, d, br, scale, dst, br, qtB, br, 1, dkB, d) // dK += scale·dSᵀ·Q
 		transposeTile(ds, dst, bc, br)
-		gemmNT(br, d, bc, scale, ds, bc, ktB, bc, 1, dqB, d) // dQ += scale·dS·K
+		gemmNT(br, d, bc, scale, ds, bc, ktB, full, 1, dqB, d) // dQ += scale·dS·K
 	}
 }
 
