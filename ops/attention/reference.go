@@ -113,4 +113,3 @@ func reference(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorg
 	}
 	return o, lse, nil
 }
-
