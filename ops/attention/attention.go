@@ -34,6 +34,16 @@ type Options struct {
 // that sees no key gets o = 0 (and zero gradients), never NaN. q, k and v
 // are all float32 or all float64.
 //
+// Masked keys are not read. Whatever a padded key (j ≥ KeyLengths[b])
+// holds, NaN and ±Inf included, has no effect on any output or gradient,
+// and its gradients dk, dv are exactly 0, on the CPU and on a CUDA device.
+// A key that the causal mask hides from row i but shows to later rows
+// makes those later rows non-finite if it is, as the definition does; on
+// the CPU, row i is unaffected too (each row's tile products stop at its
+// visible keys). The CUDA kernels, like FlashAttention's, multiply such a
+// key by a zero probability inside a tile, so there a NaN or ±Inf in a
+// future key reaches the earlier rows of its 16–64-row tile (0·NaN = NaN).
+//
 // The op is fused in the FlashAttention-2 way: the forward runs an online
 // softmax over key blocks and keeps only the log-sum-exp
 // L = log Σ_j exp(s_ij) next to o; the backward recomputes the

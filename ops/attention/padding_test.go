@@ -165,3 +165,92 @@ func checkInert[T Float](t *testing.T, pr problem, m impl, q, k, v, kp, vp, do, 
 		}
 	}
 }
+
+// TestCausalFutureKeysInert plants NaN, ±Inf and huge values in keys that
+// the causal mask hides from the first rows but shows to later ones, in the
+// same 64×64 tile as visible keys (the diagonal tile) and elsewhere. The
+// rows that see no poisoned key must not notice: their o, lse and dq must
+// be bit-identical to the run without poison (the rows that see a poisoned
+// key and the keys those rows see are NaN, as the definition makes them).
+// It runs the fused op on the CPU kernels; Reference and the CUDA kernels
+// do not guarantee this (see Attention's documentation).
+func TestCausalFutureKeysInert(t *testing.T) {
+	defer func(was bool) { cpuOnly = was }(cpuOnly)
+	cpuOnly = true
+	rng := rand.New(rand.NewSource(22))
+	for n, c := range []struct {
+		pr     problem
+		poison int // the first poisoned key: keys [poison, Nk) are poisoned
+	}{
+		// The reproduction: N = 4, a NaN in the last v.
+		{problem{B: 1, H: 1, Hkv: 1, Nq: 4, Nk: 4, D: 2, Opts: Options{Causal: true}}, 3},
+		{problem{B: 1, H: 1, Hkv: 1, Nq: 17, Nk: 17, D: 3, Opts: Options{Causal: true}}, 9},
+		{problem{B: 2, H: 4, Hkv: 2, Nq: 127, Nk: 129, D: 8, Opts: Options{Causal: true}}, 70},
+		{problem{B: 1, H: 2, Hkv: 1, Nq: 129, Nk: 127, D: 5, Opts: Options{Causal: true}}, 100},
+		{problem{B: 2, H: 2, Hkv: 2, Nq: 129, Nk: 129, D: 4, Opts: Options{Causal: true, KeyLengths: []int{129, 128}}}, 128},
+		{problem{B: 1, H: 1, Hkv: 1, Nq: 200, Nk: 200, D: 6, Opts: Options{Causal: true}}, 131},
+	} {
+		pr := c.pr
+		future := func(b, j int) bool { return j >= c.poison }
+		q, k, v := pr.inputs(rng)
+		do := randn(rng, pr.qLen())
+		// Rows that see no poisoned key: keyLimit ≤ poison.
+		np := pr.naive(q, k, v)
+		clean := func(b, i int) bool { return !np.visible(b, i, c.poison) }
+		for _, kind := range poisons {
+			kp, vp, _ := poisonKeys(pr, k, v, kind, rng, future)
+			t.Run(fmt.Sprintf("%d/%v/poison%d/%s", n, pr, c.poison, kind), func(t *testing.T) {
+				checkRowsInert(t, pr, q, k, v, kp, vp, do, clean)
+				checkRowsInert(t, pr, convert[float32](q), convert[float32](k), convert[float32](v),
+					convert[float32](kp), convert[float32](vp), convert[float32](do), clean)
+			})
+		}
+	}
+}
+
+// checkRowsInert runs the fused op on clean (k, v) and poisoned (kp, vp)
+// keys and requires o, lse and dq of the rows with clean(b, i) to be
+// bit-identical and finite, and at least one such row.
+func checkRowsInert[T Float](t *testing.T, pr problem, q, k, v, kp, vp, do []T, clean func(b, i int) bool) {
+	t.Helper()
+	run := func(k, v []T) [3][]T {
+		o, l, err := forward(pr, fused, q, k, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dq, _, _, err := gradients(pr, fused, q, k, v, do, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [3][]T{o, l, dq}
+	}
+	want, got := run(k, v), run(kp, vp)
+	rows := 0
+	for b := 0; b < pr.B; b++ {
+		for h := 0; h < pr.H; h++ {
+			for i := 0; i < pr.Nq; i++ {
+				if !clean(b, i) {
+					continue
+				}
+				rows++
+				row := (b*pr.H+h)*pr.Nq + i
+				for x, name := range []string{"o", "lse", "dq"} {
+					w := 1
+					if name != "lse" {
+						w = pr.D
+					}
+					for c := row * w; c < (row+1)*w; c++ {
+						g, e := got[x][c], want[x][c]
+						if math.Float64bits(float64(g)) != math.Float64bits(float64(e)) || g != g || math.IsInf(float64(g), 1) {
+							t.Fatalf("row (b %d, h %d, i %d) sees no poisoned key: %s[%d] = %v, %v without poison",
+								b, h, i, name, c-row*w, g, e)
+						}
+					}
+				}
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no row is free of poison; the test checks nothing")
+	}
+}
