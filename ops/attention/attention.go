@@ -113,15 +113,24 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
 	for _, in := range []struct {
 		name, layout string
+		dims         [4]string
 		s            tensor.Shape
-	}{{"q", "[B,H,Nq,d]", qs}, {"k", "[B,Hkv,Nk,d]", ks}, {"v", "[B,Hkv,Nk,d]", vs}} {
+	}{
+		{"q", "[B,H,Nq,d]", [4]string{"B", "H", "Nq", "d"}, qs},
+		{"k", "[B,Hkv,Nk,d]", [4]string{"B", "Hkv", "Nk", "d"}, ks},
+		{"v", "[B,Hkv,Nk,d]", [4]string{"B", "Hkv", "Nk", "d"}, vs},
+	} {
 		if len(in.s) != 4 {
 			return nil, tensor.Dtype{}, fmt.Errorf("%s: %s must have rank 4 %s, has shape %v (q %v, k %v, v %v)",
 				fn, in.name, in.layout, in.s, qs, ks, vs)
 		}
-		for _, n := range in.s {
+		// Zero-length dimensions are refused here, when the graph is
+		// built: gorgonia.org/tensor cannot hold an empty tensor's data
+		// (Dense.Data panics), so no run of such a graph could succeed.
+		for i, n := range in.s {
 			if n < 1 {
-				return nil, tensor.Dtype{}, fmt.Errorf("%s: %s has shape %v; every dimension must be at least 1", fn, in.name, in.s)
+				return nil, tensor.Dtype{}, fmt.Errorf("%s: %s %s has shape %v: %s = %d; every dimension must be at least 1 (empty tensors are not supported)",
+					fn, in.name, in.layout, in.s, in.dims[i], n)
 			}
 		}
 	}
@@ -157,6 +166,13 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 	if q.Graph() != k.Graph() || q.Graph() != v.Graph() {
 		return nil, tensor.Dtype{}, fmt.Errorf("%s: q, k and v belong to different graphs", fn)
 	}
+	// The packed values hold B·H·Nq·(d+2) and B·H·Nq·d + 2·B·Hkv·Nk·d
+	// elements: refuse sizes whose element counts overflow.
+	qn, ok1 := size(qs[0], qs[1], qs[2], qs[3]+2)
+	kn, ok2 := size(qs[0], ks[1], ks[2], ks[3])
+	if !ok1 || !ok2 || qn+2*kn > maxElements {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: q %v, k %v: more than 2^53 elements", fn, qs, ks)
+	}
 	p := &params{B: qs[0], H: qs[1], Hkv: ks[1], Nq: qs[2], Nk: ks[2], D: qs[3], Causal: opts.Causal}
 	switch {
 	case math.IsNaN(opts.Scale) || math.IsInf(opts.Scale, 0):
@@ -180,6 +196,23 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 		p.KeyLengths = append([]int(nil), opts.KeyLengths...)
 	}
 	return p, dt, nil
+}
+
+// maxElements bounds the element count of any tensor the op makes: exact
+// in float64, and far beyond what a machine can allocate.
+const maxElements = 1 << 53
+
+// size returns the product of the positive sizes xs, and false when it
+// exceeds maxElements.
+func size(xs ...int) (int, bool) {
+	n := 1
+	for _, x := range xs {
+		if x < 1 || n > maxElements/x {
+			return 0, false
+		}
+		n *= x
+	}
+	return n, true
 }
 
 // nodeDtype returns the element type of a float32 or float64 tensor node.
