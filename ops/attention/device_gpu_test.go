@@ -28,7 +28,7 @@ func TestDeviceVersusCPU(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(11))
 	var worst64, worstRatio, worstRatio2, worst32, worst32n2 float64
-	for _, pr := range gridProblems() {
+	for _, pr := range testGrid() {
 		p := &params{B: pr.B, H: pr.H, Hkv: pr.Hkv, Nq: pr.Nq, Nk: pr.Nk, D: pr.D, Scale: pr.scale(),
 			Causal: pr.Opts.Causal, KeyLengths: pr.Opts.KeyLengths}
 		q, k, v := pr.inputs(rng)
@@ -68,7 +68,7 @@ func TestDeviceVersusCPU(t *testing.T) {
 		}
 	}
 	t.Logf("%d problems on %s: worst float64 error %.3g; worst float32 error %.3g (max norm), %.3g (2-norm); worst float32 device/CPU error ratio %.3g (max norm), %.3g (2-norm)",
-		len(gridProblems()), cuda.Device(), worst64, worst32, worst32n2, worstRatio, worstRatio2)
+		len(testGrid()), cuda.Device(), worst64, worst32, worst32n2, worstRatio, worstRatio2)
 }
 
 // deviceAndCPU runs one problem through the device branch and through the CPU kernels and
