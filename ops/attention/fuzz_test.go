@@ -19,8 +19,9 @@ import (
 //
 //	poison 0: ordinary values
 //	poison 1–4: NaN, +Inf, −Inf or a mix with ±1e30 in every padded key
-//	poison 5–8: the same in the last keys of a causal problem, hidden
-//	            from the first rows and seen by later ones
+//	            (with key lengths drawn when the problem has none)
+//	poison 5–8: the same in the last keys of a causal problem (the mask
+//	            switched on), hidden from the first rows and seen by later ones
 //
 // Where the oracle is finite the op must be too, within 1e-10 (float64)
 // or a float32 bound that grows with the largest score (see tol32),
@@ -84,15 +85,19 @@ func FuzzAttention(f *testing.F) {
 		var masked func(b, j int) bool
 		switch {
 		case kind == "":
-		case causalPoison:
-			if !causal || (!cpuOnly && cuda.Enabled()) {
-				t.Skip("poison in causal keys needs a causal problem on the CPU kernels")
+		case causalPoison: // implies the causal mask
+			if !cpuOnly && cuda.Enabled() {
+				t.Skip("poison in causal keys is inert on the CPU kernels only")
 			}
+			pr.Opts.Causal = true
 			first = pr.Nk - 1 - rng.Intn(min(pr.Nk, 8))
 			masked = func(b, j int) bool { return j >= first }
-		default:
+		default: // implies padding
 			if pr.Opts.KeyLengths == nil {
-				t.Skip("poison in padded keys needs key lengths")
+				pr.Opts.KeyLengths = make([]int, pr.B)
+				for i := range pr.Opts.KeyLengths {
+					pr.Opts.KeyLengths[i] = rng.Intn(pr.Nk)
+				}
 			}
 			masked = func(b, j int) bool { return j >= pr.Opts.KeyLengths[b] }
 		}

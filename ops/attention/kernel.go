@@ -448,14 +448,15 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 //
 //	c[r*ldc+j] += alpha·Σ_{l<n[r]} a[r*lda+l]·b[j*ldb+l]    (r < m, j < nc)
 //
-// n must be nondecreasing (the visible keys of consecutive query rows: a
-// causal mask and padding hide a suffix of the keys, shorter for later
-// rows). The columns l ≥ n[r] of a hold zeros (masked probabilities), but
-// b's rows there belong to keys the row must not read: in one product over
-// all columns a NaN or ±Inf there would reach the row as 0·NaN. Each run of
-// rows with equal n is one tile product; on a tile that no mask crosses
-// that is a single gemmNT, on the diagonal tile of a causal mask one per
-// row, whose dot products are those the single product would run.
+// n[r] is the number of keys row r sees in the tile (a causal mask and
+// padding hide a suffix of the keys). The columns l ≥ n[r] of a hold zeros
+// (masked probabilities), but b's rows there belong to keys the row must
+// not read: in one product over all columns a NaN or ±Inf there would
+// reach the row as 0·NaN. Each run of consecutive rows with equal n is one
+// tile product: on a tile that no mask crosses that is a single gemmNT, on
+// the diagonal tile of a causal mask one per row, over that row's keys only
+// (fewer flops in more calls: BenchmarkKernel's causal cases measured the
+// same time as the single product).
 func gemmNTPrefix[T Float](m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, c []T, ldc int) {
 	for r0 := 0; r0 < m; {
 		r1 := r0 + 1
