@@ -50,8 +50,9 @@ type Options struct {
 // probabilities from L block by block. Neither allocates anything of size
 // Nq×Nk. Reference computes the same function from Gorgonia ops.
 //
-// Bad shapes, mixed dtypes, bad key lengths and a NaN or infinite Scale are
-// returned as errors.
+// Bad shapes, zero-length dimensions (gorgonia.org/tensor holds no empty
+// tensor), mixed dtypes, bad key lengths and a NaN or infinite Scale are
+// returned as errors when the graph is built.
 func Attention(q, k, v *gorgonia.Node, opts Options) (*gorgonia.Node, error) {
 	o, _, err := build(q, k, v, opts, false)
 	return o, err
