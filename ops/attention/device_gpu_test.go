@@ -11,8 +11,8 @@ import (
 	"github.com/flashgorgon/flashgorgon/cuda"
 )
 
-// TestDeviceVersusCPU runs the forward and backward of the whole forward grid through the
-// device branch of forwardCompute and backwardCompute and through the CPU kernels, and
+// TestDeviceVersusCPU runs the forward and backward of the whole forward grid (shortGridProblems
+// under -short) through the device branch of forwardCompute and backwardCompute and through the CPU kernels, and
 // compares both with the float64 oracle: float64 to 1e-12 (max error relative to the largest
 // entry); float32 to a 2-norm error within max(4× the CPU kernels' own, 2e-6) and a max error
 // within max(8× the CPU kernels' own, 4e-6). The float32 device kernels accumulate scores,
