@@ -34,6 +34,16 @@ func TestAttentionParamsCheck(t *testing.T) {
 		{"valid backward", func(p *AttentionParams) {}, true, "", false},
 		{"valid backward with DL", func(p *AttentionParams) { p.DL = make([]float64, 24) }, true, "", false},
 		{"zero Nq", func(p *AttentionParams) { p.Nq = 0 }, false, "at least 1", false},
+		// Every zero-length dimension, forward and backward (issue 8, defect 1): an error naming
+		// the sizes, never a launch (nor a division by Hkv = 0).
+		{"zero Nq backward", func(p *AttentionParams) { p.Nq = 0 }, true, "every size must be at least 1 (B=2 H=4 Hkv=2 Nq=0 Nk=5 D=8)", false},
+		{"zero Nk", func(p *AttentionParams) { p.Nk = 0 }, false, "Nk=0", false},
+		{"zero Nk backward", func(p *AttentionParams) { p.Nk = 0 }, true, "Nk=0", false},
+		{"zero B", func(p *AttentionParams) { p.B = 0 }, true, "B=0", false},
+		{"zero H", func(p *AttentionParams) { p.H = 0 }, false, "H=0", false},
+		{"zero Hkv", func(p *AttentionParams) { p.Hkv = 0 }, true, "Hkv=0", false},
+		{"zero D", func(p *AttentionParams) { p.D = 0 }, false, "D=0", false},
+		{"negative Nk", func(p *AttentionParams) { p.Nk = -3 }, true, "Nk=-3", false},
 		{"H not multiple of Hkv", func(p *AttentionParams) { p.Hkv = 3 }, false, "H=4 is not a multiple of Hkv=3", false},
 		{"zero scale", func(p *AttentionParams) { p.Scale = 0 }, false, "Scale=0", false},
 		{"short Q", func(p *AttentionParams) { p.Q = make([]float64, 5) }, false, "Q has 5 elements, want 192", false},

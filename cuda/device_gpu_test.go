@@ -317,6 +317,119 @@ func TestAttentionDevice(t *testing.T) {
 	}
 }
 
+// maskedKeyGrid holds the problems of TestAttentionDeviceMaskedKeysInert: the reproduction of
+// issue 8 (B = H = 1, N = 4, d = 2, KeyLengths {2}), lengths on both sides of the kernels' 16-,
+// 32- and 64-row tiles (1, 17, 127, 129), a key length on a tile boundary (64), GQA, the causal
+// mask with padding, batch elements without any key, and every head-dimension tier.
+var maskedKeyGrid = []struct {
+	name string
+	c    attnCase
+}{
+	{"issue8-repro", attnCase{1, 1, 1, 4, 4, 2, false, []int{2}, false}},
+	{"n17-gqa", attnCase{2, 4, 2, 17, 17, 3, false, []int{5, 16}, true}},
+	{"n127-129-causal", attnCase{2, 2, 1, 127, 129, 8, true, []int{100, 128}, true}},
+	{"n129-127-kl64-d33", attnCase{1, 2, 2, 129, 127, 33, false, []int{64}, false}},
+	{"nq1-d64", attnCase{2, 3, 1, 1, 129, 64, false, []int{65, 1}, true}},
+	{"nk1-empty-batch", attnCase{2, 1, 1, 129, 1, 5, false, []int{0, 1}, false}},
+	{"causal-d128", attnCase{3, 2, 1, 127, 127, 128, true, []int{0, 63, 126}, true}},
+	{"d200-gqa", attnCase{1, 4, 2, 33, 129, 200, false, []int{97}, false}},
+	{"d256-causal", attnCase{1, 1, 1, 97, 97, 256, true, []int{50}, true}},
+}
+
+// TestAttentionDeviceMaskedKeysInert plants NaN, +Inf or -Inf in every padded key (index >=
+// KeyLengths[b]) of K and V and runs both forward variants and the backward (after the
+// production forward, variant 2). Padded keys must never be read: every output (O, L, LRes,
+// dQ, dK, dV) must be bit-identical to the run with ordinary random padding, agree with the
+// float64 references (which only read visible keys), hold no NaN or +Inf, and dK, dV of the
+// padded keys must be exactly 0. Before the fix, a NaN in a padded V made every dQ of its
+// (b, h) NaN (0·NaN in dS = P∘(dP − delta) and in P·V of the tile loads up to Nk).
+func TestAttentionDeviceMaskedKeysInert(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(9))
+	for _, g := range maskedKeyGrid {
+		for _, f64 := range []bool{false, true} {
+			for _, kind := range []string{"NaN", "+Inf", "-Inf"} {
+				name := g.name + "/" + map[bool]string{false: "f32", true: "f64"}[f64] + "/" + kind
+				t.Run(name, func(t *testing.T) {
+					pr := newAttnProblem(rng, g.c, f64)
+					bad := map[string]float64{"NaN": math.NaN(), "+Inf": math.Inf(1), "-Inf": math.Inf(-1)}[kind]
+					kp, vp := append([]float64(nil), pr.k...), append([]float64(nil), pr.v...)
+					padded := 0
+					c := g.c
+					for b := 0; b < c.B; b++ {
+						for hk := 0; hk < c.Hkv; hk++ {
+							for j := c.KeyLengths[b]; j < c.Nk; j++ {
+								padded++
+								for x := 0; x < c.D; x++ {
+									at := ((b*c.Hkv+hk)*c.Nk+j)*c.D + x
+									kp[at], vp[at] = bad, bad
+								}
+							}
+						}
+					}
+					if padded == 0 {
+						t.Fatal("no padded key: the case checks nothing")
+					}
+					tol := tolerance(f64)
+					for _, variant := range []int{1, 2} {
+						clean := runAttentionDevice(t, pr.p, variant)
+						p := pr.p
+						p.K, p.V = toType(kp, f64), toType(vp, f64)
+						got := runAttentionDevice(t, p, variant)
+						for i, what := range []string{"O", "L", "LRes", "dQ", "dK", "dV"} {
+							for j := range got[i] {
+								x, y := got[i][j], clean[i][j]
+								if math.Float64bits(x) != math.Float64bits(y) || math.IsNaN(x) || math.IsInf(x, 1) {
+									t.Fatalf("v%d %s[%d] = %v with %s in the padded keys, %v without", variant, what, j, x, kind, y)
+								}
+							}
+						}
+						compare(t, fmt.Sprintf("v%d O", variant), got[0], pr.o, tol)
+						compare(t, fmt.Sprintf("v%d L", variant), got[1], pr.l, tol)
+						compare(t, fmt.Sprintf("v%d dQ", variant), got[3], pr.dq, 10*tol)
+						compare(t, fmt.Sprintf("v%d dK", variant), got[4], pr.dk, 10*tol)
+						compare(t, fmt.Sprintf("v%d dV", variant), got[5], pr.dvv, 10*tol)
+						for b := 0; b < c.B; b++ {
+							for hk := 0; hk < c.Hkv; hk++ {
+								for j := c.KeyLengths[b]; j < c.Nk; j++ {
+									at := ((b*c.Hkv+hk)*c.Nk + j) * c.D
+									for x := 0; x < c.D; x++ {
+										if got[4][at+x] != 0 || got[5][at+x] != 0 {
+											t.Fatalf("v%d: padded key (b %d, hkv %d, j %d): dK = %v, dV = %v, want 0",
+												variant, b, hk, j, got[4][at:at+c.D], got[5][at:at+c.D])
+										}
+									}
+								}
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// runAttentionDevice runs forward variant `variant` on p's inputs into fresh outputs, then the
+// backward from the device's own O, L and LRes, and returns float64 copies of O, L, LRes, dQ,
+// dK, dV.
+func runAttentionDevice(t *testing.T, p AttentionParams, variant int) [6][]float64 {
+	t.Helper()
+	f64 := false
+	if _, ok := p.Q.([]float64); ok {
+		f64 = true
+	}
+	qn, kn, ln := p.B*p.H*p.Nq*p.D, p.B*p.Hkv*p.Nk*p.D, p.B*p.H*p.Nq
+	p.O, p.L, p.LRes = zeros(qn, f64), zeros(ln, f64), zeros(ln, f64)
+	p.DQ, p.DK, p.DV = zeros(qn, f64), zeros(kn, f64), zeros(kn, f64)
+	if err := attentionForward(p, variant); err != nil {
+		t.Fatalf("forward v%d: %v", variant, err)
+	}
+	if err := AttentionBackward(p); err != nil {
+		t.Fatalf("backward: %v", err)
+	}
+	return [6][]float64{as64(p.O), as64(p.L), as64(p.LRes), as64(p.DQ), as64(p.DK), as64(p.DV)}
+}
+
 // TestAttentionGradCheck checks the device backward against central differences of the
 // device forward in float64: the loss Σ wO∘O + Σ wL∘L (wL = 0 on rows without a visible key,
 // where L = −Inf), differentiated by the backward with DO = wO, DL = wL.

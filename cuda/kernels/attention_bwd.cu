@@ -13,6 +13,12 @@
 // gradient is small, dP_ij - delta_i cancels and a float32 dP would leave only its rounding
 // (the CPU op also keeps these sums in float64).
 //
+// Padded keys (j >= key_lengths[b]) are never read: both kernels zero-fill them in their tile
+// loads, and dS is selected (set to 0) where P is masked rather than computed as 0 * (dP - delta),
+// so whatever padded keys hold has no effect and their dK, dV are exactly 0. A key hidden by the
+// causal mask from some rows of a tile and seen by later ones is read (as in FlashAttention):
+// a NaN or +-Inf there reaches the dQ of the earlier rows through dS K (0 * NaN).
+//
 // Two kernels, neither with atomics, so the result is deterministic (bit-identical run to run):
 //   fg_attn_bwd_dkdv: a thread block owns a tile of BN keys of one (b, key/value head) and walks
 //     every query tile of every query head of its group, accumulating dK and dV in registers
@@ -48,10 +54,13 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
   const int tr = threadIdx.x / TC, tc = threadIdx.x % TC;
   const int group = p.h / p.hkv;
   const T scale = (T)p.scale;
+  // Keys from klen on are padding: the loads zero-fill them, they are never read.
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   const T* k = (const T*)p.k + b * p.k_batch + hk * p.k_head;
   const T* v = (const T*)p.v + b * p.v_batch + hk * p.v_head;
-  fg_load_tile<T, BN, D, LD, THREADS>(sK, k + (int64_t)n0 * p.k_row, p.k_row, 0, p.nk - n0, p.d);
-  fg_load_tile<T, BN, D, LD, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, 0, p.nk - n0, p.d);
+  fg_load_tile<T, BN, D, LD, THREADS>(sK, k + (int64_t)n0 * p.k_row, p.k_row, 0, klen - n0, p.d);
+  fg_load_tile<T, BN, D, LD, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, 0, klen - n0, p.d);
 
   T dk[RN][DC], dv[RN][DC];
   fg_zero(dk);
@@ -61,8 +70,6 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
   // row, so the rows before it see none of this tile's keys.
   int i_first = 0;
   if (p.causal) i_first = max(0, n0 - p.causal_offset);
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   if (n0 >= klen) i_first = p.nq;  // every key of the tile is masked: dK = dV = 0
 
   for (int hq = hk * group; hq < (hk + 1) * group; ++hq) {
@@ -99,9 +106,10 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
 #pragma unroll
         for (int a = 0; a < RN; ++a) {
           const int kr = tr + a * TR;
-          const T pij = n0 + kr < lim ? fg_exp((st[a][c] * scale - Li) - Lri) : T(0);
+          const bool seen = n0 + kr < lim;
+          const T pij = seen ? fg_exp((st[a][c] * scale - Li) - Lri) : T(0);
           sPT[kr * LDT + qi] = pij;
-          sdST[kr * LDT + qi] = (T)((double)pij * (dpt[a][c] - di) * (double)scale);
+          sdST[kr * LDT + qi] = seen ? (T)((double)pij * (dpt[a][c] - di) * (double)scale) : T(0);
         }
       }
       __syncthreads();
@@ -118,12 +126,13 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
   for (int a = 0; a < RN; ++a) {
     const int j = n0 + tr + a * TR;
     if (j >= p.nk) continue;
+    const bool padded = j >= klen;  // exactly 0, even where a visible row's q or dO is not finite
 #pragma unroll
     for (int c = 0; c < DC; ++c) {
       const int col = tc + c * TC;
       if (col < p.d) {
-        dK[(int64_t)j * p.k_row + col] = dk[a][c];
-        dV[(int64_t)j * p.v_row + col] = dv[a][c];
+        dK[(int64_t)j * p.k_row + col] = padded ? T(0) : dk[a][c];
+        dV[(int64_t)j * p.v_row + col] = padded ? T(0) : dv[a][c];
       }
     }
   }
@@ -175,8 +184,9 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
   fg_zero(dq);
   for (int n0 = 0; n0 < kv_end; n0 += BN) {
     __syncthreads();  // the previous tile's readers of sK and sdS are done
-    fg_load_tile<T, BN, D, LD, THREADS>(sK, k + (int64_t)n0 * p.k_row, p.k_row, 0, p.nk - n0, p.d);
-    fg_load_tile<T, BN, D, LD, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, 0, p.nk - n0, p.d);
+    // Keys from kv_end on (padding, keys beyond every row's causal reach) are zero-filled.
+    fg_load_tile<T, BN, D, LD, THREADS>(sK, k + (int64_t)n0 * p.k_row, p.k_row, 0, kv_end - n0, p.d);
+    fg_load_tile<T, BN, D, LD, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, 0, kv_end - n0, p.d);
     __syncthreads();
 
     T s[RM][SC];
@@ -190,8 +200,9 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
 #pragma unroll
       for (int c = 0; c < SC; ++c) {
         const int kc = tc + c * TC;
-        const T pij = n0 + kc < lim[a] ? fg_exp((s[a][c] * scale - Li[a]) - Lri[a]) : T(0);
-        sdS[(tr + a * TR) * LDS + kc] = (T)((double)pij * (dp[a][c] - di[a]) * (double)scale);
+        const bool seen = n0 + kc < lim[a];
+        const T pij = seen ? fg_exp((s[a][c] * scale - Li[a]) - Lri[a]) : T(0);
+        sdS[(tr + a * TR) * LDS + kc] = seen ? (T)((double)pij * (dp[a][c] - di[a]) * (double)scale) : T(0);
       }
     __syncthreads();
 

@@ -17,7 +17,12 @@
 //      the V tile replaces the K tile and O += P V. At the end O /= l and L = m + log l. The
 //      row sums are kept in double (one update per row and key tile): a float32 sum over a
 //      long row would cost L and O about 1e-5 relative.
-//      Key tiles that no row of the block sees (causal mask, key lengths) are never visited.
+//      Key tiles that no row of the block sees (causal mask, key lengths) are never visited, and
+//      the keys from kv_end on (padding, and keys beyond the causal reach of the block's last
+//      row) are never read: the tile loads zero-fill them, so whatever they hold (NaN, ±Inf)
+//      cannot reach O through P·V as 0·NaN. A key hidden by the causal mask from some rows of
+//      the block but seen by later ones is read, and its P is 0 for the rows that do not see
+//      it: a NaN or ±Inf there reaches those rows, as in FlashAttention.
 #include "common.cuh"
 
 // fg_write_lse writes row r's log-sum-exp L = m + log l, computed in double, rounded to T, and,
@@ -110,7 +115,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
 
   for (int n0 = 0; n0 < kv_end; n0 += BN) {
     __syncthreads();  // the previous tile's readers of sKV (as V) and sP are done
-    fg_load_tile<T, BN, D, LD, THREADS>(sKV, k + (int64_t)n0 * p.k_row, p.k_row, 0, p.nk - n0, p.d);
+    fg_load_tile<T, BN, D, LD, THREADS>(sKV, k + (int64_t)n0 * p.k_row, p.k_row, 0, kv_end - n0, p.d);
     __syncthreads();
 
     T s[RM][SC];
@@ -148,7 +153,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
     for (int a = 0; a < RM; ++a)
 #pragma unroll
       for (int c = 0; c < SC; ++c) sP[(tr + a * TR) * LDP + tc + c * TC] = s[a][c];
-    fg_load_tile<T, BN, D, LD, THREADS>(sKV, v + (int64_t)n0 * p.v_row, p.v_row, 0, p.nk - n0, p.d);
+    fg_load_tile<T, BN, D, LD, THREADS>(sKV, v + (int64_t)n0 * p.v_row, p.v_row, 0, kv_end - n0, p.d);
     __syncthreads();
 
     fg_mm_ab<T, RM, OC, BN, LDP, LD>(acc, sP, tr, TR, sKV, tc, TC);

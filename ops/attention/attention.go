@@ -34,14 +34,25 @@ type Options struct {
 // that sees no key gets o = 0 (and zero gradients), never NaN. q, k and v
 // are all float32 or all float64.
 //
+// Masked keys are not read. Whatever a padded key (j ≥ KeyLengths[b])
+// holds, NaN and ±Inf included, has no effect on any output or gradient,
+// and its gradients dk, dv are exactly 0, on the CPU and on a CUDA device.
+// A key that the causal mask hides from row i but shows to later rows
+// makes those later rows non-finite if it is, as the definition does; on
+// the CPU, row i is unaffected too (each row's tile products stop at its
+// visible keys). The CUDA kernels, like FlashAttention's, multiply such a
+// key by a zero probability inside a tile, so there a NaN or ±Inf in a
+// future key reaches the earlier rows of its 16–64-row tile (0·NaN = NaN).
+//
 // The op is fused in the FlashAttention-2 way: the forward runs an online
 // softmax over key blocks and keeps only the log-sum-exp
 // L = log Σ_j exp(s_ij) next to o; the backward recomputes the
 // probabilities from L block by block. Neither allocates anything of size
 // Nq×Nk. Reference computes the same function from Gorgonia ops.
 //
-// Bad shapes, mixed dtypes, bad key lengths and a NaN or infinite Scale are
-// returned as errors.
+// Bad shapes, zero-length dimensions (gorgonia.org/tensor holds no empty
+// tensor), mixed dtypes, bad key lengths and a NaN or infinite Scale are
+// returned as errors when the graph is built.
 func Attention(q, k, v *gorgonia.Node, opts Options) (*gorgonia.Node, error) {
 	o, _, err := build(q, k, v, opts, false)
 	return o, err
@@ -103,15 +114,24 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
 	for _, in := range []struct {
 		name, layout string
+		dims         [4]string
 		s            tensor.Shape
-	}{{"q", "[B,H,Nq,d]", qs}, {"k", "[B,Hkv,Nk,d]", ks}, {"v", "[B,Hkv,Nk,d]", vs}} {
+	}{
+		{"q", "[B,H,Nq,d]", [4]string{"B", "H", "Nq", "d"}, qs},
+		{"k", "[B,Hkv,Nk,d]", [4]string{"B", "Hkv", "Nk", "d"}, ks},
+		{"v", "[B,Hkv,Nk,d]", [4]string{"B", "Hkv", "Nk", "d"}, vs},
+	} {
 		if len(in.s) != 4 {
 			return nil, tensor.Dtype{}, fmt.Errorf("%s: %s must have rank 4 %s, has shape %v (q %v, k %v, v %v)",
 				fn, in.name, in.layout, in.s, qs, ks, vs)
 		}
-		for _, n := range in.s {
+		// Zero-length dimensions are refused here, when the graph is
+		// built: gorgonia.org/tensor cannot hold an empty tensor's data
+		// (Dense.Data panics), so no run of such a graph could succeed.
+		for i, n := range in.s {
 			if n < 1 {
-				return nil, tensor.Dtype{}, fmt.Errorf("%s: %s has shape %v; every dimension must be at least 1", fn, in.name, in.s)
+				return nil, tensor.Dtype{}, fmt.Errorf("%s: %s %s has shape %v: %s = %d; every dimension must be at least 1 (empty tensors are not supported)",
+					fn, in.name, in.layout, in.s, in.dims[i], n)
 			}
 		}
 	}
@@ -147,6 +167,13 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 	if q.Graph() != k.Graph() || q.Graph() != v.Graph() {
 		return nil, tensor.Dtype{}, fmt.Errorf("%s: q, k and v belong to different graphs", fn)
 	}
+	// The packed values hold B·H·Nq·(d+2) and B·H·Nq·d + 2·B·Hkv·Nk·d
+	// elements: refuse sizes whose element counts overflow.
+	qn, ok1 := size(qs[0], qs[1], qs[2], qs[3]+2)
+	kn, ok2 := size(qs[0], ks[1], ks[2], ks[3])
+	if !ok1 || !ok2 || qn+2*kn > maxElements {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: q %v, k %v: more than 2^53 elements", fn, qs, ks)
+	}
 	p := &params{B: qs[0], H: qs[1], Hkv: ks[1], Nq: qs[2], Nk: ks[2], D: qs[3], Causal: opts.Causal}
 	switch {
 	case math.IsNaN(opts.Scale) || math.IsInf(opts.Scale, 0):
@@ -170,6 +197,23 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 		p.KeyLengths = append([]int(nil), opts.KeyLengths...)
 	}
 	return p, dt, nil
+}
+
+// maxElements bounds the element count of any tensor the op makes: exact
+// in float64, and far beyond what a machine can allocate.
+const maxElements = 1 << 53
+
+// size returns the product of the positive sizes xs, and false when it
+// exceeds maxElements.
+func size(xs ...int) (int, bool) {
+	n := 1
+	for _, x := range xs {
+		if x < 1 || n > maxElements/x {
+			return 0, false
+		}
+		n *= x
+	}
+	return n, true
 }
 
 // nodeDtype returns the element type of a float32 or float64 tensor node.

@@ -3,6 +3,7 @@
 package attention
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -10,8 +11,8 @@ import (
 	"github.com/flashgorgon/flashgorgon/cuda"
 )
 
-// TestDeviceVersusCPU runs the forward and backward of the whole forward grid through the
-// device branch of forwardCompute and backwardCompute and through the CPU kernels, and
+// TestDeviceVersusCPU runs the forward and backward of the whole forward grid (shortGridProblems
+// under -short) through the device branch of forwardCompute and backwardCompute and through the CPU kernels, and
 // compares both with the float64 oracle: float64 to 1e-12 (max error relative to the largest
 // entry); float32 to a 2-norm error within max(4× the CPU kernels' own, 2e-6) and a max error
 // within max(8× the CPU kernels' own, 4e-6). The float32 device kernels accumulate scores,
@@ -27,7 +28,7 @@ func TestDeviceVersusCPU(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(11))
 	var worst64, worstRatio, worstRatio2, worst32, worst32n2 float64
-	for _, pr := range gridProblems() {
+	for _, pr := range testGrid() {
 		p := &params{B: pr.B, H: pr.H, Hkv: pr.Hkv, Nq: pr.Nq, Nk: pr.Nk, D: pr.D, Scale: pr.scale(),
 			Causal: pr.Opts.Causal, KeyLengths: pr.Opts.KeyLengths}
 		q, k, v := pr.inputs(rng)
@@ -67,7 +68,7 @@ func TestDeviceVersusCPU(t *testing.T) {
 		}
 	}
 	t.Logf("%d problems on %s: worst float64 error %.3g; worst float32 error %.3g (max norm), %.3g (2-norm); worst float32 device/CPU error ratio %.3g (max norm), %.3g (2-norm)",
-		len(gridProblems()), cuda.Device(), worst64, worst32, worst32n2, worstRatio, worstRatio2)
+		len(testGrid()), cuda.Device(), worst64, worst32, worst32n2, worstRatio, worstRatio2)
 }
 
 // deviceAndCPU runs one problem through the device branch and through the CPU kernels and
@@ -120,4 +121,102 @@ func errs[T Float](packed, grads []T, oLen, lLen, kLen int, o, l, dq, dk, dv []f
 	}
 	e[0][1] = maxAbsErr(got[1], l) / math.Max(1, maxAbs(l)) // L: absolute, as the package's tests measure it
 	return e
+}
+
+// TestDeviceMaskedKeysInert runs the problems of TestPaddedKeysInert (issue 8's reproduction,
+// lengths 1, 17, 127, 129 around the tiles, GQA, causal with padding, batch elements without a
+// key) through the device branch of forwardCompute and backwardCompute with NaN, +Inf, -Inf or
+// a mix of those and ±1e30 in every padded key of k and v. Padded keys must never be read: O,
+// L, dQ, dK, dV must be bit-identical to the device run with ordinary random padding, within
+// TestDeviceVersusCPU's limits of the float64 oracle (which only reads visible keys) — which
+// also rules out NaN and Inf — and dK, dV of the padded keys exactly 0. The CPU kernels are
+// held to the same limits on the same poisoned inputs.
+func TestDeviceMaskedKeysInert(t *testing.T) {
+	if !cuda.Enabled() {
+		t.Skipf("no CUDA device in use (%s)", cuda.Device())
+	}
+	rng := rand.New(rand.NewSource(23))
+	for n, pr := range paddingProblems {
+		p := &params{B: pr.B, H: pr.H, Hkv: pr.Hkv, Nq: pr.Nq, Nk: pr.Nk, D: pr.D, Scale: pr.scale(),
+			Causal: pr.Opts.Causal, KeyLengths: pr.Opts.KeyLengths}
+		padded := func(b, j int) bool { return j >= pr.Opts.KeyLengths[b] }
+		q, k, v := pr.inputs(rng)
+		do, dl := randn(rng, pr.qLen()), randn(rng, pr.lLen())
+		for _, kind := range poisons {
+			kp, vp, _ := poisonKeys(pr, k, v, kind, rng, padded)
+			t.Run(fmt.Sprintf("%d/%v/%s", n, pr, kind), func(t *testing.T) {
+				checkDeviceInert(t, p, q, k, v, kp, vp, do, dl, padded)
+				checkDeviceInert(t, p, convert[float32](q), convert[float32](k), convert[float32](v),
+					convert[float32](kp), convert[float32](vp), convert[float32](do), convert[float32](dl), padded)
+			})
+		}
+	}
+}
+
+// checkDeviceInert is TestDeviceMaskedKeysInert for one element type.
+func checkDeviceInert[T Float](t *testing.T, p *params, q, k, v, kp, vp, do, dl []T, masked func(b, j int) bool) {
+	t.Helper()
+	var elem T
+	f64 := sizeOf(elem) == 8
+	clean, cleanGrads := deviceRun(t, p, q, k, v, do, dl)
+	got, grads := deviceRun(t, p, q, kp, vp, do, dl)
+	for i := range got {
+		if math.Float64bits(float64(got[i])) != math.Float64bits(float64(clean[i])) {
+			t.Fatalf("packed [O | L | residual][%d] = %v with poisoned padding, %v without", i, got[i], clean[i])
+		}
+	}
+	for i := range grads {
+		if math.Float64bits(float64(grads[i])) != math.Float64bits(float64(cleanGrads[i])) {
+			t.Fatalf("[dQ | dK | dV][%d] = %v with poisoned padding, %v without", i, grads[i], cleanGrads[i])
+		}
+	}
+	e := [2][2][5]float64{}
+	e[0], e[1] = deviceAndCPU(t, p, q, kp, vp, do, dl)
+	for i, name := range []string{"O", "L", "dQ", "dK", "dV"} {
+		dev, cpu, dev2, cpu2 := e[0][0][i], e[1][0][i], e[0][1][i], e[1][1][i]
+		switch {
+		case math.IsInf(dev, 0) || math.IsInf(cpu, 0):
+			t.Errorf("%s: non-finite where the oracle is finite (device error %v, CPU %v)", name, dev, cpu)
+		case f64 && (dev > 1e-12 || cpu > 1e-12):
+			t.Errorf("float64 %s: device error %.3g, CPU %.3g (limit 1e-12)", name, dev, cpu)
+		case !f64 && dev > math.Max(8*cpu, 4e-6):
+			t.Errorf("float32 %s: device max error %.3g > max(8× CPU's %.3g, 4e-6)", name, dev, cpu)
+		case !f64 && dev2 > math.Max(4*cpu2, 2e-6):
+			t.Errorf("float32 %s: device 2-norm error %.3g > max(4× CPU's %.3g, 2e-6)", name, dev2, cpu2)
+		}
+	}
+	kLen := p.B * p.Hkv * p.Nk * p.D
+	dk, dv := grads[len(grads)-2*kLen:len(grads)-kLen], grads[len(grads)-kLen:]
+	for b := 0; b < p.B; b++ {
+		for g := 0; g < p.Hkv; g++ {
+			for j := 0; j < p.Nk; j++ {
+				if !masked(b, j) {
+					continue
+				}
+				at := ((b*p.Hkv+g)*p.Nk + j) * p.D
+				for c := 0; c < p.D; c++ {
+					if dk[at+c] != 0 || dv[at+c] != 0 {
+						t.Fatalf("padded key (b %d, g %d, j %d): dK = %v, dV = %v, want 0", b, g, j, dk[at:at+p.D], dv[at:at+p.D])
+					}
+				}
+			}
+		}
+	}
+}
+
+// deviceRun runs the device branch forward and backward and returns packed [O | L | residual]
+// and grads [dQ | dK | dV].
+func deviceRun[T Float](t *testing.T, p *params, q, k, v, do, dl []T) (packed, grads []T) {
+	t.Helper()
+	oLen, lLen, kLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq, p.B*p.Hkv*p.Nk*p.D
+	packed = make([]T, oLen+2*lLen)
+	if done, err := deviceForward(p, q, k, v, packed); !done || err != nil {
+		t.Fatalf("%+v: device forward ran %v: %v", *p, done, err)
+	}
+	dPacked := append(append(append([]T(nil), do...), dl...), make([]T, lLen)...)
+	grads = make([]T, oLen+2*kLen)
+	if done, err := deviceBackward(p, q, k, v, packed, dPacked, grads); !done || err != nil {
+		t.Fatalf("%+v: device backward ran %v: %v", *p, done, err)
+	}
+	return packed, grads
 }

@@ -22,8 +22,13 @@
 //	m   = m'
 //
 // and at the end O /= ℓ, L = (m + log₂ ℓ)·ln 2. Key blocks that no row of the
-// query block sees (causal mask, padding) are skipped. Nothing of size
-// Nq×Nk is allocated: one blockQ×blockK tile per worker.
+// query block sees (causal mask, padding) are skipped. Masked keys are
+// never read: tiles end at the last key some row of the block sees, masked
+// scores and probabilities are selected (set), never computed from masked
+// keys, and each row's share of O += P·V stops at its own visible keys
+// (gemmNTPrefix), so that a NaN in a masked key cannot reach a row as
+// 0·NaN. Nothing of size Nq×Nk is allocated: one blockQ×blockK tile per
+// worker.
 //
 // # Backward
 //
@@ -33,6 +38,10 @@
 //
 //	dV += Pᵀ·dO    dP = dO·Vᵀ    dS = P∘(dP − D)
 //	dQ += dS·K·scale    dK += dSᵀ·Q·scale
+//
+// with the same rules for masked keys: key tiles end at KeyLengths[b], the
+// masked entries of P and dS are set to 0, and each row of dQ sums over its
+// visible keys only.
 //
 // The tiles are held transposed (Sᵀ = K·Qᵀ) so that every tile product is
 // an A·Bᵀ product, the fastest of gonum's kernels (the forward likewise

@@ -62,14 +62,47 @@ func gridProblems() []problem {
 	return out
 }
 
+// shortGridProblems is the grid of -short runs (CI's go test -race -short):
+// d = 8, 59 (odd) and 128, the lengths on both sides of the 64-row tiles
+// (1, 17, 127, 128, 129, and a short query over long keys), causal or not,
+// with the head layout and the key-length variant cycling along the list so
+// that every option meets every length and d; and one long problem
+// (N = 1025) with every mask.
+func shortGridProblems() []problem {
+	var out []problem
+	n := 0
+	for _, d := range []int{8, 59, 128} {
+		for _, nn := range [][2]int{{1, 1}, {1, 239}, {17, 17}, {127, 128}, {128, 127}, {129, 129}, {3, 799}} {
+			for _, causal := range []bool{false, true} {
+				hh := gridHeads[n%3]
+				kl := gridKeyLengths(nn[1])[(n/3)%3]
+				n++
+				out = append(out, problem{B: 2, H: hh[0], Hkv: hh[1], Nq: nn[0], Nk: nn[1], D: d,
+					Opts: Options{Causal: causal, KeyLengths: kl}})
+			}
+		}
+	}
+	return append(out, problem{B: 2, H: 2, Hkv: 1, Nq: 1025, Nk: 1025, D: 8,
+		Opts: Options{Causal: true, KeyLengths: []int{1025, 700}}})
+}
+
+// testGrid returns the forward grid, or its short form under -short.
+func testGrid() []problem {
+	if testing.Short() {
+		return shortGridProblems()
+	}
+	return gridProblems()
+}
+
 // TestForwardGrid compares o and L of the fused op and of Reference with
 // the float64 oracle and with each other: float64 to 1e-12 (normwise
 // relative), L to 1e-12 absolute (the issue asks 1e-5) and −Inf on the same
 // rows; in float32 the fused op's error must stay within twice the
-// decomposed path's, and L within 1e-5 (relative to max(1, |L|)).
+// decomposed path's, and L within 1e-5 (relative to max(1, |L|)). Under
+// -short it runs shortGridProblems.
 func TestForwardGrid(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	probs := gridProblems()
+	probs := testGrid()
 	var worst64, worstL, worstRatio float64
 	for _, pr := range probs {
 		q, k, v := pr.inputs(rng)

@@ -131,6 +131,7 @@ type fwdScratch[T Float] struct {
 	m      []T       // running maximum per row (log₂ units)
 	l      []float64 // running sum per row
 	rowLim []int     // keyLimit per row
+	nv     []int     // visible keys of the current key block per row
 }
 
 func newFwdScratch[T Float]() *fwdScratch[T] {
@@ -139,6 +140,7 @@ func newFwdScratch[T Float]() *fwdScratch[T] {
 		m:      make([]T, blockQ),
 		l:      make([]float64, blockQ),
 		rowLim: make([]int, blockQ),
+		nv:     make([]int, blockQ),
 	}
 }
 
@@ -169,6 +171,7 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, vt, o, lse, lres [
 		for r := 0; r < br; r++ {
 			row := s[r*bc : (r+1)*bc]
 			nv := min(max(w.rowLim[r]-j0, 0), bc)
+			w.nv[r] = nv
 			if nv == 0 { // this row sees none of these keys
 				zeroRow(row)
 				continue
@@ -184,9 +187,11 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, vt, o, lse, lres [
 			w.m[r] = mNew
 		}
 		// O += P·V with Vᵀ's block: d rows of the block's length, of
-		// which the first bc (the visible keys) are used.
+		// which each row of P uses its visible keys only (see
+		// gemmNTPrefix: a NaN in a key that the causal mask hides from the
+		// row must not reach it as 0·NaN).
 		full := min(blockK, p.Nk-j0)
-		gemmNT(br, d, bc, 1, s, bc, vt[kvOff+j0*d:kvOff+(j0+full)*d], full, 1, oT, d)
+		gemmNTPrefix(br, d, w.nv[:br], 1, s, bc, vt[kvOff+j0*d:kvOff+(j0+full)*d], full, oT, d)
 	}
 
 	lOff := (b*p.H+h)*p.Nq + i0
@@ -300,10 +305,13 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 		return func(u int) {
 			c, bk := u%chunks, u/chunks
 			b, kvh := bk/p.Hkv, bk%p.Hkv
+			// Keys from keyEnd on are padding: no tile holds them, so
+			// whatever they hold is never read (0·NaN would be NaN).
+			keyEnd := p.keyEnd(b)
 			for j := c; j < nKB; j += chunks {
 				j0 := j * blockK
-				j1 := min(j0+blockK, p.Nk)
-				if p.firstQuery(b, j0) == p.Nq {
+				j1 := min(j0+blockK, keyEnd)
+				if j0 >= keyEnd {
 					continue // nobody sees key j0, nor any later key
 				}
 				for h := kvh * g; h < (kvh+1)*g; h++ {
@@ -336,15 +344,28 @@ type transposed[T Float] struct{ q, do, k []T }
 
 // bwdScratch holds one worker's buffers for the backward.
 type bwdScratch[T Float] struct {
-	pt, dst, ds []T // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ), dS (blockQ×blockK)
+	pt, dst, ds []T   // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ), dS (blockQ×blockK)
+	first       []int // per key of the tile: its first query column (blockK)
+	nv          []int // per query of the tile: its visible keys (blockQ)
 }
 
 func newBwdScratch[T Float]() *bwdScratch[T] {
 	return &bwdScratch[T]{
-		pt:  make([]T, blockK*blockQ),
-		dst: make([]T, blockK*blockQ),
-		ds:  make([]T, blockQ*blockK),
+		pt:    make([]T, blockK*blockQ),
+		dst:   make([]T, blockK*blockQ),
+		ds:    make([]T, blockQ*blockK),
+		first: make([]int, blockK),
+		nv:    make([]int, blockQ),
 	}
+}
+
+// keyEnd returns the end of batch b's keys: keys j ≥ keyEnd(b) are padding
+// (j ≥ KeyLengths[b]), seen by no query row.
+func (p *params) keyEnd(b int) int {
+	if p.KeyLengths != nil {
+		return min(p.KeyLengths[b], p.Nk)
+	}
+	return p.Nk
 }
 
 // firstQuery returns the first query row of batch b that sees key j, or Nq
@@ -361,14 +382,19 @@ func (p *params) firstQuery(b, j int) int {
 	return 0
 }
 
-// backwardBlock adds the contributions of key block [j0, j1) of kv head kvh
-// and query head h (batch b) to dq (all query blocks that see the keys),
-// dk and dv: see flashBackward.
+// backwardBlock adds the contributions of keys [j0, j1) of kv head kvh and
+// query head h (batch b) to dq (all query blocks that see the keys), dk and
+// dv: see flashBackward. The keys lie in one key block (j0 a multiple of
+// blockK) and are all non-padding; keys of the block from j1 on are never
+// read.
 func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
 	kB, vB := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
-	ktB := tr.k[kvOff : kvOff+bc*d] // Kᵀ block, d×bc
+	// Kᵀ block: d rows of the block's length `full`, of which the first bc
+	// columns (the keys [j0, j1)) are used.
+	full := min(blockK, p.Nk-j0)
+	ktB := tr.k[kvOff : kvOff+full*d]
 	dkB, dvB := dk[kvOff:kvOff+bc*d], dv[kvOff:kvOff+bc*d]
 	alpha := T(p.Scale * log2e)
 	scale := T(p.Scale)
@@ -388,22 +414,59 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 
 		// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
 		// queries from firstQuery on: the columns before are masked, 0.
+		// Masked entries are selected, never computed from the tile
+		// products: a NaN in a key hidden from a query by the causal mask
+		// must not reach that query.
 		tilesComputed.bwd.Add(1)
 		gemmNT(bc, br, d, alpha, kB, d, qB, d, 0, pt, br)
 		for jj := 0; jj < bc; jj++ {
 			row := pt[jj*br : (jj+1)*br]
 			first := min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
+			w.first[jj] = first
 			zeroRow(row[:first])
 			expRowShifts(row[first:], hiB[first:], loB[first:])
 		}
 		gemmNT(bc, br, d, 1, vB, d, doB, d, 0, dst, br)   // dPᵀ = V·dOᵀ
 		gemmNT(bc, d, br, 1, pt, br, dotB, br, 1, dvB, d) // dV += Pᵀ·dO
 		for jj := 0; jj < bc; jj++ {                      // dSᵀ = Pᵀ∘(dPᵀ − D)
-			dsRowShifts(dst[jj*br:(jj+1)*br], pt[jj*br:(jj+1)*br], deltaB)
+			row, first := dst[jj*br:(jj+1)*br], w.first[jj]
+			zeroRow(row[:first])
+			dsRowShifts(row[first:], pt[jj*br+first:(jj+1)*br], deltaB[first:])
 		}
 		gemmNT(bc, d, br, scale, dst, br, qtB, br, 1, dkB, d) // dK += scale·dSᵀ·Q
 		transposeTile(ds, dst, bc, br)
-		gemmNT(br, d, bc, scale, ds, bc, ktB, bc, 1, dqB, d) // dQ += scale·dS·K
+		// dQ += scale·dS·K, each query row over its visible keys only.
+		for r := 0; r < br; r++ {
+			w.nv[r] = min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
+		}
+		gemmNTPrefix(br, d, w.nv[:br], scale, ds, bc, ktB, full, dqB, d)
+	}
+}
+
+// gemmNTPrefix is gemmNT with beta = 1 where row r of a uses only its first
+// n[r] columns:
+//
+//	c[r*ldc+j] += alpha·Σ_{l<n[r]} a[r*lda+l]·b[j*ldb+l]    (r < m, j < nc)
+//
+// n[r] is the number of keys row r sees in the tile (a causal mask and
+// padding hide a suffix of the keys). The columns l ≥ n[r] of a hold zeros
+// (masked probabilities), but b's rows there belong to keys the row must
+// not read: in one product over all columns a NaN or ±Inf there would
+// reach the row as 0·NaN. Each run of consecutive rows with equal n is one
+// tile product: on a tile that no mask crosses that is a single gemmNT, on
+// the diagonal tile of a causal mask one per row, over that row's keys only
+// (fewer flops in more calls: BenchmarkKernel's causal cases measured the
+// same time as the single product).
+func gemmNTPrefix[T Float](m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+	for r0 := 0; r0 < m; {
+		r1 := r0 + 1
+		for r1 < m && n[r1] == n[r0] {
+			r1++
+		}
+		if n[r0] > 0 {
+			gemmNT(r1-r0, nc, n[r0], alpha, a[r0*lda:], lda, b, ldb, 1, c[r0*ldc:], ldc)
+		}
+		r0 = r1
 	}
 }
 

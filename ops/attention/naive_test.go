@@ -4,7 +4,9 @@ import "math"
 
 // This file is the independent oracle: attention written as the definition,
 // one query row at a time, in float64, with no tiling, no online softmax and
-// no code shared with the fused kernels or with Reference.
+// no code shared with the fused kernels or with Reference. It reads masked
+// keys never (every loop over keys skips them), so that it defines what the
+// op must give whatever masked keys hold.
 
 // naiveProblem is one attention problem in float64, laid out as
 // q [B,H,Nq,D], k and v [B,Hkv,Nk,D].
@@ -130,6 +132,9 @@ func (n *naiveProblem) backward(do, dl []float64) (dq, dk, dv []float64) {
 				}
 				pdp := 0.0
 				for j := 0; j < n.Nk; j++ {
+					if !n.visible(b, i, j) {
+						continue
+					}
 					p[j] /= sum
 					vj := n.V[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
 					dot := 0.0
@@ -144,7 +149,7 @@ func (n *naiveProblem) backward(do, dl []float64) (dq, dk, dv []float64) {
 					dli = dl[row]
 				}
 				for j := 0; j < n.Nk; j++ {
-					if p[j] == 0 {
+					if !n.visible(b, i, j) {
 						continue
 					}
 					ds := p[j]*(dp[j]-pdp) + p[j]*dli

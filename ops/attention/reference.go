@@ -14,16 +14,23 @@ import (
 // Gorgonia ops (what PyTorch calls the math backend): with G = H/Hkv and
 // the G query heads of a kv head side by side,
 //
-//	s = BatchedMatMul(q as [B·Hkv, G·Nq, d], kᵀ)·Scale + mask   [B·Hkv, G·Nq, Nk]
-//	p = softmax.Softmax(s, along keys)
-//	o = BatchedMatMul(p, v as [B·Hkv, Nk, d])                    → [B,H,Nq,d]
+//	k', v' = k, v with the padded keys (j ≥ KeyLengths[b]) replaced by 0
+//	s = BatchedMatMul(q as [B·Hkv, G·Nq, d], k'ᵀ)·Scale                [B·Hkv, G·Nq, Nk]
+//	s' = s with the masked entries (causal or padding) replaced by −Inf
+//	p = softmax.Softmax(s', along keys)
+//	o = BatchedMatMul(p, v' as [B·Hkv, Nk, d])                         → [B,H,Nq,d]
 //
-// where mask is a constant input holding −Inf at the masked keys (causal or
-// padding; there is none without masking). ops/softmax turns a row of only
-// −Inf into zeros with a zero gradient, which gives the rows without a
-// visible key o = 0, as Attention does. Gorgonia differentiates the whole
-// expression, so Reference is the oracle and the baseline of the fused op:
-// it materializes the B·H·Nq·Nk scores, probabilities and their gradients.
+// The masks are selects (maskOp), never additions of −Inf, and the padded
+// keys are replaced before any product: whatever padded keys hold (NaN and
+// ±Inf included) has no effect on any output or gradient, and their
+// gradients are exactly 0, as with Attention. A non-finite value in a key
+// that the causal mask hides from some rows but not from others still
+// reaches those rows through the products p·v' and ds·k' (0·NaN = NaN).
+// ops/softmax turns a row of only −Inf into zeros with a zero gradient,
+// which gives the rows without a visible key o = 0, as Attention does.
+// Gorgonia differentiates the whole expression, so Reference is the oracle
+// and the baseline of the fused op: it materializes the B·H·Nq·Nk scores,
+// probabilities and their gradients.
 func Reference(q, k, v *gorgonia.Node, opts Options) (*gorgonia.Node, error) {
 	o, _, err := reference(q, k, v, opts, false)
 	return o, err
@@ -50,6 +57,14 @@ func reference(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorg
 	if err != nil {
 		return nil, nil, wrap("reshaping q", err)
 	}
+	if p.KeyLengths != nil {
+		if k, err = gorgonia.ApplyOp(maskOp{p: *p, dtype: dt, keys: true}, k); err != nil {
+			return nil, nil, wrap("masking the padded keys of k", err)
+		}
+		if v, err = gorgonia.ApplyOp(maskOp{p: *p, dtype: dt, keys: true}, v); err != nil {
+			return nil, nil, wrap("masking the padded keys of v", err)
+		}
+	}
 	k3, err := gorgonia.Reshape(k, tensor.Shape{p.B * p.Hkv, p.Nk, p.D})
 	if err != nil {
 		return nil, nil, wrap("reshaping k", err)
@@ -72,11 +87,7 @@ func reference(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorg
 		return nil, nil, wrap("scaling", err)
 	}
 	if p.Causal || p.KeyLengths != nil {
-		mask := gorgonia.NewTensor(q.Graph(), dt, 3,
-			gorgonia.WithShape(p.B*p.Hkv, g*p.Nq, p.Nk),
-			gorgonia.WithName(fmt.Sprintf("attention.mask%v causal=%t keyLengths=%v %v", s.Shape(), p.Causal, p.KeyLengths, dt)),
-			gorgonia.WithValue(referenceMask(p, dt)))
-		if s, err = gorgonia.Add(s, mask); err != nil {
+		if s, err = gorgonia.ApplyOp(maskOp{p: *p, dtype: dt, fill: math.Inf(-1)}, s); err != nil {
 			return nil, nil, wrap("masking", err)
 		}
 	}
@@ -101,35 +112,4 @@ func reference(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorg
 		}
 	}
 	return o, lse, nil
-}
-
-// referenceMask returns the additive mask [B·Hkv, G·Nq, Nk]: 0 where key j
-// is visible to the query row, −Inf where it is masked.
-func referenceMask(p *params, dt tensor.Dtype) *tensor.Dense {
-	g := p.H / p.Hkv
-	m := tensor.New(tensor.WithShape(p.B*p.Hkv, g*p.Nq, p.Nk), tensor.Of(dt))
-	fill := func(set func(at int)) {
-		for bk := 0; bk < p.B*p.Hkv; bk++ {
-			b := bk / p.Hkv
-			for r := 0; r < g*p.Nq; r++ {
-				i, row := r%p.Nq, (bk*g*p.Nq+r)*p.Nk
-				for j := 0; j < p.Nk; j++ {
-					// Written from the definitions in Options, not with the
-					// fused kernel's keyLimit, so that the twins stay independent.
-					padded := p.KeyLengths != nil && j >= p.KeyLengths[b]
-					future := p.Causal && j > i+(p.Nk-p.Nq)
-					if padded || future {
-						set(row + j)
-					}
-				}
-			}
-		}
-	}
-	switch d := m.Data().(type) {
-	case []float32:
-		fill(func(at int) { d[at] = float32(math.Inf(-1)) })
-	case []float64:
-		fill(func(at int) { d[at] = math.Inf(-1) })
-	}
-	return m
 }
