@@ -1,0 +1,236 @@
+package vec
+
+import (
+	"math"
+
+	"github.com/flashgorgon/flashgorgon/internal/isa"
+)
+
+// Float is the set of element types the kernels take.
+type Float interface{ float32 | float64 }
+
+// base selects the exponential's base.
+type base int
+
+const (
+	baseE base = iota // e^a
+	base2             // 2^a
+)
+
+// kernels32 is one instruction set's float32 kernels. Each must accept any
+// length, including 0, and any alignment; the exported functions have
+// already checked that the lengths agree.
+type kernels32 struct {
+	max       func(x []float32) float32
+	expSum    func(dst, x []float32, scale, shift float32, b base) float64
+	expShifts func(dst, x, hi, lo []float32, b base)
+	sum       func(x []float32) float64
+	dot       func(x, y []float32) float64
+	scale     func(x []float32, c float32)
+	mulDiff   func(dst, p, q []float32, c float32)
+	mulDiffs  func(dst, p, q, c []float32)
+	subScaled func(dst, y, x []float32, c float32)
+	subShift  func(dst, x []float32, a, b float64)
+}
+
+// k32 holds the float32 kernels of the level in force (isa.Get), chosen
+// once; tests switch it with useLevel.
+var k32 = kernelsFor(isa.Get())
+
+// kernelsFor returns the float32 kernels of level l: the assembly ones
+// where this build has them, the Go ones otherwise.
+func kernelsFor(l isa.Level) *kernels32 {
+	if k := asmKernels(l); k != nil {
+		return k
+	}
+	return &generic32
+}
+
+// Level names the instruction set the float32 kernels run on.
+func Level() isa.Level {
+	for _, l := range isa.Supported() {
+		if kernelsFor(l) == k32 {
+			return l
+		}
+	}
+	return isa.Generic
+}
+
+// Max returns max_i x_i: NaN if some x_i is NaN, −Inf for an empty x.
+func Max[T Float](x []T) T {
+	switch x := any(x).(type) {
+	case []float32:
+		return T(k32.max(x))
+	case []float64:
+		return T(maxGo(x))
+	}
+	panic("unreachable")
+}
+
+// Exp sets dst_i = e^{x_i}. dst may be x.
+func Exp[T Float](dst, x []T) { ExpShiftSum(dst[:len(x)], x, 1, 0) }
+
+// Exp2 sets dst_i = 2^{x_i}. dst may be x.
+func Exp2[T Float](dst, x []T) { Exp2ShiftSum(dst[:len(x)], x, 1, 0) }
+
+// ExpShiftSum sets dst_i = e^{scale·x_i − shift} and returns Σ_i dst_i,
+// accumulated in float64. With dst nil it only returns the sum; dst may be
+// x. This is the exponential step of a softmax row: with shift the row's
+// maximum m (scale 1) every term is at most 1.
+//
+// In float32 the argument scale·x_i − shift is taken exactly, not rounded
+// to float32 first, so y_i is within 2 ulp of e^{scale·x_i − shift} for
+// every x_i (when scale·x_i does not overflow); in float64 it is computed
+// in float64 and y_i is within 3 ulp of e raised to that value.
+func ExpShiftSum[T Float](dst, x []T, scale, shift T) float64 {
+	return expShiftSum(dst, x, scale, shift, baseE)
+}
+
+// Exp2ShiftSum is ExpShiftSum in base 2: dst_i = 2^{scale·x_i − shift}.
+func Exp2ShiftSum[T Float](dst, x []T, scale, shift T) float64 {
+	return expShiftSum(dst, x, scale, shift, base2)
+}
+
+func expShiftSum[T Float](dst, x []T, scale, shift T, b base) float64 {
+	if dst != nil {
+		dst = dst[:len(x)]
+	}
+	switch x := any(x).(type) {
+	case []float32:
+		d, _ := any(dst).([]float32)
+		return k32.expSum(d, x, float32(scale), float32(shift), b)
+	case []float64:
+		d, _ := any(dst).([]float64)
+		return expShiftSumGo(d, x, float64(scale), float64(shift), b == base2)
+	}
+	panic("unreachable")
+}
+
+// ExpShifts sets dst_i = e^{(x_i − hi_i) − lo_i}: each entry with a shift
+// of its own, given as the sum of two values of T (hi the float rounding
+// of the shift, lo the rest), as in attention's backward, which
+// recomputes P from the saved log-sum-exp of each query. In float32 the
+// argument is taken exactly. dst may be x.
+func ExpShifts[T Float](dst, x, hi, lo []T) { expShifts(dst, x, hi, lo, baseE) }
+
+// Exp2Shifts is ExpShifts in base 2: dst_i = 2^{(x_i − hi_i) − lo_i}.
+func Exp2Shifts[T Float](dst, x, hi, lo []T) { expShifts(dst, x, hi, lo, base2) }
+
+func expShifts[T Float](dst, x, hi, lo []T, b base) {
+	n := len(x)
+	dst, hi, lo = dst[:n], hi[:n], lo[:n]
+	switch x := any(x).(type) {
+	case []float32:
+		k32.expShifts(any(dst).([]float32), x, any(hi).([]float32), any(lo).([]float32), b)
+	case []float64:
+		expShiftsGo(any(dst).([]float64), x, any(hi).([]float64), any(lo).([]float64), b)
+	}
+}
+
+// Sum returns Σ_i x_i, accumulated in float64.
+func Sum[T Float](x []T) float64 {
+	switch x := any(x).(type) {
+	case []float32:
+		return k32.sum(x)
+	case []float64:
+		return sumGo(x)
+	}
+	panic("unreachable")
+}
+
+// Dot returns Σ_i x_i·y_i, with the products and the sum in float64.
+func Dot[T Float](x, y []T) float64 {
+	y = y[:len(x)]
+	switch x := any(x).(type) {
+	case []float32:
+		return k32.dot(x, any(y).([]float32))
+	case []float64:
+		return dotGo(x, any(y).([]float64))
+	}
+	panic("unreachable")
+}
+
+// Scale sets x_i = c·x_i: the rescale step (a softmax row by 1/Σ, an
+// attention output row by 2^{m_old − m_new}).
+func Scale[T Float](x []T, c T) {
+	switch x := any(x).(type) {
+	case []float32:
+		k32.scale(x, float32(c))
+	case []float64:
+		scaleGo(x, float64(c))
+	}
+}
+
+// MulDiff sets dst_i = p_i·(q_i − c). It is attention's dS = P∘(dP − D)
+// on a row of one query (c = D) and softmax's backward dx = y∘(dy − Σ y∘dy)
+// (c = Dot(y, dy)). dst may be p or q.
+func MulDiff[T Float](dst, p, q []T, c T) {
+	n := len(dst)
+	p, q = p[:n], q[:n]
+	switch dst := any(dst).(type) {
+	case []float32:
+		k32.mulDiff(dst, any(p).([]float32), any(q).([]float32), float32(c))
+	case []float64:
+		mulDiffGo(dst, any(p).([]float64), any(q).([]float64), float64(c))
+	}
+}
+
+// MulDiffs sets dst_i = p_i·(q_i − c_i): dS = P∘(dP − D) on a transposed
+// tile row (one key, many queries, each with its D). dst may be p or q.
+func MulDiffs[T Float](dst, p, q, c []T) {
+	n := len(dst)
+	p, q, c = p[:n], q[:n], c[:n]
+	switch dst := any(dst).(type) {
+	case []float32:
+		k32.mulDiffs(dst, any(p).([]float32), any(q).([]float32), any(c).([]float32))
+	case []float64:
+		mulDiffsGo(dst, any(p).([]float64), any(q).([]float64), any(c).([]float64))
+	}
+}
+
+// SubScaled sets dst_i = y_i − c·x_i (one rounding in float32, where it
+// is a fused multiply-add). dst may be x or y.
+func SubScaled[T Float](dst, y, x []T, c T) {
+	n := len(dst)
+	y, x = y[:n], x[:n]
+	switch dst := any(dst).(type) {
+	case []float32:
+		k32.subScaled(dst, any(y).([]float32), any(x).([]float32), float32(c))
+	case []float64:
+		subScaledGo(dst, any(y).([]float64), any(x).([]float64), float64(c))
+	}
+}
+
+// SubShift sets dst_i = (x_i − a) − b computed in float64 and rounded once
+// to T: log-softmax's y = (x − m) − log Σ, where a float32 shift would
+// lose the small differences next to a large maximum. dst may be x.
+func SubShift[T Float](dst, x []T, a, b float64) {
+	dst = dst[:len(x)]
+	switch x := any(x).(type) {
+	case []float32:
+		k32.subShift(any(dst).([]float32), x, a, b)
+	case []float64:
+		subShiftGo(any(dst).([]float64), x, a, b)
+	}
+}
+
+// SoftmaxGrad sets dx = y∘(dy − Σ_i y_i·dy_i), the gradient of softmax at
+// its output y for the upstream gradient dy (one row). dx may be y or dy.
+func SoftmaxGrad[T Float](dx, y, dy []T) {
+	MulDiff(dx, y, dy, T(Dot(y, dy)))
+}
+
+// LogSoftmaxGrad sets dx = dy − e^y·Σ_i dy_i, the gradient of log-softmax at
+// its output y for the upstream gradient dy (one row). A row with every y_i
+// = −Inf (a fully masked row) gets dx = 0. dx may be y but not dy.
+func LogSoftmaxGrad[T Float](dx, y, dy []T) {
+	n := len(y)
+	dx, dy = dx[:n], dy[:n]
+	if n > 0 && math.IsInf(float64(Max(y)), -1) {
+		clear(dx)
+		return
+	}
+	s := Sum(dy)
+	Exp(dx, y)
+	SubScaled(dx, dy, dx, T(s))
+}
