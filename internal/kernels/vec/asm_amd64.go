@@ -310,7 +310,7 @@ const (
 	tabHi
 	tabELo
 	tabEHi
-	tabQ6  // e^r = 1 + r·q(r), q(r) = q1 + q2·r + … + q6·r⁵ (for 2^r: e^{r·ln2})
+	tabQ6 // e^r = 1 + r·q(r), q(r) = q1 + q2·r + … + q6·r⁵ (for 2^r: e^{r·ln2})
 	tabQ5
 	tabQ4
 	tabQ3

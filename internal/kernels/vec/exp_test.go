@@ -107,16 +107,16 @@ func TestExpSpecials(t *testing.T) {
 		{-math.MaxFloat32, 1, 0, 0},
 		{200, 1, 0, inf},
 		{math.MaxFloat32, 1, 0, inf},
-		{-103.279, 1, 0, math.SmallestNonzeroFloat32},       // e^{−103.279} ≈ 2^{−149}
-		{5, 1, float32(math.Inf(1)), 0},                     // −Inf argument
-		{float32(math.Inf(-1)), 2, 3, 0},                    // scale applies to −Inf
-		{1e4, 1, 1e4, 1},                                    // large equal logits
-		{1e30, 1, 1e30, 1},                                  // huge equal logits
-		{-1e30, 1, 1e30, 0},                                 // −2e30
-		{3, 0, 0, 1},                                        // scale 0
-		{float32(math.Inf(-1)), -1, 0, inf},                 // −(−Inf)
-		{nan, 0, 0, nan},                                    // NaN·0
-		{1, 1, nan, nan},                                    // NaN shift
+		{-103.279, 1, 0, math.SmallestNonzeroFloat32}, // e^{−103.279} ≈ 2^{−149}
+		{5, 1, float32(math.Inf(1)), 0},               // −Inf argument
+		{float32(math.Inf(-1)), 2, 3, 0},              // scale applies to −Inf
+		{1e4, 1, 1e4, 1},                              // large equal logits
+		{1e30, 1, 1e30, 1},                            // huge equal logits
+		{-1e30, 1, 1e30, 0},                           // −2e30
+		{3, 0, 0, 1},                                  // scale 0
+		{float32(math.Inf(-1)), -1, 0, inf},           // −(−Inf)
+		{nan, 0, 0, nan},                              // NaN·0
+		{1, 1, nan, nan},                              // NaN shift
 	}
 	for _, c := range cases {
 		forEachLevel(t, func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestExpShiftSumAccuracy(t *testing.T) {
 		{1, 0, 30},
 		{1, 3.7, 30},
 		{1, -5.25, 60},
-		{1, 1e4, 80},         // logits near 1e4: x − shift needs far more than 24 bits of x
+		{1, 1e4, 80}, // logits near 1e4: x − shift needs far more than 24 bits of x
 		{1, -1e4, 80},
 		{1, 88, 180},
 		{0.125, 2.3, 200},    // 1/√64
