@@ -4,6 +4,7 @@ package vec
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
 )
@@ -49,6 +50,12 @@ func scaleAVX512(x *float32, n int, c float32)
 
 //go:noescape
 func scaleAVX2(x *float32, n int, c float32)
+
+//go:noescape
+func streamScaledAVX512(dst, x *float32, n int, c float32)
+
+//go:noescape
+func streamScaledAVX2(dst, x *float32, n int, c float32)
 
 //go:noescape
 func mulDiffAVX512(dst, p, q *float32, n int, c float32)
@@ -129,6 +136,14 @@ func (v wide) scale(x *float32, n int, c float32) {
 		return
 	}
 	scaleAVX2(x, n, c)
+}
+
+func (v wide) streamScaled(dst, x *float32, n int, c float32) {
+	if v {
+		streamScaledAVX512(dst, x, n, c)
+		return
+	}
+	streamScaledAVX2(dst, x, n, c)
 }
 
 func (v wide) mulDiff(dst, p, q *float32, n int, c float32) {
@@ -256,6 +271,20 @@ func (s wide) kernels() *kernels32 {
 				x = x[n:]
 			}
 			scaleGo(x, c)
+		},
+		streamScaled: func(dst, x []float32, c float32) {
+			// Whole cache lines from the first 64-byte boundary of dst on.
+			head := int((64-uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%64)%64) / 4
+			if head > len(dst) {
+				head = len(dst)
+			}
+			scaleToGo(dst[:head], x[:head], c)
+			dst, x = dst[head:], x[head:]
+			if n := body(len(dst)); n > 0 {
+				s.streamScaled(&dst[0], &x[0], n, c)
+				dst, x = dst[n:], x[n:]
+			}
+			scaleToGo(dst, x, c)
 		},
 		mulDiff: func(dst, p, q []float32, c float32) {
 			if n := body(len(dst)); n > 0 {

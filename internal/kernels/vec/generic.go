@@ -12,14 +12,15 @@ var generic32 = kernels32{
 	expSum: func(dst, x []float32, scale, shift float32, b base) float64 {
 		return expShiftSumGo(dst, x, float64(scale), float64(shift), b == base2)
 	},
-	expShifts: expShiftsGo[float32],
-	sum:       sumGo[float32],
-	dot:       dotGo[float32],
-	scale:     scaleGo[float32],
-	mulDiff:   mulDiffGo[float32],
-	mulDiffs:  mulDiffsGo[float32],
-	subScaled: subScaledGo[float32],
-	subShift:  subShiftGo[float32],
+	expShifts:    expShiftsGo[float32],
+	sum:          sumGo[float32],
+	dot:          dotGo[float32],
+	scale:        scaleGo[float32],
+	streamScaled: scaleToGo[float32],
+	mulDiff:      mulDiffGo[float32],
+	mulDiffs:     mulDiffsGo[float32],
+	subScaled:    subScaledGo[float32],
+	subShift:     subShiftGo[float32],
 }
 
 func maxGo[T Float](x []T) T {
@@ -68,6 +69,13 @@ func dotGo[T Float](x, y []T) float64 {
 func scaleGo[T Float](x []T, c T) {
 	for i := range x {
 		x[i] *= c
+	}
+}
+
+func scaleToGo[T Float](dst, x []T, c T) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] = c * x[i]
 	}
 }
 

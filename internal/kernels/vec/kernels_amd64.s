@@ -728,3 +728,43 @@ loop:
 	JNZ        loop
 	VZEROUPPER
 	RET
+
+// func streamScaledAVX512(dst, x *float32, n int, c float32)
+// dst must be 64-byte aligned: non-temporal stores of whole cache lines.
+TEXT ·streamScaledAVX512(SB), NOSPLIT, $0-28
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS c+24(FP), Z31
+	SHRQ         $4, CX
+
+loop:
+	VMULPS   (SI), Z31, Z0
+	VMOVNTPS Z0, (DI)
+	ADDQ     $64, SI
+	ADDQ     $64, DI
+	DECQ     CX
+	JNZ      loop
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func streamScaledAVX2(dst, x *float32, n int, c float32)
+// dst must be 32-byte aligned.
+TEXT ·streamScaledAVX2(SB), NOSPLIT, $0-28
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y15
+	SHRQ         $3, CX
+
+loop:
+	VMULPS   (SI), Y15, Y0
+	VMOVNTPS Y0, (DI)
+	ADDQ     $32, SI
+	ADDQ     $32, DI
+	DECQ     CX
+	JNZ      loop
+	SFENCE
+	VZEROUPPER
+	RET

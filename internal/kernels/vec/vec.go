@@ -2,12 +2,29 @@ package vec
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
 )
 
-// Float is the set of element types the kernels take.
-type Float interface{ float32 | float64 }
+// Float is the set of element types the kernels take (graph.Float).
+type Float interface{ ~float32 | ~float64 }
+
+// is32 tells whether T is a float32 type; the kernels switch on it once per
+// call and view the slices as []float32 or []float64 (f32, f64), which
+// also serves types defined on float32 and float64.
+func is32[T Float]() bool {
+	var z T
+	return unsafe.Sizeof(z) == 4
+}
+
+func f32[T Float](x []T) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
+}
+
+func f64[T Float](x []T) []float64 {
+	return unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
+}
 
 // base selects the exponential's base.
 type base int
@@ -21,16 +38,17 @@ const (
 // length, including 0, and any alignment; the exported functions have
 // already checked that the lengths agree.
 type kernels32 struct {
-	max       func(x []float32) float32
-	expSum    func(dst, x []float32, scale, shift float32, b base) float64
-	expShifts func(dst, x, hi, lo []float32, b base)
-	sum       func(x []float32) float64
-	dot       func(x, y []float32) float64
-	scale     func(x []float32, c float32)
-	mulDiff   func(dst, p, q []float32, c float32)
-	mulDiffs  func(dst, p, q, c []float32)
-	subScaled func(dst, y, x []float32, c float32)
-	subShift  func(dst, x []float32, a, b float64)
+	max          func(x []float32) float32
+	expSum       func(dst, x []float32, scale, shift float32, b base) float64
+	expShifts    func(dst, x, hi, lo []float32, b base)
+	sum          func(x []float32) float64
+	dot          func(x, y []float32) float64
+	scale        func(x []float32, c float32)
+	streamScaled func(dst, x []float32, c float32)
+	mulDiff      func(dst, p, q []float32, c float32)
+	mulDiffs     func(dst, p, q, c []float32)
+	subScaled    func(dst, y, x []float32, c float32)
+	subShift     func(dst, x []float32, a, b float64)
 }
 
 // k32 holds the float32 kernels of the level in force (isa.Get), chosen
@@ -58,13 +76,10 @@ func Level() isa.Level {
 
 // Max returns max_i x_i: NaN if some x_i is NaN, −Inf for an empty x.
 func Max[T Float](x []T) T {
-	switch x := any(x).(type) {
-	case []float32:
-		return T(k32.max(x))
-	case []float64:
-		return T(maxGo(x))
+	if is32[T]() {
+		return T(k32.max(f32(x)))
 	}
-	panic("unreachable")
+	return T(maxGo(f64(x)))
 }
 
 // Exp sets dst_i = e^{x_i}. dst may be x.
@@ -95,15 +110,10 @@ func expShiftSum[T Float](dst, x []T, scale, shift T, b base) float64 {
 	if dst != nil {
 		dst = dst[:len(x)]
 	}
-	switch x := any(x).(type) {
-	case []float32:
-		d, _ := any(dst).([]float32)
-		return k32.expSum(d, x, float32(scale), float32(shift), b)
-	case []float64:
-		d, _ := any(dst).([]float64)
-		return expShiftSumGo(d, x, float64(scale), float64(shift), b == base2)
+	if is32[T]() {
+		return k32.expSum(f32(dst), f32(x), float32(scale), float32(shift), b)
 	}
-	panic("unreachable")
+	return expShiftSumGo(f64(dst), f64(x), float64(scale), float64(shift), b == base2)
 }
 
 // ExpShifts sets dst_i = e^{(x_i − hi_i) − lo_i}: each entry with a shift
@@ -119,46 +129,52 @@ func Exp2Shifts[T Float](dst, x, hi, lo []T) { expShifts(dst, x, hi, lo, base2) 
 func expShifts[T Float](dst, x, hi, lo []T, b base) {
 	n := len(x)
 	dst, hi, lo = dst[:n], hi[:n], lo[:n]
-	switch x := any(x).(type) {
-	case []float32:
-		k32.expShifts(any(dst).([]float32), x, any(hi).([]float32), any(lo).([]float32), b)
-	case []float64:
-		expShiftsGo(any(dst).([]float64), x, any(hi).([]float64), any(lo).([]float64), b)
+	if is32[T]() {
+		k32.expShifts(f32(dst), f32(x), f32(hi), f32(lo), b)
+		return
 	}
+	expShiftsGo(f64(dst), f64(x), f64(hi), f64(lo), b)
 }
 
 // Sum returns Σ_i x_i, accumulated in float64.
 func Sum[T Float](x []T) float64 {
-	switch x := any(x).(type) {
-	case []float32:
-		return k32.sum(x)
-	case []float64:
-		return sumGo(x)
+	if is32[T]() {
+		return k32.sum(f32(x))
 	}
-	panic("unreachable")
+	return sumGo(f64(x))
 }
 
 // Dot returns Σ_i x_i·y_i, with the products and the sum in float64.
 func Dot[T Float](x, y []T) float64 {
 	y = y[:len(x)]
-	switch x := any(x).(type) {
-	case []float32:
-		return k32.dot(x, any(y).([]float32))
-	case []float64:
-		return dotGo(x, any(y).([]float64))
+	if is32[T]() {
+		return k32.dot(f32(x), f32(y))
 	}
-	panic("unreachable")
+	return dotGo(f64(x), f64(y))
 }
 
 // Scale sets x_i = c·x_i: the rescale step (a softmax row by 1/Σ, an
 // attention output row by 2^{m_old − m_new}).
 func Scale[T Float](x []T, c T) {
-	switch x := any(x).(type) {
-	case []float32:
-		k32.scale(x, float32(c))
-	case []float64:
-		scaleGo(x, float64(c))
+	if is32[T]() {
+		k32.scale(f32(x), float32(c))
+		return
 	}
+	scaleGo(f64(x), float64(c))
+}
+
+// StreamScaled sets dst_i = c·x_i with non-temporal stores (float32 with
+// assembly; a plain loop otherwise), which write whole cache lines to
+// memory without reading them first and without evicting what the caches
+// hold: for outputs too large to stay in cache, written once and not read
+// soon (a softmax over 64 MiB). dst must not overlap x.
+func StreamScaled[T Float](dst, x []T, c T) {
+	x = x[:len(dst)]
+	if is32[T]() {
+		k32.streamScaled(f32(dst), f32(x), float32(c))
+		return
+	}
+	scaleToGo(f64(dst), f64(x), float64(c))
 }
 
 // MulDiff sets dst_i = p_i·(q_i − c). It is attention's dS = P∘(dP − D)
@@ -167,12 +183,11 @@ func Scale[T Float](x []T, c T) {
 func MulDiff[T Float](dst, p, q []T, c T) {
 	n := len(dst)
 	p, q = p[:n], q[:n]
-	switch dst := any(dst).(type) {
-	case []float32:
-		k32.mulDiff(dst, any(p).([]float32), any(q).([]float32), float32(c))
-	case []float64:
-		mulDiffGo(dst, any(p).([]float64), any(q).([]float64), float64(c))
+	if is32[T]() {
+		k32.mulDiff(f32(dst), f32(p), f32(q), float32(c))
+		return
 	}
+	mulDiffGo(f64(dst), f64(p), f64(q), float64(c))
 }
 
 // MulDiffs sets dst_i = p_i·(q_i − c_i): dS = P∘(dP − D) on a transposed
@@ -180,12 +195,11 @@ func MulDiff[T Float](dst, p, q []T, c T) {
 func MulDiffs[T Float](dst, p, q, c []T) {
 	n := len(dst)
 	p, q, c = p[:n], q[:n], c[:n]
-	switch dst := any(dst).(type) {
-	case []float32:
-		k32.mulDiffs(dst, any(p).([]float32), any(q).([]float32), any(c).([]float32))
-	case []float64:
-		mulDiffsGo(dst, any(p).([]float64), any(q).([]float64), any(c).([]float64))
+	if is32[T]() {
+		k32.mulDiffs(f32(dst), f32(p), f32(q), f32(c))
+		return
 	}
+	mulDiffsGo(f64(dst), f64(p), f64(q), f64(c))
 }
 
 // SubScaled sets dst_i = y_i − c·x_i (one rounding in float32, where it
@@ -193,12 +207,11 @@ func MulDiffs[T Float](dst, p, q, c []T) {
 func SubScaled[T Float](dst, y, x []T, c T) {
 	n := len(dst)
 	y, x = y[:n], x[:n]
-	switch dst := any(dst).(type) {
-	case []float32:
-		k32.subScaled(dst, any(y).([]float32), any(x).([]float32), float32(c))
-	case []float64:
-		subScaledGo(dst, any(y).([]float64), any(x).([]float64), float64(c))
+	if is32[T]() {
+		k32.subScaled(f32(dst), f32(y), f32(x), float32(c))
+		return
 	}
+	subScaledGo(f64(dst), f64(y), f64(x), float64(c))
 }
 
 // SubShift sets dst_i = (x_i − a) − b computed in float64 and rounded once
@@ -206,12 +219,11 @@ func SubScaled[T Float](dst, y, x []T, c T) {
 // lose the small differences next to a large maximum. dst may be x.
 func SubShift[T Float](dst, x []T, a, b float64) {
 	dst = dst[:len(x)]
-	switch x := any(x).(type) {
-	case []float32:
-		k32.subShift(any(dst).([]float32), x, a, b)
-	case []float64:
-		subShiftGo(any(dst).([]float64), x, a, b)
+	if is32[T]() {
+		k32.subShift(f32(dst), f32(x), a, b)
+		return
 	}
+	subShiftGo(f64(dst), f64(x), a, b)
 }
 
 // SoftmaxGrad sets dx = y∘(dy − Σ_i y_i·dy_i), the gradient of softmax at

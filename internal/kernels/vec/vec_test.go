@@ -149,6 +149,17 @@ func TestRowKernels(t *testing.T) {
 						t.Fatalf("%s: Scale[%d] = %v, want %v", name, i, dst[i], want)
 					}
 				}
+				for _, o := range []int{off, off + 5, off + 13} { // every alignment of the stream's head
+					dst, check = guarded(n, o)
+					StreamScaled(dst, q, cs)
+					check(t, "StreamScaled")
+					for i := range dst {
+						want := float64(q[i]) * float64(cs)
+						if !within(dst[i], want, math.Abs(want), 1) {
+							t.Fatalf("%s: StreamScaled[%d] at offset %d = %v, want %v", name, i, o, dst[i], want)
+						}
+					}
+				}
 				// SubShift rounds once: (x − a) − b with a large a.
 				a, b := 1e4+rng.Float64(), rng.Float64()*3
 				x := make([]float32, n)
@@ -263,6 +274,8 @@ func TestFloat64Kernels(t *testing.T) {
 		copy(dst, q)
 		Scale(dst, cs)
 		eq("Scale", dst, func(i int) float64 { return q[i] * cs })
+		StreamScaled(dst, p, cs)
+		eq("StreamScaled", dst, func(i int) float64 { return p[i] * cs })
 		if err := checkSum(Sum(q), q); err != nil {
 			t.Fatalf("n=%d Sum: %v", n, err)
 		}
@@ -298,6 +311,7 @@ func TestNoAllocs(t *testing.T) {
 			Sum(x)
 			Dot(x, y)
 			Scale(y, 2)
+			StreamScaled(y, z, 2)
 			MulDiff(y, x, z, 1)
 			MulDiffs(y, x, z, x)
 			SubScaled(y, x, z, 1)
@@ -310,4 +324,23 @@ func TestNoAllocs(t *testing.T) {
 			t.Errorf("%v allocations per run, want 0", allocs)
 		}
 	})
+}
+
+// TestNamedTypes runs the kernels on types defined on float32 and float64,
+// which graph.Float admits.
+func TestNamedTypes(t *testing.T) {
+	type f32 float32
+	type f64 float64
+	x := []f32{1, -2, 3, 0.5, 7, -1, 2, 2, 9, 1, 0, 0, 0, 0, 0, 0, 4}
+	y := make([]f32, len(x))
+	if got := Max(x); got != 9 {
+		t.Errorf("Max named float32 = %v, want 9", got)
+	}
+	ExpShiftSum(y, x, 1, 9)
+	if y[8] != 1 || math.Abs(float64(y[0])-math.Exp(-8)) > 1e-7*math.Exp(-8) {
+		t.Errorf("ExpShiftSum named float32: %v", y)
+	}
+	if got := Sum([]f64{1, 2, 3.5}); got != 6.5 {
+		t.Errorf("Sum named float64 = %v, want 6.5", got)
+	}
 }
