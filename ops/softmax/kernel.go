@@ -160,7 +160,11 @@ func forward[T graph.Float](k kind, x, y []T, l layout) {
 				scratch = make([]T, l.n)
 			}
 			for o := lo; o < hi; o++ {
-				forwardRow(k, x[o*l.n:(o+1)*l.n], y, o, mb, scratch)
+				var next []T
+				if o+1 < hi {
+					next = x[(o+1)*l.n : (o+2)*l.n]
+				}
+				forwardRow(k, x[o*l.n:(o+1)*l.n], y, o, mb, scratch, next)
 			}
 		})
 		return
@@ -201,7 +205,7 @@ func blockLenOf[T graph.Float]() int {
 // relative to the running maximum m' of this step. Before the first entry
 // above −Inf the shift is 0: the block's entries are then −Inf (terms 0)
 // or NaN (which makes d NaN, as it must); a NaN block maximum leaves m.
-func addBlock[T graph.Float](s *stat, x, dst []T) {
+func addBlock[T graph.Float](s *stat, x, dst, next []T) {
 	if bm := float64(vec.Max(x)); bm > s.m {
 		s.d *= exp(s.m - bm)
 		s.m = bm
@@ -210,12 +214,13 @@ func addBlock[T graph.Float](s *stat, x, dst []T) {
 	if shift == -math.MaxFloat64 {
 		shift = 0
 	}
-	s.d += vec.ExpShiftSum(dst, x, 1, T(shift))
+	s.d += vec.ExpShiftSumAhead(dst, x, next, 1, T(shift))
 }
 
 // forwardRow computes row o of a contiguous layout (inner = 1): x is the
 // row, y the whole output, mb scratch of one float64 per block, and
-// scratch nil or a block of T for the streamed softmax.
+// scratch nil or a block of T for the streamed softmax, next nil or the
+// row to be computed after this one (prefetched by the streamed softmax).
 //
 // Softmax keeps the numerators e^{x_i−m_b} of each block b, relative to the
 // running maximum m_b after that block, in y; once the row's m and d are
@@ -225,12 +230,12 @@ func addBlock[T graph.Float](s *stat, x, dst []T) {
 // With scratch, the numerators of the (one-block) row go there instead and
 // the rescale writes y with non-temporal stores, so y's lines are never
 // read. Log-softmax writes (x_i − m) − log d in float64, rounded once.
-func forwardRow[T graph.Float](k kind, x, y []T, o int, mb []float64, scratch []T) {
+func forwardRow[T graph.Float](k kind, x, y []T, o int, mb []float64, scratch, next []T) {
 	n, bl := len(x), blockLenOf[T]()
 	s := newStat()
 	if k != kindSoftmax {
 		for lo := 0; lo < n; lo += bl {
-			addBlock(&s, x[lo:min(lo+bl, n)], nil)
+			addBlock(&s, x[lo:min(lo+bl, n)], nil, nil)
 		}
 		_, logd, lse := s.finish()
 		if k == kindLogSumExp {
@@ -242,14 +247,14 @@ func forwardRow[T graph.Float](k kind, x, y []T, o int, mb []float64, scratch []
 	}
 	out := y[o*n : (o+1)*n]
 	if scratch != nil {
-		addBlock(&s, x, scratch[:n])
+		addBlock(&s, x, scratch[:n], next)
 		inv, _, _ := s.finish() // 0 for a row of only −Inf, whose numerators are 0
 		vec.StreamScaled(out, scratch[:n], T(inv))
 		return
 	}
 	for b, lo := 0, 0; lo < n; b, lo = b+1, lo+bl {
 		hi := min(lo+bl, n)
-		addBlock(&s, x[lo:hi], out[lo:hi])
+		addBlock(&s, x[lo:hi], out[lo:hi], nil)
 		mb[b] = s.m
 	}
 	inv, _, _ := s.finish()

@@ -22,10 +22,10 @@ func maxAVX512(x *float32, n int) float32
 func maxAVX2(x *float32, n int) float32
 
 //go:noescape
-func expSumAVX512(dst, x *float32, n int, tab *expTable, scale, shift float32) float64
+func expSumAVX512(dst, x, pf *float32, n int, tab *expTable, scale, shift float32) float64
 
 //go:noescape
-func expSumAVX2(dst, x *float32, n int, tab *expTable, scale, shift float32) float64
+func expSumAVX2(dst, x, pf *float32, n int, tab *expTable, scale, shift float32) float64
 
 //go:noescape
 func expShiftsAVX512(dst, x, hi, lo *float32, n int, tab *expTable)
@@ -101,11 +101,11 @@ func (v wide) max(x *float32, n int) float32 {
 	return maxAVX2(x, n)
 }
 
-func (v wide) expSum(dst, x *float32, n int, tab *expTable, scale, shift float32) float64 {
+func (v wide) expSum(dst, x, pf *float32, n int, tab *expTable, scale, shift float32) float64 {
 	if v {
-		return expSumAVX512(dst, x, n, tab, scale, shift)
+		return expSumAVX512(dst, x, pf, n, tab, scale, shift)
 	}
-	return expSumAVX2(dst, x, n, tab, scale, shift)
+	return expSumAVX2(dst, x, pf, n, tab, scale, shift)
 }
 
 func (v wide) expShifts(dst, x, hi, lo *float32, n int, tab *expTable) {
@@ -212,7 +212,7 @@ func (s wide) kernels() *kernels32 {
 			}
 			return m
 		},
-		expSum: func(dst, x []float32, scale, shift float32, b base) float64 {
+		expSum: func(dst, x, next []float32, scale, shift float32, b base) float64 {
 			n, tab := body(len(x)), &expTables[b]
 			var sum float64
 			if n > 0 {
@@ -220,12 +220,16 @@ func (s wide) kernels() *kernels32 {
 				if dst != nil {
 					d = &dst[0]
 				}
-				sum = s.expSum(d, &x[0], n, tab, scale, shift)
+				pf := &x[0] // prefetching x itself, already in cache, costs little
+				if len(next) >= n {
+					pf = &next[0]
+				}
+				sum = s.expSum(d, &x[0], pf, n, tab, scale, shift)
 			}
 			if n < len(x) {
 				var buf [16]float32
 				t := copy(buf[:], x[n:])
-				s.expSum(&buf[0], &buf[0], w, tab, scale, shift)
+				s.expSum(&buf[0], &buf[0], &buf[0], w, tab, scale, shift)
 				if dst != nil {
 					copy(dst[n:], buf[:t])
 				}

@@ -28,7 +28,8 @@
 // (AVX2), so subnormal results are rounded once. The float64 kernels
 // compute the argument in float64 (two roundings) and use ScalarExp.
 //
-// Sums (Sum, Dot, ExpShiftSum's total) are accumulated in float64.
+// Sums (Sum, Dot, ExpShiftSum's total) are accumulated in float64; the
+// float32 ExpShiftSum in assembly first adds 4 terms per lane in float32.
 //
 // Slices passed together must have the same length (a shorter one panics
 // with an index error); dst may be the same slice as an input where the

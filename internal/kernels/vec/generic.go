@@ -9,7 +9,7 @@ import "math"
 // generic32 is the float32 kernel set in Go.
 var generic32 = kernels32{
 	max: maxGo[float32],
-	expSum: func(dst, x []float32, scale, shift float32, b base) float64 {
+	expSum: func(dst, x, _ []float32, scale, shift float32, b base) float64 {
 		return expShiftSumGo(dst, x, float64(scale), float64(shift), b == base2)
 	},
 	expShifts:    expShiftsGo[float32],

@@ -76,6 +76,16 @@
 	VADDPS      Z4, Z5, Z5;  \ // es = (p − shift) − a
 	VADDPS      Z5, Z2, Z2     // e = ep + es
 
+// ARGSHIFT512 is ARGSCALE512 for scale = 1 (softmax rows): Z0 = x, Z30 = shift,
+// Z29 = −shift. Out: Z3 = a = fl(x − shift), Z2 = e = (x − shift) − a.
+#define ARGSHIFT512 \
+	VSUBPS Z30, Z0, Z3; \ // a = fl(x − shift)
+	VSUBPS Z0, Z3, Z4;  \ // z = a − x
+	VSUBPS Z4, Z3, Z5;  \
+	VSUBPS Z5, Z0, Z5;  \ // x − (a − z)
+	VSUBPS Z4, Z29, Z4; \ // −shift − z
+	VADDPS Z4, Z5, Z2      // e
+
 // ARGVEC512: Z0 = x, Z10 = hi, Z11 = lo. Out: Z3 = a = fl(x − hi),
 // Z2 = e = (x − hi − lo) − a (TwoSum's error, less lo).
 #define ARGVEC512 \
@@ -108,10 +118,11 @@
 	VFMADD213PS  Z15, Z3, Z7;  \ // p = 1 + r·q(r)
 	VSCALEFPS    Z6, Z7, Z7      // p·2ⁿ
 
-// SUM512 adds Z7's 16 floats, as float64, into Z14 (low 8) and Z13 (high 8).
-#define SUM512 \
-	VCVTPS2PD     Y7, Z8;     \
-	VEXTRACTF32X8 $1, Z7, Y9; \
+// SUM512(Z, Y) adds the 16 floats of Z (Y its low half), as float64, into Z14
+// (low 8) and Z13 (high 8).
+#define SUM512(Z, Y) \
+	VCVTPS2PD     Y, Z8;     \
+	VEXTRACTF32X8 $1, Z, Y9; \
 	VCVTPS2PD     Y9, Z9;     \
 	VADDPD        Z8, Z14, Z14; \
 	VADDPD        Z9, Z13, Z13
@@ -166,48 +177,248 @@ nan:
 	MOVL $0x7fc00000, ret+16(FP)
 	RET
 
-// func expSumAVX512(dst, x *float32, n int, tab *expTable, scale, shift float32) float64
-TEXT ·expSumAVX512(SB), NOSPLIT, $0-48
+// func expSumAVX512(dst, x, pf *float32, n int, tab *expTable, scale, shift float32) float64
+// dst may be nil (only the sum); scale = 1 takes loops without the product.
+// The sum adds the results of 4 vectors in float32 per lane (a partial sum
+// of 4 terms, at most 3 roundings of 2⁻²⁴), then the partials in float64:
+// converting every vector to float64 cost a third of the loop's time.
+// pf advances with x and is prefetched into L2 (PREFETCHT1) one line per
+// iteration: the next row of a softmax, loaded while this one computes.
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-56
 	MOVQ         dst+0(FP), DI
 	MOVQ         x+8(FP), SI
-	MOVQ         n+16(FP), CX
-	MOVQ         tab+24(FP), R8
-	VBROADCASTSS scale+32(FP), Z31
-	VBROADCASTSS shift+36(FP), Z30
+	MOVQ         pf+16(FP), R9
+	MOVQ         n+24(FP), CX
+	MOVQ         tab+32(FP), R8
+	VBROADCASTSS scale+40(FP), Z31
+	VBROADCASTSS shift+44(FP), Z30
 	VPXORD       Z29, Z29, Z29
 	VSUBPS       Z30, Z29, Z29
 	LOADEXP512
 	VPXORQ       Z14, Z14, Z14
 	VPXORQ       Z13, Z13, Z13
 	SHRQ         $4, CX
+	MOVQ         CX, R10
+	ANDQ         $3, R10 // single vectors after the groups of 4
+	SHRQ         $2, CX  // groups of 4 vectors
+	MOVL         scale+40(FP), AX
+	CMPL         AX, $0x3f800000 // scale == 1
+	JEQ          unitsel
 	TESTQ        DI, DI
-	JZ           nostore
+	JZ           scalenostore
+	JMP          scale
 
-loop:
-	VMOVUPS (SI), Z0
+unitsel:
+	TESTQ        DI, DI
+	JZ           unitnostore
+	JMP          unit
+
+scale:
+	TESTQ CX, CX
+	JZ    scale1
+
+scale4:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
 	ARGSCALE512
 	EXPCORE512
-	VMOVUPS Z7, (DI)
-	SUM512
-	ADDQ    $64, SI
-	ADDQ    $64, DI
-	DECQ    CX
-	JNZ     loop
-	JMP     done
-
-nostore:
-	VMOVUPS (SI), Z0
+	VMOVUPS    Z7, (DI)
+	VMOVAPS    Z7, Z12
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
 	ARGSCALE512
 	EXPCORE512
-	SUM512
-	ADDQ    $64, SI
-	DECQ    CX
-	JNZ     nostore
+	VMOVUPS    Z7, 64(DI)
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVUPS    Z7, 128(DI)
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVUPS    Z7, 192(DI)
+	VADDPS     Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, DI
+	ADDQ       $256, R9
+	DECQ       CX
+	JNZ        scale4
+
+scale1:
+	TESTQ R10, R10
+	JZ    done
+
+scale1loop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $64, R9
+	DECQ       R10
+	JNZ        scale1loop
+	JMP        done
+
+scalenostore:
+	TESTQ CX, CX
+	JZ    scalenostore1
+
+scalenostore4:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVAPS    Z7, Z12
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSCALE512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSCALE512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSCALE512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, R9
+	DECQ       CX
+	JNZ        scalenostore4
+
+scalenostore1:
+	TESTQ R10, R10
+	JZ    done
+
+scalenostore1loop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSCALE512
+	EXPCORE512
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, R9
+	DECQ       R10
+	JNZ        scalenostore1loop
+	JMP        done
+
+unit:
+	TESTQ CX, CX
+	JZ    unit1
+
+unit4:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	VMOVAPS    Z7, Z12
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 64(DI)
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 128(DI)
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 192(DI)
+	VADDPS     Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, DI
+	ADDQ       $256, R9
+	DECQ       CX
+	JNZ        unit4
+
+unit1:
+	TESTQ R10, R10
+	JZ    done
+
+unit1loop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $64, R9
+	DECQ       R10
+	JNZ        unit1loop
+	JMP        done
+
+unitnostore:
+	TESTQ CX, CX
+	JZ    unitnostore1
+
+unitnostore4:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVAPS    Z7, Z12
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, R9
+	DECQ       CX
+	JNZ        unitnostore4
+
+unitnostore1:
+	TESTQ R10, R10
+	JZ    done
+
+unitnostore1loop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, R9
+	DECQ       R10
+	JNZ        unitnostore1loop
+	JMP        done
 
 done:
 	HSUM512
 	VZEROUPPER
-	MOVSD X14, ret+40(FP)
+	MOVSD X14, ret+48(FP)
 	RET
 
 // func expShiftsAVX512(dst, x, hi, lo *float32, n int, tab *expTable)
@@ -408,6 +619,15 @@ loop:
 	VADDPS      Y4, Y5, Y5;  \
 	VADDPS      Y5, Y2, Y2
 
+// ARGSHIFT256: ARGSHIFT512 in YMM (Y14 = shift, Y13 = −shift).
+#define ARGSHIFT256 \
+	VSUBPS Y14, Y0, Y3; \
+	VSUBPS Y0, Y3, Y4;  \
+	VSUBPS Y4, Y3, Y5;  \
+	VSUBPS Y5, Y0, Y5;  \
+	VSUBPS Y4, Y13, Y4; \
+	VADDPS Y4, Y5, Y2
+
 // ARGVEC256: Y0 = x, Y10 = hi, Y11 = lo. Out: Y3 = a, Y2 = e (see ARGVEC512).
 #define ARGVEC256 \
 	VSUBPS Y10, Y0, Y3; \
@@ -450,10 +670,11 @@ loop:
 	VMULPS       Y8, Y7, Y7;     \ // exact
 	VMULPS       Y9, Y7, Y7
 
-// SUM256 adds Y7's 8 floats, as float64, into Y12 (low 4) and Y11 (high 4).
-#define SUM256 \
-	VCVTPS2PD    X7, Y8;     \
-	VEXTRACTF128 $1, Y7, X9; \
+// SUM256(Y, X) adds the 8 floats of Y (X its low half), as float64, into Y12
+// (low 4) and Y11 (high 4).
+#define SUM256(Y, X) \
+	VCVTPS2PD    X, Y8;     \
+	VEXTRACTF128 $1, Y, X9; \
 	VCVTPS2PD    X9, Y9;     \
 	VADDPD       Y8, Y12, Y12; \
 	VADDPD       Y9, Y11, Y11
@@ -505,47 +726,241 @@ nan:
 	MOVL $0x7fc00000, ret+16(FP)
 	RET
 
-// func expSumAVX2(dst, x *float32, n int, tab *expTable, scale, shift float32) float64
-TEXT ·expSumAVX2(SB), NOSPLIT, $0-48
+// func expSumAVX2(dst, x, pf *float32, n int, tab *expTable, scale, shift float32) float64
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-56
 	MOVQ         dst+0(FP), DI
 	MOVQ         x+8(FP), SI
-	MOVQ         n+16(FP), CX
-	MOVQ         tab+24(FP), R8
-	VBROADCASTSS scale+32(FP), Y15
-	VBROADCASTSS shift+36(FP), Y14
+	MOVQ         pf+16(FP), R9
+	MOVQ         n+24(FP), CX
+	MOVQ         tab+32(FP), R8
+	VBROADCASTSS scale+40(FP), Y15
+	VBROADCASTSS shift+44(FP), Y14
 	VXORPS       Y13, Y13, Y13
 	VSUBPS       Y14, Y13, Y13
 	VXORPD       Y12, Y12, Y12
 	VXORPD       Y11, Y11, Y11
 	SHRQ         $3, CX
+	MOVQ         CX, R10
+	ANDQ         $3, R10 // single vectors after the groups of 4
+	SHRQ         $2, CX  // groups of 4 vectors
+	MOVL         scale+40(FP), AX
+	CMPL         AX, $0x3f800000 // scale == 1
+	JEQ          unitsel
 	TESTQ        DI, DI
-	JZ           nostore
+	JZ           scalenostore
+	JMP          scale
 
-loop:
-	VMOVUPS (SI), Y0
+unitsel:
+	TESTQ        DI, DI
+	JZ           unitnostore
+	JMP          unit
+
+scale:
+	TESTQ CX, CX
+	JZ    scale1
+
+scale4:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
 	ARGSCALE256
 	EXPCORE256
-	VMOVUPS Y7, (DI)
-	SUM256
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     loop
-	JMP     done
-
-nostore:
-	VMOVUPS (SI), Y0
+	VMOVUPS    Y7, (DI)
+	VMOVAPS    Y7, Y10
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
 	ARGSCALE256
 	EXPCORE256
-	SUM256
-	ADDQ    $32, SI
-	DECQ    CX
-	JNZ     nostore
+	VMOVUPS    Y7, 32(DI)
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVUPS    Y7, 64(DI)
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVUPS    Y7, 96(DI)
+	VADDPS     Y7, Y10, Y10
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, DI
+	ADDQ       $128, R9
+	DECQ       CX
+	JNZ        scale4
+
+scale1:
+	TESTQ R10, R10
+	JZ    done
+
+scale1loop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	ADDQ       $32, R9
+	DECQ       R10
+	JNZ        scale1loop
+	JMP        done
+
+scalenostore:
+	TESTQ CX, CX
+	JZ    scalenostore1
+
+scalenostore4:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVAPS    Y7, Y10
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSCALE256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSCALE256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSCALE256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, R9
+	DECQ       CX
+	JNZ        scalenostore4
+
+scalenostore1:
+	TESTQ R10, R10
+	JZ    done
+
+scalenostore1loop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSCALE256
+	EXPCORE256
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, R9
+	DECQ       R10
+	JNZ        scalenostore1loop
+	JMP        done
+
+unit:
+	TESTQ CX, CX
+	JZ    unit1
+
+unit4:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	VMOVAPS    Y7, Y10
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 32(DI)
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 64(DI)
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 96(DI)
+	VADDPS     Y7, Y10, Y10
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, DI
+	ADDQ       $128, R9
+	DECQ       CX
+	JNZ        unit4
+
+unit1:
+	TESTQ R10, R10
+	JZ    done
+
+unit1loop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	ADDQ       $32, R9
+	DECQ       R10
+	JNZ        unit1loop
+	JMP        done
+
+unitnostore:
+	TESTQ CX, CX
+	JZ    unitnostore1
+
+unitnostore4:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVAPS    Y7, Y10
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, R9
+	DECQ       CX
+	JNZ        unitnostore4
+
+unitnostore1:
+	TESTQ R10, R10
+	JZ    done
+
+unitnostore1loop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, R9
+	DECQ       R10
+	JNZ        unitnostore1loop
+	JMP        done
 
 done:
 	HSUM256
 	VZEROUPPER
-	MOVSD X12, ret+40(FP)
+	MOVSD X12, ret+48(FP)
 	RET
 
 // func expShiftsAVX2(dst, x, hi, lo *float32, n int, tab *expTable)
