@@ -135,8 +135,9 @@ func (s stat) finish() (inv, logd, lse float64) {
 //	log-sum-exp  y[o,j]   = log Σ_i exp(x[o,i,j])                 (len(y) = outer·inner)
 //
 // Contiguous rows (inner = 1) run on the SIMD row kernels of
-// internal/kernels/vec, a block of up to blockBytes at a time (forwardRow);
-// strided rows walk panels of columns with the scalar recurrence (stat).
+// internal/kernels/vec, a block of up to blockBytes at a time (forwardRow;
+// large softmax outputs of one-block rows: forwardStreamed); strided rows
+// walk panels of columns with the scalar recurrence (stat).
 // Rows are split over all cores.
 //
 // This function is the one place the forward compute happens: the device
@@ -147,24 +148,19 @@ func forward[T graph.Float](k kind, x, y []T, l layout) {
 	}
 	if l.inner == 1 {
 		bl := blockLenOf[T]()
-		// Softmax rows of one block into a large output: the numerators go
-		// to a scratch block and the output is streamed (forwardRow).
-		stream := k == kindSoftmax && l.n <= bl && len(y)*int(unsafe.Sizeof(y[0])) >= streamBytes
+		if k == kindSoftmax && l.n <= bl && len(y)*int(unsafe.Sizeof(y[0])) >= streamBytes {
+			split(l, func(lo, hi int) {
+				forwardStreamed(x, y, l.n, lo, hi, make([]T, 2*l.n))
+			})
+			return
+		}
 		split(l, func(lo, hi int) {
 			var mb []float64 // softmax: the running maximum after each block
-			var scratch []T
 			if k == kindSoftmax {
 				mb = make([]float64, (l.n+bl-1)/bl)
 			}
-			if stream {
-				scratch = make([]T, l.n)
-			}
 			for o := lo; o < hi; o++ {
-				var next []T
-				if o+1 < hi {
-					next = x[(o+1)*l.n : (o+2)*l.n]
-				}
-				forwardRow(k, x[o*l.n:(o+1)*l.n], y, o, mb, scratch, next)
+				forwardRow(k, x[o*l.n:(o+1)*l.n], y, o, mb)
 			}
 		})
 		return
@@ -200,42 +196,44 @@ func blockLenOf[T graph.Float]() int {
 //	m' = max(m, M),   d' = d·e^{m−m'} + Σ_{i∈block} e^{x_i−m'},
 //
 // which is the recurrence of stat.add with the block's entries as one:
-// vec.Max, then vec.ExpShiftSum with the shift m' (exact in T: it is one of
-// the entries). When dst is not nil it receives the numerators e^{x_i−m'},
-// relative to the running maximum m' of this step. Before the first entry
-// above −Inf the shift is 0: the block's entries are then −Inf (terms 0)
-// or NaN (which makes d NaN, as it must); a NaN block maximum leaves m.
-func addBlock[T graph.Float](s *stat, x, dst, next []T) {
+// vec.Max (raise), then vec.ExpShiftSum with the shift m'. When dst is not
+// nil it receives the numerators e^{x_i−m'}, relative to the running
+// maximum m' of this step.
+func addBlock[T graph.Float](s *stat, x, dst []T) {
+	s.d += vec.ExpShiftSum(dst, x, 1, raise(s, x))
+}
+
+// raise takes the maximum of block x into s (m' and the rescaled d of
+// addBlock) and returns the shift of the block's exponentials, m' in T
+// (exact: it is one of the entries). Before the first entry above −Inf the
+// shift is 0: the block's entries are then −Inf (terms 0) or NaN (which
+// makes d NaN, as it must); a NaN block maximum leaves m.
+func raise[T graph.Float](s *stat, x []T) T {
 	if bm := float64(vec.Max(x)); bm > s.m {
 		s.d *= exp(s.m - bm)
 		s.m = bm
 	}
-	shift := s.m
-	if shift == -math.MaxFloat64 {
-		shift = 0
+	if s.m == -math.MaxFloat64 {
+		return 0
 	}
-	s.d += vec.ExpShiftSumAhead(dst, x, next, 1, T(shift))
+	return T(s.m)
 }
 
 // forwardRow computes row o of a contiguous layout (inner = 1): x is the
-// row, y the whole output, mb scratch of one float64 per block, and
-// scratch nil or a block of T for the streamed softmax, next nil or the
-// row to be computed after this one (prefetched by the streamed softmax).
+// row, y the whole output, mb scratch of one float64 per block.
 //
 // Softmax keeps the numerators e^{x_i−m_b} of each block b, relative to the
 // running maximum m_b after that block, in y; once the row's m and d are
 // known one pass rescales them by e^{m_b−m}/d (one exponential per block).
 // A row of up to a block (4096 float32s) is thus read once from memory:
 // the maximum, the exponentials and the rescale run on the block in cache.
-// With scratch, the numerators of the (one-block) row go there instead and
-// the rescale writes y with non-temporal stores, so y's lines are never
-// read. Log-softmax writes (x_i − m) − log d in float64, rounded once.
-func forwardRow[T graph.Float](k kind, x, y []T, o int, mb []float64, scratch, next []T) {
+// Log-softmax writes (x_i − m) − log d in float64, rounded once.
+func forwardRow[T graph.Float](k kind, x, y []T, o int, mb []float64) {
 	n, bl := len(x), blockLenOf[T]()
 	s := newStat()
 	if k != kindSoftmax {
 		for lo := 0; lo < n; lo += bl {
-			addBlock(&s, x[lo:min(lo+bl, n)], nil, nil)
+			addBlock(&s, x[lo:min(lo+bl, n)], nil)
 		}
 		_, logd, lse := s.finish()
 		if k == kindLogSumExp {
@@ -246,15 +244,9 @@ func forwardRow[T graph.Float](k kind, x, y []T, o int, mb []float64, scratch, n
 		return
 	}
 	out := y[o*n : (o+1)*n]
-	if scratch != nil {
-		addBlock(&s, x, scratch[:n], next)
-		inv, _, _ := s.finish() // 0 for a row of only −Inf, whose numerators are 0
-		vec.StreamScaled(out, scratch[:n], T(inv))
-		return
-	}
 	for b, lo := 0, 0; lo < n; b, lo = b+1, lo+bl {
 		hi := min(lo+bl, n)
-		addBlock(&s, x[lo:hi], out[lo:hi], nil)
+		addBlock(&s, x[lo:hi], out[lo:hi])
 		mb[b] = s.m
 	}
 	inv, _, _ := s.finish()
@@ -265,6 +257,31 @@ func forwardRow[T graph.Float](k kind, x, y []T, o int, mb []float64, scratch, n
 		}
 		vec.Scale(out[lo:min(lo+bl, n)], T(f))
 	}
+}
+
+// forwardStreamed computes the softmax rows [lo, hi) of a contiguous layout
+// of n ≤ one block per row into an output of at least streamBytes, as a
+// pipeline over the rows: while the numerators of row o go into one half of
+// scratch (2n entries), row o − 1 is written from the other half, scaled by
+// its 1/d, with non-temporal stores (y's lines are never read), and row
+// o + 1 is loaded into the cache (vec.ExpShiftSumStream). Each row of x is
+// read once from memory and each row of y written once, the loads, the
+// exponentials and the stores overlapping.
+func forwardStreamed[T graph.Float](x, y []T, n, lo, hi int, scratch []T) {
+	var prevOut, prevNum []T
+	var prevInv T
+	for o := lo; o < hi; o++ {
+		xr, num := x[o*n:(o+1)*n], scratch[(o%2)*n:(o%2+1)*n]
+		var next []T
+		if o+1 < hi {
+			next = x[(o+1)*n : (o+2)*n]
+		}
+		s := newStat()
+		s.d += vec.ExpShiftSumStream(num, xr, next, raise(&s, xr), prevOut, prevNum, prevInv)
+		inv, _, _ := s.finish() // 0 for a row of only −Inf, whose numerators are 0
+		prevOut, prevNum, prevInv = y[o*n:(o+1)*n], num, T(inv)
+	}
+	vec.StreamScaled(prevOut, prevNum, prevInv)
 }
 
 // forwardPanel computes work item t of a strided layout (inner > 1): the

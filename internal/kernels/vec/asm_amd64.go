@@ -28,6 +28,12 @@ func expSumAVX512(dst, x, pf *float32, n int, tab *expTable, scale, shift float3
 func expSumAVX2(dst, x, pf *float32, n int, tab *expTable, scale, shift float32) float64
 
 //go:noescape
+func expSumStreamAVX512(dst, x, pf, out, prev *float32, n int, tab *expTable, shift, c float32) float64
+
+//go:noescape
+func expSumStreamAVX2(dst, x, pf, out, prev *float32, n int, tab *expTable, shift, c float32) float64
+
+//go:noescape
 func expShiftsAVX512(dst, x, hi, lo *float32, n int, tab *expTable)
 
 //go:noescape
@@ -106,6 +112,13 @@ func (v wide) expSum(dst, x, pf *float32, n int, tab *expTable, scale, shift flo
 		return expSumAVX512(dst, x, pf, n, tab, scale, shift)
 	}
 	return expSumAVX2(dst, x, pf, n, tab, scale, shift)
+}
+
+func (v wide) expSumStream(dst, x, pf, out, prev *float32, n int, tab *expTable, shift, c float32) float64 {
+	if v {
+		return expSumStreamAVX512(dst, x, pf, out, prev, n, tab, shift, c)
+	}
+	return expSumStreamAVX2(dst, x, pf, out, prev, n, tab, shift, c)
 }
 
 func (v wide) expShifts(dst, x, hi, lo *float32, n int, tab *expTable) {
@@ -238,6 +251,17 @@ func (s wide) kernels() *kernels32 {
 				}
 			}
 			return sum
+		},
+		expSumStream: func(dst, x, next []float32, shift float32, out, prev []float32, c float32) (float64, bool) {
+			n := len(x)
+			if n == 0 || n%w != 0 || len(out) != n || uintptr(unsafe.Pointer(&out[0]))%64 != 0 {
+				return 0, false
+			}
+			pf := &x[0]
+			if len(next) >= n {
+				pf = &next[0]
+			}
+			return s.expSumStream(&dst[0], &x[0], pf, &out[0], &prev[0], n, &expTables[baseE], shift, c), true
 		},
 		expShifts: func(dst, x, hi, lo []float32, b base) {
 			n, tab := body(len(x)), &expTables[b]

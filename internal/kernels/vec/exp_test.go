@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+	"unsafe"
 )
 
 // maxULP is the float32 exponentials' error bound, in ulps of the exact result.
@@ -360,4 +361,42 @@ func TestScalarExp(t *testing.T) {
 	if !(worst <= 3) || !(worst2 <= 3) {
 		t.Errorf("ScalarExp: worst %.2f ulp, scalarExp2: %.2f ulp; want ≤ 3", worst, worst2)
 	}
+}
+
+// TestExpShiftSumStream checks the fused softmax step against its two
+// parts' definitions: dst = e^{x − shift} within 2 ulp, the sum, and
+// out = c·prev exactly as a float32 product, on lengths and alignments
+// that take the fused loop (whole vectors, out 64-byte aligned) and the
+// fallback, nothing written outside the slices.
+func TestExpShiftSumStream(t *testing.T) {
+	rng := rand.New(rand.NewSource(12))
+	forEachLevel(t, func(t *testing.T) {
+		for _, n := range []int{16, 48, 64, 80, 1024, 4096, 17, 1025} {
+			for _, shiftOff := range []int{0, 1} {
+				x, prev, next := randRow(rng, n, 4), randRow(rng, n, 1), randRow(rng, n, 1)
+				// out at a 64-byte boundary plus shiftOff floats.
+				buf := make([]float32, n+64)
+				a := int((64-uintptr(unsafe.Pointer(&buf[0]))%64)%64) / 4
+				out, check := guardedAt(buf, a+shiftOff, n)
+				dst := make([]float32, n)
+				s := ExpShiftSumStream(dst, x, next, 0.75, out, prev, 1.5)
+				check(t, "ExpShiftSumStream out")
+				for i := range x {
+					if e := ulps32(dst[i], math.Exp(float64(x[i])-0.75)); !(e <= maxULP) {
+						t.Fatalf("n=%d: dst[%d] = %v, want e^(%v − 0.75) (%.2f ulp)", n, i, dst[i], x[i], e)
+					}
+					if want := 1.5 * prev[i]; out[i] != want {
+						t.Fatalf("n=%d offset %d: out[%d] = %v, want %v", n, shiftOff, i, out[i], want)
+					}
+				}
+				if err := checkExpSum(s, dst); err != nil {
+					t.Fatalf("n=%d: %v", n, err)
+				}
+				// No previous row.
+				if s2 := ExpShiftSumStream(dst, x, nil, 0.75, nil, nil, 1.5); math.Abs(s2-s) > 1e-6*s {
+					t.Fatalf("n=%d: sum without out %v, with %v", n, s2, s)
+				}
+			}
+		}
+	})
 }

@@ -12,6 +12,9 @@ var generic32 = kernels32{
 	expSum: func(dst, x, _ []float32, scale, shift float32, b base) float64 {
 		return expShiftSumGo(dst, x, float64(scale), float64(shift), b == base2)
 	},
+	expSumStream: func(_, _, _ []float32, _ float32, _, _ []float32, _ float32) (float64, bool) {
+		return 0, false // no fused loop: ExpShiftSumStream runs the two parts
+	},
 	expShifts:    expShiftsGo[float32],
 	sum:          sumGo[float32],
 	dot:          dotGo[float32],

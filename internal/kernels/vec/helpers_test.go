@@ -23,9 +23,9 @@ func forEachLevel(t *testing.T, f func(t *testing.T)) {
 // useLevel switches the float32 kernels to level l and returns the function
 // that switches them back. Tests only; not safe while kernels run.
 func useLevel(l isa.Level) (restore func()) {
-	old := k32
-	k32 = kernelsFor(l)
-	return func() { k32 = old }
+	oldLevel, old := level, k32
+	level, k32 = l, kernelsFor(l)
+	return func() { level, k32 = oldLevel, old }
 }
 
 // ulps32 returns how many float32 ulps of want separate got from want (a
@@ -99,8 +99,12 @@ var specials32 = []float32{
 // guarded returns a slice of n float32s at offset off of a buffer whose
 // other entries hold a guard value, and a check that they still do.
 func guarded(n, off int) ([]float32, func(t *testing.T, what string)) {
+	return guardedAt(make([]float32, off+n+17), off, n)
+}
+
+// guardedAt is guarded on a given buffer.
+func guardedAt(buf []float32, off, n int) ([]float32, func(t *testing.T, what string)) {
 	const guard = -12345.5
-	buf := make([]float32, off+n+17)
 	for i := range buf {
 		buf[i] = guard
 	}

@@ -603,6 +603,103 @@ loop:
 	VZEROUPPER
 	RET
 
+// func expSumStreamAVX512(dst, x, pf, out, prev *float32, n int, tab *expTable, shift, c float32) float64
+// expSumAVX512 for scale 1 with dst, fused with streamScaledAVX512(out, prev, n, c):
+// each iteration also writes one vector of out = c·prev with a non-temporal
+// store, so that a softmax writes row o while it computes row o + 1. out must
+// be 64-byte aligned (32 for AVX2).
+TEXT ·expSumStreamAVX512(SB), NOSPLIT, $0-72
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         pf+16(FP), R9
+	MOVQ         out+24(FP), R11
+	MOVQ         prev+32(FP), R12
+	MOVQ         n+40(FP), CX
+	MOVQ         tab+48(FP), R8
+	VBROADCASTSS shift+56(FP), Z30
+	VPXORD       Z29, Z29, Z29
+	VSUBPS       Z30, Z29, Z29
+	VBROADCASTSS c+60(FP), Z31
+	LOADEXP512
+	VPXORQ       Z14, Z14, Z14
+	VPXORQ       Z13, Z13, Z13
+	SHRQ         $4, CX
+	MOVQ         CX, R10
+	ANDQ         $3, R10
+	SHRQ         $2, CX
+	TESTQ        CX, CX
+	JZ           single
+
+group:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	VMOVAPS    Z7, Z12
+	VMULPS     (R12), Z31, Z10
+	VMOVNTPS   Z10, (R11)
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 64(DI)
+	VADDPS     Z7, Z12, Z12
+	VMULPS     64(R12), Z31, Z10
+	VMOVNTPS   Z10, 64(R11)
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 128(DI)
+	VADDPS     Z7, Z12, Z12
+	VMULPS     128(R12), Z31, Z10
+	VMOVNTPS   Z10, 128(R11)
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 192(DI)
+	VADDPS     Z7, Z12, Z12
+	VMULPS     192(R12), Z31, Z10
+	VMOVNTPS   Z10, 192(R11)
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, DI
+	ADDQ       $256, R9
+	ADDQ       $256, R11
+	ADDQ       $256, R12
+	DECQ       CX
+	JNZ        group
+
+single:
+	TESTQ R10, R10
+	JZ    done
+
+singleloop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	VMULPS     (R12), Z31, Z10
+	VMOVNTPS   Z10, (R11)
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $64, R9
+	ADDQ       $64, R11
+	ADDQ       $64, R12
+	DECQ       R10
+	JNZ        singleloop
+
+done:
+	SFENCE
+	HSUM512
+	VZEROUPPER
+	MOVSD X14, ret+64(FP)
+	RET
+
 // ---------------------------------------------------------------- AVX2
 
 // ARGSCALE256: Y0 = x; Y15 = scale, Y14 = shift, Y13 = −shift. Out: Y3 = a, Y2 = e
@@ -1182,4 +1279,96 @@ loop:
 	JNZ      loop
 	SFENCE
 	VZEROUPPER
+	RET
+
+// func expSumStreamAVX2(dst, x, pf, out, prev *float32, n int, tab *expTable, shift, c float32) float64
+TEXT ·expSumStreamAVX2(SB), NOSPLIT, $0-72
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         pf+16(FP), R9
+	MOVQ         out+24(FP), R11
+	MOVQ         prev+32(FP), R12
+	MOVQ         n+40(FP), CX
+	MOVQ         tab+48(FP), R8
+	VBROADCASTSS shift+56(FP), Y14
+	VXORPS       Y13, Y13, Y13
+	VSUBPS       Y14, Y13, Y13
+	VBROADCASTSS c+60(FP), Y15
+	VXORPD       Y12, Y12, Y12
+	VXORPD       Y11, Y11, Y11
+	SHRQ         $3, CX
+	MOVQ         CX, R10
+	ANDQ         $3, R10
+	SHRQ         $2, CX
+	TESTQ        CX, CX
+	JZ           single
+
+group:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	VMOVAPS    Y7, Y10
+	VMULPS     (R12), Y15, Y1
+	VMOVNTPS   Y1, (R11)
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 32(DI)
+	VADDPS     Y7, Y10, Y10
+	VMULPS     32(R12), Y15, Y1
+	VMOVNTPS   Y1, 32(R11)
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 64(DI)
+	VADDPS     Y7, Y10, Y10
+	VMULPS     64(R12), Y15, Y1
+	VMOVNTPS   Y1, 64(R11)
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 96(DI)
+	VADDPS     Y7, Y10, Y10
+	VMULPS     96(R12), Y15, Y1
+	VMOVNTPS   Y1, 96(R11)
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, DI
+	ADDQ       $128, R9
+	ADDQ       $128, R11
+	ADDQ       $128, R12
+	DECQ       CX
+	JNZ        group
+
+single:
+	TESTQ R10, R10
+	JZ    done
+
+singleloop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	VMULPS     (R12), Y15, Y1
+	VMOVNTPS   Y1, (R11)
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	ADDQ       $32, R9
+	ADDQ       $32, R11
+	ADDQ       $32, R12
+	DECQ       R10
+	JNZ        singleloop
+
+done:
+	SFENCE
+	HSUM256
+	VZEROUPPER
+	MOVSD X12, ret+64(FP)
 	RET

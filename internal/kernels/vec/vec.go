@@ -38,9 +38,12 @@ const (
 // length, including 0, and any alignment; the exported functions have
 // already checked that the lengths agree.
 type kernels32 struct {
-	max          func(x []float32) float32
-	expSum       func(dst, x, next []float32, scale, shift float32, b base) float64
-	expShifts    func(dst, x, hi, lo []float32, b base)
+	max       func(x []float32) float32
+	expSum    func(dst, x, next []float32, scale, shift float32, b base) float64
+	expShifts func(dst, x, hi, lo []float32, b base)
+	// expSumStream runs ExpShiftSumStream fused when it can (false: not
+	// this length or alignment, or no assembly).
+	expSumStream func(dst, x, next []float32, shift float32, out, prev []float32, c float32) (float64, bool)
 	sum          func(x []float32) float64
 	dot          func(x, y []float32) float64
 	scale        func(x []float32, c float32)
@@ -51,9 +54,12 @@ type kernels32 struct {
 	subShift     func(dst, x []float32, a, b float64)
 }
 
-// k32 holds the float32 kernels of the level in force (isa.Get), chosen
-// once; tests switch it with useLevel.
-var k32 = kernelsFor(isa.Get())
+// level is the instruction set in force (isa.Get) and k32 its float32
+// kernels, chosen once; tests switch both with useLevel.
+var (
+	level = isa.Get()
+	k32   = kernelsFor(level)
+)
 
 // kernelsFor returns the float32 kernels of level l: the assembly ones
 // where this build has them, the Go ones otherwise.
@@ -65,14 +71,7 @@ func kernelsFor(l isa.Level) *kernels32 {
 }
 
 // Level names the instruction set the float32 kernels run on.
-func Level() isa.Level {
-	for _, l := range isa.Supported() {
-		if kernelsFor(l) == k32 {
-			return l
-		}
-	}
-	return isa.Generic
-}
+func Level() isa.Level { return level }
 
 // Max returns max_i x_i: NaN if some x_i is NaN, −Inf for an empty x.
 func Max[T Float](x []T) T {
@@ -115,6 +114,25 @@ func Exp2ShiftSum[T Float](dst, x []T, scale, shift T) float64 {
 // (no prefetch then).
 func ExpShiftSumAhead[T Float](dst, x, next []T, scale, shift T) float64 {
 	return expShiftSum(dst, x, next, scale, shift, baseE)
+}
+
+// ExpShiftSumStream is ExpShiftSumAhead(dst, x, next, 1, shift) together
+// with StreamScaled(out, prev, c): the step of a softmax over rows from
+// memory that computes the numerators of one row (dst, x) while it writes
+// the previous one (out = c·prev, non-temporal) and loads the next. Where
+// lengths and alignment allow (len(out) = len(x), a multiple of the vector
+// width, out on a 64-byte boundary) the two run in one loop, one vector of
+// each per iteration, so that the stores overlap the exponentials; otherwise
+// one after the other. out may be empty (nothing to write).
+func ExpShiftSumStream[T Float](dst, x, next []T, shift T, out, prev []T, c T) float64 {
+	dst, prev = dst[:len(x)], prev[:len(out)]
+	if is32[T]() && len(out) > 0 {
+		if s, ok := k32.expSumStream(f32(dst), f32(x), f32(next), float32(shift), f32(out), f32(prev), float32(c)); ok {
+			return s
+		}
+	}
+	StreamScaled(out, prev, c)
+	return ExpShiftSumAhead(dst, x, next, 1, shift)
 }
 
 func expShiftSum[T Float](dst, x, next []T, scale, shift T, b base) float64 {
