@@ -9,16 +9,21 @@ import (
 
 // TestForwardRowPaths runs the contiguous forward and backward on the row
 // paths that the op tests' shapes do not reach: rows longer than a block
-// (several blocks, rescaled by e^{m_b − m}), and a softmax output of at
-// least streamBytes (numerators in scratch, output by non-temporal stores,
-// rows starting off a cache-line boundary since n is odd), with fully
-// masked, NaN and +Inf rows, against the float64 reference loops. The
-// backward of rows longer than a block runs on the 4097-long rows.
+// (several blocks, rescaled by e^{m_b − m}), and softmax outputs of at least
+// streamBytes (forwardStreamed: numerators in scratch, output by
+// non-temporal stores, in the fused loop with the next row's exponentials
+// where rows are whole vectors on cache-line boundaries, n = 2000, and
+// apart where they are not, n = 4093), with fully masked, NaN and +Inf
+// rows, against the float64 reference loops. The backward of rows longer
+// than a block runs on the 4097-long rows.
 func TestForwardRowPaths(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
-	for _, c := range []struct{ outer, n int }{{3, 10000}, {4, 4097}, {1100, 4093}} {
-		if got := c.outer * c.n * 4; c.outer == 1100 && got < streamBytes {
-			t.Fatalf("case %v: %d bytes, below streamBytes %d: the streamed path is not tested", c, got, streamBytes)
+	// 1100×4093: float32 streamed; 2100×2000: float32 and float64 streamed
+	// (a float64 block holds 2048 entries).
+	for _, c := range []struct{ outer, n int }{{3, 10000}, {4, 4097}, {1100, 4093}, {2100, 2000}} {
+		big := c.outer*c.n*4 >= streamBytes
+		if c.outer >= 1100 && !big {
+			t.Fatalf("case %v: %d bytes, below streamBytes %d: the streamed path is not tested", c, c.outer*c.n*4, streamBytes)
 		}
 		shape := []int{c.outer, c.n}
 		x := randSlice(rng, c.outer*c.n, 3)
@@ -41,7 +46,6 @@ func TestForwardRowPaths(t *testing.T) {
 		x32 := narrow(x)
 		xw := widen(x32)
 		for _, k := range kinds {
-			big := c.outer == 1100
 			if big && k != kindSoftmax {
 				continue // only softmax has a streamed path
 			}
