@@ -15,7 +15,9 @@ import (
 // with parallel.For, as the op does), the op's kernel, the Softmax op and
 // Gorgonia's own SoftMax (both run by a TapeMachine, which allocates the
 // output anew on every run). Throughput counts the bytes read and written
-// once: 2·4096²·4 per run.
+// once: 2·4096²·4 per run; Gelem/s the entries per second. Compare with
+// the machine's streaming bandwidth measured in the same session
+// (shared/tools/peak.c, triad_gbs).
 //
 //	go test -run '^$' -bench Softmax4096 ./ops/softmax/
 func BenchmarkSoftmax4096x4096(b *testing.B) {
@@ -67,6 +69,7 @@ func BenchmarkSoftmax4096x4096(b *testing.B) {
 			for b.Loop() {
 				c.run()
 			}
+			b.ReportMetric(float64(b.N)*n*n/b.Elapsed().Seconds()/1e9, "Gelem/s")
 		})
 	}
 }

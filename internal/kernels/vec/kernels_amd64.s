@@ -1,0 +1,1374 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The float32 row kernels in AVX-512 (16 lanes, ZMM) and AVX2+FMA (8 lanes,
+// YMM). Every function takes n, a multiple of its vector width and at least
+// one vector; asm_amd64.go does the tails. Operand order is Go's: the
+// destination last, `VSUBPS B, A, D` computes D = A − B, and for VMAXPS /
+// VMINPS the first operand is the one returned when either is NaN.
+//
+// The exponential (EXPCORE512, EXPCORE256) takes an argument a, as a float32
+// a and its rounding error e (the exact argument is a + e), and the table of
+// its base at R8 (expTable in asm_amd64.go, entry k at offset 32·k):
+//
+//	a ← clamp(a, lo, hi)                 NaN stays NaN; past lo the result is 0, past hi +Inf
+//	e ← clamp(e, −1, 1)                  NaN (from an infinite a) becomes a number
+//	n = round(a·log₂e)
+//	r = (a − n·C1) + (e − n·C2)          a − n·C1 is exact: C1 has 9 bits, |n| ≤ 151
+//	p = 1 + r·q(r)                       q of degree 5
+//	y = p·2ⁿ                             VSCALEFPS, or two exponent-bit products (AVX2)
+//
+// so that each y is within 2 ulp of e^{a+e} (TestExpAccuracy), subnormal
+// results rounded once. For AVX2, 2ⁿ = 2^(n−b)·2^b with b = clamp(n, −126, 2)
+// keeps both factors normal and p·2^(n−b) exact; the second product rounds.
+
+// Table offsets.
+#define T_LOG2BASE 0
+#define T_C1 32
+#define T_C2 64
+#define T_LO 96
+#define T_HI 128
+#define T_ELO 160
+#define T_EHI 192
+#define T_Q6 224
+#define T_Q5 256
+#define T_Q4 288
+#define T_Q3 320
+#define T_Q2 352
+#define T_Q1 384
+#define T_ONE 416
+#define T_BMIN 448
+#define T_BMAX 480
+#define T_BIAS 512
+
+// ---------------------------------------------------------------- AVX-512
+
+// LOADEXP512 broadcasts the table at R8 into Z15…Z28.
+#define LOADEXP512 \
+	VBROADCASTSS T_LOG2BASE(R8), Z28; \
+	VBROADCASTSS T_C1(R8), Z27;       \
+	VBROADCASTSS T_C2(R8), Z26;       \
+	VBROADCASTSS T_LO(R8), Z25;       \
+	VBROADCASTSS T_HI(R8), Z24;       \
+	VBROADCASTSS T_ELO(R8), Z23;      \
+	VBROADCASTSS T_EHI(R8), Z22;      \
+	VBROADCASTSS T_Q6(R8), Z21;       \
+	VBROADCASTSS T_Q5(R8), Z20;       \
+	VBROADCASTSS T_Q4(R8), Z19;       \
+	VBROADCASTSS T_Q3(R8), Z18;       \
+	VBROADCASTSS T_Q2(R8), Z17;       \
+	VBROADCASTSS T_Q1(R8), Z16;       \
+	VBROADCASTSS T_ONE(R8), Z15
+
+// ARGSCALE512: Z0 = x; Z31 = scale, Z30 = shift, Z29 = −shift.
+// Out: Z3 = a = fl(scale·x − shift), Z2 = e = (scale·x − shift) − a exactly:
+// the product's error by FMA, the difference's by Knuth's TwoSum.
+#define ARGSCALE512 \
+	VMULPS      Z0, Z31, Z1; \ // p = fl(scale·x)
+	VMOVAPS     Z1, Z2;      \
+	VFMSUB231PS Z0, Z31, Z2; \ // ep = scale·x − p
+	VSUBPS      Z30, Z1, Z3; \ // a = fl(p − shift)
+	VSUBPS      Z1, Z3, Z4;  \ // z = a − p
+	VSUBPS      Z4, Z3, Z5;  \
+	VSUBPS      Z5, Z1, Z5;  \ // p − (a − z)
+	VSUBPS      Z4, Z29, Z4; \ // −shift − z
+	VADDPS      Z4, Z5, Z5;  \ // es = (p − shift) − a
+	VADDPS      Z5, Z2, Z2     // e = ep + es
+
+// ARGSHIFT512 is ARGSCALE512 for scale = 1 (softmax rows): Z0 = x, Z30 = shift,
+// Z29 = −shift. Out: Z3 = a = fl(x − shift), Z2 = e = (x − shift) − a.
+#define ARGSHIFT512 \
+	VSUBPS Z30, Z0, Z3; \ // a = fl(x − shift)
+	VSUBPS Z0, Z3, Z4;  \ // z = a − x
+	VSUBPS Z4, Z3, Z5;  \
+	VSUBPS Z5, Z0, Z5;  \ // x − (a − z)
+	VSUBPS Z4, Z29, Z4; \ // −shift − z
+	VADDPS Z4, Z5, Z2      // e
+
+// ARGVEC512: Z0 = x, Z10 = hi, Z11 = lo. Out: Z3 = a = fl(x − hi),
+// Z2 = e = (x − hi − lo) − a (TwoSum's error, less lo).
+#define ARGVEC512 \
+	VSUBPS Z10, Z0, Z3; \ // a = fl(x − hi)
+	VSUBPS Z0, Z3, Z4;  \ // z = a − x
+	VSUBPS Z4, Z3, Z5;  \
+	VSUBPS Z5, Z0, Z5;  \ // x − (a − z)
+	VADDPS Z4, Z10, Z4; \ // hi + z
+	VSUBPS Z4, Z5, Z2;  \ // es = (x − hi) − a
+	VSUBPS Z11, Z2, Z2    // e = es − lo
+
+// EXPCORE512: Z3 = a, Z2 = e, constants from LOADEXP512. Out: Z7 = base^(a+e).
+// Clobbers Z2, Z3, Z6.
+#define EXPCORE512 \
+	VMAXPS       Z3, Z25, Z3;  \ // a = max(lo, a), NaN kept
+	VMINPS       Z3, Z24, Z3;  \ // a = min(hi, a)
+	VMAXPS       Z23, Z2, Z2;  \ // e = max(e, −1), NaN → −1
+	VMINPS       Z22, Z2, Z2;  \ // e = min(e, 1)
+	VMULPS       Z28, Z3, Z6;  \
+	VRNDSCALEPS  $0, Z6, Z6;   \ // n = round(a·log₂base)
+	VFNMADD231PS Z27, Z6, Z3;  \ // a − n·C1 (exact)
+	VFNMADD231PS Z26, Z6, Z2;  \ // e − n·C2
+	VADDPS       Z2, Z3, Z3;   \ // r
+	VMOVAPS      Z21, Z7;      \
+	VFMADD213PS  Z20, Z3, Z7;  \
+	VFMADD213PS  Z19, Z3, Z7;  \
+	VFMADD213PS  Z18, Z3, Z7;  \
+	VFMADD213PS  Z17, Z3, Z7;  \
+	VFMADD213PS  Z16, Z3, Z7;  \ // q(r)
+	VFMADD213PS  Z15, Z3, Z7;  \ // p = 1 + r·q(r)
+	VSCALEFPS    Z6, Z7, Z7      // p·2ⁿ
+
+// SUM512(Z, Y) adds the 16 floats of Z (Y its low half), as float64, into Z14
+// (low 8) and Z13 (high 8).
+#define SUM512(Z, Y) \
+	VCVTPS2PD     Y, Z8;     \
+	VEXTRACTF32X8 $1, Z, Y9; \
+	VCVTPS2PD     Y9, Z9;     \
+	VADDPD        Z8, Z14, Z14; \
+	VADDPD        Z9, Z13, Z13
+
+// HSUM512 leaves the sum of Z14's and Z13's lanes in X14.
+#define HSUM512 \
+	VADDPD        Z13, Z14, Z14; \
+	VEXTRACTF64X4 $1, Z14, Y13;  \
+	VADDPD        Y13, Y14, Y14; \
+	VEXTRACTF128  $1, Y14, X13;  \
+	VADDPD        X13, X14, X14; \
+	VUNPCKHPD     X14, X14, X13; \
+	VADDSD        X13, X14, X14
+
+// func maxAVX512(x *float32, n int) float32
+TEXT ·maxAVX512(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), SI
+	MOVQ    n+8(FP), CX
+	SHRQ    $4, CX
+	VMOVUPS (SI), Z0
+	VCMPPS  $3, Z0, Z0, K1 // unordered: NaN lanes
+	ADDQ    $64, SI
+	DECQ    CX
+	JZ      reduce
+
+loop:
+	VMOVUPS (SI), Z1
+	VMAXPS  Z1, Z0, Z0
+	VCMPPS  $3, Z1, Z1, K2
+	KORW    K2, K1, K1
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     loop
+
+reduce:
+	KORTESTW      K1, K1
+	JNZ           nan
+	VEXTRACTF32X8 $1, Z0, Y1
+	VMAXPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPS     $0x4e, X0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VMAXSS        X1, X0, X0
+	VZEROUPPER
+	MOVSS         X0, ret+16(FP)
+	RET
+
+nan:
+	VZEROUPPER
+	MOVL $0x7fc00000, ret+16(FP)
+	RET
+
+// func expSumAVX512(dst, x, pf *float32, n int, tab *expTable, scale, shift float32) float64
+// dst may be nil (only the sum); scale = 1 takes loops without the product.
+// The sum adds the results of 4 vectors in float32 per lane (a partial sum
+// of 4 terms, at most 3 roundings of 2⁻²⁴), then the partials in float64:
+// converting every vector to float64 cost a third of the loop's time.
+// pf advances with x and is prefetched into L2 (PREFETCHT1) one line per
+// iteration: the next row of a softmax, loaded while this one computes.
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-56
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         pf+16(FP), R9
+	MOVQ         n+24(FP), CX
+	MOVQ         tab+32(FP), R8
+	VBROADCASTSS scale+40(FP), Z31
+	VBROADCASTSS shift+44(FP), Z30
+	VPXORD       Z29, Z29, Z29
+	VSUBPS       Z30, Z29, Z29
+	LOADEXP512
+	VPXORQ       Z14, Z14, Z14
+	VPXORQ       Z13, Z13, Z13
+	SHRQ         $4, CX
+	MOVQ         CX, R10
+	ANDQ         $3, R10 // single vectors after the groups of 4
+	SHRQ         $2, CX  // groups of 4 vectors
+	MOVL         scale+40(FP), AX
+	CMPL         AX, $0x3f800000 // scale == 1
+	JEQ          unitsel
+	TESTQ        DI, DI
+	JZ           scalenostore
+	JMP          scale
+
+unitsel:
+	TESTQ        DI, DI
+	JZ           unitnostore
+	JMP          unit
+
+scale:
+	TESTQ CX, CX
+	JZ    scale1
+
+scale4:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	VMOVAPS    Z7, Z12
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVUPS    Z7, 64(DI)
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVUPS    Z7, 128(DI)
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVUPS    Z7, 192(DI)
+	VADDPS     Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, DI
+	ADDQ       $256, R9
+	DECQ       CX
+	JNZ        scale4
+
+scale1:
+	TESTQ R10, R10
+	JZ    done
+
+scale1loop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $64, R9
+	DECQ       R10
+	JNZ        scale1loop
+	JMP        done
+
+scalenostore:
+	TESTQ CX, CX
+	JZ    scalenostore1
+
+scalenostore4:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSCALE512
+	EXPCORE512
+	VMOVAPS    Z7, Z12
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSCALE512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSCALE512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSCALE512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, R9
+	DECQ       CX
+	JNZ        scalenostore4
+
+scalenostore1:
+	TESTQ R10, R10
+	JZ    done
+
+scalenostore1loop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSCALE512
+	EXPCORE512
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, R9
+	DECQ       R10
+	JNZ        scalenostore1loop
+	JMP        done
+
+unit:
+	TESTQ CX, CX
+	JZ    unit1
+
+unit4:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	VMOVAPS    Z7, Z12
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 64(DI)
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 128(DI)
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 192(DI)
+	VADDPS     Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, DI
+	ADDQ       $256, R9
+	DECQ       CX
+	JNZ        unit4
+
+unit1:
+	TESTQ R10, R10
+	JZ    done
+
+unit1loop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $64, R9
+	DECQ       R10
+	JNZ        unit1loop
+	JMP        done
+
+unitnostore:
+	TESTQ CX, CX
+	JZ    unitnostore1
+
+unitnostore4:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVAPS    Z7, Z12
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VADDPS     Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, R9
+	DECQ       CX
+	JNZ        unitnostore4
+
+unitnostore1:
+	TESTQ R10, R10
+	JZ    done
+
+unitnostore1loop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, R9
+	DECQ       R10
+	JNZ        unitnostore1loop
+	JMP        done
+
+done:
+	HSUM512
+	VZEROUPPER
+	MOVSD X14, ret+48(FP)
+	RET
+
+// func expShiftsAVX512(dst, x, hi, lo *float32, n int, tab *expTable)
+TEXT ·expShiftsAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ hi+16(FP), DX
+	MOVQ lo+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ tab+40(FP), R8
+	LOADEXP512
+	SHRQ $4, CX
+
+loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z10
+	VMOVUPS (BX), Z11
+	ARGVEC512
+	EXPCORE512
+	VMOVUPS Z7, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, BX
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func sumAVX512(x *float32, n int) float64
+TEXT ·sumAVX512(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	SHRQ   $4, CX
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z13, Z13, Z13
+
+loop:
+	VCVTPS2PD (SI), Z0
+	VCVTPS2PD 32(SI), Z1
+	VADDPD    Z0, Z14, Z14
+	VADDPD    Z1, Z13, Z13
+	ADDQ      $64, SI
+	DECQ      CX
+	JNZ       loop
+	HSUM512
+	VZEROUPPER
+	MOVSD     X14, ret+16(FP)
+	RET
+
+// func dotAVX512(x, y *float32, n int) float64
+TEXT ·dotAVX512(SB), NOSPLIT, $0-32
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   n+16(FP), CX
+	SHRQ   $4, CX
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z13, Z13, Z13
+
+loop:
+	VCVTPS2PD   (SI), Z0
+	VCVTPS2PD   32(SI), Z1
+	VCVTPS2PD   (DI), Z2
+	VCVTPS2PD   32(DI), Z3
+	VFMADD231PD Z2, Z0, Z14
+	VFMADD231PD Z3, Z1, Z13
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	DECQ        CX
+	JNZ         loop
+	HSUM512
+	VZEROUPPER
+	MOVSD       X14, ret+24(FP)
+	RET
+
+// func scaleAVX512(x *float32, n int, c float32)
+TEXT ·scaleAVX512(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS c+16(FP), Z31
+	SHRQ         $4, CX
+
+loop:
+	VMULPS  (SI), Z31, Z0
+	VMOVUPS Z0, (SI)
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func mulDiffAVX512(dst, p, q *float32, n int, c float32)
+TEXT ·mulDiffAVX512(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), DI
+	MOVQ         p+8(FP), SI
+	MOVQ         q+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS c+32(FP), Z31
+	SHRQ         $4, CX
+
+loop:
+	VMOVUPS (DX), Z0
+	VSUBPS  Z31, Z0, Z0
+	VMULPS  (SI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func mulDiffsAVX512(dst, p, q, c *float32, n int)
+TEXT ·mulDiffsAVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ q+16(FP), DX
+	MOVQ c+24(FP), BX
+	MOVQ n+32(FP), CX
+	SHRQ $4, CX
+
+loop:
+	VMOVUPS (DX), Z0
+	VSUBPS  (BX), Z0, Z0
+	VMULPS  (SI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, BX
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func subScaledAVX512(dst, y, x *float32, n int, c float32)
+TEXT ·subScaledAVX512(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), DI
+	MOVQ         y+8(FP), DX
+	MOVQ         x+16(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS c+32(FP), Z31
+	SHRQ         $4, CX
+
+loop:
+	VMOVUPS      (DX), Z0
+	VFNMADD231PS (SI), Z31, Z0 // y − c·x
+	VMOVUPS      Z0, (DI)
+	ADDQ         $64, SI
+	ADDQ         $64, DX
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          loop
+	VZEROUPPER
+	RET
+
+// func subShiftAVX512(dst, x *float32, n int, a, b float64)
+TEXT ·subShiftAVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD a+24(FP), Z30
+	VBROADCASTSD b+32(FP), Z29
+	SHRQ         $4, CX
+
+loop:
+	VCVTPS2PD (SI), Z0
+	VCVTPS2PD 32(SI), Z1
+	VSUBPD    Z30, Z0, Z0
+	VSUBPD    Z30, Z1, Z1
+	VSUBPD    Z29, Z0, Z0
+	VSUBPD    Z29, Z1, Z1
+	VCVTPD2PS Z0, Y0
+	VCVTPD2PS Z1, Y1
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ      $64, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       loop
+	VZEROUPPER
+	RET
+
+// func expSumStreamAVX512(dst, x, pf, out, prev *float32, n int, tab *expTable, shift, c float32) float64
+// expSumAVX512 for scale 1 with dst, fused with streamScaledAVX512(out, prev, n, c):
+// each iteration also writes one vector of out = c·prev with a non-temporal
+// store, so that a softmax writes row o while it computes row o + 1. out must
+// be 64-byte aligned (32 for AVX2).
+TEXT ·expSumStreamAVX512(SB), NOSPLIT, $0-72
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         pf+16(FP), R9
+	MOVQ         out+24(FP), R11
+	MOVQ         prev+32(FP), R12
+	MOVQ         n+40(FP), CX
+	MOVQ         tab+48(FP), R8
+	VBROADCASTSS shift+56(FP), Z30
+	VPXORD       Z29, Z29, Z29
+	VSUBPS       Z30, Z29, Z29
+	VBROADCASTSS c+60(FP), Z31
+	LOADEXP512
+	VPXORQ       Z14, Z14, Z14
+	VPXORQ       Z13, Z13, Z13
+	SHRQ         $4, CX
+	MOVQ         CX, R10
+	ANDQ         $3, R10
+	SHRQ         $2, CX
+	TESTQ        CX, CX
+	JZ           single
+
+group:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	VMOVAPS    Z7, Z12
+	VMULPS     (R12), Z31, Z10
+	VMOVNTPS   Z10, (R11)
+	VMOVUPS    64(SI), Z0
+	PREFETCHT1 64(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 64(DI)
+	VADDPS     Z7, Z12, Z12
+	VMULPS     64(R12), Z31, Z10
+	VMOVNTPS   Z10, 64(R11)
+	VMOVUPS    128(SI), Z0
+	PREFETCHT1 128(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 128(DI)
+	VADDPS     Z7, Z12, Z12
+	VMULPS     128(R12), Z31, Z10
+	VMOVNTPS   Z10, 128(R11)
+	VMOVUPS    192(SI), Z0
+	PREFETCHT1 192(R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, 192(DI)
+	VADDPS     Z7, Z12, Z12
+	VMULPS     192(R12), Z31, Z10
+	VMOVNTPS   Z10, 192(R11)
+	SUM512(Z12, Y12)
+	ADDQ       $256, SI
+	ADDQ       $256, DI
+	ADDQ       $256, R9
+	ADDQ       $256, R11
+	ADDQ       $256, R12
+	DECQ       CX
+	JNZ        group
+
+single:
+	TESTQ R10, R10
+	JZ    done
+
+singleloop:
+	VMOVUPS    (SI), Z0
+	PREFETCHT1 (R9)
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS    Z7, (DI)
+	VMULPS     (R12), Z31, Z10
+	VMOVNTPS   Z10, (R11)
+	SUM512(Z7, Y7)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $64, R9
+	ADDQ       $64, R11
+	ADDQ       $64, R12
+	DECQ       R10
+	JNZ        singleloop
+
+done:
+	SFENCE
+	HSUM512
+	VZEROUPPER
+	MOVSD X14, ret+64(FP)
+	RET
+
+// ---------------------------------------------------------------- AVX2
+
+// ARGSCALE256: Y0 = x; Y15 = scale, Y14 = shift, Y13 = −shift. Out: Y3 = a, Y2 = e
+// (see ARGSCALE512).
+#define ARGSCALE256 \
+	VMULPS      Y0, Y15, Y1; \
+	VMOVAPS     Y1, Y2;      \
+	VFMSUB231PS Y0, Y15, Y2; \
+	VSUBPS      Y14, Y1, Y3; \
+	VSUBPS      Y1, Y3, Y4;  \
+	VSUBPS      Y4, Y3, Y5;  \
+	VSUBPS      Y5, Y1, Y5;  \
+	VSUBPS      Y4, Y13, Y4; \
+	VADDPS      Y4, Y5, Y5;  \
+	VADDPS      Y5, Y2, Y2
+
+// ARGSHIFT256: ARGSHIFT512 in YMM (Y14 = shift, Y13 = −shift).
+#define ARGSHIFT256 \
+	VSUBPS Y14, Y0, Y3; \
+	VSUBPS Y0, Y3, Y4;  \
+	VSUBPS Y4, Y3, Y5;  \
+	VSUBPS Y5, Y0, Y5;  \
+	VSUBPS Y4, Y13, Y4; \
+	VADDPS Y4, Y5, Y2
+
+// ARGVEC256: Y0 = x, Y10 = hi, Y11 = lo. Out: Y3 = a, Y2 = e (see ARGVEC512).
+#define ARGVEC256 \
+	VSUBPS Y10, Y0, Y3; \
+	VSUBPS Y0, Y3, Y4;  \
+	VSUBPS Y4, Y3, Y5;  \
+	VSUBPS Y5, Y0, Y5;  \
+	VADDPS Y4, Y10, Y4; \
+	VSUBPS Y4, Y5, Y2;  \
+	VSUBPS Y11, Y2, Y2
+
+// EXPCORE256: Y3 = a, Y2 = e, the table at R8. Out: Y7 = base^(a+e).
+// Clobbers Y2, Y3, Y6, Y8, Y9.
+#define EXPCORE256 \
+	VMOVUPS      T_LO(R8), Y6;   \
+	VMAXPS       Y3, Y6, Y3;     \ // a = max(lo, a), NaN kept
+	VMOVUPS      T_HI(R8), Y6;   \
+	VMINPS       Y3, Y6, Y3;     \ // a = min(hi, a)
+	VMAXPS       T_ELO(R8), Y2, Y2; \ // NaN → −1
+	VMINPS       T_EHI(R8), Y2, Y2; \
+	VMULPS       T_LOG2BASE(R8), Y3, Y6; \
+	VROUNDPS     $0, Y6, Y6;     \ // n
+	VFNMADD231PS T_C1(R8), Y6, Y3; \
+	VFNMADD231PS T_C2(R8), Y6, Y2; \
+	VADDPS       Y2, Y3, Y3;     \ // r
+	VMOVUPS      T_Q6(R8), Y7;   \
+	VFMADD213PS  T_Q5(R8), Y3, Y7; \
+	VFMADD213PS  T_Q4(R8), Y3, Y7; \
+	VFMADD213PS  T_Q3(R8), Y3, Y7; \
+	VFMADD213PS  T_Q2(R8), Y3, Y7; \
+	VFMADD213PS  T_Q1(R8), Y3, Y7; \
+	VFMADD213PS  T_ONE(R8), Y3, Y7; \ // p
+	VCVTPS2DQ    Y6, Y8;         \ // n as int32
+	VPMAXSD      T_BMIN(R8), Y8, Y9; \
+	VPMINSD      T_BMAX(R8), Y9, Y9; \ // b
+	VPSUBD       Y9, Y8, Y8;     \ // n − b
+	VPADDD       T_BIAS(R8), Y8, Y8; \
+	VPSLLD       $23, Y8, Y8;    \ // 2^(n−b)
+	VPADDD       T_BIAS(R8), Y9, Y9; \
+	VPSLLD       $23, Y9, Y9;    \ // 2^b
+	VMULPS       Y8, Y7, Y7;     \ // exact
+	VMULPS       Y9, Y7, Y7
+
+// SUM256(Y, X) adds the 8 floats of Y (X its low half), as float64, into Y12
+// (low 4) and Y11 (high 4).
+#define SUM256(Y, X) \
+	VCVTPS2PD    X, Y8;     \
+	VEXTRACTF128 $1, Y, X9; \
+	VCVTPS2PD    X9, Y9;     \
+	VADDPD       Y8, Y12, Y12; \
+	VADDPD       Y9, Y11, Y11
+
+// HSUM256 leaves the sum of Y12's and Y11's lanes in X12.
+#define HSUM256 \
+	VADDPD       Y11, Y12, Y12; \
+	VEXTRACTF128 $1, Y12, X11;  \
+	VADDPD       X11, X12, X12; \
+	VUNPCKHPD    X12, X12, X11; \
+	VADDSD       X11, X12, X12
+
+// func maxAVX2(x *float32, n int) float32
+TEXT ·maxAVX2(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), SI
+	MOVQ    n+8(FP), CX
+	SHRQ    $3, CX
+	VMOVUPS (SI), Y0
+	VCMPPS  $3, Y0, Y0, Y2 // unordered: NaN lanes
+	ADDQ    $32, SI
+	DECQ    CX
+	JZ      reduce
+
+loop:
+	VMOVUPS (SI), Y1
+	VMAXPS  Y1, Y0, Y0
+	VCMPPS  $3, Y1, Y1, Y3
+	VORPS   Y3, Y2, Y2
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     loop
+
+reduce:
+	VMOVMSKPS    Y2, AX
+	TESTL        AX, AX
+	JNZ          nan
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VMAXSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+16(FP)
+	RET
+
+nan:
+	VZEROUPPER
+	MOVL $0x7fc00000, ret+16(FP)
+	RET
+
+// func expSumAVX2(dst, x, pf *float32, n int, tab *expTable, scale, shift float32) float64
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-56
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         pf+16(FP), R9
+	MOVQ         n+24(FP), CX
+	MOVQ         tab+32(FP), R8
+	VBROADCASTSS scale+40(FP), Y15
+	VBROADCASTSS shift+44(FP), Y14
+	VXORPS       Y13, Y13, Y13
+	VSUBPS       Y14, Y13, Y13
+	VXORPD       Y12, Y12, Y12
+	VXORPD       Y11, Y11, Y11
+	SHRQ         $3, CX
+	MOVQ         CX, R10
+	ANDQ         $3, R10 // single vectors after the groups of 4
+	SHRQ         $2, CX  // groups of 4 vectors
+	MOVL         scale+40(FP), AX
+	CMPL         AX, $0x3f800000 // scale == 1
+	JEQ          unitsel
+	TESTQ        DI, DI
+	JZ           scalenostore
+	JMP          scale
+
+unitsel:
+	TESTQ        DI, DI
+	JZ           unitnostore
+	JMP          unit
+
+scale:
+	TESTQ CX, CX
+	JZ    scale1
+
+scale4:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	VMOVAPS    Y7, Y10
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVUPS    Y7, 32(DI)
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVUPS    Y7, 64(DI)
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVUPS    Y7, 96(DI)
+	VADDPS     Y7, Y10, Y10
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, DI
+	ADDQ       $128, R9
+	DECQ       CX
+	JNZ        scale4
+
+scale1:
+	TESTQ R10, R10
+	JZ    done
+
+scale1loop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	ADDQ       $32, R9
+	DECQ       R10
+	JNZ        scale1loop
+	JMP        done
+
+scalenostore:
+	TESTQ CX, CX
+	JZ    scalenostore1
+
+scalenostore4:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSCALE256
+	EXPCORE256
+	VMOVAPS    Y7, Y10
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSCALE256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSCALE256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSCALE256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, R9
+	DECQ       CX
+	JNZ        scalenostore4
+
+scalenostore1:
+	TESTQ R10, R10
+	JZ    done
+
+scalenostore1loop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSCALE256
+	EXPCORE256
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, R9
+	DECQ       R10
+	JNZ        scalenostore1loop
+	JMP        done
+
+unit:
+	TESTQ CX, CX
+	JZ    unit1
+
+unit4:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	VMOVAPS    Y7, Y10
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 32(DI)
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 64(DI)
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 96(DI)
+	VADDPS     Y7, Y10, Y10
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, DI
+	ADDQ       $128, R9
+	DECQ       CX
+	JNZ        unit4
+
+unit1:
+	TESTQ R10, R10
+	JZ    done
+
+unit1loop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	ADDQ       $32, R9
+	DECQ       R10
+	JNZ        unit1loop
+	JMP        done
+
+unitnostore:
+	TESTQ CX, CX
+	JZ    unitnostore1
+
+unitnostore4:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVAPS    Y7, Y10
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VADDPS     Y7, Y10, Y10
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, R9
+	DECQ       CX
+	JNZ        unitnostore4
+
+unitnostore1:
+	TESTQ R10, R10
+	JZ    done
+
+unitnostore1loop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, R9
+	DECQ       R10
+	JNZ        unitnostore1loop
+	JMP        done
+
+done:
+	HSUM256
+	VZEROUPPER
+	MOVSD X12, ret+48(FP)
+	RET
+
+// func expShiftsAVX2(dst, x, hi, lo *float32, n int, tab *expTable)
+TEXT ·expShiftsAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ hi+16(FP), DX
+	MOVQ lo+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ tab+40(FP), R8
+	SHRQ $3, CX
+
+loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y10
+	VMOVUPS (BX), Y11
+	ARGVEC256
+	EXPCORE256
+	VMOVUPS Y7, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, BX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func sumAVX2(x *float32, n int) float64
+TEXT ·sumAVX2(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	SHRQ   $3, CX
+	VXORPD Y12, Y12, Y12
+	VXORPD Y11, Y11, Y11
+
+loop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VADDPD    Y0, Y12, Y12
+	VADDPD    Y1, Y11, Y11
+	ADDQ      $32, SI
+	DECQ      CX
+	JNZ       loop
+	HSUM256
+	VZEROUPPER
+	MOVSD     X12, ret+16(FP)
+	RET
+
+// func dotAVX2(x, y *float32, n int) float64
+TEXT ·dotAVX2(SB), NOSPLIT, $0-32
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   n+16(FP), CX
+	SHRQ   $3, CX
+	VXORPD Y12, Y12, Y12
+	VXORPD Y11, Y11, Y11
+
+loop:
+	VCVTPS2PD   (SI), Y0
+	VCVTPS2PD   16(SI), Y1
+	VCVTPS2PD   (DI), Y2
+	VCVTPS2PD   16(DI), Y3
+	VFMADD231PD Y2, Y0, Y12
+	VFMADD231PD Y3, Y1, Y11
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JNZ         loop
+	HSUM256
+	VZEROUPPER
+	MOVSD       X12, ret+24(FP)
+	RET
+
+// func scaleAVX2(x *float32, n int, c float32)
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS c+16(FP), Y15
+	SHRQ         $3, CX
+
+loop:
+	VMULPS  (SI), Y15, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func mulDiffAVX2(dst, p, q *float32, n int, c float32)
+TEXT ·mulDiffAVX2(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), DI
+	MOVQ         p+8(FP), SI
+	MOVQ         q+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS c+32(FP), Y15
+	SHRQ         $3, CX
+
+loop:
+	VMOVUPS (DX), Y0
+	VSUBPS  Y15, Y0, Y0
+	VMULPS  (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func mulDiffsAVX2(dst, p, q, c *float32, n int)
+TEXT ·mulDiffsAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ q+16(FP), DX
+	MOVQ c+24(FP), BX
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+
+loop:
+	VMOVUPS (DX), Y0
+	VSUBPS  (BX), Y0, Y0
+	VMULPS  (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, BX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func subScaledAVX2(dst, y, x *float32, n int, c float32)
+TEXT ·subScaledAVX2(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), DI
+	MOVQ         y+8(FP), DX
+	MOVQ         x+16(FP), SI
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS c+32(FP), Y15
+	SHRQ         $3, CX
+
+loop:
+	VMOVUPS      (DX), Y0
+	VFNMADD231PS (SI), Y15, Y0 // y − c·x
+	VMOVUPS      Y0, (DI)
+	ADDQ         $32, SI
+	ADDQ         $32, DX
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          loop
+	VZEROUPPER
+	RET
+
+// func subShiftAVX2(dst, x *float32, n int, a, b float64)
+TEXT ·subShiftAVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD a+24(FP), Y14
+	VBROADCASTSD b+32(FP), Y13
+	SHRQ         $3, CX
+
+loop:
+	VCVTPS2PD  (SI), Y0
+	VCVTPS2PD  16(SI), Y1
+	VSUBPD     Y14, Y0, Y0
+	VSUBPD     Y14, Y1, Y1
+	VSUBPD     Y13, Y0, Y0
+	VSUBPD     Y13, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS    X0, (DI)
+	VMOVUPS    X1, 16(DI)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	DECQ       CX
+	JNZ        loop
+	VZEROUPPER
+	RET
+
+// func streamScaledAVX512(dst, x *float32, n int, c float32)
+// dst must be 64-byte aligned: non-temporal stores of whole cache lines.
+TEXT ·streamScaledAVX512(SB), NOSPLIT, $0-28
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS c+24(FP), Z31
+	SHRQ         $4, CX
+
+loop:
+	VMULPS   (SI), Z31, Z0
+	VMOVNTPS Z0, (DI)
+	ADDQ     $64, SI
+	ADDQ     $64, DI
+	DECQ     CX
+	JNZ      loop
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func streamScaledAVX2(dst, x *float32, n int, c float32)
+// dst must be 32-byte aligned.
+TEXT ·streamScaledAVX2(SB), NOSPLIT, $0-28
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y15
+	SHRQ         $3, CX
+
+loop:
+	VMULPS   (SI), Y15, Y0
+	VMOVNTPS Y0, (DI)
+	ADDQ     $32, SI
+	ADDQ     $32, DI
+	DECQ     CX
+	JNZ      loop
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func expSumStreamAVX2(dst, x, pf, out, prev *float32, n int, tab *expTable, shift, c float32) float64
+TEXT ·expSumStreamAVX2(SB), NOSPLIT, $0-72
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         pf+16(FP), R9
+	MOVQ         out+24(FP), R11
+	MOVQ         prev+32(FP), R12
+	MOVQ         n+40(FP), CX
+	MOVQ         tab+48(FP), R8
+	VBROADCASTSS shift+56(FP), Y14
+	VXORPS       Y13, Y13, Y13
+	VSUBPS       Y14, Y13, Y13
+	VBROADCASTSS c+60(FP), Y15
+	VXORPD       Y12, Y12, Y12
+	VXORPD       Y11, Y11, Y11
+	SHRQ         $3, CX
+	MOVQ         CX, R10
+	ANDQ         $3, R10
+	SHRQ         $2, CX
+	TESTQ        CX, CX
+	JZ           single
+
+group:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	VMOVAPS    Y7, Y10
+	VMULPS     (R12), Y15, Y1
+	VMOVNTPS   Y1, (R11)
+	VMOVUPS    32(SI), Y0
+	PREFETCHT1 32(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 32(DI)
+	VADDPS     Y7, Y10, Y10
+	VMULPS     32(R12), Y15, Y1
+	VMOVNTPS   Y1, 32(R11)
+	VMOVUPS    64(SI), Y0
+	PREFETCHT1 64(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 64(DI)
+	VADDPS     Y7, Y10, Y10
+	VMULPS     64(R12), Y15, Y1
+	VMOVNTPS   Y1, 64(R11)
+	VMOVUPS    96(SI), Y0
+	PREFETCHT1 96(R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, 96(DI)
+	VADDPS     Y7, Y10, Y10
+	VMULPS     96(R12), Y15, Y1
+	VMOVNTPS   Y1, 96(R11)
+	SUM256(Y10, X10)
+	ADDQ       $128, SI
+	ADDQ       $128, DI
+	ADDQ       $128, R9
+	ADDQ       $128, R11
+	ADDQ       $128, R12
+	DECQ       CX
+	JNZ        group
+
+single:
+	TESTQ R10, R10
+	JZ    done
+
+singleloop:
+	VMOVUPS    (SI), Y0
+	PREFETCHT1 (R9)
+	ARGSHIFT256
+	EXPCORE256
+	VMOVUPS    Y7, (DI)
+	VMULPS     (R12), Y15, Y1
+	VMOVNTPS   Y1, (R11)
+	SUM256(Y7, X7)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	ADDQ       $32, R9
+	ADDQ       $32, R11
+	ADDQ       $32, R12
+	DECQ       R10
+	JNZ        singleloop
+
+done:
+	SFENCE
+	HSUM256
+	VZEROUPPER
+	MOVSD X12, ret+64(FP)
+	RET
