@@ -94,8 +94,26 @@ ENV
 
 if [ "$toolkit" = 1 ] && ! command -v nvcc >/dev/null; then
   [ "$(id -u)" = 0 ] || { echo "cuda-setup.sh: --toolkit installs nvidia-cuda-toolkit and needs root" >&2; exit 1; }
-  [ ${#apt_opts[@]} -gt 0 ] || apt_prepare
-  DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" -qq install -y --no-install-recommends nvidia-cuda-toolkit >&2
+  # The toolkit's dependencies must match the packages already installed, which may come from
+  # the release's -updates and -security suites: so this install reads the system's own
+  # sources plus the contrib and non-free components of the same archive (one private
+  # deb822 file with the system's keyring), with private package lists.
+  tk="$cache/apt-toolkit"
+  mkdir -p "$tk/parts" "$tk/lists/partial"
+  rm -f "$tk"/parts/*
+  for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] && cp "$f" "$tk/parts/"
+  done
+  [ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$tk/parts/system.list"
+  keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  {
+    echo "Types: deb"; echo "URIs: $mirror"; echo "Suites: $suite $suite-updates"
+    echo "Components: contrib non-free"
+    [ -f "$keyring" ] && echo "Signed-By: $keyring"
+  } >"$tk/parts/flashgorgon-nonfree.sources"
+  tk_opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$tk/parts" -o "Dir::State::Lists=$tk/lists")
+  apt-get "${tk_opts[@]}" -qq update
+  DEBIAN_FRONTEND=noninteractive apt-get "${tk_opts[@]}" -qq install -y --no-install-recommends nvidia-cuda-toolkit >&2
 fi
 
 echo "cuda-setup.sh: headers in $inc; to build: . $cache/env.sh && go build -tags gpu ./..." >&2
