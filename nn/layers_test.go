@@ -396,3 +396,62 @@ func TestMatMul(t *testing.T) {
 		t.Fatal("[2,3]·[2,3] accepted")
 	}
 }
+
+// TestGELUFloat32 checks the float32 kernel (vectorized exponential, float32
+// arithmetic) against GPT-2's formula in float64 over a sweep of x, forward
+// and gradient, with the special values.
+func TestGELUFloat32(t *testing.T) {
+	var xs []float64
+	for v := -12.0; v <= 12; v += 1.0 / 64 {
+		xs = append(xs, v)
+	}
+	xs = append(xs, -1e30, -100, -30, 1e-30, -1e-30, 0, 30, 100, 1e30)
+	const n = 300 // several blocks of the kernel, and a tail
+	for len(xs)%n != 0 {
+		xs = append(xs, float64(len(xs)%7)-3.5)
+	}
+	x32, g32 := make([]float32, len(xs)), make([]float32, len(xs))
+	for i, v := range xs {
+		x32[i] = float32(v)
+		g32[i] = float32(1 + i%3)
+	}
+	xt := tensor.New(tensor.WithShape(len(xs)/n, n), tensor.WithBacking(x32))
+	gt := tensor.New(tensor.WithShape(len(xs)/n, n), tensor.WithBacking(g32))
+	y, err := geluOp{dims: 2}.do([]*tensor.Dense{xt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dy, err := geluOp{grad: true, dims: 2}.do([]*tensor.Dense{xt, gt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ys, dys := y.Data().([]float32), dy.Data().([]float32)
+	k := math.Sqrt(2 / math.Pi)
+	for i := range xs {
+		v := float64(x32[i]) // the float32 input, exactly
+		u := k * (v + 0.044715*v*v*v)
+		// ½(1 + tanh u) and 1 − tanh² u from e^{−2|u|}, without the
+		// cancellation of 1 + tanh u in float64 for u ≪ 0.
+		a := math.Exp(-2 * math.Abs(u))
+		half := 1 / (1 + a) // ½(1 + tanh|u|)
+		if u < 0 {
+			half = a / (1 + a)
+		}
+		sech2 := 4 * a / ((1 + a) * (1 + a))
+		want := v * half
+		dwant := float64(g32[i]) * (half + 0.5*v*sech2*k*(1+3*0.044715*v*v))
+		// The argument u (up to ~0.07·|x|³) is rounded once in float32: a
+		// relative error of ~2⁻²⁴·|u| in e^{−2u}, hence in the result's
+		// smaller part; a few ulp besides.
+		tol := 4e-7 * (1 + 2*math.Abs(u)) * math.Max(math.Abs(want), 1e-30)
+		if math.IsInf(want, 0) || math.Abs(float64(ys[i])-want) > tol {
+			if !(math.IsInf(want, 0) && float64(ys[i]) == want) {
+				t.Errorf("gelu(%g) = %g, want %g (tolerance %.2g)", v, ys[i], want, tol)
+			}
+		}
+		dtol := 4e-7 * (1 + 2*math.Abs(u)) * (math.Abs(dwant) + float64(g32[i])*math.Abs(v)*k*1e-3 + 1e-30)
+		if math.Abs(v) < 1e29 && math.Abs(float64(dys[i])-dwant) > dtol+1e-7*float64(g32[i]) {
+			t.Errorf("gelu'(%g)·%g = %g, want %g", v, g32[i], dys[i], dwant)
+		}
+	}
+}
