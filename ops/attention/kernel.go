@@ -18,7 +18,7 @@ type Float = graph.Float
 // blockQ or blockK rows of d values, the score tile blockQ×blockK) stays in
 // the core's L2 cache for d ≤ 128. They are chosen here only.
 const (
-	blockQ = 64
+	blockQ = 128
 	blockK = 64
 )
 

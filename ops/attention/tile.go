@@ -41,29 +41,56 @@ func tileGemm[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, 
 //
 // with op(a) = a (row r at a[r*lda:]) or, when tA is set, aᵀ (a stored
 // [k, m], row r of op(a) is column r of a). n[r] is the number of keys row
-// r sees in the tile (a causal mask and padding hide a suffix of the keys).
-// The columns l ≥ n[r] of op(a) hold zeros (masked probabilities), but b's
-// rows there belong to keys the row must not read: in one product over all
-// columns a NaN or ±Inf there would reach the row as 0·NaN. Each run of
-// consecutive rows with equal n is one tile product: on a tile that no mask
-// crosses that is a single product, on the diagonal tile of a causal mask
-// one per row, over that row's keys only.
+// r sees in the tile (a causal mask and padding hide a suffix of the keys),
+// nondecreasing in r. The columns l ≥ n[r] of op(a) hold zeros (masked
+// probabilities), but b's rows there belong to keys the row must not read:
+// in one product over all columns a NaN or ±Inf there would reach the row
+// as 0·NaN.
+//
+// A run of at least prefixGroup consecutive rows with equal n is one tile
+// product (a tile that no mask crosses is a single product). Elsewhere (the
+// diagonal tile of a causal mask, where n grows by one a row) the rows go
+// in groups of prefixGroup: one product over the group's common prefix of
+// keys, then each row's remaining keys (fewer than prefixGroup) one at a
+// time, c_r += alpha·op(a)[r,l]·b_l. A product of one row per row would
+// run the micro-kernel on mostly empty register tiles (it computes mr rows
+// at a time): the diagonal tile then cost about three ordinary tiles.
+// Which path a row takes depends on the mask only, never on the values.
 func gemmPrefix[T Float](w *gemm.Workspace[T], tA bool, m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, c []T, ldc int) {
 	for r0 := 0; r0 < m; {
 		r1 := r0 + 1
 		for r1 < m && n[r1] == n[r0] {
 			r1++
 		}
-		if n[r0] > 0 {
+		if r1-r0 < prefixGroup {
+			r1 = min(r0+prefixGroup, m)
+		}
+		k0 := n[r0] // the group's common prefix (n is nondecreasing)
+		if k0 > 0 {
 			aOff := r0 * lda
 			if tA {
 				aOff = r0
 			}
-			tileGemm(w, tA, false, r1-r0, nc, n[r0], alpha, a[aOff:], lda, b, ldb, 1, c[r0*ldc:], ldc)
+			tileGemm(w, tA, false, r1-r0, nc, k0, alpha, a[aOff:], lda, b, ldb, 1, c[r0*ldc:], ldc)
+		}
+		for r := r0; r < r1; r++ {
+			cr := c[r*ldc : r*ldc+nc]
+			for l := k0; l < n[r]; l++ {
+				at := r*lda + l
+				if tA {
+					at = l*lda + r
+				}
+				vec.SubScaled(cr, cr, b[l*ldb:l*ldb+nc], -alpha*a[at])
+			}
 		}
 		r0 = r1
 	}
 }
+
+// prefixGroup is the number of rows gemmPrefix groups on a staircase of
+// row lengths: the micro-kernel's row count mr on AVX2 and AVX-512, so
+// that a group's product is one full register tile high.
+const prefixGroup = 6
 
 // rowMax returns max_j x[j] (NaN if some x[j] is; x must not be empty).
 func rowMax[T Float](x []T) T {
