@@ -26,7 +26,7 @@
 // never read: tiles end at the last key some row of the block sees, masked
 // scores and probabilities are selected (set), never computed from masked
 // keys, and each row's share of O += P·V stops at its own visible keys
-// (gemmNTPrefix), so that a NaN in a masked key cannot reach a row as
+// (gemmPrefix), so that a NaN in a masked key cannot reach a row as
 // 0·NaN. Nothing of size Nq×Nk is allocated: one blockQ×blockK tile per
 // worker.
 //
@@ -43,9 +43,11 @@
 // masked entries of P and dS are set to 0, and each row of dQ sums over its
 // visible keys only.
 //
-// The tiles are held transposed (Sᵀ = K·Qᵀ) so that every tile product is
-// an A·Bᵀ product, the fastest of gonum's kernels (the forward likewise
-// reads V in transposed blocks). Work is split over (batch, kv head, chunk
+// The tiles are held transposed (Sᵀ = K·Qᵀ) so that the per-query L and D
+// run along their rows. The tile products run on internal/kernels/gemm, the
+// exp and row steps on internal/kernels/vec; Q and dO (backward) and K
+// (forward) are copied once in transposed blocks so that most products are
+// A·B, the micro-kernel's fastest form. Work is split over (batch, kv head, chunk
 // of key blocks); a chunk owns
 // its dK and dV rows and sums the query heads that share its kv head, and
 // dQ contributions of chunks after the first go to partial buffers added in

@@ -9,11 +9,10 @@ import "math"
 //
 // It follows Cephes' exp2f: x = n + r with n the nearest integer and
 // r ∈ [−½, ½]; 2^r comes from a degree-6 polynomial and 2^n is put straight
-// into the exponent bits (n = −127 gives the bits of 0). It is small
-// enough to be inlined into the exp loops (about 2.5 ns an element there,
-// against 4.5 for a version with builtin max instead of the branch, which
-// is never taken in practice): math.Exp2 (float64) costs several times
-// more, and the exp step runs once per score, N² times per head.
+// into the exponent bits (n = −127 gives the bits of 0). The exp steps over
+// whole rows run on internal/kernels/vec; this scalar version serves the
+// rescale factor 2^(m_old − m_new), once per row and tile, where a call to
+// math.Exp2 (float64, several times slower) would show next to the rows.
 func exp2f32(x float32) float32 {
 	if x < -127 {
 		x = -127

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/gemm"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -16,7 +18,7 @@ type Float = graph.Float
 // blockQ or blockK rows of d values, the score tile blockQ×blockK) stays in
 // the core's L2 cache for d ≤ 128. They are chosen here only.
 const (
-	blockQ = 64
+	blockQ = 128
 	blockK = 64
 )
 
@@ -109,10 +111,11 @@ var tilesComputed struct{ fwd, bwd atomic.Int64 }
 func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	nQB := (p.Nq + blockQ - 1) / blockQ
 	bh := p.B * p.H
-	// V in transposed tiles, so that O += P·V is an A·Bᵀ product too
-	// (see transposeBlocks).
-	vt := make([]T, len(v))
-	transposeBlocks(vt, v, p.B*p.Hkv, p.Nk, p.D, blockK)
+	// K in transposed blocks, so that S = Q·Kᵀ is an A·B product with the
+	// block of Kᵀ as stored (see transposeBlocks); O += P·V reads V as it
+	// is.
+	kt := make([]T, len(k))
+	transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
 	runUnits(bh*nQB, func() func(int) {
 		w := newFwdScratch[T]()
 		return func(u int) {
@@ -120,18 +123,19 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 			head, qb := u%bh, nQB-1-u/bh
 			b, h := head/p.H, head%p.H
 			i0 := qb * blockQ
-			forwardBlock(p, w, q, k, vt, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
+			forwardBlock(p, w, q, kt, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
 		}
 	})
 }
 
 // fwdScratch holds one worker's buffers for the forward.
 type fwdScratch[T Float] struct {
-	s      []T       // score / probability tile, blockQ×blockK
-	m      []T       // running maximum per row (log₂ units)
-	l      []float64 // running sum per row
-	rowLim []int     // keyLimit per row
-	nv     []int     // visible keys of the current key block per row
+	ws     gemm.Workspace[T] // the tile products' buffers
+	s      []T               // score / probability tile, blockQ×blockK
+	m      []T               // running maximum per row (log₂ units)
+	l      []float64         // running sum per row
+	rowLim []int             // keyLimit per row
+	nv     []int             // visible keys of the current key block per row
 }
 
 func newFwdScratch[T Float]() *fwdScratch[T] {
@@ -144,9 +148,9 @@ func newFwdScratch[T Float]() *fwdScratch[T] {
 	}
 }
 
-// forwardBlock computes rows [i0, i1) of head (b, h): see flashForward. vt
-// holds V in transposed blocks (transposeBlocks).
-func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, vt, o, lse, lres []T, b, h, i0, i1 int) {
+// forwardBlock computes rows [i0, i1) of head (b, h): see flashForward. kt
+// holds K in transposed blocks (transposeBlocks).
+func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres []T, b, h, i0, i1 int) {
 	d, br := p.D, i1-i0
 	kvh := h / (p.H / p.Hkv)
 	qOff := ((b*p.H+h)*p.Nq + i0) * d
@@ -167,7 +171,10 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, vt, o, lse, lres [
 		bc := min(blockK, lim-j0)
 		s := w.s[:br*bc]
 		tilesComputed.fwd.Add(1)
-		gemmNT(br, bc, d, alpha, qT, d, k[kvOff+j0*d:kvOff+(j0+bc)*d], d, 0, s, bc)
+		// S = alpha·Q·Kᵀ with Kᵀ's block: d rows of the block's length
+		// `full`, of which the first bc columns (keys below lim) are read.
+		full := min(blockK, p.Nk-j0)
+		tileGemm(&w.ws, false, false, br, bc, d, alpha, qT, d, kt[kvOff+j0*d:kvOff+(j0+full)*d], full, 0, s, bc)
 		for r := 0; r < br; r++ {
 			row := s[r*bc : (r+1)*bc]
 			nv := min(max(w.rowLim[r]-j0, 0), bc)
@@ -179,19 +186,19 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, k, vt, o, lse, lres [
 			mNew := max(w.m[r], rowMax(row[:nv]))
 			sum := expRow(row[:nv], mNew)
 			zeroRow(row[nv:])
-			if a := exp2(w.m[r] - mNew); a != 1 {
-				scaleRow(oT[r*d:(r+1)*d], a)
-				w.l[r] *= float64(a)
+			if mNew != w.m[r] {
+				if a := exp2(w.m[r] - mNew); a != 1 {
+					scaleRow(oT[r*d:(r+1)*d], a)
+					w.l[r] *= float64(a)
+				}
 			}
 			w.l[r] += sum
 			w.m[r] = mNew
 		}
-		// O += P·V with Vᵀ's block: d rows of the block's length, of
-		// which each row of P uses its visible keys only (see
-		// gemmNTPrefix: a NaN in a key that the causal mask hides from the
+		// O += P·V, each row of P over its visible keys only (see
+		// gemmPrefix: a NaN in a key that the causal mask hides from the
 		// row must not reach it as 0·NaN).
-		full := min(blockK, p.Nk-j0)
-		gemmNTPrefix(br, d, w.nv[:br], 1, s, bc, vt[kvOff+j0*d:kvOff+(j0+full)*d], full, oT, d)
+		gemmPrefix(&w.ws, false, br, d, w.nv[:br], 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, oT, d)
 	}
 
 	lOff := (b*p.H+h)*p.Nq + i0
@@ -253,9 +260,12 @@ func backwardChunks(p *params, elemSize int) int {
 // visible key) contribute nothing and get dq = 0. lres is the residual of L
 // that flashForward wrote next to lse.
 //
-// The tiles are held transposed (key rows, query columns: Sᵀ = K·Qᵀ), and
-// every tile product is an A·Bᵀ product, the fastest form of the BLAS
-// kernels; for that Q, dO and K are also copied once in transposed blocks.
+// The tiles are held transposed (key rows, query columns: Sᵀ = K·Qᵀ), so
+// that the per-query shifts L and D run along the rows (expRowShifts,
+// dsRowShifts). Q and dO are copied once in transposed blocks so that
+// Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ are A·B products; dV += Pᵀ·dO and
+// dK += dSᵀ·Q read dO and Q as stored, and dQ += dS·K reads dSᵀ
+// transposed (an Aᵀ·B product).
 func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, dv []T) {
 	d, g := p.D, p.H/p.Hkv
 	bh := p.B * p.H
@@ -266,11 +276,7 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	lse2 := shifts[T]{hi: make([]T, bh*p.Nq), lo: make([]T, bh*p.Nq)}
 	parallel.For(bh*p.Nq, 256, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			var acc float64
-			oRow, doRow := o[r*d:(r+1)*d], do[r*d:(r+1)*d]
-			for c := range oRow {
-				acc += float64(oRow[c]) * float64(doRow[c])
-			}
+			acc := vec.Dot(o[r*d:(r+1)*d], do[r*d:(r+1)*d])
 			if dlse != nil && !math.IsInf(float64(lse[r]), -1) {
 				acc -= float64(dlse[r])
 			}
@@ -283,10 +289,9 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			}
 		}
 	})
-	tr := transposed[T]{q: make([]T, len(q)), do: make([]T, len(do)), k: make([]T, len(k))}
+	tr := transposed[T]{q: make([]T, len(q)), do: make([]T, len(do))}
 	transposeBlocks(tr.q, q, bh, p.Nq, d, blockQ)
 	transposeBlocks(tr.do, do, bh, p.Nq, d, blockQ)
-	transposeBlocks(tr.k, k, p.B*p.Hkv, p.Nk, d, blockK)
 
 	var elem T
 	chunks := backwardChunks(p, int(sizeOf(elem)))
@@ -324,11 +329,7 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	if chunks > 1 {
 		parallel.For(len(dq), 1<<14, func(lo, hi int) {
 			for c := 1; c < chunks; c++ {
-				part := partials[c][lo:hi]
-				dst := dq[lo:hi]
-				for i, x := range part {
-					dst[i] += x
-				}
+				addRows(dq[lo:hi], partials[c][lo:hi])
 			}
 		})
 	}
@@ -337,23 +338,22 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 // shifts holds L·log₂e per query row as hi + lo (see expRowShifts).
 type shifts[T Float] struct{ hi, lo []T }
 
-// transposed holds copies of q, do and k in transposed blocks
-// (transposeBlocks): blockQ-row blocks for q and do, blockK-row blocks
-// for k.
-type transposed[T Float] struct{ q, do, k []T }
+// transposed holds copies of q and do in transposed blocks of blockQ rows
+// (transposeBlocks).
+type transposed[T Float] struct{ q, do []T }
 
 // bwdScratch holds one worker's buffers for the backward.
 type bwdScratch[T Float] struct {
-	pt, dst, ds []T   // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ), dS (blockQ×blockK)
-	first       []int // per key of the tile: its first query column (blockK)
-	nv          []int // per query of the tile: its visible keys (blockQ)
+	ws      gemm.Workspace[T] // the tile products' buffers
+	pt, dst []T               // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ)
+	first   []int             // per key of the tile: its first query column (blockK)
+	nv      []int             // per query of the tile: its visible keys (blockQ)
 }
 
 func newBwdScratch[T Float]() *bwdScratch[T] {
 	return &bwdScratch[T]{
 		pt:    make([]T, blockK*blockQ),
 		dst:   make([]T, blockK*blockQ),
-		ds:    make([]T, blockQ*blockK),
 		first: make([]int, blockK),
 		nv:    make([]int, blockQ),
 	}
@@ -391,14 +391,11 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
 	kB, vB := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
-	// Kᵀ block: d rows of the block's length `full`, of which the first bc
-	// columns (the keys [j0, j1)) are used.
-	full := min(blockK, p.Nk-j0)
-	ktB := tr.k[kvOff : kvOff+full*d]
 	dkB, dvB := dk[kvOff:kvOff+bc*d], dv[kvOff:kvOff+bc*d]
 	alpha := T(p.Scale * log2e)
 	scale := T(p.Scale)
 	rowBase := (b*p.H + h) * p.Nq
+	ws := &w.ws
 
 	// The query blocks that see key j0 start at the block of its first
 	// query; later keys are seen by later rows only.
@@ -408,7 +405,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		qOff := (rowBase + i0) * d
 		qB, doB, dqB := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
 		qtB, dotB := tr.q[qOff:qOff+br*d], tr.do[qOff:qOff+br*d] // d×br
-		pt, dst, ds := w.pt[:bc*br], w.dst[:bc*br], w.ds[:br*bc]
+		pt, dst := w.pt[:bc*br], w.dst[:bc*br]
 		hiB, loB := lse2.hi[rowBase+i0:rowBase+i1], lse2.lo[rowBase+i0:rowBase+i1]
 		deltaB := delta[rowBase+i0 : rowBase+i1]
 
@@ -418,7 +415,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		// products: a NaN in a key hidden from a query by the causal mask
 		// must not reach that query.
 		tilesComputed.bwd.Add(1)
-		gemmNT(bc, br, d, alpha, kB, d, qB, d, 0, pt, br)
+		tileGemm(ws, false, false, bc, br, d, alpha, kB, d, qtB, br, 0, pt, br) // Sᵀ = alpha·K·Qᵀ
 		for jj := 0; jj < bc; jj++ {
 			row := pt[jj*br : (jj+1)*br]
 			first := min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
@@ -426,69 +423,21 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 			zeroRow(row[:first])
 			expRowShifts(row[first:], hiB[first:], loB[first:])
 		}
-		gemmNT(bc, br, d, 1, vB, d, doB, d, 0, dst, br)   // dPᵀ = V·dOᵀ
-		gemmNT(bc, d, br, 1, pt, br, dotB, br, 1, dvB, d) // dV += Pᵀ·dO
-		for jj := 0; jj < bc; jj++ {                      // dSᵀ = Pᵀ∘(dPᵀ − D)
+		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br) // dPᵀ = V·dOᵀ
+		tileGemm(ws, false, false, bc, d, br, 1, pt, br, doB, d, 1, dvB, d)   // dV += Pᵀ·dO
+		for jj := 0; jj < bc; jj++ {                                          // dSᵀ = Pᵀ∘(dPᵀ − D)
 			row, first := dst[jj*br:(jj+1)*br], w.first[jj]
 			zeroRow(row[:first])
 			dsRowShifts(row[first:], pt[jj*br+first:(jj+1)*br], deltaB[first:])
 		}
-		gemmNT(bc, d, br, scale, dst, br, qtB, br, 1, dkB, d) // dK += scale·dSᵀ·Q
-		transposeTile(ds, dst, bc, br)
-		// dQ += scale·dS·K, each query row over its visible keys only.
+		tileGemm(ws, false, false, bc, d, br, scale, dst, br, qB, d, 1, dkB, d) // dK += scale·dSᵀ·Q
+		// dQ += scale·dS·K = scale·(dSᵀ)ᵀ·K, each query row over its
+		// visible keys only.
 		for r := 0; r < br; r++ {
 			w.nv[r] = min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
 		}
-		gemmNTPrefix(br, d, w.nv[:br], scale, ds, bc, ktB, full, dqB, d)
+		gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, dqB, d)
 	}
-}
-
-// gemmNTPrefix is gemmNT with beta = 1 where row r of a uses only its first
-// n[r] columns:
-//
-//	c[r*ldc+j] += alpha·Σ_{l<n[r]} a[r*lda+l]·b[j*ldb+l]    (r < m, j < nc)
-//
-// n[r] is the number of keys row r sees in the tile (a causal mask and
-// padding hide a suffix of the keys). The columns l ≥ n[r] of a hold zeros
-// (masked probabilities), but b's rows there belong to keys the row must
-// not read: in one product over all columns a NaN or ±Inf there would
-// reach the row as 0·NaN. Each run of consecutive rows with equal n is one
-// tile product: on a tile that no mask crosses that is a single gemmNT, on
-// the diagonal tile of a causal mask one per row, over that row's keys only
-// (fewer flops in more calls: BenchmarkKernel's causal cases measured the
-// same time as the single product).
-func gemmNTPrefix[T Float](m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, c []T, ldc int) {
-	for r0 := 0; r0 < m; {
-		r1 := r0 + 1
-		for r1 < m && n[r1] == n[r0] {
-			r1++
-		}
-		if n[r0] > 0 {
-			gemmNT(r1-r0, nc, n[r0], alpha, a[r0*lda:], lda, b, ldb, 1, c[r0*ldc:], ldc)
-		}
-		r0 = r1
-	}
-}
-
-// transposeBlocks copies src, viewed as heads×n rows of d values, into dst
-// of the same size, each block of `block` rows (the last one of a head
-// possibly shorter, rows = min(block, n − r0)) transposed in place of the
-// block: row r0+r, column c of a head goes to
-//
-//	dst[(head·n + r0)·d + c·rows + r]
-//
-// so that a block of Xᵀ is a contiguous d×rows matrix: the B operand of an
-// A·Bᵀ tile product with B = Xᵀ.
-func transposeBlocks[T Float](dst, src []T, heads, n, d, block int) {
-	nb := (n + block - 1) / block
-	parallel.For(heads*nb, 16, func(lo, hi int) {
-		for u := lo; u < hi; u++ {
-			head, r0 := u/nb, (u%nb)*block
-			rows := min(block, n-r0)
-			off := (head*n + r0) * d
-			transposeTile(dst[off:off+rows*d], src[off:off+rows*d], rows, d)
-		}
-	})
 }
 
 // sizeOf returns the size in bytes of one element of type T.
