@@ -1,7 +1,7 @@
 package cuda
 
 // The CUDA driver API, opened at run time without cgo. The binary does not link libcuda:
-// openDriver (dlopen_linux.go, through github.com/ebitengine/purego) loads libcuda.so.1, the
+// openDriver (dlopen.go, through github.com/ebitengine/purego) loads libcuda.so.1, the
 // driver's library, at first use and binds each entry point below to a Go function value of
 // the C signature, so that a binary built with CGO_ENABLED=0 starts on a machine without a
 // driver and runs its ops on the CPU there. gorgonia.org/cu is not used because its package
@@ -11,9 +11,9 @@ package cuda
 // (int32), unsigned int is uint32, size_t is uintptr, CUdeviceptr is unsigned long long
 // (uint64), and handles (CUcontext, CUmodule, CUfunction, CUevent, CUstream) are pointers the
 // package only passes back, held as uintptr. Pointer arguments are Go pointers to memory the
-// call fills or reads; purego keeps them alive for the call, and the arrays that hold Go
-// pointers themselves (cuLaunchKernel's parameter array, cuModuleLoadDataEx's option values)
-// are pinned with runtime.Pinner.
+// call fills or reads; purego keeps them alive for the call. cuLaunchKernel's parameter array,
+// which holds a Go pointer, and the struct it points to are pinned with runtime.Pinner, and so
+// is the JIT log buffer whose address cuModuleLoadDataEx's option values carry.
 //
 // Versioned symbols (_v2) are the ones the CUDA 11.8 header maps the plain names to; every
 // later driver keeps exporting them.
