@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/chewxy/hm v1.0.0
+	github.com/ebitengine/purego v0.11.3
 	github.com/schollz/progressbar/v3 v3.14.6
 	golang.org/x/sys v0.22.0
 	golang.org/x/term v0.22.0

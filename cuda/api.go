@@ -6,8 +6,9 @@ import (
 	"math"
 )
 
-// ErrNoDevice is returned by every launcher when no CUDA device is in use: in a build without
-// the gpu tag, when no device was found, or when FLASHGORGON_DEVICE=cpu is set.
+// ErrNoDevice is returned by every launcher when no CUDA device is in use: when no driver or
+// no device was found, when FLASHGORGON_DEVICE=cpu is set, in a build with the nocuda tag, or
+// after a fault lost the device.
 var ErrNoDevice = errors.New("cuda: no CUDA device in use")
 
 // ErrUnsupported wraps the errors of problems the kernels do not cover (a head dimension over

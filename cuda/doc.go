@@ -1,16 +1,23 @@
 // Package cuda runs flashgorgon's softmax-family and attention ops on NVIDIA GPUs.
 //
-// The package is importable in every build. Without the build tag gpu it is a CPU-only stub:
-// Enabled reports false, Device reports "cpu" and every launcher returns ErrNoDevice, and it
-// needs neither cgo nor CUDA. With the tag gpu (never cuda: that tag switches on Gorgonia's
-// cuDNN engine) it holds the CUDA backend:
+// Every build holds the CUDA backend, and none needs cgo, CUDA headers or a build tag: the
+// default build (CGO_ENABLED=0 included) opens the driver at run time and runs the ops on the
+// CPU where there is none. Without a device Enabled reports false, Device reports "cpu" and
+// every launcher returns ErrNoDevice. The build tag nocuda leaves the driver loader out (the
+// package then never finds a device and the binary does not import purego; never use the tag
+// cuda: it switches on Gorgonia's cuDNN engine).
 //
 //   - Kernels: CUDA C++ under kernels/ (softmax.cu, attention_fwd.cu,
 //     attention_bwd_preprocess.cu, attention_bwd.cu), compiled to PTX for compute_80 by
 //     go generate (see internal/genptx) and embedded in the binary, so users need no nvcc; the
 //     driver compiles the PTX for the GPU at first use (Ampere, Hopper and newer).
-//   - Driver: libcuda.so.1 is opened at run time (dlopen), so a gpu binary starts, and runs on
-//     the CPU, on a machine without a driver or a GPU.
+//   - Driver: libcuda.so.1 is opened at run time with dlopen, through
+//     github.com/ebitengine/purego, which calls C functions without cgo (driver.go binds
+//     each entry point to a Go function of its C signature). A binary therefore starts, and
+//     runs on the CPU, on a machine without a driver or a GPU. On linux/amd64 and linux/arm64
+//     only; other platforms build the package without the loader. A CGO_ENABLED=0 binary that
+//     imports purego is dynamically linked against the C library (glibc's libc and libdl),
+//     which dlopen needs; build with -tags nocuda for a fully static binary.
 //   - Selection: at first use the package looks for a CUDA device. Found, Enabled reports true
 //     and the ops run their kernels; not found, or FLASHGORGON_DEVICE=cpu set, Enabled reports
 //     false and the ops run their CPU path. FLASHGORGON_DEVICE=cuda:N picks device N. Device

@@ -1,5 +1,3 @@
-//go:build gpu
-
 package cuda
 
 import (

@@ -1,22 +1,16 @@
 #!/usr/bin/env bash
-# cuda-setup.sh: makes a gpu build of flashgorgon possible on a machine without a CUDA install.
+# cuda-setup.sh --toolkit: installs the CUDA compiler a developer needs to regenerate the
+# kernels' PTX. Nobody else needs this script: building, testing and running flashgorgon, on
+# the GPU included, needs no cgo, no CUDA headers and no build tag (the driver is opened at run
+# time; see cuda/README.md).
 #
-# A gpu build (go build -tags gpu) compiles the cgo code of ./cuda, which includes <cuda.h>
-# (CUDA driver API types and constants). That header, and the libcuda.so link stub for programs
-# that link the driver directly, come from Debian's non-free package nvidia-cuda-dev (CUDA 11.8).
-# This script downloads that one package with a private apt configuration (the system's
-# sources are left untouched), unpacks the headers and the stub into .cache/cuda in the
-# repository root, and writes .cache/cuda/env.sh with the cgo flags:
+# It installs Debian's non-free nvidia-cuda-toolkit (nvcc 11.8, whose PTX drivers from 11.8 on
+# load; needs root, about 1.5 min), after which
 #
-#   scripts/cuda-setup.sh && . .cache/cuda/env.sh && go build -tags gpu ./... && go vet -tags gpu ./...
-#   eval "$(scripts/cuda-setup.sh --env)"   # the same: the exports are the only thing on stdout
+#   go generate ./cuda/...
 #
-# It is idempotent: a second run finds the files and only rewrites env.sh. Nothing here needs a
-# GPU or root (apt-get download and dpkg-deb run as any user).
-#
-# With --toolkit it also installs Debian's nvidia-cuda-toolkit (nvcc 11.8, needs root), which
-# only a developer who changes the kernels needs: `go generate ./cuda/...` runs nvcc and writes
-# the PTX that is committed and embedded in the binary.
+# runs nvcc on cuda/kernels/*.cu and rewrites the committed cuda/ptx/*.ptx. It does nothing when
+# nvcc is already on PATH.
 #
 # Environment: DEBIAN_MIRROR and DEBIAN_SUITE override the Debian archive and release, which
 # default to the ones in this machine's apt sources and /etc/os-release.
@@ -44,55 +38,21 @@ toolkit=0
 for a in "$@"; do
   case "$a" in
     --toolkit) toolkit=1 ;;
-    --env) ;; # stdout carries only the exports in every mode
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "cuda-setup.sh: unknown argument $a (want --env, --toolkit or nothing)" >&2; exit 2 ;;
+    --env) echo "cuda-setup.sh: --env is gone: builds need no CUDA headers or cgo flags any more" >&2; exit 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "cuda-setup.sh: unknown argument $a (want --toolkit)" >&2; exit 2 ;;
   esac
 done
+if [ "$toolkit" != 1 ]; then
+  sed -n '2,16p' "$0" >&2
+  exit 2
+fi
 
-inc="$cache/usr/include"
-stub="$cache/usr/lib/x86_64-linux-gnu/stubs"
-
-# A private apt configuration: our own sources list (main and non-free), our own package lists
-# and archive cache under .cache/cuda/apt, so the system's apt state is never changed.
-apt_opts=()
-apt_prepare() {
-  local a="$cache/apt"
-  mkdir -p "$a/lists/partial" "$a/archives/partial"
-  echo "deb $mirror $suite main non-free" >"$a/sources.list"
-  apt_opts=(-o "Dir::Etc::SourceList=$a/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
-    -o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a" -o "Dir::Cache::archives=$a/archives"
-    -o "APT::Sandbox::User=$(id -un)" -o "Debug::NoLocking=1")
-  apt-get "${apt_opts[@]}" -qq update
-}
-
-if [ ! -f "$inc/cuda.h" ] || [ ! -f "$stub/libcuda.so" ]; then
-  command -v apt-get >/dev/null || { echo "cuda-setup.sh: needs apt-get and dpkg-deb (Debian or Ubuntu)" >&2; exit 1; }
+if ! command -v nvcc >/dev/null; then
   if [ -z "$mirror" ] || [ -z "$suite" ]; then
     echo "cuda-setup.sh: found no Debian archive in the apt sources (mirror '$mirror', release '$suite'); set DEBIAN_MIRROR and DEBIAN_SUITE" >&2
     exit 1
   fi
-  echo "cuda-setup.sh: fetching nvidia-cuda-dev from $mirror $suite non-free" >&2
-  apt_prepare
-  dl="$cache/dl"
-  rm -rf "$dl" && mkdir -p "$dl"
-  (cd "$dl" && apt-get "${apt_opts[@]}" -qq download nvidia-cuda-dev)
-  deb=$(ls "$dl"/nvidia-cuda-dev_*.deb)
-  # Only the headers and the driver stub: the rest of the package (about 3 GB unpacked) is
-  # libraries this project does not link.
-  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$cache" ./usr/include ./usr/lib/x86_64-linux-gnu/stubs
-  dpkg-deb -f "$deb" Version >"$cache/VERSION"
-  rm -rf "$dl"
-fi
-
-cat >"$cache/env.sh" <<ENV
-# Written by scripts/cuda-setup.sh: cgo flags for a gpu build (nvidia-cuda-dev $(cat "$cache/VERSION" 2>/dev/null)).
-export CGO_ENABLED=1
-export CGO_CFLAGS="-I$inc"
-export CGO_LDFLAGS="-L$stub"
-ENV
-
-if [ "$toolkit" = 1 ] && ! command -v nvcc >/dev/null; then
   [ "$(id -u)" = 0 ] || { echo "cuda-setup.sh: --toolkit installs nvidia-cuda-toolkit and needs root" >&2; exit 1; }
   # The toolkit's dependencies must match the packages already installed, which may come from
   # the release's -updates and -security suites: so this install reads the system's own
@@ -116,5 +76,4 @@ if [ "$toolkit" = 1 ] && ! command -v nvcc >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get "${tk_opts[@]}" -qq install -y --no-install-recommends nvidia-cuda-toolkit >&2
 fi
 
-echo "cuda-setup.sh: headers in $inc; to build: . $cache/env.sh && go build -tags gpu ./..." >&2
-cat "$cache/env.sh"
+echo "cuda-setup.sh: $(nvcc --version | tail -1); regenerate the PTX with: go generate ./cuda/..." >&2

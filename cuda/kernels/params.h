@@ -1,6 +1,8 @@
 // params.h: the kernel parameter structs, passed by value to every kernel (FlashAttention csrc style:
-// pointers, strides, sizes). The Go side mirrors each struct field by field (cuda/params_gpu.go);
-// TestParamsLayout checks sizes and offsets against this header through cgo.
+// pointers, strides, sizes). The Go structs of cuda/params.go are the definition and the launcher
+// passes their bytes; this header declares the same fields in the same order, with fixed-size
+// types only, and TestParamsHeader (cuda/params_test.go) checks it against the Go structs: field
+// names, C types, offsets by C's layout rules, sizes. Change the Go struct first, then this header.
 //
 // Device pointers are carried as 64-bit integers so that the Go mirror holds no pointers.
 // Strides count elements, not bytes.

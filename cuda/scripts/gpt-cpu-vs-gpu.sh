@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# gpt-cpu-vs-gpu.sh: trains examples/gpt from one gpu build three times at once on the GPU
-# machine and compares the loss curves:
+# gpt-cpu-vs-gpu.sh: trains examples/gpt from one binary (CGO_ENABLED=0 go build ./examples/gpt;
+# every build has the CUDA backend) three times at once on the GPU machine and compares the
+# loss curves:
 #   gpu        attention and softmax kernels on the GPU (the default when a device is found)
 #   cpu        the same seed with FLASHGORGON_DEVICE=cpu (the CPU ops)
 #   cpu_seed2  the CPU ops with another seed: the run-to-run noise the GPU run is judged against

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the GPU machine's part of cuda/'s checks, in one command. It runs what was
-# built beforehand on a development machine (the GPU machine has no Go toolchain):
+# built beforehand on a development machine (the GPU machine has no Go toolchain), with no
+# cgo, no CUDA headers and no build tag (the binaries open libcuda.so.1 at run time):
 #
-#   . .cache/cuda/env.sh
-#   go test -c -tags gpu -o .devbin/cuda.test ./cuda
-#   go build -tags gpu -o .devbin/attnbench ./cuda/cmd/attnbench
-#   go test -c -tags gpu -o .devbin/ops-softmax.test ./ops/softmax      (optional, likewise
-#   go test -c -tags gpu -o .devbin/ops-attention.test ./ops/attention   any package's tests)
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .devbin/cuda.test ./cuda
+#   CGO_ENABLED=0 go build -ldflags='-s -w' -o .devbin/attnbench ./cuda/cmd/attnbench
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .devbin/ops-softmax.test ./ops/softmax      (optional,
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .devbin/ops-attention.test ./ops/attention   likewise any
+#                                                                         package's tests)
 #
 # and writes every log under $OUT (default ./out), printing a short summary last:
 #   1. the tools: nvidia-smi, compute-sanitizer, PyTorch;
-#   2. the gpu test binary (every kernel against float64 references, gradient checks,
+#   2. the cuda test binary (every kernel against float64 references, gradient checks,
 #      determinism over 50 runs, errors, memory, concurrency, device selection);
 #   3. compute-sanitizer memcheck, racecheck and initcheck on the small test grid, with the
 #      allocator's cache off (FLASHGORGON_CUDA_POOL=off) so every buffer has its exact size;

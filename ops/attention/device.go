@@ -8,10 +8,10 @@ import (
 )
 
 // The device branch of forwardCompute and backwardCompute. When the cuda package has a device
-// in use (a build with the gpu tag on a machine with an NVIDIA GPU, FLASHGORGON_DEVICE not
-// "cpu"; cuda.Device names it and logs the choice once), the fused attention runs on it with
-// the same layouts and the same packed results as the CPU kernels, L's rounding residual
-// included. Problems the device kernels do not cover (d > 256) run on the CPU.
+// in use (a machine with an NVIDIA GPU and its driver, FLASHGORGON_DEVICE not "cpu"; every
+// build has the backend, cuda.Device names the device and logs the choice once), the fused
+// attention runs on it with the same layouts and the same packed results as the CPU kernels,
+// L's rounding residual included. Problems the device kernels do not cover (d > 256) run on the CPU.
 
 // cpuOnly, set by tests, keeps forwardCompute and backwardCompute on the CPU while a device is
 // in use, so that both paths can be compared in one process.

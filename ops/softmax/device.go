@@ -9,10 +9,10 @@ import (
 )
 
 // The device branch of forward and backward. When the cuda package has a device in use (a
-// build with the gpu tag on a machine with an NVIDIA GPU, FLASHGORGON_DEVICE not "cpu";
-// cuda.Device names it and logs the choice once), the softmax-family kernels run there with
-// the CPU kernels' semantics (edge cases included, statistics in float64). forward and
-// backward return no error, so a device failure is logged and the CPU computes the result.
+// machine with an NVIDIA GPU and its driver, FLASHGORGON_DEVICE not "cpu"; every build has
+// the backend, cuda.Device names the device and logs the choice once), the softmax-family
+// kernels run there with the CPU kernels' semantics (edge cases included, statistics in
+// float64). forward and backward return no error, so a device failure is logged and the CPU computes the result.
 
 // cpuOnly, set by tests, keeps forward and backward on the CPU while a device is in use, so
 // that both paths can be compared in one process.

@@ -1,5 +1,3 @@
-//go:build gpu
-
 package attention
 
 import (
@@ -20,7 +18,7 @@ import (
 // sum in float64, so they are several times less accurate than the CPU op: on this grid (H100,
 // 2026-11-22) up to 7× in the 2-norm and 11× in the max norm, errors at most 1.3e-6 and 2.8e-6.
 // The absolute floors are 30–70 float32 roundings; a wrong mask or index gives errors above
-// 1e-3. It skips unless a device is in use (a gpu build on a machine with a GPU); the rest of
+// 1e-3. It skips unless a device is in use (a machine with a GPU); the rest of
 // this package's tests then exercise the device path too.
 func TestDeviceVersusCPU(t *testing.T) {
 	if !cuda.Enabled() {
