@@ -227,9 +227,9 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres [
 const (
 	// backwardUnits is the number of units the backward aims for, so that
 	// small batches and few kv heads still spread over the cores.
-	backwardUnits = 8
+	backwardUnits = 32
 	// maxPartialBytes bounds the memory of the dQ partial buffers.
-	maxPartialBytes = 64 << 20
+	maxPartialBytes = 32 << 20
 )
 
 // backwardChunks returns how many key-block chunks each (b, kv head) is split
