@@ -40,5 +40,5 @@ if python3 -c 'import torch' 2>/dev/null; then
 else
   echo "(python3 has no torch: PyTorch columns empty)" >>"$log"
 fi
-"$bin" -threads "$threads" "${torch[@]}" >>"$log" 2>&1
+FLASHGORGON_DEVICE=cpu "$bin" -threads "$threads" "${torch[@]}" >>"$log" 2>&1
 cat "$log"

@@ -93,6 +93,10 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("cpubench: ")
+	// The ops pick a CUDA device when one is present: this program measures the CPU path.
+	if err := os.Setenv("FLASHGORGON_DEVICE", "cpu"); err != nil {
+		log.Fatal(err)
+	}
 
 	threads, err := ints(*threadList)
 	if err != nil || len(threads) == 0 || slices.ContainsFunc(threads, func(t int) bool { return t < 1 }) {
