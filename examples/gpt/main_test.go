@@ -263,7 +263,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-lr", "-0.01"}, "-lr -0.01: must be a finite number > 0"},
 		{[]string{"-min_lr", "Inf"}, "-min_lr +Inf: must be a finite number ≥ 0"},
 		{[]string{"-min_lr", "-1e-3"}, "-min_lr -0.001: must be a finite number ≥ 0"},
-		{[]string{"-min_lr", "0.1"}, "-min_lr 0.1 exceeds -lr 0.01"},
+		{[]string{"-lr", "0.01", "-min_lr", "0.1"}, "-min_lr 0.1 exceeds -lr 0.01"},
 		{[]string{"-weight_decay", "Inf"}, "-weight_decay +Inf: must be a finite number ≥ 0"},
 		{[]string{"-weight_decay", "NaN"}, "-weight_decay NaN"},
 		{[]string{"-weight_decay", "-0.1"}, "-weight_decay -0.1"},
@@ -288,9 +288,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-layers", "0"}, "-layers 0"},
 		{[]string{"-heads", "0"}, "-heads 0"},
 		{[]string{"-width", "0"}, "-width 0"},
-		{[]string{"-width", "30"}, "-width 30 must be a multiple of -heads 4"},
+		{[]string{"-heads", "4", "-width", "30"}, "-width 30 must be a multiple of -heads 4"},
 		{[]string{"-kv_heads", "-1"}, "-kv_heads -1"},
-		{[]string{"-kv_heads", "3"}, "-heads 4 must be a multiple of -kv_heads 3"},
+		{[]string{"-heads", "4", "-kv_heads", "3"}, "-heads 4 must be a multiple of -kv_heads 3"},
 		{[]string{"-mlp_ratio", "0"}, "-mlp_ratio 0"},
 		{[]string{"-max_vocab", "1"}, "-max_vocab 1 leaves no room"},
 		{[]string{"-max_vocab", "-1"}, "-max_vocab -1"},
@@ -341,7 +341,7 @@ func TestTooBigForMemory(t *testing.T) {
 	data := corpus(t)
 	for _, args := range [][]string{
 		{"-batch", "1000000000000"},
-		{"-width", "4000000", "-context", "16"},
+		{"-width", "4000002", "-context", "16"},
 		{"-eval_batches", "1000000000000000"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
