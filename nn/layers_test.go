@@ -366,7 +366,7 @@ func TestMatMul(t *testing.T) {
 			assertClose(t, "forward", runForward(t, build, inputs()...), want, 1e-12)
 			checkGrad(t, build, inputs(), graph.CheckOptions{})
 
-			// The float32 path (nn/internal/gemm) against the same reference.
+			// The float32 path (internal/kernels/gemm) against the same reference.
 			a32, b32 := make([]float32, len(a)), make([]float32, len(b))
 			for i := range a {
 				a32[i] = float32(a[i])

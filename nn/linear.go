@@ -13,7 +13,7 @@ import (
 //
 //	y[m, o] = Σ_i x[m, i]·w[i, o] + b[o]
 //
-// The product is nn's MatMul (a packed AVX2 kernel in float32); the bias is
+// The product is nn's MatMul (internal/kernels/gemm, SIMD micro-kernels); the bias is
 // nn's row-broadcast add, whose gradient is the column sum of ∂L/∂y.
 func LinearNode(x, w, b *gorgonia.Node) (*gorgonia.Node, error) {
 	if x == nil || w == nil {
