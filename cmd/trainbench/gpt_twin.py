@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""PyTorch twin of nn.GPT (examples/gpt's model) for training-throughput comparisons.
+
+Usage: gpt_twin.py --device cpu|cuda --threads T --layers L --width W --heads H --context C
+                   --batch B --steps S [--vocab V]
+
+Same architecture and sizes as nn.NewGPT with LayerNorm: token and learned position embeddings;
+L pre-norm blocks x += proj(attn(ln1(x))) with one fused QKV projection (bias) and causal
+scaled-dot-product attention, x += fc2(gelu_tanh(fc1(ln2(x)))) with hidden 4·W; final LayerNorm;
+a head without bias (no weight tying); cross-entropy; AdamW (betas 0.9, 0.95, eps 1e-8, decay 0.1
+on matrices and embeddings) with global-norm clipping at 1.0; float32, eager mode. Random tokens
+(the throughput does not depend on them). Prints one JSON line: {"tokens_per_s", ...}, timed over
+all S steps after one warm-up step. (The logits were not cross-checked against a checkpoint of
+ours in this script's first version: it measures the same work, not the same numbers.)
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, w, h):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = nn.LayerNorm(w), nn.LayerNorm(w)
+        self.qkv, self.proj = nn.Linear(w, 3 * w), nn.Linear(w, w)
+        self.fc, self.fc2 = nn.Linear(w, 4 * w), nn.Linear(4 * w, w)
+
+    def forward(self, x):
+        b, t, w = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(w, dim=2)
+        q, k, v = (z.view(b, t, self.h, w // self.h).transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, w))
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, ctx, layers, w, h):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, w), nn.Embedding(ctx, w)
+        self.blocks = nn.ModuleList(Block(w, h) for _ in range(layers))
+        self.lnf, self.head = nn.LayerNorm(w), nn.Linear(w, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.lnf(x))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for name, default in [("threads", 0), ("layers", 2), ("width", 64), ("heads", 4), ("context", 64),
+                          ("batch", 32), ("steps", 50), ("vocab", 128)]:
+        ap.add_argument("--" + name, type=int, default=default)
+    ap.add_argument("--device", default="cpu")
+    a = ap.parse_args()
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(1)
+    dev = torch.device(a.device)
+    m = GPT(a.vocab, a.context, a.layers, a.width, a.heads).to(dev)
+    decay = [p for n, p in m.named_parameters() if p.dim() >= 2]
+    rest = [p for n, p in m.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    x = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
+    y = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
+
+    def step():
+        loss = F.cross_entropy(m(x).view(-1, a.vocab), y.view(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        return loss
+
+    step()  # warm-up
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        loss = step()
+    loss.item()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    print(json.dumps({"device": a.device, "threads": a.threads, "layers": a.layers, "width": a.width,
+                      "heads": a.heads, "context": a.context, "batch": a.batch, "steps": a.steps,
+                      "params": sum(p.numel() for p in m.parameters()),
+                      "tokens_per_s": a.steps * a.batch * a.context / dt}))
+
+
+if __name__ == "__main__":
+    main()

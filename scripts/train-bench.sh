@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# train-bench.sh: examples/gpt's training throughput beside PyTorch eager's (cmd/trainbench/gpt_twin.py,
+# the same architecture, sizes, optimizer and float32), side by side in one run on one machine: on
+# the CPU at each thread count (GOMAXPROCS / torch.set_num_threads) and, where there is a GPU, on it.
+#
+#   scripts/train-bench.sh GPT_BINARY CORPUS [THREADS]      # THREADS default "2,16"
+#
+# GPT_BINARY is `go build -o … ./examples/gpt` (the GPU machine has no Go: build it elsewhere);
+# CORPUS a text file for -data. Ours: tokens/s of the result line (all steps, the one final
+# evaluation of -eval_batches 1 included, graph compilation included); PyTorch: all steps after
+# one warm-up step. Two configurations: examples/gpt's earlier default (2 layers, width 64, 4 heads,
+# context 64, batch 32) and a larger one (4 layers, width 256, 8 heads, context 256, batch 16).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+gpt=$1 corpus=$2 threads=${3:-2,16}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+configs=("2 64 4 64 32 60" "4 256 8 256 16 12")
+have_torch=0
+python3 -c 'import torch' 2>/dev/null && have_torch=1
+gpu=0
+[ $have_torch = 1 ] && python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && gpu=1
+
+ours() { # env... -- layers width heads ctx batch steps
+  local L=$1 W=$2 H=$3 C=$4 B=$5 S=$6
+  "$gpt" -data "$corpus" -layers "$L" -width "$W" -heads "$H" -context "$C" -batch "$B" -steps "$S" \
+    -lr 1e-3 -min_lr 1e-4 -warmup 0 -eval_every 1000000 -eval_batches 1 -sample_len 1 -quiet -out "$tmp/out" 2>&1 |
+    sed -n 's/.*tokens_per_s=\([0-9.]*\).*/\1/p'
+}
+torch() { # device threads layers width heads ctx batch steps
+  python3 cmd/trainbench/gpt_twin.py --device "$1" --threads "$2" --layers "$3" --width "$4" --heads "$5" \
+    --context "$6" --batch "$7" --steps "$8" 2>/dev/null | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tokens_per_s"]))'
+}
+
+echo "# train-bench $(date -u '+%Y-%m-%d %H:%M UTC'): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+[ $gpu = 1 ] && echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+echo
+echo "| config (layers, width, heads, context, batch) | device | ours tokens/s | PyTorch eager tokens/s | ours ÷ PyTorch |"
+echo "|---|---|---|---|---|"
+for cfg in "${configs[@]}"; do
+  set -- $cfg
+  for t in ${threads//,/ }; do
+    o=$(GOMAXPROCS=$t FLASHGORGON_DEVICE=cpu ours "$@")
+    p=-; [ $have_torch = 1 ] && p=$(torch cpu "$t" "$@")
+    r=$(python3 -c "print(f'{$o/$p:.2f}')" 2>/dev/null || echo -)
+    echo "| $1, $2, $3, $4, $5 | CPU, $t threads | $o | $p | $r |"
+  done
+  if [ $gpu = 1 ]; then
+    o=$(ours "$@")
+    p=$(torch cuda 0 "$@")
+    r=$(python3 -c "print(f'{$o/$p:.2f}')" 2>/dev/null || echo -)
+    echo "| $1, $2, $3, $4, $5 | GPU | $o | $p | $r |"
+  fi
+done
