@@ -27,6 +27,30 @@ func TensorType(dims int) hm.Type {
 	return gorgonia.TensorType{Dims: dims, Of: hm.TypeVariable('a')}
 }
 
+// AddGradInto is the DoDiff (LispMachine) of a one-input op whose input
+// gradient is a function of its output's gradient alone:
+//
+//	∂input[off+i] += grad(∂output)[i]
+//
+// grad nil means the output's gradient itself. op names the op in errors.
+func AddGradInto(op fmt.Stringer, input, output *gorgonia.Node, off int, grad func(gorgonia.Value) (gorgonia.Value, error)) error {
+	gout, err := output.Grad()
+	if err != nil {
+		return fmt.Errorf("%v: output has no gradient: %w", op, err)
+	}
+	dst, err := input.Grad()
+	if err != nil {
+		return fmt.Errorf("%v: input has no gradient slot: %w", op, err)
+	}
+	src := gout
+	if grad != nil {
+		if src, err = grad(gout); err != nil {
+			return err
+		}
+	}
+	return AddInto(dst, src, off)
+}
+
 // AddInto adds the dense tensor src, flattened, into the dense tensor dst
 // from flat element off on:
 //

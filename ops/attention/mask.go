@@ -146,17 +146,7 @@ func (op maskOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (go
 }
 
 func (op maskOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
-	gout, err := output.Grad()
-	if err != nil {
-		return fmt.Errorf("%v: output has no gradient: %w", op, err)
-	}
-	g, err := op.gradOp().Do(gout)
-	if err != nil {
-		return err
-	}
-	dst, err := inputs[0].Grad()
-	if err != nil {
-		return fmt.Errorf("%v: input has no gradient slot: %w", op, err)
-	}
-	return graph.AddInto(dst, g, 0)
+	return graph.AddGradInto(op, inputs[0], output, 0, func(g gorgonia.Value) (gorgonia.Value, error) {
+		return op.gradOp().Do(g)
+	})
 }

@@ -323,15 +323,7 @@ func (op takeOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (go
 
 // DoDiff adds the output's gradient into its region of the input's gradient.
 func (op takeOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
-	gout, err := output.Grad()
-	if err != nil {
-		return fmt.Errorf("%v: output has no gradient: %w", op, err)
-	}
-	dst, err := inputs[0].Grad()
-	if err != nil {
-		return fmt.Errorf("%v: input has no gradient slot: %w", op, err)
-	}
-	return graph.AddInto(dst, gout, op.off)
+	return graph.AddGradInto(op, inputs[0], output, op.off, nil)
 }
 
 // scatterOp is the gradient of takeOp: a flat tensor of dstLen zeros with
@@ -392,19 +384,9 @@ func (op scatterOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) 
 // DoDiff adds the region [off, off+size) of the output's gradient into the
 // input's gradient.
 func (op scatterOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
-	gout, err := output.Grad()
-	if err != nil {
-		return fmt.Errorf("%v: output has no gradient: %w", op, err)
-	}
-	dst, err := inputs[0].Grad()
-	if err != nil {
-		return fmt.Errorf("%v: input has no gradient slot: %w", op, err)
-	}
-	src, err := takeOp{off: op.off, shape: op.shape, srcLen: op.dstLen, view: true}.Do(gout)
-	if err != nil {
-		return err
-	}
-	return graph.AddInto(dst, src, 0)
+	return graph.AddGradInto(op, inputs[0], output, 0, func(g gorgonia.Value) (gorgonia.Value, error) {
+		return takeOp{off: op.off, shape: op.shape, srcLen: op.dstLen, view: true}.Do(g)
+	})
 }
 
 func trues(n int) []bool {
