@@ -279,7 +279,7 @@ func tol32(pr problem, np *naiveProblem, mag float64) float64 {
 
 // checkMaskedGrads requires dk = dv = 0 exactly for the keys with
 // masked(b, j).
-func checkMaskedGrads(t *testing.T, pr problem, dk, dv []float64, masked func(b, j int) bool) {
+func checkMaskedGrads[T Float](t *testing.T, pr problem, dk, dv []T, masked func(b, j int) bool) {
 	t.Helper()
 	for b := 0; b < pr.B; b++ {
 		for g := 0; g < pr.Hkv; g++ {

@@ -147,23 +147,7 @@ func checkInert[T Float](t *testing.T, pr problem, m impl, q, k, v, kp, vp, do, 
 			}
 		}
 	}
-	dk, dv := poisoned[3], poisoned[4]
-	for b := 0; b < pr.B; b++ {
-		for g := 0; g < pr.Hkv; g++ {
-			for j := 0; j < pr.Nk; j++ {
-				if !masked(b, j) {
-					continue
-				}
-				at := ((b*pr.Hkv+g)*pr.Nk + j) * pr.D
-				for c := 0; c < pr.D; c++ {
-					if dk[at+c] != 0 || dv[at+c] != 0 {
-						t.Fatalf("%s: masked key (b %d, g %d, j %d): dk = %v, dv = %v, want 0",
-							typ, b, g, j, dk[at:at+pr.D], dv[at:at+pr.D])
-					}
-				}
-			}
-		}
-	}
+	checkMaskedGrads(t, pr, poisoned[3], poisoned[4], masked)
 }
 
 // TestCausalFutureKeysInert plants NaN, ±Inf and huge values in keys that
