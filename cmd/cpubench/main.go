@@ -36,19 +36,14 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/benchkit"
 	"github.com/flashgorgon/flashgorgon/internal/isa"
 	"github.com/flashgorgon/flashgorgon/ops/attention"
 	"github.com/flashgorgon/flashgorgon/ops/softmax"
 )
 
 // shape is one attention problem: q, k, v [B,H,N,d].
-type shape struct {
-	B      int  `json:"b"`
-	H      int  `json:"h"`
-	N      int  `json:"n"`
-	D      int  `json:"d"`
-	Causal bool `json:"causal"`
-}
+type shape struct{ benchkit.Shape }
 
 func (s shape) String() string {
 	c := "no"
@@ -58,24 +53,16 @@ func (s shape) String() string {
 	return fmt.Sprintf("%d,%d,%d,%d,%s", s.B, s.H, s.N, s.D, c)
 }
 
-// flops is the forward's FLOP count in FlashAttention's convention.
-func (s shape) flops() float64 {
-	f := 4 * float64(s.B) * float64(s.H) * float64(s.N) * float64(s.N) * float64(s.D)
-	if s.Causal {
-		f /= 2
-	}
-	return f
-}
-
 // defaultShapes are BenchmarkAttention's (ops/attention/bench_test.go).
 var defaultShapes = []shape{
-	{1, 8, 1024, 64, false}, {1, 8, 1024, 64, true}, {1, 8, 4096, 64, false},
-	{1, 8, 4096, 64, true}, {1, 8, 2048, 128, false},
+	{benchkit.Shape{B: 1, H: 8, N: 1024, D: 64}}, {benchkit.Shape{B: 1, H: 8, N: 1024, D: 64, Causal: true}},
+	{benchkit.Shape{B: 1, H: 8, N: 4096, D: 64}}, {benchkit.Shape{B: 1, H: 8, N: 4096, D: 64, Causal: true}},
+	{benchkit.Shape{B: 1, H: 8, N: 2048, D: 128}},
 }
 
 // torchRow is one line of sdpa_cpu.py's output.
 type torchRow struct {
-	shape
+	benchkit.Shape
 	Threads  int     `json:"threads"`
 	Backend  string  `json:"backend"`
 	FwdMs    float64 `json:"fwd_ms"`
@@ -98,7 +85,7 @@ func main() {
 		log.Fatal(err)
 	}
 
-	threads, err := ints(*threadList)
+	threads, err := benchkit.Ints(*threadList)
 	if err != nil || len(threads) == 0 || slices.ContainsFunc(threads, func(t int) bool { return t < 1 }) {
 		log.Fatalf("-threads %q: want positive integers separated by commas", *threadList)
 	}
@@ -126,8 +113,8 @@ func main() {
 	for _, t := range threads {
 		runtime.GOMAXPROCS(t)
 		for _, s := range shapes {
-			fwd := s.flops() / timeAttention(s, false, *reps).Seconds() / 1e9
-			fb := 3.5 * s.flops() / timeAttention(s, true, *reps).Seconds() / 1e9
+			fwd := s.FwdFLOPs() / timeAttention(s, false, *reps).Seconds() / 1e9
+			fb := benchkit.FwdBwdFactor * s.FwdFLOPs() / timeAttention(s, true, *reps).Seconds() / 1e9
 			row := fmt.Sprintf("| %d | %s | %.1f / %.1f", t, s, fwd, fb)
 			for _, backend := range []string{"FLASH", "MATH"} {
 				tr, ok := findTorch(torch, s, t, backend)
@@ -137,7 +124,7 @@ func main() {
 				case tr.Error != "":
 					row += fmt.Sprintf(" | %s | –", tr.Error)
 				default:
-					tf, tfb := s.flops()/tr.FwdMs/1e6, 3.5*s.flops()/tr.FwdBwdMs/1e6
+					tf, tfb := s.FwdFLOPs()/tr.FwdMs/1e6, benchkit.FwdBwdFactor*s.FwdFLOPs()/tr.FwdBwdMs/1e6
 					row += fmt.Sprintf(" | %.1f / %.1f | %.2f / %.2f", tf, tfb, fwd/tf, fb/tfb)
 				}
 			}
@@ -258,33 +245,26 @@ func runTorch(python, script string, shapes []shape, threads []int, reps int) []
 
 func findTorch(rows []torchRow, s shape, threads int, backend string) (torchRow, bool) {
 	for _, r := range rows {
-		if r.shape == s && r.Threads == threads && r.Backend == backend {
+		if r.Shape == s.Shape && r.Threads == threads && r.Backend == backend {
 			return r, true
 		}
 	}
 	return torchRow{}, false
 }
 
-func ints(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 func parseShapes(s string) ([]shape, error) {
 	var out []shape
 	for _, f := range strings.Split(s, ";") {
-		v, err := ints(f)
-		if err != nil || len(v) != 5 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || (v[4] != 0 && v[4] != 1) {
+		i := strings.LastIndex(f, ",")
+		if i < 0 {
 			return nil, fmt.Errorf("%q: want B,H,N,d,causal with positive sizes and causal 0 or 1", f)
 		}
-		out = append(out, shape{B: v[0], H: v[1], N: v[2], D: v[3], Causal: v[4] == 1})
+		causal := strings.TrimSpace(f[i+1:])
+		v, err := benchkit.Ints(f[:i])
+		if err != nil || len(v) != 4 || (causal != "0" && causal != "1") {
+			return nil, fmt.Errorf("%q: want B,H,N,d,causal with positive sizes and causal 0 or 1", f)
+		}
+		out = append(out, shape{benchkit.Shape{B: v[0], H: v[1], N: v[2], D: v[3], Causal: causal == "1"}})
 	}
 	return out, nil
 }

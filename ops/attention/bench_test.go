@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/benchkit"
 )
 
 // Benchmarks of the fused op and its decomposed twin, side by side in one
@@ -97,12 +98,9 @@ func benchAttention(b *testing.B, pr problem, m impl, backward bool) {
 	for i := 0; i < b.N; i++ {
 		run()
 	}
-	flops := 4 * float64(pr.B*pr.H*pr.Nq*pr.Nk*pr.D)
-	if pr.Opts.Causal {
-		flops /= 2
-	}
+	flops := benchkit.FwdFLOPs(pr.B, pr.H, pr.Nq, pr.Nk, pr.D, pr.Opts.Causal)
 	if backward {
-		flops *= 3.5
+		flops *= benchkit.FwdBwdFactor
 	}
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
@@ -134,12 +132,9 @@ func BenchmarkKernel(b *testing.B) {
 						flashForward(p, q, k, v, o, l, lr)
 					}
 				}
-				flops := 4 * float64(s.B*s.H*s.N*s.N*s.D)
-				if s.causal {
-					flops /= 2
-				}
+				flops := benchkit.FwdFLOPs(s.B, s.H, s.N, s.N, s.D, s.causal)
 				if backward {
-					flops *= 2.5
+					flops *= benchkit.BwdFactor
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

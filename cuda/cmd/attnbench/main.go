@@ -31,15 +31,10 @@ import (
 	"time"
 
 	"github.com/flashgorgon/flashgorgon/cuda"
+	"github.com/flashgorgon/flashgorgon/internal/benchkit"
 )
 
-type shape struct {
-	B      int  `json:"b"`
-	H      int  `json:"h"`
-	N      int  `json:"n"`
-	D      int  `json:"d"`
-	Causal bool `json:"causal"`
-}
+type shape = benchkit.Shape
 
 type torchRow struct {
 	shape
@@ -132,10 +127,7 @@ func main() {
 	fmt.Println(hdr)
 	fmt.Println(sep)
 	for i, s := range shapes {
-		fl := 4 * float64(s.B) * float64(s.H) * float64(s.N) * float64(s.N) * float64(s.D)
-		if s.Causal {
-			fl /= 2
-		}
+		fl := s.FwdFLOPs()
 		tf := func(ms float64, mult float64) float64 {
 			if ms <= 0 {
 				return math.NaN()
@@ -143,7 +135,7 @@ func main() {
 			return fl * mult / (ms * 1e-3) / 1e12
 		}
 		m := mine[i]
-		of, ofb := tf(m.res.FwdMs, 1), tf(m.res.FwdBwdMs, 3.5)
+		of, ofb := tf(m.res.FwdMs, 1), tf(m.res.FwdBwdMs, benchkit.FwdBwdFactor)
 		check := fmt.Sprintf("%.1e", m.res.CheckErr)
 		if m.err != nil {
 			of, ofb, check = math.NaN(), math.NaN(), "error"
@@ -155,7 +147,7 @@ func main() {
 				row += " – | – |"
 				continue
 			}
-			row += fmt.Sprintf(" %s | %s |", num(tf(r.FwdMs, 1)), num(tf(r.FwdBwdMs, 3.5)))
+			row += fmt.Sprintf(" %s | %s |", num(tf(r.FwdMs, 1)), num(tf(r.FwdBwdMs, benchkit.FwdBwdFactor)))
 		}
 		for _, c := range []struct{ dtype, backend string }{{"f32", "EFFICIENT"}, {"bf16", "FLASH"}} {
 			r, ok := torch[key(s, c.dtype, c.backend)]
@@ -174,7 +166,7 @@ func main() {
 		}
 		if mine[i].res.FwdV1Ms > 0 {
 			fmt.Printf("forward variant 1 (one thread per row) at %+v: %.3f ms = %s TFLOP/s (variant 2: %.3f ms)\n",
-				s, mine[i].res.FwdV1Ms, num(4*float64(s.B*s.H)*float64(s.N*s.N*s.D)/map[bool]float64{false: 1, true: 2}[s.Causal]/(mine[i].res.FwdV1Ms*1e-3)/1e12), mine[i].res.FwdMs)
+				s, mine[i].res.FwdV1Ms, num(s.FwdFLOPs()/(mine[i].res.FwdV1Ms*1e-3)/1e12), mine[i].res.FwdMs)
 		}
 	}
 	if len(shapes) > 0 && mine[0].err == nil {
@@ -207,13 +199,9 @@ func num(x float64) string {
 }
 
 func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		var n int
-		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 {
-			log.Fatalf("attnbench: bad number %q in %q", f, s)
-		}
-		out = append(out, n)
+	v, err := benchkit.Ints(s)
+	if err != nil {
+		log.Fatalf("attnbench: %v", err)
 	}
-	return out
+	return v
 }
