@@ -39,12 +39,12 @@ type gradSpec struct {
 
 // kernel is what a concrete op provides; opBase turns it into a gorgonia.Op.
 type kernel interface {
-	name() string                                  // unique description, with every parameter
-	arity() int                                    // number of inputs
-	typ() hm.Type                                  // Gorgonia type signature
-	shape(in []tensor.Shape) (tensor.Shape, error) // output shape, or an error naming the shapes
+	name() string                                   // unique description, with every parameter
+	arity() int                                     // number of inputs
+	typ() hm.Type                                   // Gorgonia type signature
+	shape(in []tensor.Shape) (tensor.Shape, error)  // output shape, or an error naming the shapes
 	do(out *tensor.Dense, in []*tensor.Dense) error // forward computation into out (output shape, dtype of input 0, any contents: overwrite every element)
-	grads() []gradSpec                             // one entry per input; a zero entry (nil op, nil args) = not differentiable
+	grads() []gradSpec                              // one entry per input; a zero entry (nil op, nil args) = not differentiable
 }
 
 // opBase adapts a kernel to gorgonia.Op, gorgonia.SDOp and gorgonia.ADOp.
