@@ -32,8 +32,8 @@ func TestCopiedOps(t *testing.T) {
 	}
 	t.Logf("%d ops, %d views, %d inputs, %d constants; %d buffers, %d bytes for %d bytes of outputs",
 		r.Ops, r.Views, r.Inputs, r.Constants, r.Buffers, r.BufferBytes, r.OutputBytes)
-	if r.Views != 3*gptConfig.Layers {
-		t.Errorf("%d views, want dq, dk, dv of each of %d layers", r.Views, gptConfig.Layers)
+	if r.Views != 4*gptConfig.Layers {
+		t.Errorf("%d views, want o, dq, dk, dv of each of %d layers", r.Views, gptConfig.Layers)
 	}
 }
 

@@ -343,9 +343,12 @@ func (op takeOp) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
 	return graph.CopyInto(d, v.(*tensor.Dense))
 }
 
-// ViewOffset says that a view piece is elements [off, off+size) of its
-// input, shared (machine.Viewer).
-func (op takeOp) ViewOffset() (int, bool) { return op.off, op.view }
+// ViewOffset says that the piece is elements [off, off+size) of its input
+// (machine.Viewer). The machine shares them even for a copying piece (o,
+// lse): it never runs an op in place and keeps the packed buffer until the
+// piece's last reader has run, so the hazard that makes those pieces copies
+// under the TapeMachine cannot occur there.
+func (op takeOp) ViewOffset() (int, bool) { return op.off, true }
 
 func (op takeOp) ReturnsPtr() bool { return op.view }
 func (op takeOp) CallsExtern() bool {
