@@ -55,6 +55,7 @@ type value struct {
 	n     *gorgonia.Node
 	role  role
 	dt    tensor.Dtype
+	shape tensor.Shape // the node's shape
 	base  *value // the value owning the buffer (itself unless a view)
 	off   int    // a view's offset into its input (elements)
 	ins   []*value
@@ -205,7 +206,7 @@ func (m *Machine) classify(g *gorgonia.ExprGraph, sorted gorgonia.Nodes) error {
 		case graph.Empty(s):
 			return fmt.Errorf("node %q (op %v) has shape %v, which has no elements", n.Name(), n.Op(), s)
 		}
-		v := &value{n: n, dt: dt, index: i, last: i}
+		v := &value{n: n, dt: dt, shape: s, index: i, last: i}
 		v.base = v
 		m.byNode[n] = v
 		m.order = append(m.order, v)
@@ -305,7 +306,7 @@ func viewOffset(op gorgonia.Op, kind string, v *value) (int, bool) {
 	} else {
 		ok = kind == "gorgonia.reshapeOp"
 	}
-	if !ok || off < 0 || off+size(v.n.Shape()) > size(in.n.Shape()) {
+	if !ok || off < 0 || off+size(v.shape) > size(in.shape) {
 		return 0, false
 	}
 	return off, true
@@ -351,7 +352,7 @@ func (m *Machine) assign() error {
 		return b, nil
 	}
 	for _, v := range m.order {
-		s := v.n.Shape()
+		s := v.shape
 		n := size(s)
 		switch v.role {
 		case roleInput, roleConst:
@@ -385,7 +386,7 @@ func (m *Machine) assign() error {
 		for _, c := range v.ins {
 			if b := c.base; b.role == roleOp && !b.kept && b.last == v.index {
 				b.last = -1 // given back once
-				k := poolKey{b.dt, size(b.n.Shape())}
+				k := poolKey{b.dt, size(b.shape)}
 				free[k] = append(free[k], b.opnd.Buf)
 			}
 		}
@@ -434,7 +435,7 @@ func (m *Machine) build() error {
 			case c.host != nil:
 				st.args[i] = c.host
 			default: // device memory: a host copy, downloaded before the op
-				h, err := newHostValue(c.dt, c.n.Shape())
+				h, err := newHostValue(c.dt, c.shape)
 				if err != nil {
 					return fmt.Errorf("node %q: %w", c.n.Name(), err)
 				}
@@ -447,7 +448,7 @@ func (m *Machine) build() error {
 			}
 		}
 		if v.host == nil {
-			h, err := newHostValue(v.dt, v.n.Shape())
+			h, err := newHostValue(v.dt, v.shape)
 			if err != nil {
 				return fmt.Errorf("node %q: %w", v.n.Name(), err)
 			}
@@ -544,9 +545,9 @@ func (m *Machine) load(v *value) error {
 	if x == nil {
 		return fmt.Errorf("machine.RunAll: input %q has no value bound", v.n.Name())
 	}
-	if x.Dtype() != v.dt || !x.Shape().Eq(v.n.Shape()) {
+	if x.Dtype() != v.dt || !x.Shape().Eq(v.shape) {
 		return fmt.Errorf("machine.RunAll: input %q is bound to a %v value of shape %v, the node is %v of shape %v",
-			v.n.Name(), x.Dtype(), x.Shape(), v.dt, v.n.Shape())
+			v.n.Name(), x.Dtype(), x.Shape(), v.dt, v.shape)
 	}
 	v.host = x
 	for _, r := range v.refs {
@@ -652,7 +653,7 @@ func (m *Machine) Value(n *gorgonia.Node) (gorgonia.Value, error) {
 		return v.host, nil
 	}
 	if v.host == nil {
-		if v.host, err = newHostValue(v.dt, v.n.Shape()); err != nil {
+		if v.host, err = newHostValue(v.dt, v.shape); err != nil {
 			return nil, err
 		}
 	}
