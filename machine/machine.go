@@ -56,8 +56,8 @@ type value struct {
 	role  role
 	dt    tensor.Dtype
 	shape tensor.Shape // the node's shape
-	base  *value // the value owning the buffer (itself unless a view)
-	off   int    // a view's offset into its input (elements)
+	base  *value       // the value owning the buffer (itself unless a view)
+	off   int          // a view's offset into its input (elements)
 	ins   []*value
 	opnd  Operand        // the value on the device
 	host  gorgonia.Value // host value: a view of opnd (host backends), an input's bound value, or a host copy
