@@ -239,6 +239,16 @@ var cases = []struct {
 	{"nn/gpt", gpt(gptConfig, 2)},
 }
 
+// named returns the builder of the case called name.
+func named(name string) builder {
+	for _, c := range cases {
+		if c.name == name {
+			return c.build
+		}
+	}
+	panic("no test case " + name)
+}
+
 // flat returns a value's elements as float64.
 func flat(t *testing.T, v gorgonia.Value) []float64 {
 	t.Helper()
