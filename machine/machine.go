@@ -2,7 +2,9 @@ package machine
 
 import (
 	"fmt"
+	"log"
 	"slices"
+	"strings"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -161,6 +163,10 @@ func New(g *gorgonia.ExprGraph, opts ...Option) (*Machine, error) {
 			be.Close()
 		}
 		return nil, fmt.Errorf("machine.New: %w", err)
+	}
+	if h := m.report.HostOps; len(h) > 0 {
+		log.Printf("flashgorgon: machine on %s: %d of %d ops have no %s kernel and run on the host with copies: %s",
+			be.Name(), len(h), m.report.Ops, be.Name(), strings.Join(h, "; "))
 	}
 	return m, nil
 }
