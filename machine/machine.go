@@ -30,6 +30,7 @@ import (
 // separate graphs, or reading shared inputs) may run concurrently.
 type Machine struct {
 	be      Backend
+	ownBe   bool // New opened be, so Close closes it
 	hostMem bool // the backend's memory is host memory (Backend.Host works)
 	order   []*value
 	byNode  map[*gorgonia.Node]*value
@@ -155,7 +156,7 @@ func New(g *gorgonia.ExprGraph, opts ...Option) (*Machine, error) {
 		}
 		owned = true
 	}
-	m := &Machine{be: be, byNode: map[*gorgonia.Node]*value{}}
+	m := &Machine{be: be, ownBe: owned, byNode: map[*gorgonia.Node]*value{}}
 	m.report.Device = be.Name()
 	if err := m.plan(g, c.keep); err != nil {
 		m.release()
@@ -634,6 +635,9 @@ func (m *Machine) Close() error {
 	}
 	m.closed = true
 	m.release()
+	if m.ownBe {
+		return m.be.Close()
+	}
 	return nil
 }
 
