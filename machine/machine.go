@@ -586,7 +586,11 @@ func (m *Machine) exec(st *step) error {
 	case st.into != nil:
 		r, err = st.out, st.into.DoInto(st.out, st.args...)
 	case st.pd != nil:
-		r, err = st.pd.UsePreallocDo(st.out, st.args...)
+		// Gorgonia's UsePreallocDo refuses some operand kinds (as in the
+		// TapeMachine, Do then computes the result, copied below).
+		if r, err = st.pd.UsePreallocDo(st.out, st.args...); err != nil {
+			r, err = st.op.Do(st.args...)
+		}
 	default:
 		r, err = st.op.Do(st.args...)
 	}

@@ -230,6 +230,25 @@ var cases = []struct {
 	{"logsoftmax/middle", unary([]int{3, 5, 7}, func(x *gorgonia.Node) (*gorgonia.Node, error) { return softmax.LogSoftmax(x, 1) })},
 	{"logsumexp/first", unary([]int{6, 4}, func(x *gorgonia.Node) (*gorgonia.Node, error) { return softmax.LogSumExp(x, 0) })},
 	{"logsumexp/vector", unary([]int{17}, func(x *gorgonia.Node) (*gorgonia.Node, error) { return softmax.LogSumExp(x, 0) })},
+	{"gorgonia/arithmetic", unary([]int{4, 6}, func(x *gorgonia.Node) (*gorgonia.Node, error) {
+		// Gorgonia's own ops that graphs use beside ours: scalar and
+		// broadcast arithmetic, transpose, matrix product, reductions.
+		g := x.Graph()
+		c := gorgonia.NewConstant(2.5)
+		if x.Dtype() == tensor.Float32 {
+			c = gorgonia.NewConstant(float32(2.5))
+		}
+		b := randInput(g, x.Dtype(), rand.New(rand.NewSource(9)), "b", 6)
+		y := gorgonia.Must(gorgonia.Mul(x, c))
+		y = gorgonia.Must(gorgonia.BroadcastAdd(y, b, nil, []byte{0}))
+		y = gorgonia.Must(gorgonia.Sigmoid(y))
+		t := gorgonia.Must(gorgonia.Transpose(y))
+		p := gorgonia.Must(gorgonia.Mul(y, t)) // [4,4]
+		p = gorgonia.Must(gorgonia.Square(p))
+		m := gorgonia.Must(gorgonia.Mean(p, 1)) // [4]
+		s := gorgonia.Must(gorgonia.Sum(y, 0))  // [6]
+		return gorgonia.Must(gorgonia.Concat(0, m, s)), nil
+	})},
 	{"attention/causal", attn(2, 2, 2, 17, 17, 5, attention.Options{Causal: true}, false)},
 	{"attention/causal-nq<nk", attn(1, 2, 2, 5, 17, 4, attention.Options{Causal: true}, false)},
 	{"attention/padding", attn(2, 2, 2, 9, 17, 3, attention.Options{KeyLengths: []int{17, 6}}, false)},

@@ -180,3 +180,15 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCopiedGorgoniaOps logs what the machine copies for Gorgonia's own ops
+// (gorgonia/arithmetic), for the record.
+func TestCopiedGorgoniaOps(t *testing.T) {
+	m, _, _, _ := onMachine(t, named("gorgonia/arithmetic"), tensor.Float64)
+	if err := m.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range m.Report().Copied {
+		t.Logf("copied: %s", c)
+	}
+}
