@@ -28,17 +28,18 @@ var vms = []struct {
 	}},
 }
 
-// BenchmarkGPTStep times the forward and backward of examples/gpt's default
-// model (2 blocks, width 192, 6 heads, context 64, batch 32, a vocabulary
-// of 128; float32) on each machine: the optimizer step, the same for both,
-// is left out. Run with -benchmem for the allocations per step.
+// BenchmarkGPTStep times a training step of examples/gpt's default model
+// (2 blocks, width 192, 6 heads, context 64, batch 32, a vocabulary of 128;
+// float32) on each machine: forward and backward, then clipping to norm 1
+// and AdamW on the gradients read from the machine, as nn.Runner.TrainStep
+// does. Run with -benchmem for the allocations per step.
 func BenchmarkGPTStep(b *testing.B) {
 	cfg := nn.Config{Vocab: 128, Context: 64, Layers: 2, Heads: 6, Width: 192, MLPRatio: 4}
 	const batch = 32
 	for _, vm := range vms {
 		b.Run(vm.name, func(b *testing.B) {
 			g := gorgonia.NewGraph()
-			loss, wrt, err := gpt(cfg, batch)(g, tensor.Float32)
+			loss, wrt, params, err := gptGraph(cfg, batch, g, tensor.Float32)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -51,10 +52,22 @@ func BenchmarkGPTStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer m.Close()
+			opt, err := nn.NewAdamW(params, 0.9, 0.95, 1e-8, 0.1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			gs := make([]*tensor.Dense, len(grads))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				m.Reset()
 				if err := m.RunAll(); err != nil {
+					b.Fatal(err)
+				}
+				for j, n := range grads {
+					gs[j] = n.Value().(*tensor.Dense) // bound on the CPU by both machines
+				}
+				nn.ClipGradNorm(gs, 1)
+				if err := opt.Step(gs, 1e-4); err != nil {
 					b.Fatal(err)
 				}
 			}

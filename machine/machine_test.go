@@ -174,51 +174,58 @@ var gptConfig = nn.Config{Vocab: 13, Context: 8, Layers: 2, Heads: 4, KVHeads: 2
 // batch, with its dropout masks drawn from a fixed seed.
 func gpt(cfg nn.Config, batch int) builder {
 	return func(g *gorgonia.ExprGraph, dt tensor.Dtype) (*gorgonia.Node, []*gorgonia.Node, error) {
-		rng := rand.New(rand.NewSource(4))
-		model, err := nn.NewGPT(cfg, dt, rng)
-		if err != nil {
-			return nil, nil, err
-		}
-		seq := cfg.Context
-		s := nn.NewScope(g, dt, true)
-		tok, err := nn.IndexInput(g, "tokens", batch*seq)
-		if err != nil {
-			return nil, nil, err
-		}
-		pos, err := nn.IndexInput(g, "positions", batch*seq)
-		if err != nil {
-			return nil, nil, err
-		}
-		ids, tgt, ps := make([]int, batch*seq), make([]int, batch*seq), make([]int, batch*seq)
-		for i := range ids {
-			ids[i], tgt[i], ps[i] = rng.Intn(cfg.Vocab), rng.Intn(cfg.Vocab), i%seq
-		}
-		if err := nn.SetIndices(tok, ids); err != nil {
-			return nil, nil, err
-		}
-		if err := nn.SetIndices(pos, ps); err != nil {
-			return nil, nil, err
-		}
-		logits, err := model.Forward(s, tok, pos, batch, seq)
-		if err != nil {
-			return nil, nil, err
-		}
-		ce, err := nn.NewCrossEntropy(logits, nn.IgnoreIndex)
-		if err != nil {
-			return nil, nil, err
-		}
-		if _, err := ce.SetTargets(tgt); err != nil {
-			return nil, nil, err
-		}
-		if err := s.ResampleDropout(rng); err != nil {
-			return nil, nil, err
-		}
-		wrt := make([]*gorgonia.Node, 0)
-		for _, p := range model.Params() {
-			wrt = append(wrt, s.Node(p))
-		}
-		return ce.Loss, wrt, nil
+		loss, wrt, _, err := gptGraph(cfg, batch, g, dt)
+		return loss, wrt, err
 	}
+}
+
+// gptGraph is gpt's graph, with the model's parameters in the order of wrt.
+func gptGraph(cfg nn.Config, batch int, g *gorgonia.ExprGraph, dt tensor.Dtype) (*gorgonia.Node, []*gorgonia.Node, []*nn.Param, error) {
+	rng := rand.New(rand.NewSource(4))
+	model, err := nn.NewGPT(cfg, dt, rng)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	seq := cfg.Context
+	s := nn.NewScope(g, dt, true)
+	tok, err := nn.IndexInput(g, "tokens", batch*seq)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pos, err := nn.IndexInput(g, "positions", batch*seq)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ids, tgt, ps := make([]int, batch*seq), make([]int, batch*seq), make([]int, batch*seq)
+	for i := range ids {
+		ids[i], tgt[i], ps[i] = rng.Intn(cfg.Vocab), rng.Intn(cfg.Vocab), i%seq
+	}
+	if err := nn.SetIndices(tok, ids); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := nn.SetIndices(pos, ps); err != nil {
+		return nil, nil, nil, err
+	}
+	logits, err := model.Forward(s, tok, pos, batch, seq)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ce, err := nn.NewCrossEntropy(logits, nn.IgnoreIndex)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := ce.SetTargets(tgt); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := s.ResampleDropout(rng); err != nil {
+		return nil, nil, nil, err
+	}
+	params := model.Params()
+	wrt := make([]*gorgonia.Node, len(params))
+	for i, p := range params {
+		wrt[i] = s.Node(p)
+	}
+	return ce.Loss, wrt, params, nil
 }
 
 // cases are the graphs every test runs.
