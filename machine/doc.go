@@ -55,4 +55,10 @@
 // only place the machine does); today only the CPU backend exists, and
 // seam_test.go runs the GPT on a fake device whose memory the host cannot
 // see, to hold the seam to what a CUDA backend needs.
+//
+// Not yet: on a device backend every input is uploaded at every run,
+// parameters included, since the optimizer updates them on the host.
+// Keeping parameters and optimizer state resident needs the optimizer's step
+// on the device (an op kind of the registry, or a machine method) and an
+// option marking those inputs as owned by the machine.
 package machine
