@@ -87,7 +87,7 @@ type step struct {
 	out    gorgonia.Value           // host value the result goes to
 	down   []int                    // args to download before a host op (device backends)
 	up     bool                     // upload out after a host op (device backends)
-	copied bool                     // UsePreallocDo returned a value of its own (recorded once)
+	copied bool                     // UsePreallocDo did not write into out (recorded once)
 }
 
 // Report describes a machine's plan and what it had to do on the host.
@@ -98,10 +98,10 @@ type Report struct {
 	Inputs, Constants, Ops, Views int
 	// DeviceKernels is the number of op nodes run by a device kernel.
 	DeviceKernels int
-	// Copied lists, as "node: op (kind)", the op nodes whose result is copied into
-	// the planned buffer: the op has no UsePreallocDo, its output is a
-	// scalar, or its UsePreallocDo returned a value of its own (found at
-	// run time).
+	// Copied lists, as "node: op (kind)", the op nodes whose result is
+	// copied into the planned buffer: the op has neither DoInto nor
+	// UsePreallocDo, its output is a scalar, or its UsePreallocDo refused
+	// the buffer or returned a value of its own (found at run time).
 	Copied []string
 	// HostOps lists, likewise, the op nodes run on the host with their inputs
 	// downloaded and their result uploaded (backends whose memory is not
@@ -589,7 +589,7 @@ func (m *Machine) exec(st *step) error {
 		// Gorgonia's UsePreallocDo refuses some operand kinds (as in the
 		// TapeMachine, Do then computes the result, copied below).
 		if r, err = st.pd.UsePreallocDo(st.out, st.args...); err != nil {
-			r, err = st.op.Do(st.args...)
+			r, err = st.op.Do(st.args...) // a new value: copied and recorded below
 		}
 	default:
 		r, err = st.op.Do(st.args...)
