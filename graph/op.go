@@ -84,6 +84,36 @@ func AddInto(dst, src gorgonia.Value, off int) error {
 	return nil
 }
 
+// CopyInto copies the dense tensor src, flattened, into the dense tensor
+// dst of the same dtype and number of elements:
+//
+//	dst[i] = src[i]   for i < size(src)
+//
+// as an op writing its result into a given buffer does. src may be a view;
+// dst must not be. Both must be float32 or float64.
+func CopyInto(dst, src *tensor.Dense) error {
+	if dst == nil || src == nil || dst.Dtype() != src.Dtype() || dst.Shape().TotalSize() != src.Shape().TotalSize() || dst.IsMaterializable() {
+		return fmt.Errorf("graph.CopyInto: cannot copy %v into %v", describeDense(src), describeDense(dst))
+	}
+	switch {
+	case Empty(src.Shape()):
+	case dst.Dtype() == tensor.Float32:
+		copy(dst.Data().([]float32), elements[float32](src))
+	case dst.Dtype() == tensor.Float64:
+		copy(dst.Data().([]float64), elements[float64](src))
+	default:
+		return fmt.Errorf("graph.CopyInto: dtype %v is not float32 or float64", dst.Dtype())
+	}
+	return nil
+}
+
+func describeDense(t *tensor.Dense) string {
+	if t == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%v%v (view %t)", t.Dtype(), t.Shape(), t.IsMaterializable())
+}
+
 // addDense is AddInto once the arguments are checked.
 func addDense[T Float](d, s *tensor.Dense, off int) {
 	switch {

@@ -56,19 +56,17 @@ func (k affineOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return x.Clone(), nil
 }
-func (k affineOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k affineOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err := sameDtype(k.name(), in...); err != nil {
-		return nil, err
+		return err
 	}
-	x := in[0]
-	out := newDense(x.Dtype(), x.Shape().Clone()...)
-	switch x.Dtype() {
+	switch in[0].Dtype() {
 	case tensor.Float32:
 		affineFwd(k, floats[float32](out), in)
 	default:
 		affineFwd(k, floats[float64](out), in)
 	}
-	return out, nil
+	return nil
 }
 
 func affineFwd[T float](k affineOp, y []T, in []*tensor.Dense) {
@@ -157,19 +155,17 @@ func (k colSumOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return tensor.Shape{x[x.Dims()-1]}, nil
 }
-func (k colSumOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k colSumOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err := sameDtype(k.name(), in...); err != nil {
-		return nil, err
+		return err
 	}
-	d := in[0].Shape()[in[0].Dims()-1]
-	out := newDense(in[0].Dtype(), d)
 	switch out.Dtype() {
 	case tensor.Float32:
 		colSum(k, floats[float32](out), in)
 	default:
 		colSum(k, floats[float64](out), in)
 	}
-	return out, nil
+	return nil
 }
 
 // colSum splits the columns over cores (each worker owns whole columns, so no

@@ -60,7 +60,7 @@ func BenchmarkGELU(b *testing.B) {
 				op.grad, in = true, []*tensor.Dense{x, g}
 			}
 			for i := 0; i < b.N; i++ {
-				if _, err := op.do(in); err != nil {
+				if _, err := run(op, in...); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -33,27 +33,26 @@ func (k gatherOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return tensor.Shape{in[1][0], in[0][1]}, nil
 }
-func (k gatherOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k gatherOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	table, idxT := in[0], in[1]
 	if err := checkFloat(k.name(), table.Dtype()); err != nil {
-		return nil, err
+		return err
 	}
 	idx, ok := idxT.Data().([]int)
 	if !ok {
-		return nil, fmt.Errorf("%s: indices have dtype %v, want int", k.name(), idxT.Dtype())
+		return fmt.Errorf("%s: indices have dtype %v, want int", k.name(), idxT.Dtype())
 	}
 	v, d := table.Shape()[0], table.Shape()[1]
 	if err := checkIndices(idx, v); err != nil {
-		return nil, fmt.Errorf("%s: %w", k.name(), err)
+		return fmt.Errorf("%s: %w", k.name(), err)
 	}
-	out := newDense(table.Dtype(), len(idx), d)
 	switch table.Dtype() {
 	case tensor.Float32:
 		gather(floats[float32](out), floats[float32](table), idx, d)
 	default:
 		gather(floats[float64](out), floats[float64](table), idx, d)
 	}
-	return out, nil
+	return nil
 }
 func (k gatherOp) grads() []gradSpec {
 	return []gradSpec{{op: opBase{scatterAddOp{}}, args: []int{0, 1, argGrad}}, {}}
@@ -93,33 +92,33 @@ func (k scatterAddOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return in[0].Clone(), nil
 }
-func (k scatterAddOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k scatterAddOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	table, idxT, g := in[0], in[1], in[2]
 	if err := sameDtype(k.name(), table, g); err != nil {
-		return nil, err
+		return err
 	}
 	idx, ok := idxT.Data().([]int)
 	if !ok {
-		return nil, fmt.Errorf("%s: indices have dtype %v, want int", k.name(), idxT.Dtype())
+		return fmt.Errorf("%s: indices have dtype %v, want int", k.name(), idxT.Dtype())
 	}
 	v, d := table.Shape()[0], table.Shape()[1]
 	if err := checkIndices(idx, v); err != nil {
-		return nil, fmt.Errorf("%s: %w", k.name(), err)
+		return fmt.Errorf("%s: %w", k.name(), err)
 	}
-	out := newDense(table.Dtype(), v, d)
 	switch table.Dtype() {
 	case tensor.Float32:
 		scatterAdd(floats[float32](out), floats[float32](g), idx, d)
 	default:
 		scatterAdd(floats[float64](out), floats[float64](g), idx, d)
 	}
-	return out, nil
+	return nil
 }
 func (k scatterAddOp) grads() []gradSpec { return nil }
 
 // scatterAdd splits the D columns over cores so that two workers never add
 // into the same entry.
 func scatterAdd[T float](dt, g []T, idx []int, d int) {
+	clear(dt) // out may hold a previous value (a machine's buffer)
 	parallel.For(d, 16, func(lo, hi int) {
 		for m, v := range idx {
 			dst, src := dt[v*d+lo:v*d+hi], g[m*d+lo:m*d+hi]

@@ -65,18 +65,17 @@ func (k geluOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return in[0].Clone(), nil
 }
-func (k geluOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k geluOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err := sameDtype(k.name(), in...); err != nil {
-		return nil, err
+		return err
 	}
-	out := newDense(in[0].Dtype(), in[0].Shape().Clone()...)
 	switch out.Dtype() {
 	case tensor.Float32:
 		geluKernel(k.grad, floats[float32](out), in)
 	default:
 		geluKernel(k.grad, floats[float64](out), in)
 	}
-	return out, nil
+	return nil
 }
 
 // geluKernel computes y = gelu(x), or y = g∘gelu'(x) with grad, in blocks of

@@ -50,26 +50,24 @@ func (k headsOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return to, nil
 }
-func (k headsOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k headsOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	x := in[0]
 	if err := checkFloat(k.name(), x.Dtype()); err != nil {
-		return nil, err
+		return err
 	}
-	to := k.rows()
-	if k.split {
-		to = k.heads()
-	}
-	out := newDense(x.Dtype(), to...)
 	switch x.Dtype() {
 	case tensor.Float32:
 		moveHeads(k, floats[float32](out), floats[float32](x))
 	default:
 		moveHeads(k, floats[float64](out), floats[float64](x))
 	}
-	return out, nil
+	return nil
 }
 
 func moveHeads[T float](k headsOp, y, x []T) {
+	if !k.split && k.h*k.d != k.c {
+		clear(y) // the columns outside [off, off+h·d) are 0
+	}
 	parallel.For(k.b*k.h, 1, func(lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
 			b, i := bh/k.h, bh%k.h

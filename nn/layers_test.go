@@ -417,11 +417,11 @@ func TestGELUFloat32(t *testing.T) {
 	}
 	xt := tensor.New(tensor.WithShape(len(xs)/n, n), tensor.WithBacking(x32))
 	gt := tensor.New(tensor.WithShape(len(xs)/n, n), tensor.WithBacking(g32))
-	y, err := geluOp{dims: 2}.do([]*tensor.Dense{xt})
+	y, err := run(geluOp{dims: 2}, xt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dy, err := geluOp{grad: true, dims: 2}.do([]*tensor.Dense{xt, gt})
+	dy, err := run(geluOp{grad: true, dims: 2}, xt, gt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,13 +55,12 @@ func (k matmulOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape{m, n}, nil
 }
 
-func (k matmulOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k matmulOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err := sameDtype(k.name(), in...); err != nil {
-		return nil, err
+		return err
 	}
 	a, b := in[0], in[1]
 	m, n, kk, _ := k.dims(a.Shape(), b.Shape())
-	out := newDense(a.Dtype(), m, n)
 	lda, ldb := a.Shape()[1], b.Shape()[1]
 	var err error
 	switch a.Dtype() {
@@ -71,9 +70,9 @@ func (k matmulOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
 		err = gemm.Gemm(k.tA, k.tB, m, n, kk, 1, floats[float64](a), lda, floats[float64](b), ldb, 0, floats[float64](out), n)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", k.name(), err)
+		return fmt.Errorf("%s: %w", k.name(), err)
 	}
-	return out, nil
+	return nil
 }
 
 func (k matmulOp) grads() []gradSpec {

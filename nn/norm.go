@@ -38,20 +38,19 @@ func (k normOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return in[0].Clone(), nil
 }
-func (k normOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k normOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err := sameDtype(k.name(), in...); err != nil {
-		return nil, err
+		return err
 	}
 	x := in[0]
 	d := x.Shape()[x.Dims()-1]
-	out := newDense(x.Dtype(), x.Shape().Clone()...)
 	switch x.Dtype() {
 	case tensor.Float32:
 		normFwd(k, floats[float32](out), floats[float32](x), d)
 	default:
 		normFwd(k, floats[float64](out), floats[float64](x), d)
 	}
-	return out, nil
+	return nil
 }
 func (k normOp) grads() []gradSpec {
 	return []gradSpec{{op: opBase{normGradOp(k)}, args: []int{0, argGrad}}}
@@ -108,20 +107,19 @@ func (k normGradOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return in[0].Clone(), nil
 }
-func (k normGradOp) do(in []*tensor.Dense) (*tensor.Dense, error) {
+func (k normGradOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err := sameDtype(k.name(), in...); err != nil {
-		return nil, err
+		return err
 	}
 	x := in[0]
 	d := x.Shape()[x.Dims()-1]
-	out := newDense(x.Dtype(), x.Shape().Clone()...)
 	switch x.Dtype() {
 	case tensor.Float32:
 		normBwd(k, floats[float32](out), floats[float32](x), floats[float32](in[1]), d)
 	default:
 		normBwd(k, floats[float64](out), floats[float64](x), floats[float64](in[1]), d)
 	}
-	return out, nil
+	return nil
 }
 func (k normGradOp) grads() []gradSpec { return nil }
 

@@ -39,12 +39,12 @@ type gradSpec struct {
 
 // kernel is what a concrete op provides; opBase turns it into a gorgonia.Op.
 type kernel interface {
-	name() string                                  // unique description, with every parameter
-	arity() int                                    // number of inputs
-	typ() hm.Type                                  // Gorgonia type signature
-	shape(in []tensor.Shape) (tensor.Shape, error) // output shape, or an error naming the shapes
-	do(in []*tensor.Dense) (*tensor.Dense, error)  // forward computation
-	grads() []gradSpec                             // one entry per input; a zero entry (nil op, nil args) = not differentiable
+	name() string                                   // unique description, with every parameter
+	arity() int                                     // number of inputs
+	typ() hm.Type                                   // Gorgonia type signature
+	shape(in []tensor.Shape) (tensor.Shape, error)  // output shape, or an error naming the shapes
+	do(out *tensor.Dense, in []*tensor.Dense) error // forward computation into out (output shape, dtype of input 0, any contents: overwrite every element)
+	grads() []gradSpec                              // one entry per input; a zero entry (nil op, nil args) = not differentiable
 }
 
 // opBase adapts a kernel to gorgonia.Op, gorgonia.SDOp and gorgonia.ADOp.
@@ -64,15 +64,49 @@ func (o opBase) InferShape(ds ...gorgonia.DimSizer) (tensor.Shape, error) {
 	return o.k.shape(shapes)
 }
 func (o opBase) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	in, shape, err := o.inputs(vs)
+	if err != nil {
+		return nil, err
+	}
+	out := newDense(in[0].Dtype(), shape...)
+	if err := o.k.do(out, in); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DoInto is Do writing into out, a contiguous tensor of the output's shape
+// and dtype that shares memory with no other live value (machine.IntoDoer:
+// the machine's planned buffer). Gorgonia's TapeMachine never calls it; its
+// UsePreallocDo would hand the op a register that a live view may share.
+func (o opBase) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
+	in, shape, err := o.inputs(vs)
+	if err != nil {
+		return err
+	}
+	d, ok := out.(*tensor.Dense)
+	if !ok || d.IsMaterializable() || d.Dtype() != in[0].Dtype() || !d.Shape().Eq(shape) {
+		return fmt.Errorf("%s: output %T of dtype %v and shape %v, want a contiguous %v tensor of shape %v",
+			o.k.name(), out, out.Dtype(), out.Shape(), in[0].Dtype(), shape)
+	}
+	return o.k.do(d, in)
+}
+
+// OpKind names the kernel, for a device's registry (machine.OpKind).
+func (o opBase) OpKind() string { return fmt.Sprintf("%T", o.k) }
+
+// inputs checks the values of a call and returns them as contiguous dense
+// tensors with the output's shape.
+func (o opBase) inputs(vs []gorgonia.Value) ([]*tensor.Dense, tensor.Shape, error) {
 	if len(vs) != o.k.arity() {
-		return nil, fmt.Errorf("%s: got %d inputs, want %d", o.k.name(), len(vs), o.k.arity())
+		return nil, nil, fmt.Errorf("%s: got %d inputs, want %d", o.k.name(), len(vs), o.k.arity())
 	}
 	in := make([]*tensor.Dense, len(vs))
 	shapes := make([]tensor.Shape, len(vs))
 	for i, v := range vs {
 		d, ok := v.(*tensor.Dense)
 		if !ok {
-			return nil, fmt.Errorf("%s: input %d is a %T, want *tensor.Dense", o.k.name(), i, v)
+			return nil, nil, fmt.Errorf("%s: input %d is a %T, want *tensor.Dense", o.k.name(), i, v)
 		}
 		if d.IsMaterializable() {
 			d = d.Materialize().(*tensor.Dense)
@@ -80,10 +114,24 @@ func (o opBase) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		in[i] = d
 		shapes[i] = d.Shape()
 	}
-	if _, err := o.k.shape(shapes); err != nil {
+	shape, err := o.k.shape(shapes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, shape, nil
+}
+
+// run applies kernel k to in on a new output tensor.
+func run(k kernel, in ...*tensor.Dense) (*tensor.Dense, error) {
+	vs := make([]gorgonia.Value, len(in))
+	for i, d := range in {
+		vs[i] = d
+	}
+	v, err := opBase{k}.Do(vs...)
+	if err != nil {
 		return nil, err
 	}
-	return o.k.do(in)
+	return v.(*tensor.Dense), nil
 }
 func (o opBase) ReturnsPtr() bool      { return false }
 func (o opBase) CallsExtern() bool     { return false }

@@ -8,6 +8,8 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/machine"
 )
 
 // Mode selects what a Runner's graph computes.
@@ -38,9 +40,10 @@ func (m Mode) String() string {
 const IgnoreIndex = -1
 
 // Runner is one compiled graph of a GPT for a fixed batch and sequence
-// length. The graph and its TapeMachine are built once; each Run binds a new
-// batch of tokens (and targets) to the graph's input nodes and re-runs the
-// same program. Several runners (say, training and evaluation) can share a
+// length. The graph and its machine (package machine: buffers planned once,
+// so a run allocates no tensor) are built once; each Run binds a new batch of
+// tokens (and targets) to the graph's input nodes and re-runs the same
+// program. Several runners (say, training and evaluation) can share a
 // model: they bind the same parameter tensors.
 //
 // Concurrency: runners of one model may run on different goroutines. A run
@@ -65,7 +68,7 @@ type Runner struct {
 	params []*Param // the model's parameters (Train mode)
 	bound  []*Param // the parameters the graph reads
 	grads  []*gorgonia.Node
-	vm     gorgonia.VM
+	vm     *machine.Machine
 	mu     sync.Mutex // one call at a time owns the graph
 }
 
@@ -123,7 +126,13 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 		}
 	}
 	r.bound, _ = s.Params()
-	r.vm = gorgonia.NewTapeMachine(g)
+	keep := append([]*gorgonia.Node{r.Logits}, r.grads...)
+	if r.Loss != nil {
+		keep = append(keep, r.Loss.Loss)
+	}
+	if r.vm, err = machine.New(g, machine.Keep(keep...)); err != nil {
+		return nil, fmt.Errorf("nn.NewRunner: %w", err)
+	}
 	return r, nil
 }
 
@@ -191,7 +200,11 @@ func (r *Runner) run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 	if r.Loss == nil {
 		return 0, nil
 	}
-	return scalarOf(r.Loss.Loss.Value())
+	v, err := r.vm.Value(r.Loss.Loss)
+	if err != nil {
+		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+	}
+	return scalarOf(v)
 }
 
 func scalarOf(v gorgonia.Value) (float64, error) {
@@ -234,9 +247,13 @@ func (r *Runner) gradients() ([]*tensor.Dense, error) {
 	out := make([]*tensor.Dense, len(r.grads))
 	seen := map[*tensor.Dense]bool{}
 	for i, g := range r.grads {
-		d, ok := g.Value().(*tensor.Dense)
+		v, err := r.vm.Value(g)
+		if err != nil {
+			return nil, fmt.Errorf("nn.Runner.Grads: gradient of %s: %w", r.params[i].Name, err)
+		}
+		d, ok := v.(*tensor.Dense)
 		if !ok {
-			return nil, fmt.Errorf("nn.Runner.Grads: gradient of %s is %T (not computed yet?)", r.params[i].Name, g.Value())
+			return nil, fmt.Errorf("nn.Runner.Grads: gradient of %s is %T, want a dense tensor", r.params[i].Name, v)
 		}
 		if d.IsMaterializable() {
 			d = d.Materialize().(*tensor.Dense)
@@ -269,9 +286,13 @@ func (r *Runner) logitsRow(b, t int) ([]float64, error) {
 	if b < 0 || b >= r.Batch || t < 0 || t >= r.Seq {
 		return nil, fmt.Errorf("nn.Runner.LogitsRow: (%d, %d) outside batch %d × sequence %d", b, t, r.Batch, r.Seq)
 	}
-	v, ok := r.Logits.Value().(*tensor.Dense)
+	lv, err := r.vm.Value(r.Logits)
+	if err != nil {
+		return nil, fmt.Errorf("nn.Runner.LogitsRow: no logits yet: %w", err)
+	}
+	v, ok := lv.(*tensor.Dense)
 	if !ok {
-		return nil, fmt.Errorf("nn.Runner.LogitsRow: no logits yet")
+		return nil, fmt.Errorf("nn.Runner.LogitsRow: logits are a %T", lv)
 	}
 	V := r.Model.Config.Vocab
 	row := (b*r.Seq + t) * V
@@ -291,10 +312,14 @@ func (r *Runner) logitsRow(b, t int) ([]float64, error) {
 // as the model's element type ([]float32 or []float64), without copying;
 // nil before the first run.
 func (r *Runner) LogitsData() any {
-	if r.check("") != nil || r.Logits == nil || r.Logits.Value() == nil {
+	if r.check("") != nil || r.Logits == nil {
 		return nil
 	}
-	return r.Logits.Value().Data()
+	v, err := r.vm.Value(r.Logits)
+	if err != nil {
+		return nil
+	}
+	return v.Data()
 }
 
 // TrainStep does one optimization step: Run on (tokens, targets), clip the

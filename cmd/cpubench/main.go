@@ -8,7 +8,7 @@
 // scripts/cpu-bench.sh runs it together with the machine's FMA peak and streaming bandwidth
 // (shared/tools/peak.c) and writes the log. Without -torch only our columns are printed.
 //
-// Ours: the fused op through a Gorgonia TapeMachine, float32, GOMAXPROCS = threads, inputs
+// Ours: the fused op through package machine (buffers planned once), float32, GOMAXPROCS = threads, inputs
 // standard normal, the median of -reps runs after a warm-up; forward+backward is one run of
 // the graph with the gradient of Σ o∘w. PyTorch: sdpa_cpu.py with torch.set_num_threads(threads),
 // the FLASH and MATH backends, float32, timed the same way. GFLOP/s use FlashAttention's
@@ -33,11 +33,11 @@ import (
 	"time"
 
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/benchkit"
 	"github.com/flashgorgon/flashgorgon/internal/isa"
+	"github.com/flashgorgon/flashgorgon/machine"
 	"github.com/flashgorgon/flashgorgon/ops/attention"
 	"github.com/flashgorgon/flashgorgon/ops/softmax"
 )
@@ -154,26 +154,19 @@ func timeAttention(s shape, backward bool, reps int) time.Duration {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var opts []gorgonia.VMOpt
 	if backward {
 		w := graph.Input(g, "w", graph.RandTensor[float32](rng, s.B, s.H, s.N, s.D))
 		loss := gorgonia.Must(gorgonia.Sum(gorgonia.Must(gorgonia.HadamardProd(o, w))))
 		if _, err := gorgonia.Grad(loss, q, k, v); err != nil {
 			log.Fatal(err)
 		}
-		opts = append(opts, gorgonia.BindDualValues(q, k, v))
 	}
-	vm := gorgonia.NewTapeMachine(g, opts...)
+	vm, err := machine.New(g)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer vm.Close()
 	return median(reps, func() {
-		if backward {
-			for _, n := range []*gorgonia.Node{q, k, v} {
-				if d, err := n.Grad(); err == nil && d != nil {
-					d.(tensor.Tensor).Zero()
-				}
-			}
-		}
-		vm.Reset()
 		if err := vm.RunAll(); err != nil {
 			log.Fatal(err)
 		}
@@ -188,10 +181,12 @@ func softmaxGBs(rows, cols, reps int) float64 {
 	if _, err := softmax.Softmax(x, -1); err != nil {
 		log.Fatal(err)
 	}
-	vm := gorgonia.NewTapeMachine(g)
+	vm, err := machine.New(g)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer vm.Close()
 	t := median(reps, func() {
-		vm.Reset()
 		if err := vm.RunAll(); err != nil {
 			log.Fatal(err)
 		}

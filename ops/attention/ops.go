@@ -65,26 +65,49 @@ func (op fwdOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 
 // Do runs the forward on values q, k, v of the shapes the op was built for.
 func (op fwdOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	out := tensor.New(tensor.WithShape(op.packedLen()), tensor.Of(op.dtype))
+	if err := op.DoInto(out, vs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DoInto is Do writing into out, a contiguous tensor of the output's shape
+// and dtype (machine.IntoDoer: a buffer no other live value shares).
+func (op fwdOp) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
 	if len(vs) != 3 {
-		return nil, fmt.Errorf("%v: got %d inputs, want 3 (q, k, v)", op, len(vs))
+		return fmt.Errorf("%v: got %d inputs, want 3 (q, k, v)", op, len(vs))
 	}
 	q, err := op.input("q", vs[0], op.qShape())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	k, err := op.input("k", vs[1], op.kShape())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v, err := op.input("v", vs[2], op.kShape())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := tensor.New(tensor.WithShape(op.packedLen()), tensor.Of(op.dtype))
-	if err := forwardCompute(&op.p, q.Data(), k.Data(), v.Data(), out.Data()); err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
+	o, err := op.output(out, op.packedLen())
+	if err != nil {
+		return err
 	}
-	return out, nil
+	if err := forwardCompute(&op.p, q.Data(), k.Data(), v.Data(), o.Data()); err != nil {
+		return fmt.Errorf("%v: %w", op, err)
+	}
+	return nil
+}
+
+// output checks a destination of n elements given to DoInto.
+func (op fwdOp) output(out gorgonia.Value, n int) (*tensor.Dense, error) {
+	d, ok := out.(*tensor.Dense)
+	if !ok || d.IsMaterializable() || d.Dtype() != op.dtype || !d.Shape().Eq(tensor.Shape{n}) {
+		return nil, fmt.Errorf("%v: output %T of dtype %v and shape %v, want a contiguous %v tensor of shape (%d)",
+			op, out, out.Dtype(), out.Shape(), op.dtype, n)
+	}
+	return d, nil
 }
 
 // input checks one value against the shape and dtype the op expects and
@@ -195,35 +218,47 @@ func (op bwdOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 
 // Do runs the backward on values.
 func (op bwdOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	out := tensor.New(tensor.WithShape(op.fwd.oLen()+2*op.fwd.kLen()), tensor.Of(op.fwd.dtype))
+	if err := op.DoInto(out, vs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DoInto is Do writing into out (machine.IntoDoer).
+func (op bwdOp) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
 	f := op.fwd
 	if len(vs) != 5 {
-		return nil, fmt.Errorf("%v: got %d inputs, want 5 (q, k, v, packed, dPacked)", op, len(vs))
+		return fmt.Errorf("%v: got %d inputs, want 5 (q, k, v, packed, dPacked)", op, len(vs))
 	}
 	q, err := f.input("q", vs[0], f.qShape())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	k, err := f.input("k", vs[1], f.kShape())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v, err := f.input("v", vs[2], f.kShape())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	packed, err := f.input("forward value", vs[3], tensor.Shape{f.packedLen()})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dPacked, err := f.input("gradient of the forward value", vs[4], tensor.Shape{f.packedLen()})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := tensor.New(tensor.WithShape(f.oLen()+2*f.kLen()), tensor.Of(f.dtype))
-	if err := backwardCompute(&f.p, q.Data(), k.Data(), v.Data(), packed.Data(), dPacked.Data(), out.Data()); err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
+	o, err := f.output(out, f.oLen()+2*f.kLen())
+	if err != nil {
+		return err
 	}
-	return out, nil
+	if err := backwardCompute(&f.p, q.Data(), k.Data(), v.Data(), packed.Data(), dPacked.Data(), o.Data()); err != nil {
+		return fmt.Errorf("%v: %w", op, err)
+	}
+	return nil
 }
 
 func (op bwdOp) ReturnsPtr() bool     { return false }
@@ -293,6 +328,28 @@ func piece[T Float](s []T, view bool) []T {
 	return append([]T(nil), s...)
 }
 
+// DoInto copies the piece into out, a contiguous tensor of the piece's
+// shape and dtype (machine.IntoDoer; a view piece is a copy there too).
+func (op takeOp) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
+	v, err := takeOp{off: op.off, shape: op.shape, srcLen: op.srcLen, view: true, what: op.what}.Do(vs...)
+	if err != nil {
+		return err
+	}
+	d, ok := out.(*tensor.Dense)
+	if !ok || d.IsMaterializable() || d.Dtype() != v.Dtype() || !d.Shape().Eq(op.shape) {
+		return fmt.Errorf("%v: output %T of dtype %v and shape %v, want a contiguous %v tensor of shape %v",
+			op, out, out.Dtype(), out.Shape(), v.Dtype(), op.shape)
+	}
+	return graph.CopyInto(d, v.(*tensor.Dense))
+}
+
+// ViewOffset says that the piece is elements [off, off+size) of its input
+// (machine.Viewer). The machine shares them even for a copying piece (o,
+// lse): it never runs an op in place and keeps the packed buffer until the
+// piece's last reader has run, so the hazard that makes those pieces copies
+// under the TapeMachine cannot occur there.
+func (op takeOp) ViewOffset() (int, bool) { return op.off, true }
+
 func (op takeOp) ReturnsPtr() bool { return op.view }
 func (op takeOp) CallsExtern() bool {
 	return false
@@ -360,6 +417,28 @@ func (op scatterOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		return nil, fmt.Errorf("%v: %w", op, err)
 	}
 	return out, nil
+}
+
+// DoInto is Do writing into out, a contiguous tensor of dstLen elements
+// (machine.IntoDoer): zeros, and the input at [off, off+size).
+func (op scatterOp) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
+	if len(vs) != 1 {
+		return fmt.Errorf("%v: got %d inputs, want 1", op, len(vs))
+	}
+	in, ok1 := vs[0].(*tensor.Dense)
+	d, ok2 := out.(*tensor.Dense)
+	if !ok1 || !in.Shape().Eq(op.shape) {
+		return fmt.Errorf("%v: input is a %T of shape %v, want a dense tensor of shape %v", op, vs[0], vs[0].Shape(), op.shape)
+	}
+	if !ok2 || d.IsMaterializable() || d.Dtype() != in.Dtype() || !d.Shape().Eq(tensor.Shape{op.dstLen}) {
+		return fmt.Errorf("%v: output %T of dtype %v and shape %v, want a contiguous %v tensor of shape (%d)",
+			op, out, out.Dtype(), out.Shape(), in.Dtype(), op.dstLen)
+	}
+	d.Zero()
+	if err := graph.AddInto(d, in, op.off); err != nil {
+		return fmt.Errorf("%v: %w", op, err)
+	}
+	return nil
 }
 func (op scatterOp) ReturnsPtr() bool     { return false }
 func (op scatterOp) CallsExtern() bool    { return false }

@@ -17,17 +17,23 @@ import (
 // vocabulary and P ≈ 2·V·W + Context·W + L·(4 + 2r)·W² the parameters:
 //
 //	4·P                          parameters, gradients, AdamW's two moments
-//	L·(24 + 6r)·N·W              each block's activations, kept for the
-//	                             backward, and their gradients
-//	3·N·V                        logits, the loss's softmax and its gradient
+//	L·(8 + 2r)·N·W               each block's activations that its backward
+//	                             reads (input, the two norms' inputs and
+//	                             outputs, q, o before and after merging the
+//	                             heads, the MLP's hidden layer before and
+//	                             after GELU)
+//	2·N·V                        logits and log-probabilities
 //
-// plus the evaluation runner's forward, L·(8 + 2r)·M·W + 2·M·V for
-// M = evalBatch·seq. Computed in float64, so absurd flags cannot overflow.
+// plus the evaluation runner's forward, (2 + r)·M·W + 2·M·V for
+// M = evalBatch·seq. The runners' machine (package machine) reuses a buffer
+// once its last reader has run, so activation gradients and the evaluation
+// runner's earlier blocks take no memory of their own. Computed in float64,
+// so absurd flags cannot overflow.
 func Footprint(cfg nn.Config, batch, seq, evalBatch int) float64 {
 	w, r, l, v := float64(cfg.Width), float64(cfg.MLPRatio), float64(cfg.Layers), float64(cfg.Vocab)
 	p := 2*v*w + float64(cfg.Context)*w + l*(4+2*r)*w*w
 	n, m := float64(batch)*float64(seq), float64(evalBatch)*float64(seq)
-	floats := 4*p + l*(24+6*r)*n*w + 3*n*v + l*(8+2*r)*m*w + 2*m*v
+	floats := 4*p + l*(8+2*r)*n*w + 2*n*v + (2+r)*m*w + 2*m*v
 	return 4 * floats
 }
 

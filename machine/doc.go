@@ -1,0 +1,64 @@
+// Package machine runs Gorgonia expression graphs, the forward and the
+// symbolic backward that gorgonia.Grad adds, with every value's memory
+// planned once. It implements gorgonia.VM; nn.Runner trains on it, and
+// Gorgonia's TapeMachine stays the independent reference in the tests.
+//
+// # Plan
+//
+// New sorts the graph once (gorgonia.Sort), checks every node (element
+// type, shape with elements, statement ops refused) and gives each node a
+// place:
+//
+//   - an input (parameters, tokens, targets, dropout masks) is read from the
+//     value bound to it at every RunAll, so callers update inputs in place
+//     or rebind them as with the TapeMachine;
+//   - a constant is evaluated once;
+//   - a view (Gorgonia's reshape of a computed tensor, an op implementing
+//     Viewer such as attention's pieces of a packed value) is its input's
+//     buffer at an offset and costs nothing at run time;
+//   - every other op node gets a buffer from a pool keyed by dtype and
+//     size. The buffer is taken before the node runs and given back after
+//     the last step reading it or any view of it, so an op never writes
+//     into one of its inputs, and the buffers of kept nodes (roots, and
+//     the nodes passed to Keep: loss, logits, gradients) are never given
+//     back.
+//
+// No op runs in place (the machine never calls UnsafeDo), so Gorgonia's
+// missing alias analysis (an in-place op overwriting a buffer that a live
+// view shares, see ops/attention's README) cannot bite: a buffer is reused
+// only when nothing that shares it is read again.
+//
+// # Run
+//
+// RunAll runs the op nodes in order. Each writes into its planned buffer:
+// through IntoDoer (the ops of nn, ops/attention), gorgonia.UsePreallocDoer
+// (ops/softmax, Gorgonia's arithmetic), or, for an op with neither or a
+// scalar result, its Do followed by a copy; Report.Copied lists those nodes
+// (for a GPT: Gorgonia's scalar sum, negation, size and reshape of the
+// loss, none of ours). A run allocates nothing in the machine itself; the
+// ops' own scratch (attention's transposed tiles, parallel.For's closures)
+// remains. Value and Read give the kept nodes' values after a run; on the
+// CPU they are also bound to their nodes, so n.Value() works.
+//
+// # Backends
+//
+// A Backend is a device: buffers (Alloc), host access (Host when its memory
+// is host memory, else Upload and Download), and a Registry of kernels by
+// op kind (OpKind: an op's Go type, or its own OpKind as nn's ops give). At
+// planning the machine binds each op node to the device kernel its kind has
+// (KernelMaker sees the node's operands once, to check them and precompute
+// launch parameters); a node whose kind has none runs its Gorgonia op on
+// the host: on the CPU backend that is the normal path and costs nothing,
+// on a device the machine downloads the inputs into host copies planned
+// once, runs the op and uploads the result, and lists the node in
+// Report.HostOps. Open chooses the backend, reading FLASHGORGON_DEVICE (the
+// only place the machine does); today only the CPU backend exists, and
+// seam_test.go runs the GPT on a fake device whose memory the host cannot
+// see, to hold the seam to what a CUDA backend needs.
+//
+// Not yet: on a device backend every input is uploaded at every run,
+// parameters included, since the optimizer updates them on the host.
+// Keeping parameters and optimizer state resident needs the optimizer's step
+// on the device (an op kind of the registry, or a machine method) and an
+// option marking those inputs as owned by the machine.
+package machine
