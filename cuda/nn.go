@@ -704,3 +704,69 @@ func Dropout(p DropoutParams) error {
 		return s.startNN("fg_dropout", dt, ewGrid(n), ewThreads, unsafe.Pointer(&kp))
 	})
 }
+
+// ---- softmax family on Buffers -------------------------------------------------------------
+
+// SoftmaxBuffers is SoftmaxParams on device Buffers: the same kinds, shapes ([Outer, N, Inner]
+// reduced over N), formulas and edge cases, with X, Y, DY, DX all Float32 or all Float64.
+type SoftmaxBuffers struct {
+	Kind            SoftmaxKind
+	Outer, N, Inner int
+	X, Y            *Buffer
+	DY, DX          *Buffer // backward only
+}
+
+// SoftmaxForwardBuffers computes Y from X (see SoftmaxParams), without waiting.
+func SoftmaxForwardBuffers(p SoftmaxBuffers) error { return p.run(false) }
+
+// SoftmaxBackwardBuffers computes DX from Y, DY (and X for LogSumExp), without waiting.
+func SoftmaxBackwardBuffers(p SoftmaxBuffers) error { return p.run(true) }
+
+func (p SoftmaxBuffers) run(backward bool) error {
+	op := p.Kind.String() + " forward"
+	if backward {
+		op = p.Kind.String() + " backward"
+	}
+	if p.Kind < Softmax || p.Kind > LogSumExp {
+		return fmt.Errorf("cuda: softmax: unknown kind %d", int32(p.Kind))
+	}
+	if p.Outer < 0 || p.N < 0 || p.Inner < 0 {
+		return fmt.Errorf("cuda: %s: negative size in [Outer, N, Inner] = [%d, %d, %d]", op, p.Outer, p.N, p.Inner)
+	}
+	size, err := mulSizes(p.Outer, p.N, p.Inner)
+	if err != nil {
+		return fmt.Errorf("cuda: %s: [Outer, N, Inner] = [%d, %d, %d]: %v", op, p.Outer, p.N, p.Inner, err)
+	}
+	ySize := size
+	if p.Kind == LogSumExp {
+		ySize = p.Outer * p.Inner
+	}
+	first := p.Y
+	if !backward || p.Kind == LogSumExp {
+		first = p.X
+	}
+	DT, dt, err := floatOf(op, "X or Y", first)
+	if err != nil {
+		return err
+	}
+	ops := []operand{{name: "Y", b: p.Y, dt: DT, n: ySize}}
+	if !backward || p.Kind == LogSumExp {
+		ops = append(ops, operand{name: "X", b: p.X, dt: DT, n: size})
+	}
+	if backward {
+		ops = append(ops, operand{name: "DY", b: p.DY, dt: DT, n: ySize}, operand{name: "DX", b: p.DX, dt: DT, n: size})
+	}
+	return launchOn(op, ops, func(s *state) error {
+		if p.Outer*p.Inner == 0 {
+			return nil
+		}
+		kp := softmaxParams{x: ptrOf(p.X), y: p.Y.ptr, outer: int64(p.Outer), n: int64(p.N), inner: int64(p.Inner), kind: int32(p.Kind)}
+		if backward {
+			kp.dy, kp.dx = p.DY.ptr, p.DX.ptr
+			if p.Kind != LogSumExp {
+				kp.x = 0
+			}
+		}
+		return s.softmaxKernel(&kp, dt, backward)
+	})
+}

@@ -709,3 +709,34 @@ func BenchmarkNN(b *testing.B) {
 		}, 0, 3*4*m*v)
 	})
 }
+
+// TestSoftmaxBuffersDevice runs the softmax family on Buffers against reference_test.go's
+// float64 references (TestSoftmaxDevice covers the edge cases through the same kernels).
+func TestSoftmaxBuffersDevice(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(20))
+	for _, dt := range dtypes {
+		for _, sh := range [][3]int{{5, 7, 1}, {4, 6, 5}, {300, 65, 1}, {2, 40, 300}} {
+			for _, kind := range []SoftmaxKind{Softmax, LogSoftmax, LogSumExp} {
+				outer, n, inner := sh[0], sh[1], sh[2]
+				t.Run(fmt.Sprintf("%v/%v/%dx%dx%d", dt, kind, outer, n, inner), func(t *testing.T) {
+					x := rounded(randn(rng, outer*n*inner, 3), dt)
+					want := refSoftmax(kind, x, outer, n, inner)
+					p := SoftmaxBuffers{Kind: kind, Outer: outer, N: n, Inner: inner, X: devBuf(t, dt, x), Y: devOut(t, dt, len(want))}
+					if err := SoftmaxForwardBuffers(p); err != nil {
+						t.Fatal(err)
+					}
+					y := host(t, p.Y)
+					compare(t, "forward", y, want, tol(dt))
+					dy := rounded(randn(rng, len(want), 1), dt)
+					wantDx := refSoftmaxBackward(kind, x, dy, outer, n, inner)
+					p.Y, p.DY, p.DX = devBuf(t, dt, rounded(want, dt)), devBuf(t, dt, dy), devOut(t, dt, len(x))
+					if err := SoftmaxBackwardBuffers(p); err != nil {
+						t.Fatal(err)
+					}
+					compare(t, "backward", host(t, p.DX), wantDx, tol(dt))
+				})
+			}
+		}
+	}
+}
