@@ -250,7 +250,7 @@ func TestGemmDevice(t *testing.T) {
 	}
 	// Beta = 0 must ignore C's contents, NaN included.
 	t.Run("beta0-nan", func(t *testing.T) {
-		p := GemmParams{M: 3, N: 4, K: 5, Alpha: 1}
+		p := GemmParams{M: 3, N: 4, K: 5, Alpha: 1, LdA: 5, LdB: 4, LdC: 4}
 		a, b := randn(rng, 15, 1), randn(rng, 20, 1)
 		c := make([]float64, 12)
 		for i := range c {

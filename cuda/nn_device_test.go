@@ -30,7 +30,7 @@ func TestElementwiseDevice(t *testing.T) {
 				a, b := rounded(randn(rng, n, 3), dt), rounded(randn(rng, n, 3), dt)
 				A, B, Y := devBuf(t, dt, a), devBuf(t, dt, b), devOut(t, dt, n)
 				want := make([]float64, n)
-				check := func(what string, err error, f func(i int) float64, tl float64) {
+				check := func(what string, err error, out *Buffer, f func(i int) float64, tl float64) {
 					t.Helper()
 					if err != nil {
 						t.Fatal(err)
@@ -38,16 +38,16 @@ func TestElementwiseDevice(t *testing.T) {
 					for i := range want {
 						want[i] = f(i)
 					}
-					compare(t, what, host(t, Y), want, tl)
+					compare(t, what, host(t, out), want, tl)
 				}
-				check("add", Add(Y, A, B), func(i int) float64 { return a[i] + b[i] }, tol(dt))
-				check("mul", Mul(Y, A, B), func(i int) float64 { return a[i] * b[i] }, tol(dt))
+				check("add", Add(Y, A, B), Y, func(i int) float64 { return a[i] + b[i] }, tol(dt))
+				check("mul", Mul(Y, A, B), Y, func(i int) float64 { return a[i] * b[i] }, tol(dt))
 				// float32 GELU: a few ulp of float32 arithmetic on arguments up to |u| ≈ 100.
 				gt := map[DType]float64{Float32: 2e-6, Float64: 1e-13}[dt]
-				check("gelu", GELU(Y, A), func(i int) float64 { return gelu(a[i]) }, gt)
-				check("gelu backward", GELUBackward(Y, A, B), func(i int) float64 { return b[i] * geluPrime(a[i]) }, 10*gt)
-				// In place: y = x.
-				check("gelu in place", GELU(A, A), func(i int) float64 { return gelu(a[i]) }, gt)
+				check("gelu", GELU(Y, A), Y, func(i int) float64 { return gelu(a[i]) }, gt)
+				check("gelu backward", GELUBackward(Y, A, B), Y, func(i int) float64 { return b[i] * geluPrime(a[i]) }, 10*gt)
+				// In place: the result replaces x.
+				check("gelu in place", GELU(A, A), A, func(i int) float64 { return gelu(a[i]) }, gt)
 			})
 		}
 		t.Run(dt.String()+"/gelu-extremes", func(t *testing.T) {
@@ -286,10 +286,11 @@ func TestNormDevice(t *testing.T) {
 					rows, d := sh[0], sh[1]
 					name := fmt.Sprintf("%v/%dx%d/rms=%t/affine=%t", dt, rows, d, rms, affine)
 					t.Run(name, func(t *testing.T) {
-						x := rounded(randn(rng, rows*d, 2), dt)
+						x := randn(rng, rows*d, 2)
 						for i := range x {
 							x[i] += 3 // an offset the centering must remove
 						}
+						x = rounded(x, dt)
 						dy := rounded(randn(rng, rows*d, 1), dt)
 						var g, b []float64
 						p := NormParams{Rows: rows, D: d, Eps: eps, RMS: rms, X: devBuf(t, dt, x), Y: devOut(t, dt, rows*d),
@@ -674,6 +675,31 @@ func BenchmarkNN(b *testing.B) {
 	b.Run("layernorm-fwd-8192x768", func(b *testing.B) {
 		p := NormParams{Rows: rows, D: d, Eps: 1e-5, X: x, Y: y, Mean: mean, Rstd: rstd}
 		benchDevice(b, func() error { return NormForward(p) }, 0, 2*4*rows*d)
+	})
+	b.Run("layernorm-bwd-8192x768", func(b *testing.B) {
+		dy, dx, dg, db := devOut(b, Float32, rows*d), devOut(b, Float32, rows*d), devOut(b, Float32, d), devOut(b, Float32, d)
+		if err := dy.Zero(); err != nil {
+			b.Fatal(err)
+		}
+		p := NormParams{Rows: rows, D: d, Eps: 1e-5, X: x, Mean: mean, Rstd: rstd, DY: dy, DX: dx, DGamma: dg, DBeta: db,
+			Work: devOut(b, Float64, NormWorkspace(rows, d))}
+		if err := NormForward(p); err != nil {
+			b.Fatal(err)
+		}
+		benchDevice(b, func() error { return NormBackward(p) }, 0, 3*4*rows*d)
+	})
+	b.Run("scatter-add-50304x768-m8192", func(b *testing.B) {
+		dt, dy := devOut(b, Float32, v*d), devOut(b, Float32, rows*d)
+		if err := dy.Zero(); err != nil {
+			b.Fatal(err)
+		}
+		idx := make([]int32, rows)
+		rng := rand.New(rand.NewSource(1))
+		for i := range idx {
+			idx[i] = int32(rng.Intn(v))
+		}
+		I := devInts(b, idx)
+		benchDevice(b, func() error { return ScatterAdd(dt, I, dy, d, false) }, 0, 4*(v*d+rows*d))
 	})
 	b.Run("gelu-8192x3072", func(b *testing.B) {
 		h := devOut(b, Float32, rows*4*d)

@@ -136,15 +136,18 @@ template <typename T> __device__ void fg_gather(const fg_embed_params& p) {
 }
 
 // Scatter-add: a block per table row v. The block reads the indices in tiles of
-// FG_EW_THREADS into shared memory; every thread walks each tile in order and adds, for its
-// columns, the rows of y whose index is v. So each entry is a sum over m in increasing order,
-// in T, as nn's CPU scatterAdd, with no atomics.
+// FG_EW_THREADS and compacts the positions m of the tile whose index is v, in increasing
+// order, into shared memory (a ballot per warp and a prefix over the warps); then every thread
+// adds, for its columns, those rows of y in that order. So each entry is a sum over m in
+// increasing order, in T, as nn's CPU scatterAdd, with no atomics.
 #define FG_SCATTER_COLS 4
 template <typename T> __device__ void fg_scatter(const fg_embed_params& p) {
-  __shared__ int32_t s_idx[FG_EW_THREADS];
+  __shared__ int64_t s_match[FG_EW_THREADS];
+  __shared__ int s_warp[FG_EW_THREADS / 32];
   T* table = (T*)p.table;
   const int32_t* idx = (const int32_t*)p.idx;
   const T* g = (const T*)p.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   for (int64_t v = blockIdx.x; v < p.v; v += gridDim.x) {
     for (int64_t c0 = 0; c0 < p.d; c0 += FG_EW_THREADS * FG_SCATTER_COLS) {
       T acc[FG_SCATTER_COLS];
@@ -154,14 +157,22 @@ template <typename T> __device__ void fg_scatter(const fg_embed_params& p) {
         acc[c] = (p.accumulate && j < p.d) ? table[v * p.d + j] : T(0);
       }
       for (int64_t base = 0; base < p.m; base += FG_EW_THREADS) {
-        __syncthreads();
         const int64_t mi = base + threadIdx.x;
-        s_idx[threadIdx.x] = mi < p.m ? idx[mi] : -1;
+        const bool hit = mi < p.m && idx[mi] == v;
+        const unsigned bal = __ballot_sync(0xffffffffu, hit);
+        __syncthreads();  // the previous tile's matches are consumed
+        if (lane == 0) s_warp[warp] = __popc(bal);
         __syncthreads();
-        const int cnt = (int)min((int64_t)FG_EW_THREADS, p.m - base);
-        for (int k = 0; k < cnt; ++k) {
-          if (s_idx[k] != v) continue;
-          const T* gr = g + (base + k) * p.d;
+        int off = 0, total = 0;
+#pragma unroll
+        for (int w = 0; w < FG_EW_THREADS / 32; ++w) {
+          off += w < warp ? s_warp[w] : 0;
+          total += s_warp[w];
+        }
+        if (hit) s_match[off + __popc(bal & ((1u << lane) - 1u))] = mi;
+        __syncthreads();
+        for (int k = 0; k < total; ++k) {
+          const T* gr = g + s_match[k] * p.d;
 #pragma unroll
           for (int c = 0; c < FG_SCATTER_COLS; ++c) {
             const int64_t j = c0 + c * FG_EW_THREADS + threadIdx.x;
