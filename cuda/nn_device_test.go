@@ -766,3 +766,44 @@ func TestSoftmaxBuffersDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestNNDeterminism runs the kernels that reduce (scatter-add with many repeated indices, the
+// norm's column sums, the cross-entropy's mean) twice on the same inputs and requires the same
+// bits: no atomics, fixed reduction orders.
+func TestNNDeterminism(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(21))
+	const rows, d, v = 4000, 96, 50
+	x, dy := devBuf(t, Float32, randn(rng, rows*d, 1)), devBuf(t, Float32, randn(rng, rows*d, 1))
+	idx := make([]int32, rows)
+	for i := range idx {
+		idx[i] = int32(rng.Intn(v))
+	}
+	I := devInts(t, idx)
+	tg := make([]int32, rows)
+	for i := range tg {
+		tg[i] = int32(rng.Intn(d))
+	}
+	T := devInts(t, tg)
+	np := NormParams{Rows: rows, D: d, Eps: 1e-5, X: x, Mean: devOut(t, Float64, rows), Rstd: devOut(t, Float64, rows), DY: dy,
+		DGamma: devOut(t, Float32, d), DBeta: devOut(t, Float32, d), Work: devOut(t, Float64, NormWorkspace(rows, d))}
+	ce := CrossEntropyParams{M: rows, V: d, IgnoreIndex: -1, Logits: x, Targets: T, Loss: devOut(t, Float32, 1), Work: devOut(t, Float64, rows)}
+	dtab := devOut(t, Float32, v*d)
+	once := func() [][]float64 {
+		for _, err := range []error{ScatterAdd(dtab, I, dy, d, false), NormForward(np), NormBackward(np), CrossEntropyForward(ce)} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return [][]float64{host(t, dtab), host(t, np.DGamma), host(t, np.DBeta), host(t, ce.Loss)}
+	}
+	a, b := once(), once()
+	for k, name := range []string{"scatter-add", "dgamma", "dbeta", "loss"} {
+		for i := range a[k] {
+			if math.Float64bits(a[k][i]) != math.Float64bits(b[k][i]) {
+				t.Errorf("%s[%d]: %v, then %v", name, i, a[k][i], b[k][i])
+				break
+			}
+		}
+	}
+}
