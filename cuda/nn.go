@@ -543,18 +543,8 @@ func AdamW(p AdamWParams) error {
 	if err != nil {
 		return err
 	}
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	switch {
-	case p.Step < 1:
-		return fmt.Errorf("cuda: %s: Step=%d, want ≥ 1", op, p.Step)
-	case !(p.LR >= 0) || !finite(p.LR):
-		return fmt.Errorf("cuda: %s: LR=%g, want finite and ≥ 0", op, p.LR)
-	case !(p.Beta1 >= 0 && p.Beta1 < 1) || !(p.Beta2 >= 0 && p.Beta2 < 1):
-		return fmt.Errorf("cuda: %s: Beta1=%g Beta2=%g, want each in [0, 1)", op, p.Beta1, p.Beta2)
-	case !(p.Eps > 0) || !finite(p.Eps):
-		return fmt.Errorf("cuda: %s: Eps=%g, want positive and finite", op, p.Eps)
-	case !(p.WeightDecay >= 0) || !finite(p.WeightDecay):
-		return fmt.Errorf("cuda: %s: WeightDecay=%g, want finite and ≥ 0", op, p.WeightDecay)
+	if err := checkAdamW(op, p.LR, p.Beta1, p.Beta2, p.Eps, p.WeightDecay, p.Step); err != nil {
+		return err
 	}
 	n := p.Param.n
 	ops := []operand{{name: "Param", b: p.Param, dt: DT, n: n}, {name: "Grad", b: p.Grad, dt: DT, n: n},
@@ -572,6 +562,25 @@ func AdamW(p AdamWParams) error {
 		}
 		return s.startNN("fg_adamw", dt, ewGrid(n), ewThreads, unsafe.Pointer(&kp))
 	})
+}
+
+// checkAdamW returns an error naming the first hyperparameter outside its domain (those of
+// nn.CheckAdamW and nn.CheckLR, and a step number t ≥ 1).
+func checkAdamW(op string, lr, beta1, beta2, eps, weightDecay float64, step int) error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case step < 1:
+		return fmt.Errorf("cuda: %s: Step=%d, want ≥ 1", op, step)
+	case !(lr >= 0) || !finite(lr):
+		return fmt.Errorf("cuda: %s: LR=%g, want finite and ≥ 0", op, lr)
+	case !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1):
+		return fmt.Errorf("cuda: %s: Beta1=%g Beta2=%g, want each in [0, 1)", op, beta1, beta2)
+	case !(eps > 0) || !finite(eps):
+		return fmt.Errorf("cuda: %s: Eps=%g, want positive and finite", op, eps)
+	case !(weightDecay >= 0) || !finite(weightDecay):
+		return fmt.Errorf("cuda: %s: WeightDecay=%g, want finite and ≥ 0", op, weightDecay)
+	}
+	return nil
 }
 
 // ---- clip by global norm ---------------------------------------------------------------------

@@ -70,3 +70,19 @@ type sumsqParams struct {
 	x, work, out devptr
 	n, nwork     int64
 }
+
+// tensorDesc is fg_tensor_desc: one parameter of a ParamGroup in its device table.
+type tensorDesc struct {
+	_               structs.HostLayout
+	p, g, m, v      devptr
+	n, firstBlock   int64
+	decay, reserved int32
+}
+
+// groupParams is fg_group_params: the fused optimizer kernels over a ParamGroup.
+type groupParams struct {
+	_                                                   structs.HostLayout
+	table, work, norm                                   devptr
+	count, blocks                                       int64
+	lr, weightDecay, beta1, beta2, eps, c1, c2, maxNorm float64
+}

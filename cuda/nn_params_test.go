@@ -31,6 +31,8 @@ func TestNNParamsHeader(t *testing.T) {
 		{"fg_ce_params", reflect.TypeFor[ceParams]()},
 		{"fg_adamw_params", reflect.TypeFor[adamwParams]()},
 		{"fg_sumsq_params", reflect.TypeFor[sumsqParams]()},
+		{"fg_tensor_desc", reflect.TypeFor[tensorDesc]()},
+		{"fg_group_params", reflect.TypeFor[groupParams]()},
 	}
 	if len(fields) != len(structs) {
 		t.Errorf("nn_params.h declares %d structs, the Go side %d", len(fields), len(structs))
@@ -132,6 +134,18 @@ func TestBufferChecks(t *testing.T) {
 		{"grad norm work", GradNorm(f64buf(1), f64buf(1), f32buf(3000), f64buf(10)), "work is float64[1], want at least 3"},
 		{"grad norm out", GradNorm(f32buf(1), f64buf(3), f32buf(3)), "norm is float32[1], want float64[1]"},
 		{"clip nan", ClipByNorm(f64buf(1), nanValue(), f32buf(3)), "maxNorm is NaN"},
+		{"group lengths", func() error {
+			_, err := NewParamGroup([]*Buffer{f32buf(3)}, []*Buffer{f32buf(3)}, nil, []*Buffer{f32buf(3)}, []bool{true})
+			return err
+		}(), "1 params, 1 grads, 0 m, 1 v"},
+		{"group grad length", func() error {
+			_, err := NewParamGroup([]*Buffer{f32buf(3), f32buf(4)}, []*Buffer{f32buf(3), f32buf(5)}, nil, nil, []bool{true, false})
+			return err
+		}(), "grads[1] is float32[5], want float32[4]"},
+		{"group types", func() error {
+			_, err := NewParamGroup([]*Buffer{f32buf(3), f64buf(4)}, []*Buffer{f32buf(3), f64buf(4)}, nil, nil, []bool{true, false})
+			return err
+		}(), "params[1] is float64[4], want float32[4]"},
 		{"dropout p", Dropout(DropoutParams{P: 1, Y: f32buf(3)}), "P=1 is outside [0, 1)"},
 		{"dropout x", Dropout(DropoutParams{P: 0.5, X: f32buf(4), Y: f32buf(3)}), "X is float32[4], want float32[3]"},
 	}

@@ -433,19 +433,22 @@ template <typename T> __device__ void fg_ce_bwd(const fg_ce_params& p) {
 
 // ---- optimizer -------------------------------------------------------------------------------------
 
+// fg_adamw_at updates element i of a parameter w with gradient g and moments m, v.
+template <typename T>
+__device__ __forceinline__ void fg_adamw_at(T* w, const T* g, T* m, T* v, int64_t i, double lr, double decay, double beta1,
+                                            double beta2, double eps, double c1, double c2) {
+  const double gi = (double)g[i];
+  const double mi = beta1 * (double)m[i] + (1 - beta1) * gi;
+  const double vi = beta2 * (double)v[i] + (1 - beta2) * gi * gi;
+  m[i] = T(mi);
+  v[i] = T(vi);
+  const double pi = (double)w[i] * (1 - decay);
+  w[i] = T(pi - lr * (mi / c1) / (sqrt(vi / c2) + eps));
+}
+
 template <typename T> __device__ void fg_adamw(const fg_adamw_params& p) {
-  T* w = (T*)p.p;
-  const T* g = (const T*)p.g;
-  T* m = (T*)p.m;
-  T* v = (T*)p.v;
   FG_FOR_EACH(i, p.n) {
-    const double gi = (double)g[i];
-    const double mi = p.beta1 * (double)m[i] + (1 - p.beta1) * gi;
-    const double vi = p.beta2 * (double)v[i] + (1 - p.beta2) * gi * gi;
-    m[i] = T(mi);
-    v[i] = T(vi);
-    const double pi = (double)w[i] * (1 - p.decay);
-    w[i] = T(pi - p.lr * (mi / p.c1) / (sqrt(vi / p.c2) + p.eps));
+    fg_adamw_at((T*)p.p, (const T*)p.g, (T*)p.m, (T*)p.v, i, p.lr, p.decay, p.beta1, p.beta2, p.eps, p.c1, p.c2);
   }
 }
 
@@ -471,6 +474,60 @@ extern "C" __global__ void __launch_bounds__(FG_RED_THREADS) fg_sumsq_final(cons
   if (threadIdx.x == 0) ((double*)p.out)[0] = sqrt(s);
 }
 
+// ---- parameter groups: one launch over many tensors --------------------------------------------
+
+// Block b of a group launch works on elements [c·FG_GROUP_CHUNK, (c+1)·FG_GROUP_CHUNK) of the
+// tensor whose blocks hold b (c = b − first_block), found by binary search in the table.
+#define FG_GROUP_CHUNK 2048
+
+__device__ __forceinline__ const fg_tensor_desc& fg_group_find(const fg_group_params& p, int64_t b) {
+  const fg_tensor_desc* t = (const fg_tensor_desc*)p.table;
+  int64_t lo = 0, hi = p.count - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (t[mid].first_block <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return t[lo];
+}
+
+template <typename T> __device__ void fg_group_adamw(const fg_group_params& p) {
+  const int64_t b = blockIdx.x;
+  const fg_tensor_desc& t = fg_group_find(p, b);
+  const int64_t i0 = (b - t.first_block) * FG_GROUP_CHUNK, i1 = min(t.n, i0 + FG_GROUP_CHUNK);
+  const double decay = t.decay ? p.lr * p.weight_decay : 0.0;
+  for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x)
+    fg_adamw_at((T*)t.p, (const T*)t.g, (T*)t.m, (T*)t.v, i, p.lr, decay, p.beta1, p.beta2, p.eps, p.c1, p.c2);
+}
+
+template <typename T> __device__ void fg_group_sumsq(const fg_group_params& p) {
+  __shared__ double shared[32];
+  const int64_t b = blockIdx.x;
+  const fg_tensor_desc& t = fg_group_find(p, b);
+  const int64_t i0 = (b - t.first_block) * FG_GROUP_CHUNK, i1 = min(t.n, i0 + FG_GROUP_CHUNK);
+  const T* g = (const T*)t.g;
+  double s = 0;
+  for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
+    const double v = (double)g[i];
+    s += v * v;
+  }
+  s = fg_block_sum<FG_EW_THREADS>(s, shared);
+  if (threadIdx.x == 0) ((double*)p.work)[b] = s;
+}
+
+template <typename T> __device__ void fg_group_clip(const fg_group_params& p) {
+  const double norm = ((const double*)p.norm)[0];
+  if (!(p.max_norm > 0) || !(norm > p.max_norm) || isinf(norm)) return;
+  const double scale = p.max_norm / norm;
+  const int64_t b = blockIdx.x;
+  const fg_tensor_desc& t = fg_group_find(p, b);
+  const int64_t i0 = (b - t.first_block) * FG_GROUP_CHUNK, i1 = min(t.n, i0 + FG_GROUP_CHUNK);
+  T* g = (T*)t.g;
+  for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) g[i] = T((double)g[i] * scale);
+}
+
 // ---- entry points --------------------------------------------------------------------------------
 
 #define FG_ENTRY(name, P, fn, threads)                                                                   \
@@ -494,3 +551,6 @@ FG_ENTRY(fg_ce_loss, fg_ce_params, fg_ce_loss, FG_RED_THREADS)
 FG_ENTRY(fg_ce_bwd, fg_ce_params, fg_ce_bwd, FG_CE_THREADS)
 FG_ENTRY(fg_adamw, fg_adamw_params, fg_adamw, FG_EW_THREADS)
 FG_ENTRY(fg_sumsq_partial, fg_sumsq_params, fg_sumsq_partial, FG_EW_THREADS)
+FG_ENTRY(fg_group_adamw, fg_group_params, fg_group_adamw, FG_EW_THREADS)
+FG_ENTRY(fg_group_sumsq, fg_group_params, fg_group_sumsq, FG_EW_THREADS)
+FG_ENTRY(fg_group_clip, fg_group_params, fg_group_clip, FG_EW_THREADS)

@@ -89,4 +89,25 @@ typedef struct {
   int64_t n, nwork;
 } fg_sumsq_params;
 
+// fg_tensor_desc: one parameter of a group (fg_group_params.table): its buffers (g, m, v may
+// be 0 where a kernel does not read them), length, whether weight decay applies, and the
+// first block of the launch grid that works on it (blocks first_block, first_block + 1, …
+// take FG_GROUP_CHUNK elements each).
+typedef struct {
+  uint64_t p, g, m, v;
+  int64_t n, first_block;
+  int32_t decay, reserved;
+} fg_tensor_desc;
+
+// fg_group_params: one launch over every tensor of a group (blocks in total, count tensors):
+//   fg_group_adamw_T:  the AdamW step of fg_adamw_params on each tensor (decay = lr·wd where
+//                      the tensor's decay is set, else 0)
+//   fg_group_sumsq_T:  work[b] = sum of g^2 over the chunk of block b (then fg_sumsq_final)
+//   fg_group_clip_T:   g *= max_norm / norm[0] when max_norm > 0 and max_norm < norm[0] < Inf
+typedef struct {
+  uint64_t table, work, norm;
+  int64_t count, blocks;
+  double lr, weight_decay, beta1, beta2, eps, c1, c2, max_norm;
+} fg_group_params;
+
 #endif
