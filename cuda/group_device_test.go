@@ -140,3 +140,50 @@ func BenchmarkOptimizerStep(b *testing.B) {
 		benchDevice(b, func() error { return Add(x, x, x) }, 0, 0)
 	})
 }
+
+// TestDoDevice runs launchers, copies and a nested Do inside Do (on the worker thread) and
+// checks the results and that f's error comes back.
+func TestDoDevice(t *testing.T) {
+	needDevice(t)
+	a, b := []float64{1, 2, 3}, []float64{10, 20, 30}
+	var got []float64
+	err := Do(func() error {
+		A, B := devBuf(t, Float64, a), devBuf(t, Float64, b)
+		Y := devOut(t, Float64, 3)
+		if err := Add(Y, A, B); err != nil {
+			return err
+		}
+		if err := Do(func() error { return Mul(Y, Y, A) }); err != nil {
+			return err
+		}
+		got = host(t, Y)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "(a+b)·a", got, []float64{11, 44, 99}, 0)
+	want := fmt.Errorf("stop")
+	if err := Do(func() error { return want }); err != want {
+		t.Errorf("Do returned %v, want f's error %v", err, want)
+	}
+}
+
+// BenchmarkLaunchInDo times 100 one-element launches per iteration, handed over one by one and
+// inside one Do.
+func BenchmarkLaunchInDo(b *testing.B) {
+	if !Enabled() {
+		b.Skip("no device")
+	}
+	x := devOut(b, Float32, 1)
+	hundred := func() error {
+		for i := 0; i < 100; i++ {
+			if err := Add(x, x, x); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	b.Run("each-handed-over", func(b *testing.B) { benchDevice(b, hundred, 0, 0) })
+	b.Run("in-Do", func(b *testing.B) { benchDevice(b, func() error { return Do(hundred) }, 0, 0) })
+}

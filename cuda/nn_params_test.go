@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestNNParamsHeader checks kernels/nn_params.h against the Go structs of nn_params.go, as
@@ -196,5 +198,35 @@ func TestBuffersNoDevice(t *testing.T) {
 		if !errors.Is(err, ErrNoDevice) {
 			t.Errorf("%s: %v, want ErrNoDevice", name, err)
 		}
+	}
+}
+
+// TestDispatchReentrant checks the worker's hand-over without a device: a job runs on the
+// worker (onWorker is true there and false here), and a call made from the worker (as the
+// launchers inside Do make) runs directly instead of queueing behind the job that makes it,
+// which would never return.
+func TestDispatchReentrant(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("thread ids are read on linux only")
+	}
+	if onWorker() {
+		t.Fatal("the test goroutine is taken for the worker")
+	}
+	var outer, inner, ran bool
+	done := make(chan struct{})
+	go func() {
+		dispatch(func() {
+			outer = onWorker()
+			dispatch(func() { inner, ran = onWorker(), true })
+		})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a dispatch from the worker did not return: it queued behind its own caller")
+	}
+	if !outer || !inner || !ran {
+		t.Errorf("on the worker: outer job %t, nested job %t (ran %t); want both on the worker", outer, inner, ran)
 	}
 }
