@@ -59,16 +59,18 @@ func (t DType) float() (dtype, bool) {
 // caching allocator) and Free gives it back; View makes a Buffer that shares part of another's
 // memory. A Buffer belongs to the CUDA context it was allocated in: after a kernel fault made
 // the package reset the context, every older Buffer is invalid and each use returns an error
-// (its memory went with the context). The methods may be called from any goroutine; the
-// memory operations are ordered with the kernels on the device's one stream.
+// (its memory went with the context); so is a view of a freed Buffer. The methods may be
+// called from any goroutine, but a Buffer must not be freed while another goroutine uses it.
+// The memory operations are ordered with the kernels on the device's one stream.
 type Buffer struct {
-	ptr   devptr
-	n     int
-	dt    DType
-	gen   uint64 // the context generation it belongs to (state.gen)
-	owner *buf   // the pool allocation; nil for a view or an empty buffer
-	freed bool
-	view  bool
+	ptr    devptr
+	n      int
+	dt     DType
+	gen    uint64  // the context generation it belongs to (state.gen)
+	owner  *buf    // the pool allocation; nil for a view or an empty buffer
+	parent *Buffer // the buffer a view shares memory with
+	freed  bool
+	view   bool
 }
 
 // Len returns the number of elements.
@@ -170,7 +172,11 @@ func (b *Buffer) View(off, n int) (*Buffer, error) {
 	if off < 0 || n < 0 || off > b.n-n {
 		return nil, fmt.Errorf("cuda: View(%d, %d) of %v: outside [0, %d)", off, n, b, b.n)
 	}
-	return &Buffer{ptr: b.ptr + devptr(off*b.dt.Size()), n: n, dt: b.dt, gen: b.gen, view: true}, nil
+	root := b
+	if b.parent != nil {
+		root = b.parent
+	}
+	return &Buffer{ptr: b.ptr + devptr(off*b.dt.Size()), n: n, dt: b.dt, gen: b.gen, view: true, parent: root}, nil
 }
 
 // usable returns an error unless b can be used in context s (named what in the error).
@@ -180,6 +186,8 @@ func (b *Buffer) usable(s *state, what string) error {
 		return fmt.Errorf("%s is a nil buffer", what)
 	case b.freed:
 		return fmt.Errorf("%s (%v) was freed", what, b)
+	case b.parent != nil && b.parent.freed:
+		return fmt.Errorf("%s (%v) is a view of %v, which was freed", what, b, b.parent)
 	case b.gen != s.gen:
 		return fmt.Errorf("%s (%v) belongs to a CUDA context that was reset after a fault", what, b)
 	}

@@ -230,3 +230,32 @@ func TestDispatchReentrant(t *testing.T) {
 		t.Errorf("on the worker: outer job %t, nested job %t (ran %t); want both on the worker", outer, inner, ran)
 	}
 }
+
+// TestBufferUsable checks, without a device, which Buffers a call refuses: freed ones, views of
+// freed ones, and those of an older context.
+func TestBufferUsable(t *testing.T) {
+	s := &state{gen: 2}
+	b := &Buffer{n: 8, dt: Float32, gen: 2}
+	v, err := b.View(2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vv, err := v.View(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*Buffer{b, v, vv} {
+		if err := x.usable(s, "x"); err != nil {
+			t.Errorf("%v: %v", x, err)
+		}
+	}
+	if err := (&Buffer{n: 1, dt: Float32, gen: 1}).usable(s, "old"); err == nil || !strings.Contains(err.Error(), "reset after a fault") {
+		t.Errorf("a buffer of an older context: %v", err)
+	}
+	b.freed = true
+	for _, x := range []*Buffer{b, v, vv} {
+		if err := x.usable(s, "x"); err == nil || !strings.Contains(err.Error(), "freed") {
+			t.Errorf("%v after its memory was freed: %v, want an error", x, err)
+		}
+	}
+}
