@@ -32,8 +32,12 @@
 //     values naming the op, the call and the CUDA error; after a fault the context is reset and
 //     later calls work again.
 //
-// The launchers take host slices ([]float32 or []float64, one type per call), copy them to the
-// device, run the kernels and copy the results back.
+// The softmax and attention launchers take host slices ([]float32 or []float64, one type per
+// call), copy them to the device, run the kernels and copy the results back. For training
+// with every value on the device, Buffer holds device memory (Alloc, Upload, Download), Gemm
+// multiplies matrices in Buffers with cuBLAS (opened at run time like the driver), and the
+// launchers of nn.go and group.go run nn's layers, loss and optimizer on Buffers without
+// copies or waits (see README.md).
 package cuda
 
 //go:generate go run ./internal/genptx

@@ -12,9 +12,11 @@
 # and writes every log under $OUT (default ./out), printing a short summary last:
 #   1. the tools: nvidia-smi, compute-sanitizer, PyTorch;
 #   2. the cuda test binary (every kernel against float64 references, gradient checks,
-#      determinism over 50 runs, errors, memory, concurrency, device selection);
-#   3. compute-sanitizer memcheck, racecheck and initcheck on the small test grid, with the
-#      allocator's cache off (FLASHGORGON_CUDA_POOL=off) so every buffer has its exact size;
+#      determinism over 50 runs, errors, memory, concurrency, device selection; Buffers,
+#      cuBLAS and the nn kernels);
+#   3. compute-sanitizer memcheck, racecheck and initcheck on the small test grid, and memcheck
+#      and racecheck on the nn kernels' tests, with the allocator's cache off
+#      (FLASHGORGON_CUDA_POOL=off) so every buffer has its exact size;
 #   4. every other .devbin/<dir>-<pkg>.test: that package's whole test suite, its ops running
 #      on the device (package directory dir/pkg);
 #   5. the benchmark table (ours vs PyTorch SDPA), unless SKIP_BENCH=1.
@@ -50,6 +52,15 @@ if [ -x "$bin/cuda.test" ]; then
         "$testbin" -test.v -test.run "$filter" -test.count=1 >"$out/sanitizer-$tool.log" 2>&1
       rc=$?
       note "compute-sanitizer $tool: rc=$rc, $(grep -c -- '    --- PASS' "$out/sanitizer-$tool.log") subtests passed, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -1), $(( $(date +%s) - start ))s"
+    done
+    # The nn kernels on Buffers (the out-of-memory subtest's failed allocation is on purpose).
+    nnfilter='^(TestBufferDevice|TestElementwiseDevice|TestAffineDevice|TestColSumDevice|TestEmbeddingDevice|TestNormDevice|TestCrossEntropyDevice|TestAdamWDevice|TestGradNormClipDevice|TestDropoutDevice|TestSoftmaxBuffersDevice|TestNNDeterminism|TestParamGroupDevice)$'
+    for tool in memcheck racecheck; do
+      start=$(date +%s)
+      FLASHGORGON_CUDA_POOL=off timeout ${SANITIZER_TIMEOUT:-150} compute-sanitizer --tool "$tool" --error-exitcode 3 \
+        "$testbin" -test.v -test.run "$nnfilter" -test.skip 'TestBufferDevice/out_of_memory' -test.count=1 >"$out/sanitizer-nn-$tool.log" 2>&1
+      rc=$?
+      note "compute-sanitizer $tool (nn kernels): rc=$rc, $(grep -c -- '    --- PASS' "$out/sanitizer-nn-$tool.log") subtests passed, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-nn-$tool.log" | tail -1), $(( $(date +%s) - start ))s"
     done
   fi
 else
