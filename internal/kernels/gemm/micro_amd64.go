@@ -3,6 +3,7 @@
 package gemm
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
@@ -37,29 +38,70 @@ func transposeD4(dst *float64, ldd int, src *float64, lds int, rows, cols int)
 //go:noescape
 func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
 
+// The variants of each level. AVX-512:
+//
+//	1  6×32 / 6×16, micro.h: 12 accumulators, even and odd depth steps
+//	   in two register sets (24 in all), chunkPaired; totals on the frame
+//	   unaligned. 72–86% of a Zen 5 core's peak, 42–55% of a Sapphire
+//	   Rapids core's at nn's shapes.
+//	2  6×32 / 6×16 generated (gen_micro.go): one chain per accumulator,
+//	   chunkSingle, aligned totals, four steps a turn, edge kernels for
+//	   the last rows.
+//	3  8×32 / 8×16 generated: 16 accumulators; divides attention's 64 and
+//	   128 rows.
+//	4  12×32 / 12×16 generated: 24 accumulators, 14 loads per 24 FMAs.
+//	5  14×32 / 14×16 generated: 28 accumulators.
+//	6  6×64 / 6×32 generated: 24 accumulators, 10 loads per 24 FMAs.
+//
+// AVX2: 1  6×16 / 6×8, micro.h, one chain per accumulator.
 var (
-	avx512s = &kernel[float32]{isa.AVX512, 6, 32, microS512, transposeS8, 8, copyRows, chunkPaired}
-	avx512d = &kernel[float64]{isa.AVX512, 6, 16, microD512, transposeD4, 4, copyRows, chunkPaired}
-	avx2s   = &kernel[float32]{isa.AVX2, 6, 16, microS256, transposeS8, 8, copyRows, chunkSingle}
-	avx2d   = &kernel[float64]{isa.AVX2, 6, 8, microD256, transposeD4, 4, copyRows, chunkSingle}
+	variants512 = []variant{
+		{"avx512/1: 6x32 paired (micro.h)",
+			&kernel[float32]{level: isa.AVX512, mr: 6, nr: 32, micro: microS512, trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkPaired},
+			&kernel[float64]{level: isa.AVX512, mr: 6, nr: 16, micro: microD512, trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkPaired}},
+		generated512(2, 6, 2),
+		generated512(3, 8, 2),
+		generated512(4, 12, 2),
+		generated512(5, 14, 2),
+		generated512(6, 6, 4),
+	}
+	variants256 = []variant{
+		{"avx2/1: 6x16 (micro.h)",
+			&kernel[float32]{level: isa.AVX2, mr: 6, nr: 16, micro: microS256, trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkSingle},
+			&kernel[float64]{level: isa.AVX2, mr: 6, nr: 8, micro: microD256, trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkSingle}},
+	}
 )
 
-func kernels32(l isa.Level) *kernel[float32] {
-	switch l {
-	case isa.AVX512:
-		return avx512s
-	case isa.AVX2:
-		return avx2s
+// selected512 is the AVX-512 variant in use (an index into variants512).
+const selected512 = 0
+
+// generated512 is variant n of AVX-512: the generated kernels of mr rows
+// and nv vectors per row, with the kernels of fewer rows for the edges.
+func generated512(n, mr, nv int) variant {
+	s, d := gen512s[nv], gen512d[nv]
+	return variant{
+		fmt.Sprintf("avx512/%d: %dx%d", n, mr, nv*16),
+		&kernel[float32]{level: isa.AVX512, mr: mr, nr: nv * 16, micro: s[mr-1], edge: s[:mr-1], trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkSingle},
+		&kernel[float64]{level: isa.AVX512, mr: mr, nr: nv * 8, micro: d[mr-1], edge: d[:mr-1], trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkSingle},
 	}
-	return generic32
 }
 
-func kernels64(l isa.Level) *kernel[float64] {
+// variants lists the variants of level l, the one in use first.
+func variants(l isa.Level) []variant {
 	switch l {
 	case isa.AVX512:
-		return avx512d
+		vs := []variant{variants512[selected512]}
+		for i, v := range variants512 {
+			if i != selected512 {
+				vs = append(vs, v)
+			}
+		}
+		return vs
 	case isa.AVX2:
-		return avx2d
+		return variants256
 	}
-	return generic64
+	return []variant{genericV}
 }
+
+func kernels32(l isa.Level) *kernel[float32] { return variants(l)[0].s }
+func kernels64(l isa.Level) *kernel[float64] { return variants(l)[0].d }
