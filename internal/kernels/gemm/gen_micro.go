@@ -32,7 +32,21 @@ var families = []struct {
 	{'D', 4, 6},
 }
 
-func name(typ byte, mr, nv int) string { return fmt.Sprintf("micro%c512r%dv%d", typ, mr, nv) }
+// prefetching are kernels that also prefetch B eight depth steps ahead.
+var prefetching = []struct {
+	typ    byte
+	mr, nv int
+}{
+	{'S', 8, 2}, {'S', 12, 2}, {'D', 8, 2}, {'D', 12, 2},
+}
+
+func name(typ byte, mr, nv int, pf bool) string {
+	s := fmt.Sprintf("micro%c512r%dv%d", typ, mr, nv)
+	if pf {
+		s += "p"
+	}
+	return s
+}
 
 type gen struct{ b bytes.Buffer }
 
@@ -109,7 +123,7 @@ func rowAddressing(mr int) addressing {
 	panic(fmt.Sprintf("no addressing for %d rows", mr))
 }
 
-func (g *gen) kernel(typ byte, mr, nv int) {
+func (g *gen) kernel(typ byte, mr, nv int, pf bool) {
 	nacc := mr * nv
 	if nacc+nv+1 > 32 {
 		panic("too many registers")
@@ -130,7 +144,7 @@ func (g *gen) kernel(typ byte, mr, nv int) {
 	total := nacc * 64
 	frame := 4*total + 64
 	ad := rowAddressing(mr)
-	nm := name(typ, mr, nv)
+	nm := name(typ, mr, nv, pf)
 
 	g.p("// func %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)", nm, elem, elem, elem, elem)
 	g.p("TEXT ·%s(SB), $%d-%d", nm, frame, argSize)
@@ -172,6 +186,11 @@ func (g *gen) kernel(typ byte, mr, nv int) {
 	step := func(op string) {
 		for v := 0; v < nv; v++ {
 			g.p("\t%s %d(DI), %s", mov, v*64, breg(v))
+		}
+		if pf {
+			for v := 0; v < nv; v++ {
+				g.p("\tPREFETCHT0 %d(DI)(R13*8)", v*64)
+			}
 		}
 		for r := 0; r < mr; r++ {
 			t := temps[r%len(temps)]
@@ -394,8 +413,8 @@ func main() {
 		}
 		var names []string
 		for mr := 1; mr <= f.maxRows; mr++ {
-			s.kernel(f.typ, mr, f.nv)
-			nm := name(f.typ, mr, f.nv)
+			s.kernel(f.typ, mr, f.nv, false)
+			nm := name(f.typ, mr, f.nv, false)
 			fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
 			names = append(names, nm)
 		}
@@ -406,6 +425,25 @@ func main() {
 			tabD = append(tabD, line)
 		}
 	}
+	var pfS, pfD []string
+	for _, k := range prefetching {
+		s.kernel(k.typ, k.mr, k.nv, true)
+		nm := name(k.typ, k.mr, k.nv, true)
+		elem := "float32"
+		if k.typ == 'D' {
+			elem = "float64"
+		}
+		fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
+		line := fmt.Sprintf("\t[2]int{%d, %d}: %s,", k.mr, k.nv, nm)
+		if k.typ == 'S' {
+			pfS = append(pfS, line)
+		} else {
+			pfD = append(pfD, line)
+		}
+	}
+	fmt.Fprintf(&d, "// pf512s[{mr, nv}] and pf512d[{mr, nv}] are the kernels that prefetch B.\n")
+	fmt.Fprintf(&d, "var pf512s = map[[2]int]microKernel[float32]{\n%s\n}\n\n", strings.Join(pfS, "\n"))
+	fmt.Fprintf(&d, "var pf512d = map[[2]int]microKernel[float64]{\n%s\n}\n\n", strings.Join(pfD, "\n"))
 	fmt.Fprintf(&d, "// gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and\n// nv vectors per row.\n")
 	fmt.Fprintf(&d, "var gen512s = map[int][]microKernel[float32]{\n%s\n}\n\n", strings.Join(tabS, "\n"))
 	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n", strings.Join(tabD, "\n"))

@@ -102,7 +102,7 @@ const genMR, genNR = 4, 4
 var (
 	generic32 = &kernel[float32]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float32], chunk: chunkSingle}
 	generic64 = &kernel[float64]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float64], chunk: chunkSingle}
-	genericV  = variant{"generic/1: 4x4 Go", generic32, generic64}
+	genericV  = variant{"genericv1_4x4", generic32, generic64}
 )
 
 // microGo is the portable micro-kernel (genMR×genNR), in the same

@@ -127,6 +127,29 @@ func microD512r5v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *flo
 //go:noescape
 func microD512r6v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
+//go:noescape
+func microS512r8v2p(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r12v2p(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microD512r8v2p(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r12v2p(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+// pf512s[{mr, nv}] and pf512d[{mr, nv}] are the kernels that prefetch B.
+var pf512s = map[[2]int]microKernel[float32]{
+	[2]int{8, 2}:  microS512r8v2p,
+	[2]int{12, 2}: microS512r12v2p,
+}
+
+var pf512d = map[[2]int]microKernel[float64]{
+	[2]int{8, 2}:  microD512r8v2p,
+	[2]int{12, 2}: microD512r12v2p,
+}
+
 // gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and
 // nv vectors per row.
 var gen512s = map[int][]microKernel[float32]{

@@ -52,11 +52,13 @@ func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width 
 //	4  12×32 / 12×16 generated: 24 accumulators, 14 loads per 24 FMAs.
 //	5  14×32 / 14×16 generated: 28 accumulators.
 //	6  6×64 / 6×32 generated: 24 accumulators, 10 loads per 24 FMAs.
+//	7  8×32 / 8×16 as 3, prefetching B eight depth steps ahead.
+//	8  12×32 / 12×16 as 4, prefetching B eight depth steps ahead.
 //
 // AVX2: 1  6×16 / 6×8, micro.h, one chain per accumulator.
 var (
 	variants512 = []variant{
-		{"avx512/1: 6x32 paired (micro.h)",
+		{"avx512v1_6x32paired",
 			&kernel[float32]{level: isa.AVX512, mr: 6, nr: 32, micro: microS512, trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkPaired},
 			&kernel[float64]{level: isa.AVX512, mr: 6, nr: 16, micro: microD512, trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkPaired}},
 		generated512(2, 6, 2),
@@ -64,9 +66,11 @@ var (
 		generated512(4, 12, 2),
 		generated512(5, 14, 2),
 		generated512(6, 6, 4),
+		prefetching512(7, 8, 2),
+		prefetching512(8, 12, 2),
 	}
 	variants256 = []variant{
-		{"avx2/1: 6x16 (micro.h)",
+		{"avx2v1_6x16",
 			&kernel[float32]{level: isa.AVX2, mr: 6, nr: 16, micro: microS256, trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkSingle},
 			&kernel[float64]{level: isa.AVX2, mr: 6, nr: 8, micro: microD256, trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkSingle}},
 	}
@@ -80,10 +84,19 @@ const selected512 = 0
 func generated512(n, mr, nv int) variant {
 	s, d := gen512s[nv], gen512d[nv]
 	return variant{
-		fmt.Sprintf("avx512/%d: %dx%d", n, mr, nv*16),
+		fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16),
 		&kernel[float32]{level: isa.AVX512, mr: mr, nr: nv * 16, micro: s[mr-1], edge: s[:mr-1], trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkSingle},
 		&kernel[float64]{level: isa.AVX512, mr: mr, nr: nv * 8, micro: d[mr-1], edge: d[:mr-1], trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkSingle},
 	}
+}
+
+// prefetching512 is variant n of AVX-512: generated512's kernel of mr rows
+// that also prefetches B eight depth steps ahead.
+func prefetching512(n, mr, nv int) variant {
+	v := generated512(n, mr, nv)
+	v.name += "pf"
+	v.s.micro, v.d.micro = pf512s[[2]int{mr, nv}], pf512d[[2]int{mr, nv}]
+	return v
 }
 
 // variants lists the variants of level l, the one in use first.

@@ -136,6 +136,23 @@ func benchVariant(b *testing.B, l isa.Level, v variant) {
 			})
 		})
 	}
+	// A packed (as a transposed A is for wide products): a strip's rows
+	// at one depth step are contiguous.
+	b.Run(fmt.Sprintf("microPackedA/%dx%dx%d", kn.mr, kn.nr, 128), func(b *testing.B) {
+		const k = 128
+		a := randPadded[float32](rng, k, kn.mr, kn.mr)
+		bb := randPadded[float32](rng, k, kn.nr, kn.nr)
+		c := make([]float32, kn.mr*kn.nr)
+		kb := kn.chunk(k)
+		const calls = 64
+		measure(b, 2*float64(kn.mr*kn.nr*k)*calls, cachedPeak(l, 1), func() {
+			for range b.N {
+				for range calls {
+					kn.micro(k, kb, &a[0], 1, kn.mr, &bb[0], kn.nr, &c[0], kn.nr, 1, 1, true)
+				}
+			}
+		})
+	})
 	for _, s := range append(attnTiles(64), attnTiles(128)...) {
 		b.Run("tile/"+s.name, func(b *testing.B) {
 			a, bb, c, lda, ldb := operands(rng, s)
