@@ -4,6 +4,8 @@ package gemm
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
@@ -54,6 +56,7 @@ func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width 
 //	6  6×64 / 6×32 generated: 24 accumulators, 10 loads per 24 FMAs.
 //	7  8×32 / 8×16 as 3, prefetching B eight depth steps ahead.
 //	8  12×32 / 12×16 as 4, prefetching B eight depth steps ahead.
+//	9  4×64 / 4×32 generated: 16 accumulators, 8 loads per 16 FMAs.
 //
 // AVX2: 1  6×16 / 6×8, micro.h, one chain per accumulator.
 var (
@@ -68,6 +71,7 @@ var (
 		generated512(6, 6, 4),
 		prefetching512(7, 8, 2),
 		prefetching512(8, 12, 2),
+		generated512(9, 4, 4),
 	}
 	variants256 = []variant{
 		{"avx2v1_6x16",
@@ -76,8 +80,24 @@ var (
 	}
 )
 
+// default512 is the number of the AVX-512 variant in use.
+const default512 = 1
+
+// VariantEnv is the environment variable that runs another AVX-512 variant
+// by number (FLASHGORGON_GEMM_VARIANT=4), read at start-up: for timing a
+// variant inside a whole program (cmd/cpubench). A value that names no
+// variant leaves the default.
+const VariantEnv = "FLASHGORGON_GEMM_VARIANT"
+
 // selected512 is the AVX-512 variant in use (an index into variants512).
-const selected512 = 0
+var selected512 = pick512(os.Getenv(VariantEnv))
+
+func pick512(env string) int {
+	if n, err := strconv.Atoi(env); err == nil && n >= 1 && n <= len(variants512) {
+		return n - 1
+	}
+	return default512 - 1
+}
 
 // generated512 is variant n of AVX-512: the generated kernels of mr rows
 // and nv vectors per row, with the kernels of fewer rows for the edges.

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
 )
@@ -180,5 +182,125 @@ func benchVariant(b *testing.B, l isa.Level, v variant) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkVariantTable times every variant round-robin: each round runs
+// each variant for at least tableSlice, and a variant's rate is its best
+// round's. On a machine shared with other work (the GPU machine's Xeon
+// slowed some of a run's benchmarks twofold) the best of interleaved
+// rounds compares the variants at the same moments, where one benchmark
+// after another would compare them at different ones. Each sub-benchmark
+// reports, per variant, its best GFLOP/s (<variant>_GF/s) and that over
+// the best rate of the level's peak loop, timed in the same rounds, on as
+// many goroutines (<variant>_pct). Run it with -benchtime 1x; -cpu n sets
+// the goroutines of the nn products.
+func BenchmarkVariantTable(b *testing.B) {
+	var vs []variant
+	for _, l := range isa.Supported() {
+		if l == isa.Generic {
+			continue
+		}
+		for _, v := range variants(l) {
+			if err := checkVariant(v); err != nil {
+				b.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+	}
+	rng := rand.New(rand.NewSource(1))
+	type item struct {
+		name  string
+		procs int                     // goroutines of the product (and of the peak loop)
+		setup func(v variant) (run func(), flops float64) // one product with v's kernels
+	}
+	var items []item
+	procs := runtime.GOMAXPROCS(0)
+	if procs == 1 {
+		for _, k := range []int{64, 128, 256} {
+			items = append(items, item{name: fmt.Sprintf("micro/k%d", k), procs: 1, setup: func(v variant) (func(), float64) {
+				kn := v.s
+				a := randPadded[float32](rng, kn.mr, k, k)
+				bb := randPadded[float32](rng, k, kn.nr, kn.nr)
+				c := make([]float32, kn.mr*kn.nr)
+				kb := kn.chunk(k)
+				return func() { kn.micro(k, kb, &a[0], k, 1, &bb[0], kn.nr, &c[0], kn.nr, 1, 1, true) }, 2 * float64(kn.mr*kn.nr*k)
+			}})
+		}
+		for _, s := range append(attnTiles(64), attnTiles(128)...) {
+			a, bb, c, lda, ldb := operands(rng, s)
+			items = append(items, item{name: "tile/" + s.name, procs: 1, setup: func(variant) (func(), float64) {
+				var w Workspace[float32]
+				return func() {
+					if err := w.Gemm(s.tA, s.tB, s.m, s.n, s.k, 0.125, a, lda, bb, ldb, 1, c, s.n); err != nil {
+						panic(err)
+					}
+				}, 2 * float64(s.m*s.n*s.k)
+			}})
+		}
+	}
+	for _, s := range nnShapes {
+		a, bb, c, lda, ldb := operands(rng, s)
+		items = append(items, item{name: "nn/" + s.name, procs: procs, setup: func(variant) (func(), float64) {
+			return func() {
+				if err := Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n); err != nil {
+					panic(err)
+				}
+			}, 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		}})
+	}
+	for _, it := range items {
+		b.Run(it.name, func(b *testing.B) {
+			runs := make([]func(), len(vs))
+			flops := make([]float64, len(vs))
+			for i, v := range vs {
+				restore := useVariant(v)
+				runs[i], flops[i] = it.setup(v)
+				runs[i]() // grow workspaces, warm the caches
+				restore()
+			}
+			best := make([]float64, len(vs))
+			peakBest := map[isa.Level]float64{}
+			for range b.N {
+				for range tableRounds {
+					for i, v := range vs {
+						restore := useVariant(v)
+						best[i] = max(best[i], rateOf(runs[i], flops[i]))
+						restore()
+						if _, ok := peakBest[v.s.level]; !ok || i == 0 || vs[i-1].s.level != v.s.level {
+							peakBest[v.s.level] = max(peakBest[v.s.level], peakRate(v.s.level, it.procs).wall)
+						}
+					}
+				}
+			}
+			for i, v := range vs {
+				short := v.name[:strings.IndexByte(v.name+"_", '_')]
+				b.ReportMetric(best[i], short+"_GF/s")
+				if p := peakBest[v.s.level]; p > 0 {
+					b.ReportMetric(100*best[i]/p, short+"_pct")
+				}
+			}
+		})
+	}
+}
+
+// tableRounds and tableSlice are BenchmarkVariantTable's rounds and the
+// least time of a variant's turn in a round.
+const (
+	tableRounds = 7
+	tableSlice  = 10 * time.Millisecond
+)
+
+// rateOf runs f until tableSlice has passed and returns GFLOP/s at flops
+// per call.
+func rateOf(f func(), flops float64) float64 {
+	start := time.Now()
+	n := 0
+	for {
+		f()
+		n++
+		if el := time.Since(start); el >= tableSlice {
+			return flops * float64(n) / el.Seconds() / 1e9
+		}
 	}
 }
