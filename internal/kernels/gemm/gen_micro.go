@@ -40,10 +40,22 @@ var prefetching = []struct {
 	{'S', 8, 2}, {'S', 12, 2}, {'D', 8, 2}, {'D', 12, 2},
 }
 
-func name(typ byte, mr, nv int, pf bool) string {
+// embedding are kernels whose FMAs take A's value from memory, broadcast
+// by the FMA itself ({1to16}): one instruction less per row and step.
+var embedding = []struct {
+	typ    byte
+	mr, nv int
+}{
+	{'S', 6, 4}, {'S', 8, 2}, {'S', 12, 2}, {'D', 6, 4}, {'D', 8, 2}, {'D', 12, 2},
+}
+
+func name(typ byte, mr, nv int, pf, emb bool) string {
 	s := fmt.Sprintf("micro%c512r%dv%d", typ, mr, nv)
 	if pf {
 		s += "p"
+	}
+	if emb {
+		s += "e"
 	}
 	return s
 }
@@ -123,7 +135,7 @@ func rowAddressing(mr int) addressing {
 	panic(fmt.Sprintf("no addressing for %d rows", mr))
 }
 
-func (g *gen) kernel(typ byte, mr, nv int, pf bool) {
+func (g *gen) kernel(typ byte, mr, nv int, pf, emb bool) {
 	nacc := mr * nv
 	if nacc+nv+1 > 32 {
 		panic("too many registers")
@@ -144,7 +156,7 @@ func (g *gen) kernel(typ byte, mr, nv int, pf bool) {
 	total := nacc * 64
 	frame := 4*total + 64
 	ad := rowAddressing(mr)
-	nm := name(typ, mr, nv, pf)
+	nm := name(typ, mr, nv, pf, emb)
 
 	g.p("// func %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)", nm, elem, elem, elem, elem)
 	g.p("TEXT ·%s(SB), $%d-%d", nm, frame, argSize)
@@ -193,6 +205,12 @@ func (g *gen) kernel(typ byte, mr, nv int, pf bool) {
 			}
 		}
 		for r := 0; r < mr; r++ {
+			if emb {
+				for v := 0; v < nv; v++ {
+					g.p("\t%s.BCST %s, %s, %s", op, ad.addrs[r], breg(v), acc(r*nv+v))
+				}
+				continue
+			}
 			t := temps[r%len(temps)]
 			g.p("\t%s %s, %s", bcast, ad.addrs[r], t)
 			for v := 0; v < nv; v++ {
@@ -413,8 +431,8 @@ func main() {
 		}
 		var names []string
 		for mr := 1; mr <= f.maxRows; mr++ {
-			s.kernel(f.typ, mr, f.nv, false)
-			nm := name(f.typ, mr, f.nv, false)
+			s.kernel(f.typ, mr, f.nv, false, false)
+			nm := name(f.typ, mr, f.nv, false, false)
 			fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
 			names = append(names, nm)
 		}
@@ -426,21 +444,42 @@ func main() {
 		}
 	}
 	var pfS, pfD []string
+	type special struct {
+		typ     byte
+		mr, nv  int
+		pf, emb bool
+	}
+	var specials []special
 	for _, k := range prefetching {
-		s.kernel(k.typ, k.mr, k.nv, true)
-		nm := name(k.typ, k.mr, k.nv, true)
+		specials = append(specials, special{k.typ, k.mr, k.nv, true, false})
+	}
+	for _, k := range embedding {
+		specials = append(specials, special{k.typ, k.mr, k.nv, false, true})
+	}
+	var emS, emD []string
+	for _, k := range specials {
+		s.kernel(k.typ, k.mr, k.nv, k.pf, k.emb)
+		nm := name(k.typ, k.mr, k.nv, k.pf, k.emb)
 		elem := "float32"
 		if k.typ == 'D' {
 			elem = "float64"
 		}
 		fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
 		line := fmt.Sprintf("\t[2]int{%d, %d}: %s,", k.mr, k.nv, nm)
-		if k.typ == 'S' {
+		switch {
+		case k.typ == 'S' && k.pf:
 			pfS = append(pfS, line)
-		} else {
+		case k.pf:
 			pfD = append(pfD, line)
+		case k.typ == 'S':
+			emS = append(emS, line)
+		default:
+			emD = append(emD, line)
 		}
 	}
+	fmt.Fprintf(&d, "// em512s[{mr, nv}] and em512d[{mr, nv}] are the kernels whose FMAs broadcast A.\n")
+	fmt.Fprintf(&d, "var em512s = map[[2]int]microKernel[float32]{\n%s\n}\n\n", strings.Join(emS, "\n"))
+	fmt.Fprintf(&d, "var em512d = map[[2]int]microKernel[float64]{\n%s\n}\n\n", strings.Join(emD, "\n"))
 	fmt.Fprintf(&d, "// pf512s[{mr, nv}] and pf512d[{mr, nv}] are the kernels that prefetch B.\n")
 	fmt.Fprintf(&d, "var pf512s = map[[2]int]microKernel[float32]{\n%s\n}\n\n", strings.Join(pfS, "\n"))
 	fmt.Fprintf(&d, "var pf512d = map[[2]int]microKernel[float64]{\n%s\n}\n\n", strings.Join(pfD, "\n"))

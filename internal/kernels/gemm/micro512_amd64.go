@@ -139,6 +139,37 @@ func microD512r8v2p(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *fl
 //go:noescape
 func microD512r12v2p(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
+//go:noescape
+func microS512r6v4e(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r8v2e(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r12v2e(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microD512r6v4e(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r8v2e(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r12v2e(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+// em512s[{mr, nv}] and em512d[{mr, nv}] are the kernels whose FMAs broadcast A.
+var em512s = map[[2]int]microKernel[float32]{
+	[2]int{6, 4}:  microS512r6v4e,
+	[2]int{8, 2}:  microS512r8v2e,
+	[2]int{12, 2}: microS512r12v2e,
+}
+
+var em512d = map[[2]int]microKernel[float64]{
+	[2]int{6, 4}:  microD512r6v4e,
+	[2]int{8, 2}:  microD512r8v2e,
+	[2]int{12, 2}: microD512r12v2e,
+}
+
 // pf512s[{mr, nv}] and pf512d[{mr, nv}] are the kernels that prefetch B.
 var pf512s = map[[2]int]microKernel[float32]{
 	[2]int{8, 2}:  microS512r8v2p,

@@ -57,6 +57,10 @@ func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width 
 //	7  8×32 / 8×16 as 3, prefetching B eight depth steps ahead.
 //	8  12×32 / 12×16 as 4, prefetching B eight depth steps ahead.
 //	9  4×64 / 4×32 generated: 16 accumulators, 8 loads per 16 FMAs.
+//	10 6×64 / 6×32 as 6, each FMA broadcasting its A value from memory
+//	   ({1to16}): 28 instead of 34 vector instructions per step.
+//	11 12×32 / 12×16 as 4, with broadcasting FMAs.
+//	12 8×32 / 8×16 as 3, with broadcasting FMAs.
 //
 // AVX2: 1  6×16 / 6×8, micro.h, one chain per accumulator.
 var (
@@ -72,6 +76,9 @@ var (
 		prefetching512(7, 8, 2),
 		prefetching512(8, 12, 2),
 		generated512(9, 4, 4),
+		embedding512(10, 6, 4),
+		embedding512(11, 12, 2),
+		embedding512(12, 8, 2),
 	}
 	variants256 = []variant{
 		{"avx2v1_6x16",
@@ -116,6 +123,15 @@ func prefetching512(n, mr, nv int) variant {
 	v := generated512(n, mr, nv)
 	v.name += "pf"
 	v.s.micro, v.d.micro = pf512s[[2]int{mr, nv}], pf512d[[2]int{mr, nv}]
+	return v
+}
+
+// embedding512 is variant n of AVX-512: generated512's kernel of mr rows
+// with FMAs that broadcast A's values from memory.
+func embedding512(n, mr, nv int) variant {
+	v := generated512(n, mr, nv)
+	v.name += "e"
+	v.s.micro, v.d.micro = em512s[[2]int{mr, nv}], em512d[[2]int{mr, nv}]
 	return v
 }
 

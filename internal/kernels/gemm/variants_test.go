@@ -211,7 +211,7 @@ func BenchmarkVariantTable(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	type item struct {
 		name  string
-		procs int                     // goroutines of the product (and of the peak loop)
+		procs int                                         // goroutines of the product (and of the peak loop)
 		setup func(v variant) (run func(), flops float64) // one product with v's kernels
 	}
 	var items []item
