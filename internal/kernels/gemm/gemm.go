@@ -36,8 +36,8 @@ const (
 // micro-kernel sums in fresh registers before adding them to one of its
 // four totals, for a depth block of depth steps: chunkSingle for kernels
 // that sum a chunk in one chain, chunkPaired for those that sum its even
-// and odd steps in two (AVX-512). Short chunks cost a flush each; long ones
-// make the chains long. The lengths are those that kept the float32 error
+// and odd steps in two (AVX-512 variant 1). Short chunks cost a flush each;
+// long ones make the chains long. The lengths are those that kept the float32 error
 // at or below gonum's at every depth of TestAccuracy.
 func chunkSingle(depth int) int {
 	switch {

@@ -150,7 +150,7 @@ func (p *problem[T]) mismatch(want, mag []float64) error {
 	return nil
 }
 
-// shapes covers the edges of every tile (mr ∈ {4,6}, nr ∈ {4,8,16,32}),
+// shapes covers the edges of every tile (mr ∈ {4,6,12}, nr ∈ {4,8,16,32,64}),
 // depths around the chunk and block lengths, m < mr, n < nr, attention's
 // tiles, and B read in place and packed (large B with many rows of C, or
 // with long rows).

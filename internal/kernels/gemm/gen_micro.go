@@ -26,39 +26,13 @@ var families = []struct {
 	nv      int
 	maxRows int
 }{
-	{'S', 2, 14},
+	{'S', 2, 12},
 	{'S', 4, 6},
-	{'D', 2, 14},
+	{'D', 2, 12},
 	{'D', 4, 6},
 }
 
-// prefetching are kernels that also prefetch B eight depth steps ahead.
-var prefetching = []struct {
-	typ    byte
-	mr, nv int
-}{
-	{'S', 8, 2}, {'S', 12, 2}, {'D', 8, 2}, {'D', 12, 2},
-}
-
-// embedding are kernels whose FMAs take A's value from memory, broadcast
-// by the FMA itself ({1to16}): one instruction less per row and step.
-var embedding = []struct {
-	typ    byte
-	mr, nv int
-}{
-	{'S', 6, 4}, {'S', 8, 2}, {'S', 12, 2}, {'D', 6, 4}, {'D', 8, 2}, {'D', 12, 2},
-}
-
-func name(typ byte, mr, nv int, pf, emb bool) string {
-	s := fmt.Sprintf("micro%c512r%dv%d", typ, mr, nv)
-	if pf {
-		s += "p"
-	}
-	if emb {
-		s += "e"
-	}
-	return s
-}
+func name(typ byte, mr, nv int) string { return fmt.Sprintf("micro%c512r%dv%d", typ, mr, nv) }
 
 type gen struct{ b bytes.Buffer }
 
@@ -135,7 +109,7 @@ func rowAddressing(mr int) addressing {
 	panic(fmt.Sprintf("no addressing for %d rows", mr))
 }
 
-func (g *gen) kernel(typ byte, mr, nv int, pf, emb bool) {
+func (g *gen) kernel(typ byte, mr, nv int) {
 	nacc := mr * nv
 	if nacc+nv+1 > 32 {
 		panic("too many registers")
@@ -156,7 +130,7 @@ func (g *gen) kernel(typ byte, mr, nv int, pf, emb bool) {
 	total := nacc * 64
 	frame := 4*total + 64
 	ad := rowAddressing(mr)
-	nm := name(typ, mr, nv, pf, emb)
+	nm := name(typ, mr, nv)
 
 	g.p("// func %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)", nm, elem, elem, elem, elem)
 	g.p("TEXT ·%s(SB), $%d-%d", nm, frame, argSize)
@@ -199,18 +173,7 @@ func (g *gen) kernel(typ byte, mr, nv int, pf, emb bool) {
 		for v := 0; v < nv; v++ {
 			g.p("\t%s %d(DI), %s", mov, v*64, breg(v))
 		}
-		if pf {
-			for v := 0; v < nv; v++ {
-				g.p("\tPREFETCHT0 %d(DI)(R13*8)", v*64)
-			}
-		}
 		for r := 0; r < mr; r++ {
-			if emb {
-				for v := 0; v < nv; v++ {
-					g.p("\t%s.BCST %s, %s, %s", op, ad.addrs[r], breg(v), acc(r*nv+v))
-				}
-				continue
-			}
 			t := temps[r%len(temps)]
 			g.p("\t%s %s, %s", bcast, ad.addrs[r], t)
 			for v := 0; v < nv; v++ {
@@ -431,8 +394,8 @@ func main() {
 		}
 		var names []string
 		for mr := 1; mr <= f.maxRows; mr++ {
-			s.kernel(f.typ, mr, f.nv, false, false)
-			nm := name(f.typ, mr, f.nv, false, false)
+			s.kernel(f.typ, mr, f.nv)
+			nm := name(f.typ, mr, f.nv)
 			fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
 			names = append(names, nm)
 		}
@@ -443,46 +406,6 @@ func main() {
 			tabD = append(tabD, line)
 		}
 	}
-	var pfS, pfD []string
-	type special struct {
-		typ     byte
-		mr, nv  int
-		pf, emb bool
-	}
-	var specials []special
-	for _, k := range prefetching {
-		specials = append(specials, special{k.typ, k.mr, k.nv, true, false})
-	}
-	for _, k := range embedding {
-		specials = append(specials, special{k.typ, k.mr, k.nv, false, true})
-	}
-	var emS, emD []string
-	for _, k := range specials {
-		s.kernel(k.typ, k.mr, k.nv, k.pf, k.emb)
-		nm := name(k.typ, k.mr, k.nv, k.pf, k.emb)
-		elem := "float32"
-		if k.typ == 'D' {
-			elem = "float64"
-		}
-		fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
-		line := fmt.Sprintf("\t[2]int{%d, %d}: %s,", k.mr, k.nv, nm)
-		switch {
-		case k.typ == 'S' && k.pf:
-			pfS = append(pfS, line)
-		case k.pf:
-			pfD = append(pfD, line)
-		case k.typ == 'S':
-			emS = append(emS, line)
-		default:
-			emD = append(emD, line)
-		}
-	}
-	fmt.Fprintf(&d, "// em512s[{mr, nv}] and em512d[{mr, nv}] are the kernels whose FMAs broadcast A.\n")
-	fmt.Fprintf(&d, "var em512s = map[[2]int]microKernel[float32]{\n%s\n}\n\n", strings.Join(emS, "\n"))
-	fmt.Fprintf(&d, "var em512d = map[[2]int]microKernel[float64]{\n%s\n}\n\n", strings.Join(emD, "\n"))
-	fmt.Fprintf(&d, "// pf512s[{mr, nv}] and pf512d[{mr, nv}] are the kernels that prefetch B.\n")
-	fmt.Fprintf(&d, "var pf512s = map[[2]int]microKernel[float32]{\n%s\n}\n\n", strings.Join(pfS, "\n"))
-	fmt.Fprintf(&d, "var pf512d = map[[2]int]microKernel[float64]{\n%s\n}\n\n", strings.Join(pfD, "\n"))
 	fmt.Fprintf(&d, "// gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and\n// nv vectors per row.\n")
 	fmt.Fprintf(&d, "var gen512s = map[int][]microKernel[float32]{\n%s\n}\n\n", strings.Join(tabS, "\n"))
 	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n", strings.Join(tabD, "\n"))

@@ -55,6 +55,7 @@ func (kn *kernel[T]) edgeKernel(h int) microKernel[T] {
 // a variant stays while it teaches something). Every variant is tested;
 // the package runs one per level (selected in micro_amd64.go).
 type variant struct {
+	num  int // its number within the level
 	name string
 	s    *kernel[float32]
 	d    *kernel[float64]
@@ -102,7 +103,7 @@ const genMR, genNR = 4, 4
 var (
 	generic32 = &kernel[float32]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float32], chunk: chunkSingle}
 	generic64 = &kernel[float64]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float64], chunk: chunkSingle}
-	genericV  = variant{"genericv1_4x4", generic32, generic64}
+	genericV  = variant{1, "genericv1_4x4", generic32, generic64}
 )
 
 // microGo is the portable micro-kernel (genMR×genNR), in the same

@@ -44,12 +44,6 @@ func microS512r11v2(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *fl
 func microS512r12v2(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
 
 //go:noescape
-func microS512r13v2(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-
-//go:noescape
-func microS512r14v2(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-
-//go:noescape
 func microS512r1v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
 
 //go:noescape
@@ -104,12 +98,6 @@ func microD512r11v2(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *fl
 func microD512r12v2(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
 //go:noescape
-func microD512r13v2(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-
-//go:noescape
-func microD512r14v2(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-
-//go:noescape
 func microD512r1v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
 //go:noescape
@@ -127,68 +115,14 @@ func microD512r5v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *flo
 //go:noescape
 func microD512r6v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
-//go:noescape
-func microS512r8v2p(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-
-//go:noescape
-func microS512r12v2p(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-
-//go:noescape
-func microD512r8v2p(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-
-//go:noescape
-func microD512r12v2p(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-
-//go:noescape
-func microS512r6v4e(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-
-//go:noescape
-func microS512r8v2e(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-
-//go:noescape
-func microS512r12v2e(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
-
-//go:noescape
-func microD512r6v4e(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-
-//go:noescape
-func microD512r8v2e(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-
-//go:noescape
-func microD512r12v2e(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
-
-// em512s[{mr, nv}] and em512d[{mr, nv}] are the kernels whose FMAs broadcast A.
-var em512s = map[[2]int]microKernel[float32]{
-	[2]int{6, 4}:  microS512r6v4e,
-	[2]int{8, 2}:  microS512r8v2e,
-	[2]int{12, 2}: microS512r12v2e,
-}
-
-var em512d = map[[2]int]microKernel[float64]{
-	[2]int{6, 4}:  microD512r6v4e,
-	[2]int{8, 2}:  microD512r8v2e,
-	[2]int{12, 2}: microD512r12v2e,
-}
-
-// pf512s[{mr, nv}] and pf512d[{mr, nv}] are the kernels that prefetch B.
-var pf512s = map[[2]int]microKernel[float32]{
-	[2]int{8, 2}:  microS512r8v2p,
-	[2]int{12, 2}: microS512r12v2p,
-}
-
-var pf512d = map[[2]int]microKernel[float64]{
-	[2]int{8, 2}:  microD512r8v2p,
-	[2]int{12, 2}: microD512r12v2p,
-}
-
 // gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and
 // nv vectors per row.
 var gen512s = map[int][]microKernel[float32]{
-	2: {microS512r1v2, microS512r2v2, microS512r3v2, microS512r4v2, microS512r5v2, microS512r6v2, microS512r7v2, microS512r8v2, microS512r9v2, microS512r10v2, microS512r11v2, microS512r12v2, microS512r13v2, microS512r14v2},
+	2: {microS512r1v2, microS512r2v2, microS512r3v2, microS512r4v2, microS512r5v2, microS512r6v2, microS512r7v2, microS512r8v2, microS512r9v2, microS512r10v2, microS512r11v2, microS512r12v2},
 	4: {microS512r1v4, microS512r2v4, microS512r3v4, microS512r4v4, microS512r5v4, microS512r6v4},
 }
 
 var gen512d = map[int][]microKernel[float64]{
-	2: {microD512r1v2, microD512r2v2, microD512r3v2, microD512r4v2, microD512r5v2, microD512r6v2, microD512r7v2, microD512r8v2, microD512r9v2, microD512r10v2, microD512r11v2, microD512r12v2, microD512r13v2, microD512r14v2},
+	2: {microD512r1v2, microD512r2v2, microD512r3v2, microD512r4v2, microD512r5v2, microD512r6v2, microD512r7v2, microD512r8v2, microD512r9v2, microD512r10v2, microD512r11v2, microD512r12v2},
 	4: {microD512r1v4, microD512r2v4, microD512r3v4, microD512r4v4, microD512r5v4, microD512r6v4},
 }
