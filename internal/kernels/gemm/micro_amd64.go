@@ -40,6 +40,8 @@ func transposeD4(dst *float64, ldd int, src *float64, lds int, rows, cols int)
 //go:noescape
 func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
 
+//go:generate go run gen_micro.go
+
 // The variants of each level, numbered once (numbers are not reused). Each
 // was timed round-robin on the GPU machine's Xeon (Sapphire Rapids class,
 // one core, BenchmarkVariantTable; percentages of the AVX-512 FMA peak loop
