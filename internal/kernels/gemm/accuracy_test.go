@@ -73,7 +73,7 @@ func TestAccuracy(t *testing.T) {
 	if testing.Short() {
 		depths = []int{8, 64, 300}
 	}
-	forEachLevel(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
 		var table strings.Builder
 		fmt.Fprintf(&table, "%-8s %4s %5s %5s %8s %8s %8s %6s\n", "data", "tB", "m=n", "k", "ours", "gonum", "1-chain", "ratio")
 		worst := 0.0

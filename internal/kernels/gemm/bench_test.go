@@ -182,7 +182,7 @@ func trans(t bool) blas.Transpose {
 
 // BenchmarkTile runs attention's tile products on Workspace.Gemm, one
 // product per goroutine on each of GOMAXPROCS goroutines (as the attention
-// op runs them), beside gonum's Sgemm (the tile products' current kernel).
+// op runs them), beside gonum's Sgemm (the tile products' kernel before this package).
 func BenchmarkTile(b *testing.B) {
 	for _, s := range tileShapes {
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)

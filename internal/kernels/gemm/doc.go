@@ -15,7 +15,7 @@
 // block of op(B) of at most 512 KiB), depth blocks of kc, row strips of mr
 // and column strips of nr, where mr×nr is the micro-kernel's register tile:
 //
-//	AVX-512  float32 6×32, float64 6×16 (two zmm per row)
+//	AVX-512  float32 6×64, float64 6×32 (four zmm per row; variant 6)
 //	AVX2     float32 6×16, float64 6×8  (two ymm per row)
 //	generic  4×4 (plain Go)
 //
@@ -25,9 +25,12 @@
 // stride: straight from B when B is not transposed and small (attention's
 // tiles), else from a packed copy of the kc×nc block, zero-padded to whole
 // strips (AVX row copier; an 8×8 AVX transposer when B is stored
-// transposed). Edge strips recompute the last full strip (rows m−mr…m−1,
-// columns n−nr…n−1) into a scratch tile and keep only the new part, so A
-// is packed only when m < mr.
+// transposed). The last rows of C (h < mr) run on the variant's kernel of
+// h rows where it has one (the generated AVX-512 kernels come in every
+// height), so A is never padded; else, and for the last columns, the
+// last full strip (rows m−mr…m−1, columns n−nr…n−1) is recomputed into a
+// scratch tile of which only the new part is kept, and A is packed only
+// when m < mr.
 //
 // # Accumulation (accuracy)
 //
@@ -37,11 +40,12 @@
 // Here each output is the sum of short chains, combined as a tree:
 //
 //  1. chunks: the micro-kernel sums kb consecutive depth steps in fresh
-//     registers; on AVX-512 (32 registers) the even and odd steps of a
-//     chunk go to two register sets, added at the chunk's end, so a chain
-//     is kb/2 long. kb is 4–8 for depth blocks under 64, 8 (AVX2, Go) or 16
-//     (AVX-512) up to 128, and 16 or 32 for the 256-deep blocks of k > 512.
-//     The first step of a chunk multiplies instead of zeroing and adding.
+//     registers, one FMA chain per accumulator: kb is 4 for depth blocks
+//     under 64, 8 up to 128 and 16 for the 256-deep blocks of k > 512
+//     (chunkSingle). AVX-512 variant 1 sums the even and odd steps of a
+//     chunk in two register sets, added at the chunk's end, in chunks twice
+//     as long (chunkPaired): the same chain lengths. The first step of a
+//     chunk multiplies instead of zeroing and adding.
 //  2. four totals: chunk c is added to total c mod 4 (on the stack), so
 //     each total's chain is a quarter of the chunks; at the end the totals
 //     are added as a tree, (T₀+T₁)+(T₂+T₃).
@@ -60,14 +64,33 @@
 // (gonum's A·B is one axpy chain per entry). float64 runs the same kernels;
 // TestFloat64Exact holds it to 1e-12 relative to Σ|a·b|.
 //
-// Chunk flushes and the tree cost the AVX-512 micro-kernel about 6–10% of
-// its FMA rate at kb = 16 and 4–8% at kb = 32 (on the development machine's
-// Zen 5, whose adds have pipes of their own; more where adds share the FMA
-// ports).
+// Chunk flushes (an add and a store per accumulator and chunk) and the
+// tree cost about one vector instruction per 8 FMAs at kb = 8. Longer
+// chunks would halve that but break the rule above (kb = 16 up to depth
+// 128 gives up to 1.13× gonum's error, at k = 64).
 //
-// # Instruction sets
+// # Instruction sets and variants
 //
 // The kernels are picked once from internal/isa (AVX-512, AVX2+FMA, or
-// generic Go; the purego build tag or FLASHGORGON_SIMD=generic forces Go);
-// tests run every level the machine supports.
+// generic Go; the purego build tag or FLASHGORGON_SIMD=generic forces Go).
+// A level may have several numbered variants (register tiles, micro_amd64.go
+// lists them with their measured rates); one is in use, the others stay
+// while they teach something, and FLASHGORGON_GEMM_VARIANT=n runs AVX-512
+// variant n instead (to time it inside a program). The AVX-512 variants
+// other than 1 are generated (gen_micro.go, micro512_amd64.s). Tests run
+// every variant of every level the machine supports (TestVariants checks
+// each against a float64 loop; BenchmarkVariants and BenchmarkVariantTable
+// run that check before timing). BenchmarkVariantTable times the variants
+// round-robin and keeps each one's best round, which compares them on a
+// machine shared with other work.
+//
+// On the development machine's Zen 5 all variants reach 80–90% of the
+// AVX-512 FMA peak loop at attention's tiles. On the GPU machine's Xeon
+// (Sapphire Rapids class, two FMA ports whose adds share them) variant 6
+// (6×64) reaches 76–80% on attention's tiles and 68–79% on nine of nn's
+// ten products at one core, where variant 1 (the 6×32 kernel used before)
+// reached 62–75% and 57–69% in the same rounds
+// (cmd/cpubench/results/gemm-xeon-variants-run3.log). The tenth, the
+// 4096-deep weight gradient D256/fc/xtg, gave variant 6 49% and variant 1
+// 68% there, and the reverse order (56%, 47%) in the run before.
 package gemm

@@ -36,8 +36,8 @@ const (
 // micro-kernel sums in fresh registers before adding them to one of its
 // four totals, for a depth block of depth steps: chunkSingle for kernels
 // that sum a chunk in one chain, chunkPaired for those that sum its even
-// and odd steps in two (AVX-512). Short chunks cost a flush each; long ones
-// make the chains long. The lengths are those that kept the float32 error
+// and odd steps in two (AVX-512 variant 1). Short chunks cost a flush each;
+// long ones make the chains long. The lengths are those that kept the float32 error
 // at or below gonum's at every depth of TestAccuracy.
 func chunkSingle(depth int) int {
 	switch {
@@ -225,20 +225,27 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 			}
 			for ir := 0; ir < m; ir += mr {
 				h := min(mr, m-ir)
-				// The micro-kernel's strip of A: rows i0…i0+mr−1 of op(A),
-				// of which rows ro… are the new rows ir…ir+h−1.
+				// The micro-kernel's strip of A: rows i0…i0+hk−1 of op(A),
+				// of which rows ro… are the new rows ir…ir+h−1. The last
+				// rows run on the edge kernel of h rows where there is one,
+				// else recompute the last full strip.
+				micro, hk := kn.micro, mr
 				i0, ro := ir, 0
+				if h < mr {
+					if e := kn.edgeKernel(h); e != nil {
+						micro, hk = e, h
+					} else if m >= mr {
+						i0, ro = m-mr, mr-h
+					}
+				}
 				var ap *T
 				var rs, ps int
-				if h < mr && m >= mr {
-					i0, ro = m-mr, mr-h
-				}
 				switch {
-				case m < mr:
+				case m < mr && hk == mr:
 					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
 					ap, rs, ps = &w.a[0], 1, mr
 				case tA && packAT:
-					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, mr)
+					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, hk)
 					ap, rs, ps = &w.a[0], 1, mr
 				case tA:
 					ap, rs, ps = &a[pc*lda+i0], 1, lda
@@ -259,11 +266,11 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 						}
 						bp, bs = &b[pc*ldb+j0], ldb
 					}
-					if h == mr && wd == nr {
-						kn.micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
+					if hk == h && wd == nr {
+						micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
 						continue
 					}
-					kn.micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
+					micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
 					addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*nr+co:], nr, h, wd, bet, load)
 				}
 			}

@@ -11,13 +11,15 @@ import (
 	"github.com/flashgorgon/flashgorgon/internal/isa"
 )
 
-// forEachLevel runs f once per instruction-set level this build and machine
-// support, with the package switched to that level's kernels.
-func forEachLevel(t *testing.T, f func(t *testing.T)) {
+// forEachVariant runs f once per kernel variant of every instruction-set
+// level this build and machine support, with the package switched to it.
+func forEachVariant(t *testing.T, f func(t *testing.T)) {
 	for _, l := range isa.Supported() {
-		restore := useLevel(l)
-		t.Run(l.String(), f)
-		restore()
+		for _, v := range variants(l) {
+			restore := useVariant(v)
+			t.Run(v.name, f)
+			restore()
+		}
 	}
 }
 
@@ -121,25 +123,34 @@ func unitRoundoff[T Float]() float64 {
 // verify compares C after the product with the reference.
 func (p *problem[T]) verify(t *testing.T, want, mag []float64) {
 	t.Helper()
+	if err := p.mismatch(want, mag); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mismatch returns an error naming the first entry of C farther from the
+// reference than the error bound, or a padding entry that was written.
+func (p *problem[T]) mismatch(want, mag []float64) error {
 	tol := errorBound(p.k) * unitRoundoff[T]()
 	for i := 0; i < p.m; i++ {
 		for j := 0; j < p.ldc && i*p.ldc+j < len(p.c); j++ {
 			got := float64(p.c[i*p.ldc+j])
 			if j >= p.n {
 				if !math.IsNaN(got) { // padding starts as NaN
-					t.Fatalf("padding C[%d,%d] = %g was written", i, j, got)
+					return fmt.Errorf("padding C[%d,%d] = %g was written", i, j, got)
 				}
 				continue
 			}
 			w, g := want[i*p.n+j], mag[i*p.n+j]
 			if !(math.Abs(got-w) <= tol*g+1e-300) {
-				t.Fatalf("C[%d,%d] = %.9g, want %.9g (error %.3g, bound %.3g)", i, j, got, w, math.Abs(got-w), tol*g)
+				return fmt.Errorf("C[%d,%d] = %.9g, want %.9g (error %.3g, bound %.3g)", i, j, got, w, math.Abs(got-w), tol*g)
 			}
 		}
 	}
+	return nil
 }
 
-// shapes covers the edges of every tile (mr ∈ {4,6}, nr ∈ {4,8,16,32}),
+// shapes covers the edges of every tile (mr ∈ {4,6,12}, nr ∈ {4,8,16,32,64}),
 // depths around the chunk and block lengths, m < mr, n < nr, attention's
 // tiles, and B read in place and packed (large B with many rows of C, or
 // with long rows).
@@ -173,7 +184,7 @@ func testGemm[T Float](t *testing.T, run func(p *problem[T]) error) {
 }
 
 func TestGemm(t *testing.T) {
-	forEachLevel(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
 		t.Run("float32", func(t *testing.T) {
 			var w Workspace[float32]
 			testGemm(t, func(p *problem[float32]) error {
@@ -203,7 +214,7 @@ func TestGemmParallel(t *testing.T) {
 	if testing.Short() {
 		sizes = sizes[:2]
 	}
-	forEachLevel(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(2))
 		for _, s := range sizes {
 			for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}} {
@@ -227,7 +238,7 @@ func TestGemmParallel(t *testing.T) {
 // TestFloat64Exact checks the gradient-check path: float64 products within
 // 1e-12 of the float64 reference, relative to Σ|a·b|.
 func TestFloat64Exact(t *testing.T) {
-	forEachLevel(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(3))
 		for _, s := range [][3]int{{64, 64, 64}, {31, 45, 1025}, {96, 40, 4096}} {
 			p := newProblem[float64](rng, false, true, s[0], s[1], s[2], 0, 1, 0)
@@ -247,28 +258,43 @@ func TestFloat64Exact(t *testing.T) {
 // TestMicroKernels checks each micro-kernel alone: depths around the chunk
 // length, A read by rows, by columns and packed, C loaded or not.
 func TestMicroKernels(t *testing.T) {
-	forEachLevel(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
 		testMicro(t, kernelFor[float32]())
 		testMicro(t, kernelFor[float64]())
 	})
 }
 
 func testMicro[T float32 | float64](t *testing.T, kn *kernel[T]) {
+	testMicroRows(t, kn, kn.micro, kn.mr)
+	for h := 1; h < kn.mr; h++ {
+		if e := kn.edgeKernel(h); e != nil {
+			testMicroRows(t, kn, e, h)
+		}
+	}
+}
+
+// testMicroRows checks micro, a kernel of mr rows and kn.nr columns.
+func testMicroRows[T float32 | float64](t *testing.T, kn *kernel[T], micro microKernel[T], mr int) {
 	rng := rand.New(rand.NewSource(4))
-	mr, nr := kn.mr, kn.nr
+	nr := kn.nr
 	for _, k := range []int{1, 2, 7, 8, 9, 16, 17, 64, 100} {
 		for _, kb := range []int{1, 3, 8, 16} {
 			for _, layout := range []struct{ rs, ps int }{{k + 2, 1}, {1, mr + 1}, {1, mr}} {
-				for _, load := range []bool{false, true} {
+				for li, load := range []bool{false, true} {
+					// alpha = 1, beta = 1 take the kernels' shortcuts.
+					alpha, beta := T(0.75), T(-1.5)
+					if (k+kb+li)%2 == 0 {
+						alpha, beta = 1, 1
+					}
 					a := make([]T, (mr-1)*layout.rs+(k-1)*layout.ps+1)
 					b := make([]T, (k-1)*(nr+3)+nr)
-					c := make([]T, (mr-1)*(nr+5)+nr)
+					c := make([]T, (mr-1)*(nr+5)+nr+5) // C's padding must stay as it is
 					for _, x := range [][]T{a, b, c} {
 						for i := range x {
 							x[i] = T(rng.NormFloat64())
 						}
 					}
-					alpha, beta := T(0.75), T(-1.5)
+					c0 := append([]T(nil), c...)
 					want := make([]float64, mr*nr)
 					for i := 0; i < mr; i++ {
 						for j := 0; j < nr; j++ {
@@ -282,12 +308,17 @@ func testMicro[T float32 | float64](t *testing.T, kn *kernel[T]) {
 							}
 						}
 					}
-					kn.micro(k, kb, &a[0], layout.rs, layout.ps, &b[0], nr+3, &c[0], nr+5, alpha, beta, load)
+					micro(k, kb, &a[0], layout.rs, layout.ps, &b[0], nr+3, &c[0], nr+5, alpha, beta, load)
 					tol := 1e-5
 					if unitRoundoff[T]() < 1e-10 {
 						tol = 1e-13
 					}
 					for i := 0; i < mr; i++ {
+						for j := nr; j < nr+5; j++ {
+							if c[i*(nr+5)+j] != c0[i*(nr+5)+j] {
+								t.Fatalf("%v %d×%d k=%d: padding c[%d,%d] written", kn.level, mr, nr, k, i, j)
+							}
+						}
 						for j := 0; j < nr; j++ {
 							if got := float64(c[i*(nr+5)+j]); math.Abs(got-want[i*nr+j]) > tol*(1+math.Abs(want[i*nr+j]))*math.Sqrt(float64(k)) {
 								t.Fatalf("%v %d×%d k=%d kb=%d layout=%v load=%t: c[%d,%d] = %g, want %g", kn.level, mr, nr, k, kb, layout, load, i, j, got, want[i*nr+j])
@@ -304,7 +335,7 @@ func testMicro[T float32 | float64](t *testing.T, kn *kernel[T]) {
 // strip, with each level's SIMD copier and transposer, against reading the
 // operands directly.
 func TestPacking(t *testing.T) {
-	forEachLevel(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
 		testPacking(t, kernelFor[float32]())
 		testPacking(t, kernelFor[float64]())
 	})
@@ -372,7 +403,7 @@ func testPacking[T float32 | float64](t *testing.T, kn *kernel[T]) {
 // TestTileAllocs checks that a workspace, once grown, runs attention's tile
 // products without allocating.
 func TestTileAllocs(t *testing.T) {
-	forEachLevel(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(5))
 		q, k, s := randPadded[float32](rng, 64, 64, 64), randPadded[float32](rng, 64, 64, 64), make([]float32, 64*64)
 		var w Workspace[float32]

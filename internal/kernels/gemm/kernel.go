@@ -32,10 +32,33 @@ type kernel[T Float] struct {
 	level  isa.Level
 	mr, nr int
 	micro  microKernel[T]
+	// edge[h−1], when not nil, computes a tile of h < mr rows and nr
+	// columns (the last rows of C); without it the last rows recompute a
+	// full strip and keep the new rows.
+	edge   []microKernel[T]
 	trans  transposer[T]
 	tblock int // the transposer's block size
 	rows   rowCopier
 	chunk  func(depth int) int // the chunk length for a depth block
+}
+
+// edgeKernel returns the kernel of h < mr rows, or nil.
+func (kn *kernel[T]) edgeKernel(h int) microKernel[T] {
+	if h < 1 || h > len(kn.edge) {
+		return nil
+	}
+	return kn.edge[h-1]
+}
+
+// A variant is a pair of float32 and float64 kernels of one level and one
+// register tile shape, numbered within its level (llm.c's dev/cuda style:
+// a variant stays while it teaches something). Every variant is tested;
+// the package runs one per level (selected in micro_amd64.go).
+type variant struct {
+	num  int // its number within the level
+	name string
+	s    *kernel[float32]
+	d    *kernel[float64]
 }
 
 // The kernels in use, picked from isa.Get() at start-up.
@@ -52,6 +75,14 @@ func init() { useLevel(isa.Get()) }
 func useLevel(l isa.Level) (restore func()) {
 	old32, old64 := kern32, kern64
 	kern32, kern64 = kernels32(l), kernels64(l)
+	return func() { kern32, kern64 = old32, old64 }
+}
+
+// useVariant switches the package to variant v's kernels and returns the
+// function that switches back (tests and benchmarks).
+func useVariant(v variant) (restore func()) {
+	old32, old64 := kern32, kern64
+	kern32, kern64 = v.s, v.d
 	return func() { kern32, kern64 = old32, old64 }
 }
 
@@ -72,6 +103,7 @@ const genMR, genNR = 4, 4
 var (
 	generic32 = &kernel[float32]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float32], chunk: chunkSingle}
 	generic64 = &kernel[float64]{level: isa.Generic, mr: genMR, nr: genNR, micro: microGo[float64], chunk: chunkSingle}
+	genericV  = variant{1, "genericv1_4x4", generic32, generic64}
 )
 
 // microGo is the portable micro-kernel (genMR×genNR), in the same

@@ -3,6 +3,9 @@
 package gemm
 
 import (
+	"fmt"
+	"os"
+	"strconv"
 	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
@@ -37,29 +40,110 @@ func transposeD4(dst *float64, ldd int, src *float64, lds int, rows, cols int)
 //go:noescape
 func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
 
+//go:generate go run gen_micro.go
+
+// The variants of each level, numbered once (numbers are not reused). Each
+// was timed round-robin on the GPU machine's Xeon (Sapphire Rapids class,
+// one core, BenchmarkVariantTable; percentages of the AVX-512 FMA peak loop
+// measured in the same rounds, mean over attention's ten tile products and
+// nn's ten products, cmd/cpubench/results/gemm-xeon-variants-run3.log) and
+// on the development machine's Zen 5 (where all reach 80–90% and differ by
+// a few percent):
+//
+//	1  6×32 / 6×16, micro.h: 12 accumulators, even and odd depth steps
+//	   in two register sets (24 in all), chunkPaired; totals on the frame
+//	   unaligned. Xeon 67.4%.
+//	2  6×32 / 6×16 generated (gen_micro.go): one chain per accumulator,
+//	   chunkSingle, aligned totals, first step then three, then four steps
+//	   a turn, alpha = 1 and beta = 1 shortcuts, edge kernels for the last
+//	   rows (exact, instead of recomputing a full strip). Xeon 70.5%.
+//	4  12×32 / 12×16 generated: 24 accumulators, 14 loads per 24 FMAs
+//	   (BLIS's Skylake-X shape). Xeon 71.5%.
+//	6  6×64 / 6×32 generated: 24 accumulators, 10 loads per 24 FMAs; its
+//	   nr = 64 is attention's key block and head dimension. Xeon 74.4%
+//	   (76–80% on the tiles, 49–79% on nn's products); in use.
+//
+// Dropped after the Xeon runs (the logs keep their numbers): 3 8×32
+// (72.1%), 5 14×32 (71.2%), 7 and 8 the 8×32 and 12×32 prefetching B eight
+// steps ahead (71.4%, 72.0%: no gain), 9 4×64 (71.8%), 10–12 6×64, 12×32,
+// 8×32 with FMAs that broadcast A from memory ({1to16}: fewer instructions
+// per FMA, but 62–64% on the Xeon and 8–18% slower than their twins on
+// Zen 5).
+//
+// AVX2: 1  6×16 / 6×8, micro.h, one chain per accumulator.
 var (
-	avx512s = &kernel[float32]{isa.AVX512, 6, 32, microS512, transposeS8, 8, copyRows, chunkPaired}
-	avx512d = &kernel[float64]{isa.AVX512, 6, 16, microD512, transposeD4, 4, copyRows, chunkPaired}
-	avx2s   = &kernel[float32]{isa.AVX2, 6, 16, microS256, transposeS8, 8, copyRows, chunkSingle}
-	avx2d   = &kernel[float64]{isa.AVX2, 6, 8, microD256, transposeD4, 4, copyRows, chunkSingle}
+	variants512 = []variant{
+		{1, "avx512v1_6x32paired",
+			&kernel[float32]{level: isa.AVX512, mr: 6, nr: 32, micro: microS512, trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkPaired},
+			&kernel[float64]{level: isa.AVX512, mr: 6, nr: 16, micro: microD512, trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkPaired}},
+		generated512(2, 6, 2),
+		generated512(4, 12, 2),
+		generated512(6, 6, 4),
+	}
+	variants256 = []variant{
+		{1, "avx2v1_6x16",
+			&kernel[float32]{level: isa.AVX2, mr: 6, nr: 16, micro: microS256, trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkSingle},
+			&kernel[float64]{level: isa.AVX2, mr: 6, nr: 8, micro: microD256, trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkSingle}},
+	}
 )
 
-func kernels32(l isa.Level) *kernel[float32] {
-	switch l {
-	case isa.AVX512:
-		return avx512s
-	case isa.AVX2:
-		return avx2s
+// default512 is the number of the AVX-512 variant in use.
+const default512 = 6
+
+// VariantEnv is the environment variable that runs another AVX-512 variant
+// by number (FLASHGORGON_GEMM_VARIANT=1), read at start-up: for timing a
+// variant inside a whole program (cmd/cpubench). A value that names no
+// variant leaves the default.
+const VariantEnv = "FLASHGORGON_GEMM_VARIANT"
+
+// selected512 is the AVX-512 variant in use (an index into variants512).
+var selected512 = pick512(os.Getenv(VariantEnv))
+
+func pick512(env string) int {
+	want := default512
+	if n, err := strconv.Atoi(env); err == nil {
+		want = n
 	}
-	return generic32
+	for i, v := range variants512 {
+		if v.num == want {
+			return i
+		}
+	}
+	for i, v := range variants512 {
+		if v.num == default512 {
+			return i
+		}
+	}
+	panic("gemm: no AVX-512 variant numbered default512")
 }
 
-func kernels64(l isa.Level) *kernel[float64] {
+// generated512 is variant n of AVX-512: the generated kernels of mr rows
+// and nv vectors per row, with the kernels of fewer rows for the edges.
+func generated512(n, mr, nv int) variant {
+	s, d := gen512s[nv], gen512d[nv]
+	return variant{
+		n, fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16),
+		&kernel[float32]{level: isa.AVX512, mr: mr, nr: nv * 16, micro: s[mr-1], edge: s[:mr-1], trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkSingle},
+		&kernel[float64]{level: isa.AVX512, mr: mr, nr: nv * 8, micro: d[mr-1], edge: d[:mr-1], trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkSingle},
+	}
+}
+
+// variants lists the variants of level l, the one in use first.
+func variants(l isa.Level) []variant {
 	switch l {
 	case isa.AVX512:
-		return avx512d
+		vs := []variant{variants512[selected512]}
+		for i, v := range variants512 {
+			if i != selected512 {
+				vs = append(vs, v)
+			}
+		}
+		return vs
 	case isa.AVX2:
-		return avx2d
+		return variants256
 	}
-	return generic64
+	return []variant{genericV}
 }
+
+func kernels32(l isa.Level) *kernel[float32] { return variants(l)[0].s }
+func kernels64(l isa.Level) *kernel[float64] { return variants(l)[0].d }
