@@ -169,6 +169,7 @@ func attnBase(p *AttentionParams) attnParams {
 		b:     int32(p.B), h: int32(p.H), hkv: int32(p.Hkv), nq: int32(p.Nq), nk: int32(p.Nk), d: int32(p.D),
 	}
 	kp.vRow, kp.vHead, kp.vBatch = kp.kRow, kp.kHead, kp.kBatch
+	kp.precision = int32(p.Precision)
 	kp.oRow, kp.oHead, kp.oBatch = kp.qRow, kp.qHead, kp.qBatch
 	if p.Causal {
 		kp.causal, kp.causalOffset = 1, int32(p.Nk-p.Nq)
@@ -300,6 +301,9 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 		name = fmt.Sprintf("fg_attn_fwd_v1_%s_d256", dt)
 		grid, block = [3]int{ceilDiv(int(kp.nq), 128), int(kp.h), int(kp.b)}, 128
 	case 2:
+		if c, ok := pickMMA(kp, dt); ok { // the tensor-core kernels, variant 3 (attention_mma.go)
+			return s.startMMA(kp, c)
+		}
 		c := pickCfg(fwdCfgs[dt], int(kp.d))
 		name = "fg_attn_fwd_v2_" + c.suffix(dt)
 		grid, block, smem = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}, c.threads(), fwdSmem(c, dt)
