@@ -51,12 +51,14 @@ func ParsePrecision(s string) (Precision, error) {
 	return 0, fmt.Errorf("cuda: unknown precision %q (want fma, exact, tf32 or bf16)", s)
 }
 
-// mmaCfg is one tensor-core forward kernel of kernels/attention_mma.cu: its precision, the
-// head dimension D it takes (d == D only) and the key tile rows BN. The query tile is mmaBM
-// rows, one warp per 16 of them.
+// mmaCfg is one tensor-core forward kernel of kernels/attention_mma.cu: its forward variant
+// (3: float32 tiles in shared memory, operands converted per fragment; 4: bfloat16 tiles in
+// shared memory read with ldmatrix, bfloat16 only), its precision, the head dimension D it
+// takes (d == D only) and the key tile rows BN. The query tile is mmaBM rows, one warp per 16.
 type mmaCfg struct {
-	Prec  Precision
-	D, BN int
+	Variant int
+	Prec    Precision
+	D, BN   int
 }
 
 const (
@@ -65,22 +67,30 @@ const (
 )
 
 // mmaCfgs lists the kernels instantiated in kernels/attention_mma.cu: the tile sizes of the
-// tensor-core forward, chosen here only. BN = 64 keeps every kernel within 255 registers
-// without spills (ptxas -v, sm_80 and sm_90) and its shared memory under 110 KiB, two blocks
+// tensor-core forward, chosen here only. For each precision and D the first entry is the one
+// AttentionForward runs. BN = 64 keeps every kernel within 255 registers without spills
+// (ptxas -v, sm_80 and sm_90: 126 to 196) and its shared memory at most 105 KiB, two blocks
 // per multiprocessor at d = 128.
 var mmaCfgs = []mmaCfg{
-	{PrecisionBF16, 64, 64}, {PrecisionBF16, 128, 64},
-	{PrecisionTF32, 64, 64}, {PrecisionTF32, 128, 64},
-	{PrecisionExact, 64, 64}, {PrecisionExact, 128, 64},
+	{4, PrecisionBF16, 64, 64}, {4, PrecisionBF16, 128, 64},
+	{3, PrecisionBF16, 64, 64}, {3, PrecisionBF16, 128, 64},
+	{3, PrecisionTF32, 64, 64}, {3, PrecisionTF32, 128, 64},
+	{3, PrecisionExact, 64, 64}, {3, PrecisionExact, 128, 64},
 }
 
 func (c mmaCfg) name() string {
+	if c.Variant == 4 {
+		return fmt.Sprintf("fg_attn_fwd_mma_ldm_%s_d%d_n%d", c.Prec, c.D, c.BN)
+	}
 	return fmt.Sprintf("fg_attn_fwd_mma_%s_d%d_n%d", c.Prec, c.D, c.BN)
 }
 
-// smem is the kernel's shared memory (its SMEM constant): Q [64][D+16], K [BN][D+16],
-// V [BN][D+4] float32.
+// smem is the kernel's shared memory (its SMEM constant): variant 3 Q [64][D+16], K [BN][D+16],
+// V [BN][D+4] float32; variant 4 K and V [BN][D] float32 and [BN][D+8] bfloat16.
 func (c mmaCfg) smem() int {
+	if c.Variant == 4 {
+		return 2*c.BN*c.D*4 + 2*c.BN*(c.D+8)*2
+	}
 	return (mmaBM*(c.D+16) + c.BN*(c.D+16) + c.BN*(c.D+4)) * 4
 }
 
@@ -88,8 +98,9 @@ func (c mmaCfg) smem() int {
 // problem, a precision other than PrecisionFMA, a head dimension with a kernel in mmaCfgs (64
 // or 128), and rows of q, k, v, o that start on 16 bytes (strides multiples of 4 elements; the
 // launchers' layouts are contiguous). Every other forward runs the FMA kernel, variant 2,
-// which is at least as accurate as the precision asked for.
-func pickMMA(kp *attnParams, dt dtype) (mmaCfg, bool) {
+// which is at least as accurate as the precision asked for. variant 0 takes the first kernel
+// of mmaCfgs for the precision and D, 3 or 4 that variant's.
+func pickMMA(kp *attnParams, dt dtype, variant int) (mmaCfg, bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return mmaCfg{}, false
 	}
@@ -100,7 +111,7 @@ func pickMMA(kp *attnParams, dt dtype) (mmaCfg, bool) {
 		}
 	}
 	for _, c := range mmaCfgs {
-		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) {
+		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 || variant == c.Variant) {
 			return c, true
 		}
 	}

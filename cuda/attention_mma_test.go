@@ -167,15 +167,25 @@ func TestAttentionMMADevice(t *testing.T) {
 				p.Q, p.K, p.V = toType(randn(rng, qn, 1), false), toType(randn(rng, kn, 1), false), toType(randn(rng, kn, 1), false)
 				q, k, v := as64(p.Q), as64(p.K), as64(p.V)
 				wantO, wantL := refAttention(&p, q, k, v)
-				for _, prec := range []Precision{PrecisionFMA, PrecisionExact, PrecisionTF32, PrecisionBF16} {
-					p.Precision = prec
-					kp := attnBase(&p)
-					if _, ok := pickMMA(&kp, f32); ok != (prec != PrecisionFMA) {
-						t.Fatalf("%v: pickMMA chose the tensor cores: %v", prec, ok)
+				// Every kernel: the FMA kernel (variant 2) and each tensor-core variant.
+				kernels := []struct {
+					prec    Precision
+					variant int
+				}{{PrecisionFMA, 2}}
+				for _, mc := range mmaCfgs {
+					if mc.D == d {
+						kernels = append(kernels, struct {
+							prec    Precision
+							variant int
+						}{mc.Prec, mc.Variant})
 					}
+				}
+				for _, kern := range kernels {
+					prec := kern.prec
+					p.Precision = prec
 					p.O, p.L, p.LRes = zeros(qn, false), zeros(ln, false), zeros(ln, false)
-					if err := AttentionForward(p); err != nil {
-						t.Fatalf("%v: %v", prec, err)
+					if err := attentionForward(p, kern.variant); err != nil {
+						t.Fatalf("%v variant %d: %v", prec, kern.variant, err)
 					}
 					naivePrec := prec
 					if prec == PrecisionFMA {
@@ -187,16 +197,17 @@ func TestAttentionMMADevice(t *testing.T) {
 					if prec == PrecisionFMA { // logged beside the others; its bound is the FMA tests'
 						tolO, tolL = tolerance(false), tolerance(false)
 					}
-					eo := compare(t, prec.String()+" O", as64(p.O), wantO, tolO)
-					el := compare(t, prec.String()+" L", as64(p.L), wantL, tolL)
+					what := fmt.Sprintf("%v v%d", prec, kern.variant)
+					eo := compare(t, what+" O", as64(p.O), wantO, tolO)
+					el := compare(t, what+" L", as64(p.L), wantL, tolL)
 					// L + LRes carries L beyond float32's rounding (the L the backward uses).
 					full := as64(p.L)
 					for i, r := range as64(p.LRes) {
 						full[i] += r
 					}
-					compare(t, prec.String()+" L+LRes", full, wantL, tolL)
-					t.Logf("%-5v: O error %.2e (naive %.2e, ratio %.2f), L error %.2e (naive %.2e, ratio %.2f)",
-						prec, eo, refO, eo/math.Max(refO, 1e-300), el, refL, el/math.Max(refL, 1e-300))
+					compare(t, what+" L+LRes", full, wantL, tolL)
+					t.Logf("%-8s: O error %.2e (naive %.2e, ratio %.2f), L error %.2e (naive %.2e, ratio %.2f)",
+						what, eo, refO, eo/math.Max(refO, 1e-300), el, refL, el/math.Max(refL, 1e-300))
 				}
 			})
 		}
@@ -232,13 +243,17 @@ func TestAttentionMMAMaskedKeysInert(t *testing.T) {
 						}
 					}
 				}
-				for _, prec := range []Precision{PrecisionExact, PrecisionTF32, PrecisionBF16} {
+				for _, mc := range mmaCfgs {
+					if mc.D != c.D {
+						continue
+					}
+					prec := mc.name()
 					var outs [2][3][]float64
 					for i, kv := range [2][2][]float64{{k, v}, {kb, vb}} {
-						p.Precision = prec
+						p.Precision = mc.Prec
 						p.Q, p.K, p.V = toType(q, false), toType(kv[0], false), toType(kv[1], false)
 						p.O, p.L, p.LRes = zeros(qn, false), zeros(ln, false), zeros(ln, false)
-						if err := AttentionForward(p); err != nil {
+						if err := attentionForward(p, mc.Variant); err != nil {
 							t.Fatalf("%v: %v", prec, err)
 						}
 						outs[i] = [3][]float64{as64(p.O), as64(p.L), as64(p.LRes)}
@@ -262,31 +277,34 @@ func TestAttentionMMAMaskedKeysInert(t *testing.T) {
 func TestPickMMA(t *testing.T) {
 	base := AttentionParams{B: 1, H: 2, Hkv: 1, Nq: 5, Nk: 7, D: 64, Scale: 0.125}
 	for _, c := range []struct {
-		name string
-		prec Precision
-		d    int
-		dt   dtype
-		want string
+		name    string
+		prec    Precision
+		d       int
+		dt      dtype
+		variant int
+		want    string
 	}{
-		{"default", PrecisionFMA, 64, f32, ""},
-		{"f64", PrecisionBF16, 64, f64, ""},
-		{"d100", PrecisionBF16, 100, f32, ""},
-		{"d256", PrecisionExact, 256, f32, ""},
-		{"bf16-d64", PrecisionBF16, 64, f32, "fg_attn_fwd_mma_bf16_d64_n64"},
-		{"tf32-d128", PrecisionTF32, 128, f32, "fg_attn_fwd_mma_tf32_d128_n64"},
-		{"exact-d128", PrecisionExact, 128, f32, "fg_attn_fwd_mma_exact_d128_n64"},
+		{"default", PrecisionFMA, 64, f32, 0, ""},
+		{"f64", PrecisionBF16, 64, f64, 0, ""},
+		{"d100", PrecisionBF16, 100, f32, 0, ""},
+		{"d256", PrecisionExact, 256, f32, 0, ""},
+		{"bf16-d64", PrecisionBF16, 64, f32, 0, "fg_attn_fwd_mma_ldm_bf16_d64_n64"},
+		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, "fg_attn_fwd_mma_bf16_d128_n64"},
+		{"tf32-d128", PrecisionTF32, 128, f32, 0, "fg_attn_fwd_mma_tf32_d128_n64"},
+		{"tf32-d128-v4", PrecisionTF32, 128, f32, 4, ""},
+		{"exact-d128", PrecisionExact, 128, f32, 0, "fg_attn_fwd_mma_exact_d128_n64"},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
 		kp := attnBase(&p)
-		cfg, ok := pickMMA(&kp, c.dt)
+		cfg, ok := pickMMA(&kp, c.dt, c.variant)
 		if got := map[bool]string{true: cfg.name(), false: ""}[ok]; got != c.want {
 			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
 		}
 	}
 	kp := attnBase(&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32})
 	kp.kRow = 66 // a row not on 16 bytes
-	if _, ok := pickMMA(&kp, f32); ok {
+	if _, ok := pickMMA(&kp, f32, 0); ok {
 		t.Errorf("pickMMA accepts a K row stride of 66 elements")
 	}
 	bad := base
@@ -311,7 +329,7 @@ func TestPickMMA(t *testing.T) {
 			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
 		}
 	}
-	if n := len(regexp.MustCompile(`(?m)^FG_FWD_MMA\(`).FindAll(src, -1)); n != len(mmaCfgs) {
+	if n := len(regexp.MustCompile(`(?m)^FG_FWD_MMA(_LDM)?\(`).FindAll(src, -1)); n != len(mmaCfgs) {
 		t.Errorf("attention_mma.cu instantiates %d kernels, mmaCfgs lists %d", n, len(mmaCfgs))
 	}
 	h, err := os.ReadFile("kernels/params.h")

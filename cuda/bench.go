@@ -28,10 +28,11 @@ type BenchCase struct {
 	Precisions []Precision
 }
 
-// PrecisionResult is one precision's forward in BenchResult: the median time, the largest
-// error of the checked rows of O and L (as CheckErr), and the kernel that ran.
+// PrecisionResult is one forward kernel of a precision in BenchResult: the median time, the
+// largest error of the checked rows of O and L (as CheckErr), and the kernel that ran.
 type PrecisionResult struct {
 	Precision Precision
+	Variant   int // 2: the kernel AttentionForward runs; 3, 4: a tensor-core variant
 	FwdMs     float64
 	CheckErr  float64
 	Kernel    string
@@ -229,18 +230,31 @@ func BenchAttention(c BenchCase) (BenchResult, error) {
 		for _, prec := range c.Precisions {
 			pk := kp
 			pk.precision = int32(prec)
-			r := PrecisionResult{Precision: prec, Kernel: "fg_attn_fwd_v2_" + fc.suffix(dt)}
-			if mc, ok := pickMMA(&pk, dt); ok {
-				r.Kernel = mc.name()
+			// The kernel AttentionForward runs first, then the other variants of the precision.
+			variants := []int{2}
+			for _, mc := range mmaCfgs {
+				if d, ok := pickMMA(&pk, dt, 0); ok && mc.Prec == prec && mc.D == p.D && mc.Variant != d.Variant {
+					variants = append(variants, mc.Variant)
+				}
 			}
-			var err error
-			if r.FwdMs, err = timeFwd(&pk, 2); err != nil {
-				return err
+			for _, variant := range variants {
+				r := PrecisionResult{Precision: prec, Variant: variant, Kernel: "fg_attn_fwd_v2_" + fc.suffix(dt)}
+				pick := variant // the kernel variant 2 runs for this precision is pickMMA's first
+				if variant == 2 {
+					pick = 0
+				}
+				if mc, ok := pickMMA(&pk, dt, pick); ok {
+					r.Kernel = mc.name()
+				}
+				var err error
+				if r.FwdMs, err = timeFwd(&pk, variant); err != nil {
+					return err
+				}
+				if r.CheckErr, err = checkFwd(); err != nil {
+					return err
+				}
+				res.Prec = append(res.Prec, r)
 			}
-			if r.CheckErr, err = checkFwd(); err != nil {
-				return err
-			}
-			res.Prec = append(res.Prec, r)
 		}
 		return nil
 	})

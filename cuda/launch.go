@@ -192,7 +192,8 @@ func keyLengths32(kl []int) []int32 {
 // kernels do not cover, and a *Error when CUDA fails.
 func AttentionForward(p AttentionParams) error { return attentionForward(p, 2) }
 
-// attentionForward runs forward kernel variant 1 (one thread per row) or 2 (FlashAttention-2).
+// attentionForward runs forward kernel variant 1 (one thread per row), 2 (FlashAttention-2, or
+// the tensor-core kernel pickMMA chooses for p.Precision), or the tensor-core variant 3 or 4.
 func attentionForward(p AttentionParams, variant int) error {
 	dt, err := p.check(false)
 	if err != nil {
@@ -301,12 +302,18 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 		name = fmt.Sprintf("fg_attn_fwd_v1_%s_d256", dt)
 		grid, block = [3]int{ceilDiv(int(kp.nq), 128), int(kp.h), int(kp.b)}, 128
 	case 2:
-		if c, ok := pickMMA(kp, dt); ok { // the tensor-core kernels, variant 3 (attention_mma.go)
+		if c, ok := pickMMA(kp, dt, 0); ok { // the tensor-core kernels (attention_mma.go)
 			return s.startMMA(kp, c)
 		}
 		c := pickCfg(fwdCfgs[dt], int(kp.d))
 		name = "fg_attn_fwd_v2_" + c.suffix(dt)
 		grid, block, smem = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}, c.threads(), fwdSmem(c, dt)
+	case 3, 4:
+		c, ok := pickMMA(kp, dt, variant)
+		if !ok {
+			return fmt.Errorf("cuda: attention forward: no kernel variant %d for %s, %v, d=%d", variant, dt, Precision(kp.precision), kp.d)
+		}
+		return s.startMMA(kp, c)
 	default:
 		return fmt.Errorf("cuda: attention forward: no kernel variant %d", variant)
 	}

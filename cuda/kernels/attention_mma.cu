@@ -177,24 +177,128 @@ struct FgQExact {
 template <int P> __device__ __forceinline__ const FgQ<P>& fg_q_chunk(const FgQ<P>& q) { return q; }
 __device__ __forceinline__ FgQExact fg_q_chunk(const FgQ<FG_PREC_EXACT>& q) { return FgQExact(q); }
 
-// fg_lse_mma writes row r's L = m ln 2 + log l (m in log2 units), in double, rounded to float,
-// and its residual; -Inf (residual 0) for a row without a visible key.
-__device__ __forceinline__ void fg_lse_mma(const fg_attn_params& p, int64_t r, float m, double l) {
-  float lse = fg_neg_inf<float>(), res = 0;
-  if (l > 0) {
-    const double L = (double)m * 0.6931471805599453 + log(l);
-    lse = (float)L;
-    res = (float)(L - (double)lse);
+// FgRows is what a lane keeps of its two query rows r0 and r0 + 8 (r0 = m0 + 16 warp + g)
+// across key tiles: the output accumulator O [16 x D] in the m16n8 C layout (o[n] holds
+// columns 8n + 2t, 8n + 2t + 1), the running maxima m (log2 units), the lane's share of the row
+// sums l (double), and the visible key prefixes lim (fg_key_limit).
+template <int OB> struct FgRows {
+  float o[OB][4];
+  float m[2];
+  double l[2];
+  int r0, t, lim[2], lim_min;
+
+  __device__ __forceinline__ FgRows(const fg_attn_params& p, int b, int r0_, int t_) : r0(r0_), t(t_) {
+#pragma unroll
+    for (int n = 0; n < OB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
+    m[0] = m[1] = fg_neg_inf<float>();
+    l[0] = l[1] = 0;
+    lim[0] = fg_key_limit(p, b, r0);
+    lim[1] = fg_key_limit(p, b, r0 + 8);
+    lim_min = min(lim[0], lim[1]);
   }
-  ((float*)p.lse)[r] = lse;
-  if (p.lres) ((float*)p.lres)[r] = res;
+
+  // softmax turns the scores s of the key tile at n0 (times sl2 = scale log2 e) into
+  // P = exp2(s sl2 - m) in place, updating m, l and rescaling o (online softmax). Element e of
+  // block j is row r0 + 8 (e / 2), key n0 + 8 j + 2 t + e % 2; keys at or past a row's lim get
+  // P = 0.
+  template <int NB> __device__ __forceinline__ void softmax(float (&s)[NB][4], int n0, float sl2) {
+    const bool mask = n0 + 8 * NB > lim_min;
+    float mx[2] = {fg_neg_inf<float>(), fg_neg_inf<float>()};
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[j][e] * sl2;
+        if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[e >> 1]) x = fg_neg_inf<float>();
+        s[j][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      // The 4 lanes of a quad share their rows.
+      const float mn = fmaxf(m[r], fg_group_max<4>(mx[r]));
+      // While a row has seen no visible key (mn = -Inf) its p are 0 and alpha is irrelevant
+      // (o and l are 0): subtracting 0 instead of -Inf avoids -Inf - -Inf.
+      const float base = fg_is_neg_inf(mn) ? 0.f : mn;
+      const float alpha = exp2f(m[r] - base);
+      float rs = 0;
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        s[j][2 * r] = exp2f(s[j][2 * r] - base);
+        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - base);
+        rs += s[j][2 * r] + s[j][2 * r + 1];
+      }
+      l[r] = l[r] * (double)alpha + (double)rs;
+      m[r] = mn;
+#pragma unroll
+      for (int n = 0; n < OB; ++n) o[n][2 * r] *= alpha, o[n][2 * r + 1] *= alpha;
+    }
+  }
+
+  // store writes O = o / l and L = m ln 2 + log l (in double; its rounding residual to lres)
+  // of the rows below Nq; rows without a visible key get O = 0, L = -Inf. The quad's lanes
+  // hold parts of each row sum.
+  __device__ __forceinline__ void store(const fg_attn_params& p, int b, int h) const {
+    float* out = (float*)p.o + b * p.o_batch + h * p.o_head;
+    const int64_t lrow = ((int64_t)b * p.h + h) * p.nq;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const double lt = fg_group_sum<4>(l[r]);
+      const int i = r0 + 8 * r;
+      if (i >= p.nq) continue;
+      const float inv = lt > 0 ? (float)(1.0 / lt) : 0.f;
+#pragma unroll
+      for (int n = 0; n < OB; ++n)
+        *(float2*)&out[(int64_t)i * p.o_row + 8 * n + 2 * t] = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      if (t == 0) {
+        float lse = fg_neg_inf<float>(), res = 0;
+        if (lt > 0) {
+          const double L = (double)m[r] * 0.6931471805599453 + log(lt);
+          lse = (float)L;
+          res = (float)(L - (double)lse);
+        }
+        ((float*)p.lse)[lrow + i] = lse;
+        if (p.lres) ((float*)p.lres)[lrow + i] = res;
+      }
+    }
+  }
+};
+
+// ---- bfloat16 operands in shared memory (ldmatrix) ----------------------------------------------
+
+__device__ __forceinline__ void fg_ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void fg_ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// fg_to_bf16_tile converts a float32 tile [ROWS][D] (row stride D) to bfloat16 with row stride
+// LDH, every thread a float4 at a time.
+template <int ROWS, int D, int LDH>
+__device__ __forceinline__ void fg_to_bf16_tile(uint16_t* __restrict__ dst, const float* __restrict__ src) {
+  constexpr int CH = D / 4;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += kMmaThreads) {
+    const int r = idx / CH, c = idx % CH;
+    const float4 x = *(const float4*)&src[r * D + 4 * c];
+    *(uint2*)&dst[r * LDH + 4 * c] = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
+  }
 }
 
 }  // namespace
 
-// fg_attn_fwd_mma: grid (ceil(Nq/64), H, B), 128 threads. P is the precision (FG_PREC_*), D the
-// head dimension (d == D: the launcher sends other d to the FMA kernels), BN the key tile rows.
-// Rows of q, k, v must be 16-byte aligned (strides multiples of 4, base pointers aligned).
+// fg_attn_fwd_mma (variant 3): grid (ceil(Nq/64), H, B), 128 threads. P is the precision
+// (FG_PREC_*), D the head dimension (d == D: the launcher sends other d to the FMA kernels), BN
+// the key tile rows. Rows of q, k, v must be 16-byte aligned (strides multiples of 4, base
+// pointers aligned). The tiles stay float32 in shared memory; every warp converts the operands
+// as it loads its fragments.
 template <int P, int D, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_params& p) {
   constexpr int LDQ = D + 16, LDK = D + 16, LDV = D + 4;
   constexpr int NB = BN / 8, KC = D / 16, OB = D / 8;  // key blocks, head-column chunks, output blocks
@@ -215,18 +319,10 @@ template <int P, int D, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_pa
   const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
   // Scores in log2 units: exp(s - m) = exp2(s log2e - m log2e).
   const float sl2 = (float)(p.scale * 1.4426950408889634);
-
   // Keys visible from some row of the tile: [0, kv_end) (the last row sees the most).
   const int kv_end = fg_key_limit(p, b, min(m0 + kMmaBM, p.nq) - 1);
-  const int r0 = m0 + 16 * warp + g;  // this lane's rows: r0 and r0 + 8
-  const int lim[2] = {fg_key_limit(p, b, r0), fg_key_limit(p, b, r0 + 8)};
-  const int lim_min = min(lim[0], lim[1]);
-
-  float o[OB][4];
-#pragma unroll
-  for (int n = 0; n < OB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
-  float m[2] = {fg_neg_inf<float>(), fg_neg_inf<float>()};  // running maxima, log2 units
-  double l[2] = {0, 0};                                     // this lane's share of the row sums
+  FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
+  float (&o)[OB][4] = rows.o;
 
   if (kv_end > 0) {
     fg_mma_load_tile<kMmaBM, D, LDQ>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
@@ -262,38 +358,7 @@ template <int P, int D, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_pa
       }
     }
 
-    // Online softmax. Element e of block j is row r0 + 8 (e / 2), key n0 + 8 j + 2 t + e % 2.
-    const bool mask = n0 + BN > lim_min;
-    float mx[2] = {fg_neg_inf<float>(), fg_neg_inf<float>()};
-#pragma unroll
-    for (int j = 0; j < NB; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[j][e] * sl2;
-        if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[e >> 1]) x = fg_neg_inf<float>();
-        s[j][e] = x;
-        mx[e >> 1] = fmaxf(mx[e >> 1], x);
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      // The 4 lanes of a quad share their rows.
-      const float mn = fmaxf(m[r], fg_group_max<4>(mx[r]));
-      // While a row has seen no visible key (mn = -Inf) its p are 0 and alpha is irrelevant
-      // (o and l are 0): subtracting 0 instead of -Inf avoids -Inf - -Inf.
-      const float base = fg_is_neg_inf(mn) ? 0.f : mn;
-      const float alpha = exp2f(m[r] - base);
-      float rs = 0;
-#pragma unroll
-      for (int j = 0; j < NB; ++j) {
-        s[j][2 * r] = exp2f(s[j][2 * r] - base);
-        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - base);
-        rs += s[j][2 * r] + s[j][2 * r + 1];
-      }
-      l[r] = l[r] * (double)alpha + (double)rs;
-      m[r] = mn;
-#pragma unroll
-      for (int n = 0; n < OB; ++n) o[n][2 * r] *= alpha, o[n][2 * r + 1] *= alpha;
-    }
+    rows.softmax(s, n0, sl2);
 
     fg_cp_async_wait_all();
     __syncthreads();  // V landed; every warp is done reading K
@@ -348,25 +413,112 @@ template <int P, int D, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_pa
     }
   }
 
-  // O = acc / l, L = m ln 2 + log l; the quad's lanes hold parts of each row sum.
-  float* out = (float*)p.o + b * p.o_batch + h * p.o_head;
-  const int64_t lrow = ((int64_t)b * p.h + h) * p.nq;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const double lt = fg_group_sum<4>(l[r]);
-    const int i = r0 + 8 * r;
-    if (i >= p.nq) continue;
-    const float inv = lt > 0 ? (float)(1.0 / lt) : 0.f;
-#pragma unroll
-    for (int n = 0; n < OB; ++n)
-      *(float2*)&out[(int64_t)i * p.o_row + 8 * n + 2 * t] = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-    if (t == 0) fg_lse_mma(p, lrow + i, m[r], lt);
+  rows.store(p, b, h);
+}
+
+// fg_attn_fwd_mma_ldm (variant 4, bfloat16 only): as variant 3, but each tile is converted to
+// bfloat16 once in shared memory and the warps load their fragments with ldmatrix (K, and V
+// transposed), a quarter of variant 3's shared-memory instructions and no conversions per
+// fragment. Shared memory: K and V float32 staging [BN][D] (the cp.async targets; Q is staged
+// in V's at the start), K and V bfloat16 [BN][D+8] (rows of 2(D+8) bytes, 16 mod 128, so the 8
+// rows of an ldmatrix hit distinct banks). Q's fragments are packed to bfloat16 in registers
+// once. Per key tile: wait for K, sync; convert K; sync; start V's copy; S; softmax; wait for V,
+// sync; start the next K's copy; convert V; sync; O += P V.
+template <int D, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_attn_params& p) {
+  constexpr int LDH = D + 8;
+  constexpr int NB = BN / 8, KC = D / 16, OB = D / 8;
+  static_assert(D % 16 == 0 && BN % 16 == 0 && BN >= kMmaBM, "tile sizes (Q is staged in V's buffer)");
+  constexpr unsigned SMEM = 2 * BN * D * sizeof(float) + 2 * BN * LDH * sizeof(uint16_t);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sKf = (float*)fg_smem;
+  float* sVf = sKf + BN * D;
+  uint16_t* sKh = (uint16_t*)(sVf + BN * D);
+  uint16_t* sVh = sKh + BN * LDH;
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * kMmaBM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+  const float sl2 = (float)(p.scale * 1.4426950408889634);
+  const int kv_end = fg_key_limit(p, b, min(m0 + kMmaBM, p.nq) - 1);
+  FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
+  float (&o)[OB][4] = rows.o;
+
+  if (kv_end > 0) {
+    fg_mma_load_tile<kMmaBM, D, D>(sVf, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
+    fg_mma_load_tile<BN, D, D>(sKf, k, p.k_row, kv_end);
+    fg_cp_async_commit();
   }
+  uint32_t qa[KC][4];  // Q's A fragments (bf16 pairs), built at the first tile
+
+  for (int n0 = 0; n0 < kv_end; n0 += BN) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // K (and Q) landed; every warp is done reading V of the last tile
+    if (n0 == 0) {
+      const float* qr = sVf + (16 * warp + g) * D + 2 * t;
+#pragma unroll
+      for (int c = 0; c < KC; ++c) {
+        const float2 x0 = *(const float2*)&qr[16 * c], x1 = *(const float2*)&qr[8 * D + 16 * c];
+        const float2 x2 = *(const float2*)&qr[16 * c + 8], x3 = *(const float2*)&qr[8 * D + 16 * c + 8];
+        qa[c][0] = fg_bf16x2(x0.x, x0.y), qa[c][1] = fg_bf16x2(x1.x, x1.y);
+        qa[c][2] = fg_bf16x2(x2.x, x2.y), qa[c][3] = fg_bf16x2(x3.x, x3.y);
+      }
+    }
+    fg_to_bf16_tile<BN, D, LDH>(sKh, sKf);
+    __syncthreads();  // K in bfloat16; every warp is done reading Q from V's staging buffer
+    fg_mma_load_tile<BN, D, D>(sVf, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+    fg_cp_async_commit();
+
+    // S = Q K^T: an ldmatrix.x4 gives the B fragments of two 8-key blocks for 16 columns:
+    // lane l addresses row (l / 16) 8 + l % 8 of the 16 keys, column (l / 8 % 2) 8 of the chunk.
+    float s[NB][4];
+#pragma unroll
+    for (int j = 0; j < NB; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0;
+    const uint16_t* kr = sKh + ((lane / 16) * 8 + lane % 8) * LDH + (lane / 8 % 2) * 8;
+#pragma unroll
+    for (int c = 0; c < KC; ++c)
+#pragma unroll
+      for (int jp = 0; jp < NB / 2; ++jp) {
+        uint32_t bk[4];
+        fg_ldmatrix_x4(bk, kr + 16 * jp * LDH + 16 * c);
+        fg_mma_bf16(s[2 * jp], qa[c][0], qa[c][1], qa[c][2], qa[c][3], bk[0], bk[1]);
+        fg_mma_bf16(s[2 * jp + 1], qa[c][0], qa[c][1], qa[c][2], qa[c][3], bk[2], bk[3]);
+      }
+    rows.softmax(s, n0, sl2);
+
+    fg_cp_async_wait_all();
+    __syncthreads();  // V landed; every warp is done reading K
+    if (n0 + BN < kv_end) {
+      fg_mma_load_tile<BN, D, D>(sKf, k + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
+      fg_cp_async_commit();
+    }
+    fg_to_bf16_tile<BN, D, LDH>(sVh, sVf);
+    __syncthreads();  // V in bfloat16
+
+    // O += P V: an ldmatrix.x4.trans gives the B fragments of two 8-column output blocks for 16
+    // keys: lane l addresses key (l / 8 % 2) 8 + l % 8 of the 16, column (l / 16) 8 of the pair.
+    const uint16_t* vr = sVh + ((lane / 8 % 2) * 8 + lane % 8) * LDH + (lane / 16) * 8;
+#pragma unroll
+    for (int kk = 0; kk < NB / 2; ++kk) {
+      const uint32_t a0 = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), a1 = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+      const uint32_t a2 = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), a3 = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+      for (int np = 0; np < OB / 2; ++np) {
+        uint32_t bv[4];
+        fg_ldmatrix_x4_trans(bv, vr + 16 * kk * LDH + 16 * np);
+        fg_mma_bf16(o[2 * np], a0, a1, a2, a3, bv[0], bv[1]);
+        fg_mma_bf16(o[2 * np + 1], a0, a1, a2, a3, bv[2], bv[3]);
+      }
+    }
+  }
+  rows.store(p, b, h);
 }
 
 // ---- entry points ----------------------------------------------------------------------------
-// Names encode every template parameter; the Go launch table (cuda/attention_mma.go, mmaCfgs)
-// builds the same names.
+// Names encode the variant and every template parameter; the Go launch table
+// (cuda/attention_mma.go, mmaCfgs) builds the same names.
 
 #define FG_FWD_MMA(P, PN, D, BN)                                                                  \
   extern "C" __global__ void __launch_bounds__(kMmaThreads) fg_attn_fwd_mma_##PN##_d##D##_n##BN( \
@@ -379,3 +531,11 @@ FG_FWD_MMA(FG_PREC_TF32, tf32, 64, 64)
 FG_FWD_MMA(FG_PREC_TF32, tf32, 128, 64)
 FG_FWD_MMA(FG_PREC_EXACT, exact, 64, 64)
 FG_FWD_MMA(FG_PREC_EXACT, exact, 128, 64)
+
+#define FG_FWD_MMA_LDM(D, BN)                                                                          \
+  extern "C" __global__ void __launch_bounds__(kMmaThreads) fg_attn_fwd_mma_ldm_bf16_d##D##_n##BN( \
+      const fg_attn_params p) {                                                                        \
+    fg_attn_fwd_mma_ldm<D, BN>(p);                                                                     \
+  }
+FG_FWD_MMA_LDM(64, 64)
+FG_FWD_MMA_LDM(128, 64)
