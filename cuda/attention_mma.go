@@ -52,46 +52,55 @@ func ParsePrecision(s string) (Precision, error) {
 }
 
 // mmaCfg is one tensor-core forward kernel of kernels/attention_mma.cu: its forward variant
-// (3: float32 tiles in shared memory, operands converted per fragment; 4: bfloat16 tiles in
-// shared memory read with ldmatrix, bfloat16 only), its precision, the head dimension D it
-// takes (d == D only) and the key tile rows BN. The query tile is mmaBM rows, one warp per 16.
+// number, its precision, the head dimension D it takes (d == D only), the query tile rows BM
+// (BM/16 warps, one per 16 rows, 2·BM threads) and the key tile rows BN. The variants:
+//
+//	3: float32 tiles in shared memory, operands converted as each warp loads its fragments;
+//	   64-row query tiles (4 warps)
+//	4: bfloat16 only: tiles converted to bfloat16 once in shared memory, fragments loaded with
+//	   ldmatrix; 64-row query tiles
+//	5: variant 3 with 128-row query tiles (8 warps): each K and V tile read from L2 serves
+//	   twice the rows
+//	6: variant 4 with 128-row query tiles
 type mmaCfg struct {
-	Variant int
-	Prec    Precision
-	D, BN   int
+	Variant   int
+	Prec      Precision
+	D, BM, BN int
 }
-
-const (
-	mmaBM      = 64  // query rows per block: kMmaBM in the kernel
-	mmaThreads = 128 // 4 warps: kMmaThreads
-)
 
 // mmaCfgs lists the kernels instantiated in kernels/attention_mma.cu: the tile sizes of the
 // tensor-core forward, chosen here only. For each precision and D the first entry is the one
-// AttentionForward runs. BN = 64 keeps every kernel within 255 registers without spills
-// (ptxas -v, sm_80 and sm_90: 126 to 196) and its shared memory at most 105 KiB, two blocks
-// per multiprocessor at d = 128.
+// AttentionForward runs (the fastest on the H100, results/bench-mma-h100.log). BN = 64 keeps
+// every kernel within 255 registers without spills (ptxas -v, sm_80 and sm_90: 126 to 199)
+// and its shared memory at most 144 KiB.
 var mmaCfgs = []mmaCfg{
-	{4, PrecisionBF16, 64, 64}, {4, PrecisionBF16, 128, 64},
-	{3, PrecisionBF16, 64, 64}, {3, PrecisionBF16, 128, 64},
-	{3, PrecisionTF32, 64, 64}, {3, PrecisionTF32, 128, 64},
-	{3, PrecisionExact, 64, 64}, {3, PrecisionExact, 128, 64},
+	{6, PrecisionBF16, 64, 128, 64}, {6, PrecisionBF16, 128, 128, 64},
+	{4, PrecisionBF16, 64, 64, 64}, {4, PrecisionBF16, 128, 64, 64},
+	{3, PrecisionBF16, 64, 64, 64}, {3, PrecisionBF16, 128, 64, 64},
+	{5, PrecisionTF32, 64, 128, 64}, {5, PrecisionTF32, 128, 128, 64},
+	{3, PrecisionTF32, 64, 64, 64}, {3, PrecisionTF32, 128, 64, 64},
+	{5, PrecisionExact, 64, 128, 64}, {5, PrecisionExact, 128, 128, 64},
+	{3, PrecisionExact, 64, 64, 64}, {3, PrecisionExact, 128, 64, 64},
 }
+
+// ldm reports whether c is an ldmatrix kernel (variants 4 and 6).
+func (c mmaCfg) ldm() bool { return c.Variant == 4 || c.Variant == 6 }
 
 func (c mmaCfg) name() string {
-	if c.Variant == 4 {
-		return fmt.Sprintf("fg_attn_fwd_mma_ldm_%s_d%d_n%d", c.Prec, c.D, c.BN)
+	if c.ldm() {
+		return fmt.Sprintf("fg_attn_fwd_mma_ldm_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
 	}
-	return fmt.Sprintf("fg_attn_fwd_mma_%s_d%d_n%d", c.Prec, c.D, c.BN)
+	return fmt.Sprintf("fg_attn_fwd_mma_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
 }
 
-// smem is the kernel's shared memory (its SMEM constant): variant 3 Q [64][D+16], K [BN][D+16],
-// V [BN][D+4] float32; variant 4 K and V [BN][D] float32 and [BN][D+8] bfloat16.
+// smem is the kernel's shared memory (its SMEM constant): variants 3, 5 Q [BM][D+16],
+// K [BN][D+16], V [BN][D+4] float32; variants 4, 6 K and V [BN][D] float32 (Q is staged there
+// first, so BM <= 2 BN) and [BN][D+8] bfloat16.
 func (c mmaCfg) smem() int {
-	if c.Variant == 4 {
+	if c.ldm() {
 		return 2*c.BN*c.D*4 + 2*c.BN*(c.D+8)*2
 	}
-	return (mmaBM*(c.D+16) + c.BN*(c.D+16) + c.BN*(c.D+4)) * 4
+	return (c.BM*(c.D+16) + c.BN*(c.D+16) + c.BN*(c.D+4)) * 4
 }
 
 // pickMMA is the one place that decides whether a forward runs on the tensor cores: a float32
@@ -99,7 +108,7 @@ func (c mmaCfg) smem() int {
 // or 128), and rows of q, k, v, o that start on 16 bytes (strides multiples of 4 elements; the
 // launchers' layouts are contiguous). Every other forward runs the FMA kernel, variant 2,
 // which is at least as accurate as the precision asked for. variant 0 takes the first kernel
-// of mmaCfgs for the precision and D, 3 or 4 that variant's.
+// of mmaCfgs for the precision and D, another that variant's.
 func pickMMA(kp *attnParams, dt dtype, variant int) (mmaCfg, bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return mmaCfg{}, false
@@ -118,9 +127,9 @@ func pickMMA(kp *attnParams, dt dtype, variant int) (mmaCfg, bool) {
 	return mmaCfg{}, false
 }
 
-// startMMA launches tensor-core forward c: a block of 128 threads per 64 query rows of every
+// startMMA launches tensor-core forward c: a block of 2·BM threads per BM query rows of every
 // (b, h).
 func (s *state) startMMA(kp *attnParams, c mmaCfg) error {
-	grid := [3]int{ceilDiv(int(kp.nq), mmaBM), int(kp.h), int(kp.b)}
-	return s.start("attention_mma", c.name(), grid, mmaThreads, c.smem(), unsafe.Pointer(kp))
+	grid := [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
+	return s.start("attention_mma", c.name(), grid, 2*c.BM, c.smem(), unsafe.Pointer(kp))
 }

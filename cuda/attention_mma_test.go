@@ -288,11 +288,13 @@ func TestPickMMA(t *testing.T) {
 		{"f64", PrecisionBF16, 64, f64, 0, ""},
 		{"d100", PrecisionBF16, 100, f32, 0, ""},
 		{"d256", PrecisionExact, 256, f32, 0, ""},
-		{"bf16-d64", PrecisionBF16, 64, f32, 0, "fg_attn_fwd_mma_ldm_bf16_d64_n64"},
-		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, "fg_attn_fwd_mma_bf16_d128_n64"},
-		{"tf32-d128", PrecisionTF32, 128, f32, 0, "fg_attn_fwd_mma_tf32_d128_n64"},
+		{"bf16-d64", PrecisionBF16, 64, f32, 0, mmaCfgs[0].name()},
+		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, "fg_attn_fwd_mma_bf16_d128_m64_n64"},
+		{"bf16-d64-v4", PrecisionBF16, 64, f32, 4, "fg_attn_fwd_mma_ldm_bf16_d64_m64_n64"},
+		{"bf16-d128-v6", PrecisionBF16, 128, f32, 6, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
+		{"tf32-d128-v5", PrecisionTF32, 128, f32, 5, "fg_attn_fwd_mma_tf32_d128_m128_n64"},
 		{"tf32-d128-v4", PrecisionTF32, 128, f32, 4, ""},
-		{"exact-d128", PrecisionExact, 128, f32, 0, "fg_attn_fwd_mma_exact_d128_n64"},
+		{"exact-d64-v3", PrecisionExact, 64, f32, 3, "fg_attn_fwd_mma_exact_d64_m64_n64"},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
@@ -321,7 +323,16 @@ func TestPickMMA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := map[[3]int]bool{}
 	for _, c := range mmaCfgs {
+		if k := [3]int{c.Variant, int(c.Prec), c.D}; seen[k] {
+			t.Errorf("mmaCfgs lists variant %d, %v, d=%d twice", c.Variant, c.Prec, c.D)
+		} else {
+			seen[k] = true
+		}
+		if c.ldm() && c.BM > 2*c.BN {
+			t.Errorf("%s: BM = %d over 2 BN: Q does not fit the staging buffers", c.name(), c.BM)
+		}
 		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx) {
 			t.Errorf("kernel %s of mmaCfgs is not in ptx/attention_mma.ptx", c.name())
 		}

@@ -193,7 +193,7 @@ func keyLengths32(kl []int) []int32 {
 func AttentionForward(p AttentionParams) error { return attentionForward(p, 2) }
 
 // attentionForward runs forward kernel variant 1 (one thread per row), 2 (FlashAttention-2, or
-// the tensor-core kernel pickMMA chooses for p.Precision), or the tensor-core variant 3 or 4.
+// the tensor-core kernel pickMMA chooses for p.Precision), or a tensor-core variant (mmaCfg).
 func attentionForward(p AttentionParams, variant int) error {
 	dt, err := p.check(false)
 	if err != nil {
@@ -308,14 +308,12 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 		c := pickCfg(fwdCfgs[dt], int(kp.d))
 		name = "fg_attn_fwd_v2_" + c.suffix(dt)
 		grid, block, smem = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}, c.threads(), fwdSmem(c, dt)
-	case 3, 4:
+	default: // the tensor-core variants (attention_mma.go)
 		c, ok := pickMMA(kp, dt, variant)
-		if !ok {
+		if !ok || variant < 3 {
 			return fmt.Errorf("cuda: attention forward: no kernel variant %d for %s, %v, d=%d", variant, dt, Precision(kp.precision), kp.d)
 		}
 		return s.startMMA(kp, c)
-	default:
-		return fmt.Errorf("cuda: attention forward: no kernel variant %d", variant)
 	}
 	return s.start("attention_fwd", name, grid, block, smem, unsafe.Pointer(kp))
 }

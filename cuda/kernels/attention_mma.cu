@@ -25,8 +25,8 @@
 // is formed in double as in attention_fwd.cu; P enters the second product rounded like the
 // other operands.
 //
-// Work split (FlashAttention-2): a block of 4 warps owns a tile of BM = 64 query rows of one
-// (b, h), each warp 16 rows, and walks the key tiles of BN rows. The tiles are staged in shared
+// Work split (FlashAttention-2): a block of BM / 16 warps owns a tile of BM = 64 or 128 query
+// rows of one (b, h), each warp 16 rows, and walks the key tiles of BN rows. The tiles are staged in shared
 // memory as float32 by cp.async (16-byte copies; rows past the valid range are zero-filled with
 // a source size of 0, so keys from kv_end on and queries from Nq on are never read), and each
 // operand is converted to the product's type as the warp loads its fragment. Per key tile:
@@ -52,14 +52,15 @@
 // two blocks as one k16 step exactly as laid out; tf32 takes keys (2t, 2t+1) as k (t, t+4) and
 // loads V's rows 2t and 2t+1 for b0 and b1.
 //
-// Shared memory: Q [64][D+16], K [BN][D+16], V [BN][D+4] float32. The strides make every
+// Shared memory: Q [BM][D+16], K [BN][D+16], V [BN][D+4] float32. The strides make every
 // fragment load conflict-free: 16-byte loads of rows g (8 lanes per phase, 2 rows) need a stride
 // of 16 words mod 32; V's 4-byte loads of rows 2t (+0, +1, +8, +9) and columns g need 4 mod 32.
 #include "common.cuh"
 
 namespace {
 
-constexpr int kMmaWarps = 4, kMmaThreads = 32 * kMmaWarps, kMmaBM = 16 * kMmaWarps;
+// A block of BM query rows has BM / 16 warps (one per 16 rows), 2 BM threads.
+template <int BM> __host__ __device__ constexpr int fg_mma_threads() { return 2 * BM; }
 
 __device__ __forceinline__ void fg_cp_async16(float* smem, const float* gmem, bool valid) {
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -71,11 +72,11 @@ __device__ __forceinline__ void fg_cp_async_wait_all() { asm volatile("cp.async.
 // fg_mma_load_tile starts the copy of rows [0, ROWS) x columns [0, D) of a row-major global
 // matrix g (row stride ld_g) into shared memory s (row stride LDS): rows r < nvalid are copied,
 // the others are zero-filled without reading global memory.
-template <int ROWS, int D, int LDS>
+template <int ROWS, int D, int LDS, int THREADS>
 __device__ __forceinline__ void fg_mma_load_tile(float* s, const float* g, int64_t ld_g, int nvalid) {
   constexpr int CH = D / 4;  // 16-byte chunks per row
 #pragma unroll 4
-  for (int idx = threadIdx.x; idx < ROWS * CH; idx += kMmaThreads) {
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
     const int r = idx / CH, c = idx % CH;
     const bool ok = r < nvalid;
     fg_cp_async16(s + r * LDS + c * 4, ok ? g + (int64_t)r * ld_g + c * 4 : g, ok);
@@ -281,11 +282,11 @@ __device__ __forceinline__ void fg_ldmatrix_x4_trans(uint32_t (&r)[4], const voi
 
 // fg_to_bf16_tile converts a float32 tile [ROWS][D] (row stride D) to bfloat16 with row stride
 // LDH, every thread a float4 at a time.
-template <int ROWS, int D, int LDH>
+template <int ROWS, int D, int LDH, int THREADS>
 __device__ __forceinline__ void fg_to_bf16_tile(uint16_t* __restrict__ dst, const float* __restrict__ src) {
   constexpr int CH = D / 4;
 #pragma unroll 4
-  for (int idx = threadIdx.x; idx < ROWS * CH; idx += kMmaThreads) {
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
     const int r = idx / CH, c = idx % CH;
     const float4 x = *(const float4*)&src[r * D + 4 * c];
     *(uint2*)&dst[r * LDH + 4 * c] = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
@@ -294,24 +295,25 @@ __device__ __forceinline__ void fg_to_bf16_tile(uint16_t* __restrict__ dst, cons
 
 }  // namespace
 
-// fg_attn_fwd_mma (variant 3): grid (ceil(Nq/64), H, B), 128 threads. P is the precision
+// fg_attn_fwd_mma (variants 3 and 5): grid (ceil(Nq/BM), H, B), 2 BM threads. P is the precision
 // (FG_PREC_*), D the head dimension (d == D: the launcher sends other d to the FMA kernels), BN
 // the key tile rows. Rows of q, k, v must be 16-byte aligned (strides multiples of 4, base
 // pointers aligned). The tiles stay float32 in shared memory; every warp converts the operands
 // as it loads its fragments.
-template <int P, int D, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_params& p) {
+template <int P, int D, int BM, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_params& p) {
+  constexpr int THREADS = fg_mma_threads<BM>();
   constexpr int LDQ = D + 16, LDK = D + 16, LDV = D + 4;
   constexpr int NB = BN / 8, KC = D / 16, OB = D / 8;  // key blocks, head-column chunks, output blocks
   static_assert(D % 16 == 0 && BN % 16 == 0, "tile sizes");
-  constexpr unsigned SMEM = (kMmaBM * LDQ + BN * LDK + BN * LDV) * sizeof(float);
+  constexpr unsigned SMEM = (BM * LDQ + BN * LDK + BN * LDV) * sizeof(float);
   if (fg_dynamic_smem() < SMEM) __trap();
   float* sQ = (float*)fg_smem;
-  float* sK = sQ + kMmaBM * LDQ;
+  float* sK = sQ + BM * LDQ;
   float* sV = sK + BN * LDK;
 
   // The last query tiles first: under the causal mask they see the most keys, and starting
   // them first leaves the short ones to fill the end of the grid.
-  const int m0 = (gridDim.x - 1 - blockIdx.x) * kMmaBM, h = blockIdx.y, b = blockIdx.z;
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.h / p.hkv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
@@ -320,20 +322,20 @@ template <int P, int D, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_pa
   // Scores in log2 units: exp(s - m) = exp2(s log2e - m log2e).
   const float sl2 = (float)(p.scale * 1.4426950408889634);
   // Keys visible from some row of the tile: [0, kv_end) (the last row sees the most).
-  const int kv_end = fg_key_limit(p, b, min(m0 + kMmaBM, p.nq) - 1);
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
   FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
   float (&o)[OB][4] = rows.o;
 
   if (kv_end > 0) {
-    fg_mma_load_tile<kMmaBM, D, LDQ>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
-    fg_mma_load_tile<BN, D, LDK>(sK, k, p.k_row, kv_end);
+    fg_mma_load_tile<BM, D, LDQ, THREADS>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
+    fg_mma_load_tile<BN, D, LDK, THREADS>(sK, k, p.k_row, kv_end);
     fg_cp_async_commit();
   }
 
   for (int n0 = 0; n0 < kv_end; n0 += BN) {
     fg_cp_async_wait_all();
     __syncthreads();  // K (and Q) landed; every warp is done reading V of the last tile
-    fg_mma_load_tile<BN, D, LDV>(sV, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+    fg_mma_load_tile<BN, D, LDV, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
     fg_cp_async_commit();
 
     // S = Q K^T for this warp's 16 rows and the tile's BN keys.
@@ -363,7 +365,7 @@ template <int P, int D, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_pa
     fg_cp_async_wait_all();
     __syncthreads();  // V landed; every warp is done reading K
     if (n0 + BN < kv_end) {
-      fg_mma_load_tile<BN, D, LDK>(sK, k + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
+      fg_mma_load_tile<BN, D, LDK, THREADS>(sK, k + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
       fg_cp_async_commit();
     }
 
@@ -416,18 +418,19 @@ template <int P, int D, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_pa
   rows.store(p, b, h);
 }
 
-// fg_attn_fwd_mma_ldm (variant 4, bfloat16 only): as variant 3, but each tile is converted to
-// bfloat16 once in shared memory and the warps load their fragments with ldmatrix (K, and V
-// transposed), a quarter of variant 3's shared-memory instructions and no conversions per
+// fg_attn_fwd_mma_ldm (variants 4 and 6, bfloat16 only): as fg_attn_fwd_mma, but each tile is
+// converted to bfloat16 once in shared memory and the warps load their fragments with ldmatrix
+// (K, and V transposed): a quarter of the shared-memory instructions, no conversion per
 // fragment. Shared memory: K and V float32 staging [BN][D] (the cp.async targets; Q is staged
-// in V's at the start), K and V bfloat16 [BN][D+8] (rows of 2(D+8) bytes, 16 mod 128, so the 8
-// rows of an ldmatrix hit distinct banks). Q's fragments are packed to bfloat16 in registers
-// once. Per key tile: wait for K, sync; convert K; sync; start V's copy; S; softmax; wait for V,
-// sync; start the next K's copy; convert V; sync; O += P V.
-template <int D, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_attn_params& p) {
+// across both first, so BM <= 2 BN), K and V bfloat16 [BN][D+8] (rows of 2(D+8) bytes, 16 mod
+// 128, so the 8 rows of an ldmatrix hit distinct banks). Q's fragments are packed to bfloat16
+// in registers once. Per key tile: wait for K, sync; convert K; sync; start V's copy; S;
+// softmax; wait for V, sync; start the next K's copy; convert V; sync; O += P V.
+template <int D, int BM, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_attn_params& p) {
+  constexpr int THREADS = fg_mma_threads<BM>();
   constexpr int LDH = D + 8;
   constexpr int NB = BN / 8, KC = D / 16, OB = D / 8;
-  static_assert(D % 16 == 0 && BN % 16 == 0 && BN >= kMmaBM, "tile sizes (Q is staged in V's buffer)");
+  static_assert(D % 16 == 0 && BN % 16 == 0 && BM <= 2 * BN, "tile sizes (Q is staged in K's and V's buffers)");
   constexpr unsigned SMEM = 2 * BN * D * sizeof(float) + 2 * BN * LDH * sizeof(uint16_t);
   if (fg_dynamic_smem() < SMEM) __trap();
   float* sKf = (float*)fg_smem;
@@ -435,40 +438,44 @@ template <int D, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_attn_param
   uint16_t* sKh = (uint16_t*)(sVf + BN * D);
   uint16_t* sVh = sKh + BN * LDH;
 
-  const int m0 = (gridDim.x - 1 - blockIdx.x) * kMmaBM, h = blockIdx.y, b = blockIdx.z;
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.h / p.hkv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
   const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
   const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
   const float sl2 = (float)(p.scale * 1.4426950408889634);
-  const int kv_end = fg_key_limit(p, b, min(m0 + kMmaBM, p.nq) - 1);
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
   FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
   float (&o)[OB][4] = rows.o;
 
+  // Q's A fragments (bf16 pairs), packed once: Q is staged in the float32 buffers (rows of D),
+  // read, and the buffers are free again before K's first copy.
+  uint32_t qa[KC][4];
   if (kv_end > 0) {
-    fg_mma_load_tile<kMmaBM, D, D>(sVf, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
-    fg_mma_load_tile<BN, D, D>(sKf, k, p.k_row, kv_end);
+    fg_mma_load_tile<BM, D, D, THREADS>(sKf, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
+    fg_cp_async_commit();
+    fg_cp_async_wait_all();
+    __syncthreads();
+    const float* qr = sKf + (16 * warp + g) * D + 2 * t;
+#pragma unroll
+    for (int c = 0; c < KC; ++c) {
+      const float2 x0 = *(const float2*)&qr[16 * c], x1 = *(const float2*)&qr[8 * D + 16 * c];
+      const float2 x2 = *(const float2*)&qr[16 * c + 8], x3 = *(const float2*)&qr[8 * D + 16 * c + 8];
+      qa[c][0] = fg_bf16x2(x0.x, x0.y), qa[c][1] = fg_bf16x2(x1.x, x1.y);
+      qa[c][2] = fg_bf16x2(x2.x, x2.y), qa[c][3] = fg_bf16x2(x3.x, x3.y);
+    }
+    __syncthreads();  // every warp has its Q
+    fg_mma_load_tile<BN, D, D, THREADS>(sKf, k, p.k_row, kv_end);
     fg_cp_async_commit();
   }
-  uint32_t qa[KC][4];  // Q's A fragments (bf16 pairs), built at the first tile
 
   for (int n0 = 0; n0 < kv_end; n0 += BN) {
     fg_cp_async_wait_all();
-    __syncthreads();  // K (and Q) landed; every warp is done reading V of the last tile
-    if (n0 == 0) {
-      const float* qr = sVf + (16 * warp + g) * D + 2 * t;
-#pragma unroll
-      for (int c = 0; c < KC; ++c) {
-        const float2 x0 = *(const float2*)&qr[16 * c], x1 = *(const float2*)&qr[8 * D + 16 * c];
-        const float2 x2 = *(const float2*)&qr[16 * c + 8], x3 = *(const float2*)&qr[8 * D + 16 * c + 8];
-        qa[c][0] = fg_bf16x2(x0.x, x0.y), qa[c][1] = fg_bf16x2(x1.x, x1.y);
-        qa[c][2] = fg_bf16x2(x2.x, x2.y), qa[c][3] = fg_bf16x2(x3.x, x3.y);
-      }
-    }
-    fg_to_bf16_tile<BN, D, LDH>(sKh, sKf);
-    __syncthreads();  // K in bfloat16; every warp is done reading Q from V's staging buffer
-    fg_mma_load_tile<BN, D, D>(sVf, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+    __syncthreads();  // K landed; every warp is done reading V of the last tile
+    fg_to_bf16_tile<BN, D, LDH, THREADS>(sKh, sKf);
+    __syncthreads();  // K in bfloat16
+    fg_mma_load_tile<BN, D, D, THREADS>(sVf, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
     fg_cp_async_commit();
 
     // S = Q K^T: an ldmatrix.x4 gives the B fragments of two 8-key blocks for 16 columns:
@@ -491,10 +498,10 @@ template <int D, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_attn_param
     fg_cp_async_wait_all();
     __syncthreads();  // V landed; every warp is done reading K
     if (n0 + BN < kv_end) {
-      fg_mma_load_tile<BN, D, D>(sKf, k + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
+      fg_mma_load_tile<BN, D, D, THREADS>(sKf, k + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
       fg_cp_async_commit();
     }
-    fg_to_bf16_tile<BN, D, LDH>(sVh, sVf);
+    fg_to_bf16_tile<BN, D, LDH, THREADS>(sVh, sVf);
     __syncthreads();  // V in bfloat16
 
     // O += P V: an ldmatrix.x4.trans gives the B fragments of two 8-column output blocks for 16
@@ -520,22 +527,28 @@ template <int D, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_attn_param
 // Names encode the variant and every template parameter; the Go launch table
 // (cuda/attention_mma.go, mmaCfgs) builds the same names.
 
-#define FG_FWD_MMA(P, PN, D, BN)                                                                  \
-  extern "C" __global__ void __launch_bounds__(kMmaThreads) fg_attn_fwd_mma_##PN##_d##D##_n##BN( \
-      const fg_attn_params p) {                                                                   \
-    fg_attn_fwd_mma<P, D, BN>(p);                                                                 \
+#define FG_FWD_MMA(P, PN, D, BM, BN)                                                      \
+  extern "C" __global__ void __launch_bounds__(fg_mma_threads<BM>())                      \
+      fg_attn_fwd_mma_##PN##_d##D##_m##BM##_n##BN(const fg_attn_params p) {                \
+    fg_attn_fwd_mma<P, D, BM, BN>(p);                                                      \
   }
-FG_FWD_MMA(FG_PREC_BF16, bf16, 64, 64)
-FG_FWD_MMA(FG_PREC_BF16, bf16, 128, 64)
-FG_FWD_MMA(FG_PREC_TF32, tf32, 64, 64)
-FG_FWD_MMA(FG_PREC_TF32, tf32, 128, 64)
-FG_FWD_MMA(FG_PREC_EXACT, exact, 64, 64)
-FG_FWD_MMA(FG_PREC_EXACT, exact, 128, 64)
+FG_FWD_MMA(FG_PREC_BF16, bf16, 64, 64, 64)
+FG_FWD_MMA(FG_PREC_BF16, bf16, 128, 64, 64)
+FG_FWD_MMA(FG_PREC_TF32, tf32, 64, 64, 64)
+FG_FWD_MMA(FG_PREC_TF32, tf32, 128, 64, 64)
+FG_FWD_MMA(FG_PREC_TF32, tf32, 64, 128, 64)
+FG_FWD_MMA(FG_PREC_TF32, tf32, 128, 128, 64)
+FG_FWD_MMA(FG_PREC_EXACT, exact, 64, 64, 64)
+FG_FWD_MMA(FG_PREC_EXACT, exact, 128, 64, 64)
+FG_FWD_MMA(FG_PREC_EXACT, exact, 64, 128, 64)
+FG_FWD_MMA(FG_PREC_EXACT, exact, 128, 128, 64)
 
-#define FG_FWD_MMA_LDM(D, BN)                                                                          \
-  extern "C" __global__ void __launch_bounds__(kMmaThreads) fg_attn_fwd_mma_ldm_bf16_d##D##_n##BN( \
-      const fg_attn_params p) {                                                                        \
-    fg_attn_fwd_mma_ldm<D, BN>(p);                                                                     \
+#define FG_FWD_MMA_LDM(D, BM, BN)                                                         \
+  extern "C" __global__ void __launch_bounds__(fg_mma_threads<BM>())                      \
+      fg_attn_fwd_mma_ldm_bf16_d##D##_m##BM##_n##BN(const fg_attn_params p) {              \
+    fg_attn_fwd_mma_ldm<D, BM, BN>(p);                                                     \
   }
-FG_FWD_MMA_LDM(64, 64)
-FG_FWD_MMA_LDM(128, 64)
+FG_FWD_MMA_LDM(64, 64, 64)
+FG_FWD_MMA_LDM(128, 64, 64)
+FG_FWD_MMA_LDM(64, 128, 64)
+FG_FWD_MMA_LDM(128, 128, 64)
