@@ -206,8 +206,14 @@ func TestAttentionMMADevice(t *testing.T) {
 						full[i] += r
 					}
 					compare(t, what+" L+LRes", full, wantL, tolL)
-					t.Logf("%-8s: O error %.2e (naive %.2e, ratio %.2f), L error %.2e (naive %.2e, ratio %.2f)",
-						what, eo, refO, eo/math.Max(refO, 1e-300), el, refL, el/math.Max(refL, 1e-300))
+					ratio := func(e, ref float64) string {
+						if ref == 0 {
+							return "–"
+						}
+						return fmt.Sprintf("%.2f", e/ref)
+					}
+					t.Logf("%-8s: O error %.2e (naive %.2e, ratio %s), L error %.2e (naive %.2e, ratio %s)",
+						what, eo, refO, ratio(eo, refO), el, refL, ratio(el, refL))
 				}
 			})
 		}
@@ -288,7 +294,9 @@ func TestPickMMA(t *testing.T) {
 		{"f64", PrecisionBF16, 64, f64, 0, ""},
 		{"d100", PrecisionBF16, 100, f32, 0, ""},
 		{"d256", PrecisionExact, 256, f32, 0, ""},
-		{"bf16-d64", PrecisionBF16, 64, f32, 0, mmaCfgs[0].name()},
+		{"bf16-d64", PrecisionBF16, 64, f32, 0, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
+		{"bf16-d128", PrecisionBF16, 128, f32, 0, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
+		{"exact-d128", PrecisionExact, 128, f32, 0, "fg_attn_fwd_mma_exact_d128_m128_n64"},
 		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, "fg_attn_fwd_mma_bf16_d128_m64_n64"},
 		{"bf16-d64-v4", PrecisionBF16, 64, f32, 4, "fg_attn_fwd_mma_ldm_bf16_d64_m64_n64"},
 		{"bf16-d128-v6", PrecisionBF16, 128, f32, 6, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},

@@ -13,6 +13,12 @@
 // times are printed, each of our cases is checked on sampled rows of O, L, dQ, dK and dV
 // against float64 references (column "check").
 //
+// With -prec (default exact,tf32,bf16) it also times the float32 forward of every tensor-core
+// kernel of those precisions (cuda.Precision; each checked on sampled rows of O and L against
+// float64) and prints a second table: the forward by precision (the kernel AttentionForward
+// runs for each) beside the FMA kernel and PyTorch's forwards; the log lines name and time
+// every variant.
+//
 // TFLOP/s use FlashAttention's convention (shared/ANCHORS.md): forward 4·B·H·N²·d, halved when
 // causal; forward+backward 3.5× the forward. Only the matrix products count: our backward,
 // which recomputes P and dP in its dQ kernel, does more work than it is credited with.
