@@ -5,8 +5,8 @@
 //   o_i  = sum_j exp(s_ij - L_i) v_j
 // with rows of no visible key giving o = 0, L = -Inf, as attention_fwd.cu.
 //
-// Variant 3 of the forward (variants 1 and 2, the FMA kernels, are in attention_fwd.cu), in
-// three precisions of the two matrix products S = Q K^T and O += P V (params.h's FG_PREC_*):
+// Forward variants 3 to 6 (1 and 2 are attention_fwd.cu's FMA kernels; mmaCfgs in
+// cuda/attention_mma.go lists them), precisions of S = Q K^T and O += P V (FG_PREC_*):
 //   FG_PREC_BF16:  operands rounded to bfloat16 (round to nearest even), m16n8k16 bf16 products
 //                  accumulated in float32;
 //   FG_PREC_TF32:  operands rounded to TF32 (cvt.rna: 10 mantissa bits), m16n8k8 products
@@ -15,7 +15,7 @@
 //                  a b = a_lo b_hi + a_hi b_lo + a_hi b_hi (three m16n8k8 products; the dropped
 //                  a_lo b_lo is below float32's rounding): each operand is carried to 22
 //                  of float32's 24 bits, close to float32 accuracy on tensor cores.
-// Accumulation: the tensor cores add into their float32 accumulator with truncation, not
+// Accumulation: the tensor cores appear to add into their float32 accumulator truncating, not
 // rounding to nearest, so a long chain of products into one accumulator drifts toward zero
 // (measured on the H100 at N = 1025: O off by 1e-5 relative on its largest values, 8x the error
 // of a plain float32 loop). EXACT therefore runs each chain over 16 head columns (S) or 16 keys
@@ -26,12 +26,12 @@
 // other operands.
 //
 // Work split (FlashAttention-2): a block of BM / 16 warps owns a tile of BM = 64 or 128 query
-// rows of one (b, h), each warp 16 rows, and walks the key tiles of BN rows. The tiles are staged in shared
-// memory as float32 by cp.async (16-byte copies; rows past the valid range are zero-filled with
-// a source size of 0, so keys from kv_end on and queries from Nq on are never read), and each
-// operand is converted to the product's type as the warp loads its fragment. Per key tile:
-//   wait for K, sync; start V's copy; S = Q K^T (Q's fragments stay in registers for the whole
-//   kernel); online softmax in registers; wait for V, sync; start the next K's copy; O += P V
+// rows of one (b, h), a warp per 16 rows, and walks the key tiles of BN rows. The tiles go to
+// shared memory as float32 by cp.async (16-byte copies; rows past the valid range are zero-filled
+// with a source size of 0: keys from kv_end on and queries from Nq on are never read); each
+// operand is converted as the warp loads its fragment (variants 3, 5). Per key tile:
+//   wait for K, sync; start V's copy; S = Q K^T (Q from shared memory, or from registers in
+//   4 and 6); online softmax in registers; wait for V, sync; start the next K's copy; O += P V
 //   with P taken from S's accumulators (the accumulator layout of m16n8 is, register for
 //   register, the A-operand layout the next product needs, up to a permutation of k that the
 //   B operand's loads repeat).
