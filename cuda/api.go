@@ -106,6 +106,9 @@ type AttentionParams struct {
 	Causal bool
 	// KeyLengths is nil or holds B values in [0, Nk].
 	KeyLengths []int
+	// Precision selects the forward's arithmetic for float32 slices (see Precision; the zero
+	// value runs the FMA kernels). The backward and float64 problems run the FMA kernels.
+	Precision Precision
 
 	Q, K, V any // inputs of both directions
 	O, L    any // forward outputs, backward inputs
@@ -222,6 +225,9 @@ func (p *AttentionParams) check(backward bool) (dtype, error) {
 	}
 	if math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale == 0 {
 		return 0, fmt.Errorf("cuda: %s: Scale=%v, want a finite non-zero value (%s)", op, p.Scale, shape)
+	}
+	if p.Precision < PrecisionFMA || p.Precision > PrecisionBF16 {
+		return 0, fmt.Errorf("cuda: %s: unknown %v (%s)", op, p.Precision, shape)
 	}
 	if p.KeyLengths != nil {
 		if len(p.KeyLengths) != p.B {

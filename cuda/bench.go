@@ -22,6 +22,20 @@ type BenchCase struct {
 	// CheckRows is the number of query rows (and of key rows) whose outputs are checked against
 	// float64 references before the timings are reported (default 8).
 	CheckRows int
+	// Precisions also times (and checks) the float32 forward in each of these precisions
+	// (PrecisionFMA is variant 2 again; the others run the tensor-core kernels where pickMMA
+	// takes the problem, else variant 2).
+	Precisions []Precision
+}
+
+// PrecisionResult is one forward kernel of a precision in BenchResult: the median time, the
+// largest error of the checked rows of O and L (as CheckErr), and the kernel that ran.
+type PrecisionResult struct {
+	Precision Precision
+	Variant   int // 2: the kernel AttentionForward runs; 3, 4: a tensor-core variant
+	FwdMs     float64
+	CheckErr  float64
+	Kernel    string
 }
 
 // BenchResult holds BenchAttention's medians, in milliseconds, and the check.
@@ -32,6 +46,8 @@ type BenchResult struct {
 	// O) relative to max(1, max |reference|).
 	CheckErr float64
 	Kernels  []string // the kernels timed
+	// Prec holds the forward of every precision of BenchCase.Precisions, in order.
+	Prec []PrecisionResult
 }
 
 // BenchAttention times the attention kernels on device-resident inputs with CUDA events
@@ -162,38 +178,83 @@ func BenchAttention(c BenchCase) (BenchResult, error) {
 		rows[0] = int(ln) - 1 // the last row sees the most keys under the causal mask
 		res.CheckErr = max(ch.forwardRows(rows), ch.dqRows(rows, hdq), ch.dkdvRows(rng, c.CheckRows, hdk, hdv))
 
-		if c.Variant1 {
-			var t1 []float64
+		// timeFwd times forward variant on kp: one warm-up run, then the median of c.Reps.
+		timeFwd := func(kp *attnParams, variant int) (float64, error) {
+			var ts []float64
 			for r := 0; r <= c.Reps; r++ {
 				if err := eventRecord(ev[0]); err != nil {
-					return err
+					return 0, err
 				}
-				if err := s.attnForwardKernels(&kp, dt, 1); err != nil {
-					return err
+				if err := s.attnForwardKernels(kp, dt, variant); err != nil {
+					return 0, err
 				}
 				if err := eventRecord(ev[1]); err != nil {
-					return err
+					return 0, err
 				}
 				if err := eventSync(ev[1]); err != nil {
-					return err
+					return 0, err
 				}
 				ms, err := eventElapsed(ev[0], ev[1])
 				if err != nil {
-					return err
+					return 0, err
 				}
 				if r > 0 { // the first run is the warm-up
-					t1 = append(t1, ms)
+					ts = append(ts, ms)
 				}
 			}
-			res.FwdV1Ms = median(t1)
+			return median(ts), nil
+		}
+		// checkFwd checks the sampled rows of the O and L the last forward wrote.
+		checkFwd := func() (float64, error) {
 			var err error
 			if ch.o, err = host(kp.o, qn); err != nil {
-				return err
+				return 0, err
 			}
 			if ch.l, err = host(kp.lse, ln); err != nil {
+				return 0, err
+			}
+			return ch.forwardRows(rows), nil
+		}
+
+		if c.Variant1 {
+			var err error
+			if res.FwdV1Ms, err = timeFwd(&kp, 1); err != nil {
 				return err
 			}
-			res.CheckErr = max(res.CheckErr, ch.forwardRows(rows))
+			e, err := checkFwd()
+			if err != nil {
+				return err
+			}
+			res.CheckErr = max(res.CheckErr, e)
+		}
+		for _, prec := range c.Precisions {
+			pk := kp
+			pk.precision = int32(prec)
+			// The kernel AttentionForward runs first, then the other variants of the precision.
+			variants := []int{2}
+			for _, mc := range mmaCfgs {
+				if d, ok := pickMMA(&pk, dt, 0); ok && mc.Prec == prec && mc.D == p.D && mc.Variant != d.Variant {
+					variants = append(variants, mc.Variant)
+				}
+			}
+			for _, variant := range variants {
+				r := PrecisionResult{Precision: prec, Variant: variant, Kernel: "fg_attn_fwd_v2_" + fc.suffix(dt)}
+				pick := variant // the kernel variant 2 runs for this precision is pickMMA's first
+				if variant == 2 {
+					pick = 0
+				}
+				if mc, ok := pickMMA(&pk, dt, pick); ok {
+					r.Kernel = mc.name()
+				}
+				var err error
+				if r.FwdMs, err = timeFwd(&pk, variant); err != nil {
+					return err
+				}
+				if r.CheckErr, err = checkFwd(); err != nil {
+					return err
+				}
+				res.Prec = append(res.Prec, r)
+			}
 		}
 		return nil
 	})

@@ -175,6 +175,7 @@ func attnBase(p *AttentionParams) attnParams {
 		b:     int32(p.B), h: int32(p.H), hkv: int32(p.Hkv), nq: int32(p.Nq), nk: int32(p.Nk), d: int32(p.D),
 	}
 	kp.vRow, kp.vHead, kp.vBatch = kp.kRow, kp.kHead, kp.kBatch
+	kp.precision = int32(p.Precision)
 	kp.oRow, kp.oHead, kp.oBatch = kp.qRow, kp.qHead, kp.qBatch
 	if p.Causal {
 		kp.causal, kp.causalOffset = 1, int32(p.Nk-p.Nq)
@@ -197,7 +198,8 @@ func keyLengths32(kl []int) []int32 {
 // kernels do not cover, and a *Error when CUDA fails.
 func AttentionForward(p AttentionParams) error { return attentionForward(p, 2) }
 
-// attentionForward runs forward kernel variant 1 (one thread per row) or 2 (FlashAttention-2).
+// attentionForward runs forward kernel variant 1 (one thread per row), 2 (FlashAttention-2, or
+// the tensor-core kernel pickMMA chooses for p.Precision), or a tensor-core variant (mmaCfg).
 func attentionForward(p AttentionParams, variant int) error {
 	dt, err := p.check(false)
 	if err != nil {
@@ -306,11 +308,18 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 		name = fmt.Sprintf("fg_attn_fwd_v1_%s_d256", dt)
 		grid, block = [3]int{ceilDiv(int(kp.nq), 128), int(kp.h), int(kp.b)}, 128
 	case 2:
+		if c, ok := pickMMA(kp, dt, 0); ok { // the tensor-core kernels (attention_mma.go)
+			return s.startMMA(kp, c)
+		}
 		c := pickCfg(fwdCfgs[dt], int(kp.d))
 		name = "fg_attn_fwd_v2_" + c.suffix(dt)
 		grid, block, smem = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}, c.threads(), fwdSmem(c, dt)
-	default:
-		return fmt.Errorf("cuda: attention forward: no kernel variant %d", variant)
+	default: // the tensor-core variants (attention_mma.go)
+		c, ok := pickMMA(kp, dt, variant)
+		if !ok || variant < 3 {
+			return fmt.Errorf("cuda: attention forward: no kernel variant %d for %s, %v, d=%d", variant, dt, Precision(kp.precision), kp.d)
+		}
+		return s.startMMA(kp, c)
 	}
 	return s.start("attention_fwd", name, grid, block, smem, unsafe.Pointer(kp))
 }

@@ -37,6 +37,7 @@ type attnParams struct {
 	scale                float64
 	b, h, hkv, nq, nk, d int32
 	causal, causalOffset int32
+	precision, reserved  int32 // Precision; the launcher picks the forward kernel by it
 }
 
 // fillParams is fg_fill_params, fg_debug_fill's parameters.

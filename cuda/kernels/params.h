@@ -16,6 +16,14 @@
 #define FG_LOG_SOFTMAX 1
 #define FG_LOG_SUM_EXP 2
 
+// Precisions of the float32 attention forward (fg_attn_params.precision; cuda.Precision):
+// FG_PREC_FMA the FMA kernels (attention_fwd.cu), the others the tensor-core kernels of
+// attention_mma.cu (3xTF32, TF32, bfloat16 products with float32 accumulation).
+#define FG_PREC_FMA 0
+#define FG_PREC_EXACT 1
+#define FG_PREC_TF32 2
+#define FG_PREC_BF16 3
+
 // fg_softmax_params describes one softmax-family op over x viewed as [outer, n, inner]:
 // element (o, i, j) at o*n*inner + i*inner + j, reduced over i.
 //   softmax, log-softmax: y, dy, dx have x's shape;
@@ -53,6 +61,8 @@ typedef struct {
   double scale;                 // multiplies q.k
   int32_t b, h, hkv, nq, nk, d;
   int32_t causal, causal_offset;
+  int32_t precision;            // FG_PREC_*: which forward kernel the launcher picks (float32 only)
+  int32_t reserved;
 } fg_attn_params;
 
 // fg_fill_params asks fg_debug_fill (debug.cu) to fill n elements at x (float, or double when

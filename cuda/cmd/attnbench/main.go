@@ -13,6 +13,12 @@
 // times are printed, each of our cases is checked on sampled rows of O, L, dQ, dK and dV
 // against float64 references (column "check").
 //
+// With -prec (default exact,tf32,bf16) it also times the float32 forward of every tensor-core
+// kernel of those precisions (cuda.Precision; each checked on sampled rows of O and L against
+// float64) and prints a second table: the forward by precision (the kernel AttentionForward
+// runs for each) beside the FMA kernel and PyTorch's forwards; the log lines name and time
+// every variant.
+//
 // TFLOP/s use FlashAttention's convention (shared/ANCHORS.md): forward 4·B·H·N²·d, halved when
 // causal; forward+backward 3.5× the forward. Only the matrix products count: our backward,
 // which recomputes P and dP in its dQ kernel, does more work than it is credited with.
@@ -54,9 +60,21 @@ func main() {
 	ds := flag.String("d", "64,128", "head dimensions")
 	tokens := flag.Int("tokens", 32768, "B·N")
 	heads := flag.Int("h", 16, "heads")
+	precs := flag.String("prec", "exact,tf32,bf16", "forward precisions of ours also timed (fma, exact, tf32, bf16; empty: none)")
 	flag.Parse()
 	log.SetFlags(0)
 
+	var precisions []cuda.Precision
+	for _, f := range strings.Split(*precs, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		pr, err := cuda.ParsePrecision(f)
+		if err != nil {
+			log.Fatalf("attnbench: -prec: %v", err)
+		}
+		precisions = append(precisions, pr)
+	}
 	if !cuda.Enabled() {
 		log.Fatalf("attnbench: no CUDA device (%s)", cuda.Device())
 	}
@@ -77,10 +95,14 @@ func main() {
 	for i, s := range shapes {
 		start := time.Now()
 		r, err := cuda.BenchAttention(cuda.BenchCase{B: s.B, H: s.H, N: s.N, D: s.D, Causal: s.Causal, F64: *f64,
-			Reps: *reps, Variant1: s.N <= 1024})
+			Reps: *reps, Variant1: s.N <= 1024, Precisions: precisions})
 		mine[i] = ours{r, err}
 		log.Printf("ours %+v: fwd %.3f ms, fwd+bwd %.3f ms, v1 fwd %.3f ms, check %.2g, err %v (%.1fs)",
 			s, r.FwdMs, r.FwdBwdMs, r.FwdV1Ms, r.CheckErr, err, time.Since(start).Seconds())
+		for _, pr := range r.Prec {
+			log.Printf("ours %+v: %v fwd %.3f ms = %.1f TFLOP/s (variant %d, %s), check %.2g", s, pr.Precision, pr.FwdMs,
+				s.FwdFLOPs()/(pr.FwdMs*1e-3)/1e12, pr.Variant, pr.Kernel, pr.CheckErr)
+		}
 	}
 
 	torch := map[string]torchRow{}
@@ -160,6 +182,9 @@ func main() {
 		fmt.Println(row)
 	}
 	fmt.Println()
+	if len(precisions) > 0 {
+		precisionTable(shapes, precisions, func(i int) cuda.BenchResult { return mine[i].res }, func(i int) error { return mine[i].err }, torch)
+	}
 	for i, s := range shapes {
 		if mine[i].err != nil {
 			fmt.Printf("ours %+v: %v\n", s, mine[i].err)
@@ -185,6 +210,76 @@ func main() {
 		}
 	}
 	fmt.Println("ratios are time(torch)/time(ours): above 1 means ours is faster")
+}
+
+// precisionTable prints the forward of every precision of ours beside the FMA kernel and
+// PyTorch's forwards: TFLOP/s, and the largest error of the sampled rows of O and L against
+// float64 (relative to max(1, |value|)).
+func precisionTable(shapes []shape, precs []cuda.Precision, res func(int) cuda.BenchResult, errs func(int) error, torch map[string]torchRow) {
+	fmt.Printf("Forward by precision, TFLOP/s (error of sampled rows of O, L against float64)\n\n")
+	hdr := "| d | N | B | causal | ours fma fwd (check) |"
+	sep := "|---|---|---|---|---|"
+	for _, p := range precs {
+		hdr += fmt.Sprintf(" ours %v fwd (err) |", p)
+		sep += "---|"
+	}
+	tcols := []struct{ dtype, backend string }{{"f32", "EFFICIENT"}, {"bf16", "FLASH"}, {"bf16", "CUDNN"}}
+	for _, c := range tcols {
+		hdr += fmt.Sprintf(" torch %s %s fwd |", c.dtype, c.backend)
+		sep += "---|"
+	}
+	for _, p := range precs {
+		hdr += fmt.Sprintf(" %v/fma | %v/torch-f32-EFF | %v/torch-bf16-FLASH |", p, p, p)
+		sep += "---|---|---|"
+	}
+	fmt.Println(hdr)
+	fmt.Println(sep)
+	for i, s := range shapes {
+		r := res(i)
+		tf := func(ms float64) float64 {
+			if ms <= 0 || errs(i) != nil {
+				return math.NaN()
+			}
+			return s.FwdFLOPs() / (ms * 1e-3) / 1e12
+		}
+		row := fmt.Sprintf("| %d | %d | %d | %v | %s (%.1e) |", s.D, s.N, s.B, s.Causal, num(tf(r.FwdMs)), r.CheckErr)
+		byPrec := map[cuda.Precision]cuda.PrecisionResult{}
+		for _, pr := range r.Prec {
+			if pr.Variant == 2 { // the kernel AttentionForward runs
+				byPrec[pr.Precision] = pr
+			}
+		}
+		for _, p := range precs {
+			pr, ok := byPrec[p]
+			if !ok {
+				row += " – |"
+				continue
+			}
+			row += fmt.Sprintf(" %s (%.1e) |", num(tf(pr.FwdMs)), pr.CheckErr)
+		}
+		tms := func(c struct{ dtype, backend string }) float64 {
+			t, ok := torch[key(s, c.dtype, c.backend)]
+			if !ok || t.Error != "" {
+				return math.NaN()
+			}
+			return t.FwdMs
+		}
+		for _, c := range tcols {
+			row += fmt.Sprintf(" %s |", num(tf(tms(c))))
+		}
+		ratio := func(theirs, ours float64) string {
+			if math.IsNaN(theirs) || ours <= 0 || errs(i) != nil {
+				return "–"
+			}
+			return fmt.Sprintf("%.2f", theirs/ours)
+		}
+		for _, p := range precs {
+			ms := byPrec[p].FwdMs
+			row += fmt.Sprintf(" %s | %s | %s |", ratio(r.FwdMs, ms), ratio(tms(tcols[0]), ms), ratio(tms(tcols[1]), ms))
+		}
+		fmt.Println(row)
+	}
+	fmt.Println()
 }
 
 func key(s shape, dtype, backend string) string {

@@ -1,0 +1,396 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// Tests of the tensor-core forward (kernels/attention_mma.cu). The device tests compare each
+// precision with the float64 reference of reference_test.go and bound its error by twice the
+// error of a naive CPU computation in the same precision (refAttentionNaive below).
+
+// roundBF16 rounds x to bfloat16 (8 mantissa bits) to nearest even, as cvt.rn.bf16x2.f32.
+func roundBF16(x float32) float32 {
+	if x != x || math.IsInf(float64(x), 0) {
+		return x
+	}
+	b := math.Float32bits(x)
+	b += 0x7fff + (b>>16)&1
+	return math.Float32frombits(b &^ 0xffff)
+}
+
+// roundTF32 rounds x to TF32 (10 mantissa bits) to nearest, ties away from zero, as
+// cvt.rna.tf32.f32.
+func roundTF32(x float32) float32 {
+	if x != x || math.IsInf(float64(x), 0) {
+		return x
+	}
+	return math.Float32frombits((math.Float32bits(x) + 0x1000) &^ 0x1fff)
+}
+
+// precisionRound returns how precision prec rounds a product's operands (none for Exact).
+func precisionRound(prec Precision) func(float32) float32 {
+	switch prec {
+	case PrecisionBF16:
+		return roundBF16
+	case PrecisionTF32:
+		return roundTF32
+	}
+	return func(x float32) float32 { return x }
+}
+
+// refAttentionNaive returns O and L computed the plain way in float32 (every product and sum
+// rounded to float32, sums in order), with the operands of both products rounded as prec
+// rounds them: s_ij = Σ_c r(q_ic)·r(k_jc), m_i = max_j scale·s_ij, p_ij = exp(scale·s_ij − m_i),
+// l_i = Σ_j p_ij, O_ic = Σ_j r(p_ij)·r(v_jc) / l_i, L_i = m_i + log l_i. This is the accuracy a
+// straightforward implementation in prec reaches; the kernels must stay within twice its error.
+func refAttentionNaive(p *AttentionParams, q, k, v []float64, prec Precision) (o, l []float64) {
+	r := precisionRound(prec)
+	D, G := p.D, p.H/p.Hkv
+	rq, rk, rv := make([]float32, len(q)), make([]float32, len(k)), make([]float32, len(v))
+	for i := range q {
+		rq[i] = r(float32(q[i]))
+	}
+	for i := range k {
+		rk[i], rv[i] = r(float32(k[i])), r(float32(v[i]))
+	}
+	scale := float32(p.Scale)
+	o = make([]float64, len(q))
+	l = make([]float64, p.B*p.H*p.Nq)
+	s := make([]float32, p.Nk)
+	acc := make([]float32, D)
+	for b := 0; b < p.B; b++ {
+		for h := 0; h < p.H; h++ {
+			kv := (b*p.Hkv + h/G) * p.Nk * D
+			for i := 0; i < p.Nq; i++ {
+				row := (b*p.H+h)*p.Nq + i
+				lim := refKeyLimit(p, b, i)
+				if lim == 0 {
+					l[row] = math.Inf(-1)
+					continue
+				}
+				mx := float32(math.Inf(-1))
+				for j := 0; j < lim; j++ {
+					var dot float32
+					for c := 0; c < D; c++ {
+						dot += float32(rq[row*D+c] * rk[kv+j*D+c])
+					}
+					s[j] = float32(dot * scale)
+					mx = max(mx, s[j])
+				}
+				var sum float32
+				clear(acc)
+				for j := 0; j < lim; j++ {
+					pj := float32(math.Exp(float64(s[j] - mx)))
+					sum += pj
+					pr := r(pj)
+					for c := 0; c < D; c++ {
+						acc[c] += float32(pr * rv[kv+j*D+c])
+					}
+				}
+				for c := 0; c < D; c++ {
+					o[row*D+c] = float64(acc[c] / sum)
+				}
+				l[row] = float64(mx + float32(math.Log(float64(sum))))
+			}
+		}
+	}
+	return o, l
+}
+
+// errMeasure is compare's error measure without reporting: max |got − want| / max(1, max |want|)
+// over the finite entries of want (the non-finite ones must match exactly, else +Inf).
+func errMeasure(got, want []float64) float64 {
+	scale := 1.0
+	for _, w := range want {
+		if !math.IsInf(w, 0) && !math.IsNaN(w) {
+			scale = math.Max(scale, math.Abs(w))
+		}
+	}
+	worst := 0.0
+	for i, w := range want {
+		if math.IsInf(w, 0) || math.IsNaN(w) {
+			if got[i] != w {
+				return math.Inf(1)
+			}
+			continue
+		}
+		e := math.Abs(got[i]-w) / scale
+		if math.IsNaN(e) {
+			return math.Inf(1)
+		}
+		worst = math.Max(worst, e)
+	}
+	return worst
+}
+
+// mmaGrid covers the lengths 1, 17, 127, 129, 1025 (none a multiple of the 64-row tiles but
+// 1), both kernel head dimensions, the causal mask with Nq ≠ Nk (Nq > Nk leaves leading rows
+// fully masked), key lengths (0: a batch without keys; a length inside a tile), GQA and MQA.
+var mmaGrid = []struct {
+	name string
+	c    attnCase
+}{
+	{"n1", attnCase{1, 2, 1, 1, 1, 0, false, nil, false}},
+	{"n17-causal-gqa", attnCase{2, 4, 2, 17, 17, 0, true, nil, false}},
+	{"n127-129-keylengths", attnCase{2, 2, 1, 127, 129, 0, false, []int{100, 0}, false}},
+	{"n129-127-causal", attnCase{1, 2, 2, 129, 127, 0, true, nil, false}},
+	{"n129-17-causal-kl", attnCase{2, 1, 1, 129, 17, 0, true, []int{9, 17}, false}},
+	{"n1025", attnCase{1, 2, 1, 1025, 1025, 0, false, nil, false}},
+	{"n1025-causal-kl", attnCase{1, 2, 2, 1025, 1025, 0, true, []int{700}, false}},
+}
+
+// mmaFloor is added to the error bound: where the naive computation happens to be exact on a
+// tiny case (one key), twice its error is 0. 1e-6 is 8 float32 ulps of 1, far below the
+// errors of TF32 (~1e-3) and bfloat16 (~1e-2) and of any wrong fragment or mask.
+const mmaFloor = 1e-6
+
+func TestAttentionMMADevice(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(11))
+	for _, g := range mmaGrid {
+		for _, d := range []int{64, 128} {
+			c := g.c
+			c.D = d
+			if testing.Short() && c.Nq > 200 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/d%d", g.name, d), func(t *testing.T) {
+				p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
+					KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
+				qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
+				p.Q, p.K, p.V = toType(randn(rng, qn, 1), false), toType(randn(rng, kn, 1), false), toType(randn(rng, kn, 1), false)
+				q, k, v := as64(p.Q), as64(p.K), as64(p.V)
+				wantO, wantL := refAttention(&p, q, k, v)
+				// Every kernel: the FMA kernel (variant 2) and each tensor-core variant.
+				kernels := []struct {
+					prec    Precision
+					variant int
+				}{{PrecisionFMA, 2}}
+				for _, mc := range mmaCfgs {
+					if mc.D == d {
+						kernels = append(kernels, struct {
+							prec    Precision
+							variant int
+						}{mc.Prec, mc.Variant})
+					}
+				}
+				for _, kern := range kernels {
+					prec := kern.prec
+					p.Precision = prec
+					p.O, p.L, p.LRes = zeros(qn, false), zeros(ln, false), zeros(ln, false)
+					if err := attentionForward(p, kern.variant); err != nil {
+						t.Fatalf("%v variant %d: %v", prec, kern.variant, err)
+					}
+					naivePrec := prec
+					if prec == PrecisionFMA {
+						naivePrec = PrecisionExact // plain float32
+					}
+					nO, nL := refAttentionNaive(&p, q, k, v, naivePrec)
+					refO, refL := errMeasure(nO, wantO), errMeasure(nL, wantL)
+					tolO, tolL := 2*refO+mmaFloor, 2*refL+mmaFloor
+					if prec == PrecisionFMA { // logged beside the others; its bound is the FMA tests'
+						tolO, tolL = tolerance(false), tolerance(false)
+					}
+					what := fmt.Sprintf("%v v%d", prec, kern.variant)
+					eo := compare(t, what+" O", as64(p.O), wantO, tolO)
+					el := compare(t, what+" L", as64(p.L), wantL, tolL)
+					// L + LRes carries L beyond float32's rounding (the L the backward uses).
+					full := as64(p.L)
+					for i, r := range as64(p.LRes) {
+						full[i] += r
+					}
+					compare(t, what+" L+LRes", full, wantL, tolL)
+					ratio := func(e, ref float64) string {
+						if ref == 0 {
+							return "–"
+						}
+						return fmt.Sprintf("%.2f", e/ref)
+					}
+					t.Logf("%-8s: O error %.2e (naive %.2e, ratio %s), L error %.2e (naive %.2e, ratio %s)",
+						what, eo, refO, ratio(eo, refO), el, refL, ratio(el, refL))
+				}
+			})
+		}
+	}
+}
+
+// TestAttentionMMAMaskedKeysInert plants NaN, +Inf or −Inf in every padded key (index ≥
+// KeyLengths[b]) of K and V: O, L and LRes of every tensor-core precision must be
+// bit-identical to the run with random padding (padded keys are never read: the tile copies
+// zero-fill them without a global read).
+func TestAttentionMMAMaskedKeysInert(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(12))
+	for _, c := range []attnCase{
+		{2, 2, 1, 129, 127, 64, false, []int{64, 1}, false},
+		{2, 4, 2, 70, 150, 128, true, []int{99, 0}, false},
+	} {
+		for _, kind := range []string{"NaN", "+Inf", "-Inf"} {
+			t.Run(c.String()+"/"+kind, func(t *testing.T) {
+				p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
+					KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
+				qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
+				q, k, v := randn(rng, qn, 1), randn(rng, kn, 1), randn(rng, kn, 1)
+				bad := map[string]float64{"NaN": math.NaN(), "+Inf": math.Inf(1), "-Inf": math.Inf(-1)}[kind]
+				kb, vb := append([]float64(nil), k...), append([]float64(nil), v...)
+				for b := 0; b < c.B; b++ {
+					for hk := 0; hk < c.Hkv; hk++ {
+						for j := c.KeyLengths[b]; j < c.Nk; j++ {
+							for x := 0; x < c.D; x++ {
+								at := ((b*c.Hkv+hk)*c.Nk+j)*c.D + x
+								kb[at], vb[at] = bad, bad
+							}
+						}
+					}
+				}
+				for _, mc := range mmaCfgs {
+					if mc.D != c.D {
+						continue
+					}
+					prec := mc.name()
+					var outs [2][3][]float64
+					for i, kv := range [2][2][]float64{{k, v}, {kb, vb}} {
+						p.Precision = mc.Prec
+						p.Q, p.K, p.V = toType(q, false), toType(kv[0], false), toType(kv[1], false)
+						p.O, p.L, p.LRes = zeros(qn, false), zeros(ln, false), zeros(ln, false)
+						if err := attentionForward(p, mc.Variant); err != nil {
+							t.Fatalf("%v: %v", prec, err)
+						}
+						outs[i] = [3][]float64{as64(p.O), as64(p.L), as64(p.LRes)}
+					}
+					for i, what := range []string{"O", "L", "LRes"} {
+						for j := range outs[0][i] {
+							x, y := outs[1][i][j], outs[0][i][j]
+							if math.Float64bits(x) != math.Float64bits(y) || math.IsNaN(x) || math.IsInf(x, 1) {
+								t.Fatalf("%v: %s[%d] = %v with %s in the padded keys, %v without", prec, what, j, x, kind, y)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPickMMA checks the selection rule of the tensor-core forward, and that every kernel of
+// the launch table is in the embedded PTX with the shared memory its launch gives (no GPU).
+func TestPickMMA(t *testing.T) {
+	base := AttentionParams{B: 1, H: 2, Hkv: 1, Nq: 5, Nk: 7, D: 64, Scale: 0.125}
+	for _, c := range []struct {
+		name    string
+		prec    Precision
+		d       int
+		dt      dtype
+		variant int
+		want    string
+	}{
+		{"default", PrecisionFMA, 64, f32, 0, ""},
+		{"f64", PrecisionBF16, 64, f64, 0, ""},
+		{"d100", PrecisionBF16, 100, f32, 0, ""},
+		{"d256", PrecisionExact, 256, f32, 0, ""},
+		{"bf16-d64", PrecisionBF16, 64, f32, 0, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
+		{"bf16-d128", PrecisionBF16, 128, f32, 0, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
+		{"exact-d128", PrecisionExact, 128, f32, 0, "fg_attn_fwd_mma_exact_d128_m128_n64"},
+		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, "fg_attn_fwd_mma_bf16_d128_m64_n64"},
+		{"bf16-d64-v4", PrecisionBF16, 64, f32, 4, "fg_attn_fwd_mma_ldm_bf16_d64_m64_n64"},
+		{"bf16-d128-v6", PrecisionBF16, 128, f32, 6, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
+		{"tf32-d128-v5", PrecisionTF32, 128, f32, 5, "fg_attn_fwd_mma_tf32_d128_m128_n64"},
+		{"tf32-d128-v4", PrecisionTF32, 128, f32, 4, ""},
+		{"exact-d64-v3", PrecisionExact, 64, f32, 3, "fg_attn_fwd_mma_exact_d64_m64_n64"},
+	} {
+		p := base
+		p.Precision, p.D = c.prec, c.d
+		kp := attnBase(&p)
+		cfg, ok := pickMMA(&kp, c.dt, c.variant)
+		if got := map[bool]string{true: cfg.name(), false: ""}[ok]; got != c.want {
+			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
+		}
+	}
+	kp := attnBase(&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32})
+	kp.kRow = 66 // a row not on 16 bytes
+	if _, ok := pickMMA(&kp, f32, 0); ok {
+		t.Errorf("pickMMA accepts a K row stride of 66 elements")
+	}
+	bad := base
+	bad.Precision = 7
+	if _, err := bad.check(false); err == nil {
+		t.Errorf("check accepts Precision(7)")
+	}
+
+	ptx, err := ptxSource("attention_mma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("kernels/attention_mma.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[3]int]bool{}
+	for _, c := range mmaCfgs {
+		if k := [3]int{c.Variant, int(c.Prec), c.D}; seen[k] {
+			t.Errorf("mmaCfgs lists variant %d, %v, d=%d twice", c.Variant, c.Prec, c.D)
+		} else {
+			seen[k] = true
+		}
+		if c.ldm() && c.BM > 2*c.BN {
+			t.Errorf("%s: BM = %d over 2 BN: Q does not fit the staging buffers", c.name(), c.BM)
+		}
+		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx) {
+			t.Errorf("kernel %s of mmaCfgs is not in ptx/attention_mma.ptx", c.name())
+		}
+		if c.smem() > 227<<10 {
+			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
+		}
+	}
+	if n := len(regexp.MustCompile(`(?m)^FG_FWD_MMA(_LDM)?\(`).FindAll(src, -1)); n != len(mmaCfgs) {
+		t.Errorf("attention_mma.cu instantiates %d kernels, mmaCfgs lists %d", n, len(mmaCfgs))
+	}
+	h, err := os.ReadFile("kernels/params.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]Precision{"FG_PREC_FMA": PrecisionFMA, "FG_PREC_EXACT": PrecisionExact,
+		"FG_PREC_TF32": PrecisionTF32, "FG_PREC_BF16": PrecisionBF16} {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(h)
+		if m == nil {
+			t.Errorf("params.h does not define %s", name)
+			continue
+		}
+		if v, _ := strconv.Atoi(string(m[1])); v != int(want) {
+			t.Errorf("params.h: %s = %d, Go %v = %d", name, v, want, int(want))
+		}
+	}
+	for p := PrecisionFMA; p <= PrecisionBF16; p++ {
+		if q, err := ParsePrecision(p.String()); err != nil || q != p {
+			t.Errorf("ParsePrecision(%q) = %v, %v", p.String(), q, err)
+		}
+	}
+}
+
+// TestRoundings checks the CPU roundings the naive references use against values worked by
+// hand: bfloat16 keeps 8 significant bits (ties to even), TF32 11 (ties away from zero).
+func TestRoundings(t *testing.T) {
+	for _, c := range []struct {
+		f    func(float32) float32
+		x, y float32
+	}{
+		{roundBF16, 1 + 1.0/256, 1},           // a tie: to even (1)
+		{roundBF16, 1 + 3.0/256, 1 + 4.0/256}, // a tie: to even (1 + 2/128)
+		{roundBF16, 1 + 1.0/256 + 1.0/4096, 1 + 1.0/128},
+		{roundBF16, -(1 + 3.0/256), -(1 + 4.0/256)},
+		{roundTF32, 1 + 1.0/2048, 1 + 1.0/1024}, // a tie: away from zero
+		{roundTF32, -(1 + 1.0/2048), -(1 + 1.0/1024)},
+		{roundTF32, 1 + 1.0/4096, 1},
+		{roundTF32, 3, 3},
+	} {
+		if got := c.f(c.x); got != c.y {
+			t.Errorf("round(%v) = %v, want %v", c.x, got, c.y)
+		}
+	}
+}

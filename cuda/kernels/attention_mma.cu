@@ -1,0 +1,554 @@
+// attention_mma.cu: the attention forward on tensor cores (mma.sync, compute capability 8.0+),
+// for float32 q, k, v, o in global memory:
+//   s_ij = scale * q_i . k_j   over the keys j visible from query i (fg_key_limit)
+//   L_i  = log sum_j exp(s_ij)
+//   o_i  = sum_j exp(s_ij - L_i) v_j
+// with rows of no visible key giving o = 0, L = -Inf, as attention_fwd.cu.
+//
+// Forward variants 3 to 6 (1 and 2 are attention_fwd.cu's FMA kernels; mmaCfgs in
+// cuda/attention_mma.go lists them), precisions of S = Q K^T and O += P V (FG_PREC_*):
+//   FG_PREC_BF16:  operands rounded to bfloat16 (round to nearest even), m16n8k16 bf16 products
+//                  accumulated in float32;
+//   FG_PREC_TF32:  operands rounded to TF32 (cvt.rna: 10 mantissa bits), m16n8k8 products
+//                  accumulated in float32;
+//   FG_PREC_EXACT: 3xTF32: each operand x is split as hi = tf32(x), lo = tf32(x - hi) and
+//                  a b = a_lo b_hi + a_hi b_lo + a_hi b_hi (three m16n8k8 products; the dropped
+//                  a_lo b_lo is below float32's rounding): each operand is carried to 22
+//                  of float32's 24 bits, close to float32 accuracy on tensor cores.
+// Accumulation: the tensor cores appear to add into their float32 accumulator truncating, not
+// rounding to nearest, so a long chain of products into one accumulator drifts toward zero
+// (measured on the H100 at N = 1025: O off by 1e-5 relative on its largest values, 8x the error
+// of a plain float32 loop). EXACT therefore runs each chain over 16 head columns (S) or 16 keys
+// (O) only, from a zero accumulator, and adds the chains in float32 with rounding to nearest;
+// TF32 and BF16, whose operand rounding is 1000x larger, accumulate in place.
+// The softmax (running maximum, exponentials, rescaling) is float32, the row sums double, and L
+// is formed in double as in attention_fwd.cu; P enters the second product rounded like the
+// other operands.
+//
+// Work split (FlashAttention-2): a block of BM / 16 warps owns a tile of BM = 64 or 128 query
+// rows of one (b, h), a warp per 16 rows, and walks the key tiles of BN rows. The tiles go to
+// shared memory as float32 by cp.async (16-byte copies; rows past the valid range are zero-filled
+// with a source size of 0: keys from kv_end on and queries from Nq on are never read); each
+// operand is converted as the warp loads its fragment (variants 3, 5). Per key tile:
+//   wait for K, sync; start V's copy; S = Q K^T (Q from shared memory, or from registers in
+//   4 and 6); online softmax in registers; wait for V, sync; start the next K's copy; O += P V
+//   with P taken from S's accumulators (the accumulator layout of m16n8 is, register for
+//   register, the A-operand layout the next product needs, up to a permutation of k that the
+//   B operand's loads repeat).
+// So V's copy overlaps S and the softmax, the next K's copy overlaps P V.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16 .bf16 and mma.m16n8k8 .tf32; lane = 4 g + t):
+//   C (16 x 8, f32):  c0, c1 = (row g, cols 2t, 2t+1); c2, c3 = (row g+8, cols 2t, 2t+1)
+//   A bf16 (16 x 16): r0 = (g, k 2t..2t+1), r1 = (g+8, k 2t..2t+1), r2 = (g, k 2t+8..2t+9),
+//                     r3 = (g+8, k 2t+8..2t+9), the lower k in the lower half
+//   B bf16 (16 x 8):  r0 = (k 2t..2t+1, col g), r1 = (k 2t+8..2t+9, col g)
+//   A tf32 (16 x 8):  a0 = (g, t), a1 = (g+8, t), a2 = (g, t+4), a3 = (g+8, t+4)
+//   B tf32 (8 x 8):   b0 = (k t, col g), b1 = (k t+4, col g)
+// A product sums over k, so any bijection between the instruction's k and the problem's index
+// serves, as long as A and B use the same one. S = Q K^T: within a chunk of 16 head columns
+// lane (g, t) holds columns 4t..4t+3 of its rows of Q and of its key of K (one 16-byte load
+// each); bf16 uses them as k (2t, 2t+1) and (2t+8, 2t+9), tf32 as k (t, t+4) of two k8 steps.
+// O += P V: S's accumulator gives lane (g, t) the keys 2t, 2t+1 of every 8-key block; bf16 uses
+// two blocks as one k16 step exactly as laid out; tf32 takes keys (2t, 2t+1) as k (t, t+4) and
+// loads V's rows 2t and 2t+1 for b0 and b1.
+//
+// Shared memory: Q [BM][D+16], K [BN][D+16], V [BN][D+4] float32. The strides make every
+// fragment load conflict-free: 16-byte loads of rows g (8 lanes per phase, 2 rows) need a stride
+// of 16 words mod 32; V's 4-byte loads of rows 2t (+0, +1, +8, +9) and columns g need 4 mod 32.
+#include "common.cuh"
+
+namespace {
+
+// A block of BM query rows has BM / 16 warps (one per 16 rows), 2 BM threads.
+template <int BM> __host__ __device__ constexpr int fg_mma_threads() { return 2 * BM; }
+
+__device__ __forceinline__ void fg_cp_async16(float* smem, const float* gmem, bool valid) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void fg_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void fg_cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+// fg_mma_load_tile starts the copy of rows [0, ROWS) x columns [0, D) of a row-major global
+// matrix g (row stride ld_g) into shared memory s (row stride LDS): rows r < nvalid are copied,
+// the others are zero-filled without reading global memory.
+template <int ROWS, int D, int LDS, int THREADS>
+__device__ __forceinline__ void fg_mma_load_tile(float* s, const float* g, int64_t ld_g, int nvalid) {
+  constexpr int CH = D / 4;  // 16-byte chunks per row
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const bool ok = r < nvalid;
+    fg_cp_async16(s + r * LDS + c * 4, ok ? g + (int64_t)r * ld_g + c * 4 : g, ok);
+  }
+}
+
+// ---- the products, by precision ---------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t fg_bf16x2(float lo, float hi) {  // lo in the lower half
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ uint32_t fg_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+// fg_split_tf32 splits x into hi = tf32(x) and lo = tf32(x - hi) (x - hi is exact in float32).
+__device__ __forceinline__ void fg_split_tf32(float x, uint32_t& hi, uint32_t& lo) {
+  hi = fg_tf32(x);
+  lo = fg_tf32(x - __uint_as_float(hi));
+}
+
+__device__ __forceinline__ void fg_mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                            uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void fg_mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                            uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// fg_mma_3xtf32 accumulates c += a b for float32 A fragment a[4] and B fragment b[2] (tf32
+// layouts) by 3xTF32: the small products first, then hi·hi.
+__device__ __forceinline__ void fg_mma_3xtf32(float (&c)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4],
+                                              float b0, float b1) {
+  uint32_t bh0, bl0, bh1, bl1;
+  fg_split_tf32(b0, bh0, bl0);
+  fg_split_tf32(b1, bh1, bl1);
+  fg_mma_tf32(c, al[0], al[1], al[2], al[3], bh0, bh1);
+  fg_mma_tf32(c, ah[0], ah[1], ah[2], ah[3], bl0, bl1);
+  fg_mma_tf32(c, ah[0], ah[1], ah[2], ah[3], bh0, bh1);
+}
+
+// FgQ<P> holds a warp's Q fragment for one chunk of 16 head columns in the form kept in
+// registers across key tiles (x: row g, y: row g+8, columns 4t..4t+3 of the chunk), and
+// multiplies it with a K fragment kk (key g of an 8-key block, the same columns):
+// c += Q_chunk K_chunk^T.
+template <int P> struct FgQ;
+
+template <> struct FgQ<FG_PREC_BF16> {
+  uint32_t a[4];
+  __device__ __forceinline__ FgQ(float4 x, float4 y) {
+    a[0] = fg_bf16x2(x.x, x.y), a[1] = fg_bf16x2(y.x, y.y), a[2] = fg_bf16x2(x.z, x.w), a[3] = fg_bf16x2(y.z, y.w);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
+    fg_mma_bf16(c, a[0], a[1], a[2], a[3], fg_bf16x2(kk.x, kk.y), fg_bf16x2(kk.z, kk.w));
+  }
+};
+
+template <> struct FgQ<FG_PREC_TF32> {
+  uint32_t a[8];  // two k8 steps: columns (4t, 4t+1), then (4t+2, 4t+3)
+  __device__ __forceinline__ FgQ(float4 x, float4 y) {
+    a[0] = fg_tf32(x.x), a[1] = fg_tf32(y.x), a[2] = fg_tf32(x.y), a[3] = fg_tf32(y.y);
+    a[4] = fg_tf32(x.z), a[5] = fg_tf32(y.z), a[6] = fg_tf32(x.w), a[7] = fg_tf32(y.w);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
+    fg_mma_tf32(c, a[0], a[1], a[2], a[3], fg_tf32(kk.x), fg_tf32(kk.y));
+    fg_mma_tf32(c, a[4], a[5], a[6], a[7], fg_tf32(kk.z), fg_tf32(kk.w));
+  }
+};
+
+// The exact form keeps Q in float32 (hi and lo of a whole row tile would take twice the
+// registers) and splits it once per chunk and key tile (FgQExact).
+template <> struct FgQ<FG_PREC_EXACT> {
+  float4 x, y;
+  __device__ __forceinline__ FgQ(float4 x_, float4 y_) : x(x_), y(y_) {}
+};
+struct FgQExact {
+  uint32_t h0[4], l0[4], h1[4], l1[4];
+  __device__ __forceinline__ explicit FgQExact(const FgQ<FG_PREC_EXACT>& q) {
+    fg_split_tf32(q.x.x, h0[0], l0[0]), fg_split_tf32(q.y.x, h0[1], l0[1]);
+    fg_split_tf32(q.x.y, h0[2], l0[2]), fg_split_tf32(q.y.y, h0[3], l0[3]);
+    fg_split_tf32(q.x.z, h1[0], l1[0]), fg_split_tf32(q.y.z, h1[1], l1[1]);
+    fg_split_tf32(q.x.w, h1[2], l1[2]), fg_split_tf32(q.y.w, h1[3], l1[3]);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
+    fg_mma_3xtf32(c, h0, l0, kk.x, kk.y);
+    fg_mma_3xtf32(c, h1, l1, kk.z, kk.w);
+  }
+};
+
+// The per-chunk form the S product uses: the kept form itself, or its split for EXACT.
+template <int P> __device__ __forceinline__ const FgQ<P>& fg_q_chunk(const FgQ<P>& q) { return q; }
+__device__ __forceinline__ FgQExact fg_q_chunk(const FgQ<FG_PREC_EXACT>& q) { return FgQExact(q); }
+
+// FgRows is what a lane keeps of its two query rows r0 and r0 + 8 (r0 = m0 + 16 warp + g)
+// across key tiles: the output accumulator O [16 x D] in the m16n8 C layout (o[n] holds
+// columns 8n + 2t, 8n + 2t + 1), the running maxima m (log2 units), the lane's share of the row
+// sums l (double), and the visible key prefixes lim (fg_key_limit).
+template <int OB> struct FgRows {
+  float o[OB][4];
+  float m[2];
+  double l[2];
+  int r0, t, lim[2], lim_min;
+
+  __device__ __forceinline__ FgRows(const fg_attn_params& p, int b, int r0_, int t_) : r0(r0_), t(t_) {
+#pragma unroll
+    for (int n = 0; n < OB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
+    m[0] = m[1] = fg_neg_inf<float>();
+    l[0] = l[1] = 0;
+    lim[0] = fg_key_limit(p, b, r0);
+    lim[1] = fg_key_limit(p, b, r0 + 8);
+    lim_min = min(lim[0], lim[1]);
+  }
+
+  // softmax turns the scores s of the key tile at n0 (times sl2 = scale log2 e) into
+  // P = exp2(s sl2 - m) in place, updating m, l and rescaling o (online softmax). Element e of
+  // block j is row r0 + 8 (e / 2), key n0 + 8 j + 2 t + e % 2; keys at or past a row's lim get
+  // P = 0.
+  template <int NB> __device__ __forceinline__ void softmax(float (&s)[NB][4], int n0, float sl2) {
+    const bool mask = n0 + 8 * NB > lim_min;
+    float mx[2] = {fg_neg_inf<float>(), fg_neg_inf<float>()};
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[j][e] * sl2;
+        if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[e >> 1]) x = fg_neg_inf<float>();
+        s[j][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      // The 4 lanes of a quad share their rows.
+      const float mn = fmaxf(m[r], fg_group_max<4>(mx[r]));
+      // While a row has seen no visible key (mn = -Inf) its p are 0 and alpha is irrelevant
+      // (o and l are 0): subtracting 0 instead of -Inf avoids -Inf - -Inf.
+      const float base = fg_is_neg_inf(mn) ? 0.f : mn;
+      const float alpha = exp2f(m[r] - base);
+      float rs = 0;
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        s[j][2 * r] = exp2f(s[j][2 * r] - base);
+        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - base);
+        rs += s[j][2 * r] + s[j][2 * r + 1];
+      }
+      l[r] = l[r] * (double)alpha + (double)rs;
+      m[r] = mn;
+#pragma unroll
+      for (int n = 0; n < OB; ++n) o[n][2 * r] *= alpha, o[n][2 * r + 1] *= alpha;
+    }
+  }
+
+  // store writes O = o / l and L = m ln 2 + log l (in double; its rounding residual to lres)
+  // of the rows below Nq; rows without a visible key get O = 0, L = -Inf. The quad's lanes
+  // hold parts of each row sum.
+  __device__ __forceinline__ void store(const fg_attn_params& p, int b, int h) const {
+    float* out = (float*)p.o + b * p.o_batch + h * p.o_head;
+    const int64_t lrow = ((int64_t)b * p.h + h) * p.nq;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const double lt = fg_group_sum<4>(l[r]);
+      const int i = r0 + 8 * r;
+      if (i >= p.nq) continue;
+      const float inv = lt > 0 ? (float)(1.0 / lt) : 0.f;
+#pragma unroll
+      for (int n = 0; n < OB; ++n)
+        *(float2*)&out[(int64_t)i * p.o_row + 8 * n + 2 * t] = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      if (t == 0) {
+        float lse = fg_neg_inf<float>(), res = 0;
+        if (lt > 0) {
+          const double L = (double)m[r] * 0.6931471805599453 + log(lt);
+          lse = (float)L;
+          res = (float)(L - (double)lse);
+        }
+        ((float*)p.lse)[lrow + i] = lse;
+        if (p.lres) ((float*)p.lres)[lrow + i] = res;
+      }
+    }
+  }
+};
+
+// ---- bfloat16 operands in shared memory (ldmatrix) ----------------------------------------------
+
+__device__ __forceinline__ void fg_ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void fg_ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// fg_to_bf16_tile converts a float32 tile [ROWS][D] (row stride D) to bfloat16 with row stride
+// LDH, every thread a float4 at a time.
+template <int ROWS, int D, int LDH, int THREADS>
+__device__ __forceinline__ void fg_to_bf16_tile(uint16_t* __restrict__ dst, const float* __restrict__ src) {
+  constexpr int CH = D / 4;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const float4 x = *(const float4*)&src[r * D + 4 * c];
+    *(uint2*)&dst[r * LDH + 4 * c] = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
+  }
+}
+
+}  // namespace
+
+// fg_attn_fwd_mma (variants 3 and 5): grid (ceil(Nq/BM), H, B), 2 BM threads. P is the precision
+// (FG_PREC_*), D the head dimension (d == D: the launcher sends other d to the FMA kernels), BN
+// the key tile rows. Rows of q, k, v must be 16-byte aligned (strides multiples of 4, base
+// pointers aligned). The tiles stay float32 in shared memory; every warp converts the operands
+// as it loads its fragments.
+template <int P, int D, int BM, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_params& p) {
+  constexpr int THREADS = fg_mma_threads<BM>();
+  constexpr int LDQ = D + 16, LDK = D + 16, LDV = D + 4;
+  constexpr int NB = BN / 8, KC = D / 16, OB = D / 8;  // key blocks, head-column chunks, output blocks
+  static_assert(D % 16 == 0 && BN % 16 == 0, "tile sizes");
+  constexpr unsigned SMEM = (BM * LDQ + BN * LDK + BN * LDV) * sizeof(float);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sQ = (float*)fg_smem;
+  float* sK = sQ + BM * LDQ;
+  float* sV = sK + BN * LDK;
+
+  // The last query tiles first: under the causal mask they see the most keys, and starting
+  // them first leaves the short ones to fill the end of the grid.
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+  // Scores in log2 units: exp(s - m) = exp2(s log2e - m log2e).
+  const float sl2 = (float)(p.scale * 1.4426950408889634);
+  // Keys visible from some row of the tile: [0, kv_end) (the last row sees the most).
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
+  float (&o)[OB][4] = rows.o;
+
+  if (kv_end > 0) {
+    fg_mma_load_tile<BM, D, LDQ, THREADS>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
+    fg_mma_load_tile<BN, D, LDK, THREADS>(sK, k, p.k_row, kv_end);
+    fg_cp_async_commit();
+  }
+
+  for (int n0 = 0; n0 < kv_end; n0 += BN) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // K (and Q) landed; every warp is done reading V of the last tile
+    fg_mma_load_tile<BN, D, LDV, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+    fg_cp_async_commit();
+
+    // S = Q K^T for this warp's 16 rows and the tile's BN keys.
+    float s[NB][4];
+#pragma unroll
+    for (int j = 0; j < NB; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0;
+#pragma unroll
+    for (int c = 0; c < KC; ++c) {
+      const float* qr = sQ + (16 * warp + g) * LDQ + 16 * c + 4 * t;
+      const FgQ<P> qk(*(const float4*)qr, *(const float4*)(qr + 8 * LDQ));
+      const auto qc = fg_q_chunk(qk);
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        const float4 kk = *(const float4*)&sK[(8 * j + g) * LDK + 16 * c + 4 * t];
+        if constexpr (P == FG_PREC_EXACT) {
+          float acc[4] = {0, 0, 0, 0};  // see "Accumulation" above
+          qc.mma(acc, kk);
+          s[j][0] += acc[0], s[j][1] += acc[1], s[j][2] += acc[2], s[j][3] += acc[3];
+        } else {
+          qc.mma(s[j], kk);
+        }
+      }
+    }
+
+    rows.softmax(s, n0, sl2);
+
+    fg_cp_async_wait_all();
+    __syncthreads();  // V landed; every warp is done reading K
+    if (n0 + BN < kv_end) {
+      fg_mma_load_tile<BN, D, LDK, THREADS>(sK, k + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
+      fg_cp_async_commit();
+    }
+
+    // O += P V.
+    if constexpr (P == FG_PREC_BF16) {
+#pragma unroll
+      for (int kk = 0; kk < NB / 2; ++kk) {
+        const uint32_t a0 = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), a1 = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+        const uint32_t a2 = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), a3 = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        const float* vr = sV + (16 * kk + 2 * t) * LDV + g;
+#pragma unroll
+        for (int n = 0; n < OB; ++n) {
+          const uint32_t b0 = fg_bf16x2(vr[8 * n], vr[LDV + 8 * n]);
+          const uint32_t b1 = fg_bf16x2(vr[8 * LDV + 8 * n], vr[9 * LDV + 8 * n]);
+          fg_mma_bf16(o[n], a0, a1, a2, a3, b0, b1);
+        }
+      }
+    } else if constexpr (P == FG_PREC_TF32) {
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        // Keys 2t, 2t+1 of block j as k t, t+4: a = (g, 2t), (g+8, 2t), (g, 2t+1), (g+8, 2t+1).
+        const float* vr = sV + (8 * j + 2 * t) * LDV + g;
+        const uint32_t a0 = fg_tf32(s[j][0]), a1 = fg_tf32(s[j][2]), a2 = fg_tf32(s[j][1]), a3 = fg_tf32(s[j][3]);
+#pragma unroll
+        for (int n = 0; n < OB; ++n) fg_mma_tf32(o[n], a0, a1, a2, a3, fg_tf32(vr[8 * n]), fg_tf32(vr[LDV + 8 * n]));
+      }
+    } else {
+      // As TF32, 16 keys (two blocks) at a time into a fresh accumulator added to o in float32.
+#pragma unroll
+      for (int jj = 0; jj < NB / 2; ++jj) {
+        uint32_t ah[2][4], al[2][4];
+#pragma unroll
+        for (int x = 0; x < 2; ++x) {
+          const int j = 2 * jj + x;
+          fg_split_tf32(s[j][0], ah[x][0], al[x][0]), fg_split_tf32(s[j][2], ah[x][1], al[x][1]);
+          fg_split_tf32(s[j][1], ah[x][2], al[x][2]), fg_split_tf32(s[j][3], ah[x][3], al[x][3]);
+        }
+        const float* vr = sV + (16 * jj + 2 * t) * LDV + g;
+#pragma unroll
+        for (int n = 0; n < OB; ++n) {
+          float acc[4] = {0, 0, 0, 0};
+          fg_mma_3xtf32(acc, ah[0], al[0], vr[8 * n], vr[LDV + 8 * n]);
+          fg_mma_3xtf32(acc, ah[1], al[1], vr[8 * LDV + 8 * n], vr[9 * LDV + 8 * n]);
+          o[n][0] += acc[0], o[n][1] += acc[1], o[n][2] += acc[2], o[n][3] += acc[3];
+        }
+      }
+    }
+  }
+
+  rows.store(p, b, h);
+}
+
+// fg_attn_fwd_mma_ldm (variants 4 and 6, bfloat16 only): as fg_attn_fwd_mma, but each tile is
+// converted to bfloat16 once in shared memory and the warps load their fragments with ldmatrix
+// (K, and V transposed): a quarter of the shared-memory instructions, no conversion per
+// fragment. Shared memory: K and V float32 staging [BN][D] (the cp.async targets; Q is staged
+// across both first, so BM <= 2 BN), K and V bfloat16 [BN][D+8] (rows of 2(D+8) bytes, 16 mod
+// 128, so the 8 rows of an ldmatrix hit distinct banks). Q's fragments are packed to bfloat16
+// in registers once. Per key tile: wait for K, sync; convert K; sync; start V's copy; S;
+// softmax; wait for V, sync; start the next K's copy; convert V; sync; O += P V.
+template <int D, int BM, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_attn_params& p) {
+  constexpr int THREADS = fg_mma_threads<BM>();
+  constexpr int LDH = D + 8;
+  constexpr int NB = BN / 8, KC = D / 16, OB = D / 8;
+  static_assert(D % 16 == 0 && BN % 16 == 0 && BM <= 2 * BN, "tile sizes (Q is staged in K's and V's buffers)");
+  constexpr unsigned SMEM = 2 * BN * D * sizeof(float) + 2 * BN * LDH * sizeof(uint16_t);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sKf = (float*)fg_smem;
+  float* sVf = sKf + BN * D;
+  uint16_t* sKh = (uint16_t*)(sVf + BN * D);
+  uint16_t* sVh = sKh + BN * LDH;
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+  const float sl2 = (float)(p.scale * 1.4426950408889634);
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
+  float (&o)[OB][4] = rows.o;
+
+  // Q's A fragments (bf16 pairs), packed once: Q is staged in the float32 buffers (rows of D),
+  // read, and the buffers are free again before K's first copy.
+  uint32_t qa[KC][4];
+  if (kv_end > 0) {
+    fg_mma_load_tile<BM, D, D, THREADS>(sKf, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
+    fg_cp_async_commit();
+    fg_cp_async_wait_all();
+    __syncthreads();
+    const float* qr = sKf + (16 * warp + g) * D + 2 * t;
+#pragma unroll
+    for (int c = 0; c < KC; ++c) {
+      const float2 x0 = *(const float2*)&qr[16 * c], x1 = *(const float2*)&qr[8 * D + 16 * c];
+      const float2 x2 = *(const float2*)&qr[16 * c + 8], x3 = *(const float2*)&qr[8 * D + 16 * c + 8];
+      qa[c][0] = fg_bf16x2(x0.x, x0.y), qa[c][1] = fg_bf16x2(x1.x, x1.y);
+      qa[c][2] = fg_bf16x2(x2.x, x2.y), qa[c][3] = fg_bf16x2(x3.x, x3.y);
+    }
+    __syncthreads();  // every warp has its Q
+    fg_mma_load_tile<BN, D, D, THREADS>(sKf, k, p.k_row, kv_end);
+    fg_cp_async_commit();
+  }
+
+  for (int n0 = 0; n0 < kv_end; n0 += BN) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // K landed; every warp is done reading V of the last tile
+    fg_to_bf16_tile<BN, D, LDH, THREADS>(sKh, sKf);
+    __syncthreads();  // K in bfloat16
+    fg_mma_load_tile<BN, D, D, THREADS>(sVf, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+    fg_cp_async_commit();
+
+    // S = Q K^T: an ldmatrix.x4 gives the B fragments of two 8-key blocks for 16 columns:
+    // lane l addresses row (l / 16) 8 + l % 8 of the 16 keys, column (l / 8 % 2) 8 of the chunk.
+    float s[NB][4];
+#pragma unroll
+    for (int j = 0; j < NB; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0;
+    const uint16_t* kr = sKh + ((lane / 16) * 8 + lane % 8) * LDH + (lane / 8 % 2) * 8;
+#pragma unroll
+    for (int c = 0; c < KC; ++c)
+#pragma unroll
+      for (int jp = 0; jp < NB / 2; ++jp) {
+        uint32_t bk[4];
+        fg_ldmatrix_x4(bk, kr + 16 * jp * LDH + 16 * c);
+        fg_mma_bf16(s[2 * jp], qa[c][0], qa[c][1], qa[c][2], qa[c][3], bk[0], bk[1]);
+        fg_mma_bf16(s[2 * jp + 1], qa[c][0], qa[c][1], qa[c][2], qa[c][3], bk[2], bk[3]);
+      }
+    rows.softmax(s, n0, sl2);
+
+    fg_cp_async_wait_all();
+    __syncthreads();  // V landed; every warp is done reading K
+    if (n0 + BN < kv_end) {
+      fg_mma_load_tile<BN, D, D, THREADS>(sKf, k + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
+      fg_cp_async_commit();
+    }
+    fg_to_bf16_tile<BN, D, LDH, THREADS>(sVh, sVf);
+    __syncthreads();  // V in bfloat16
+
+    // O += P V: an ldmatrix.x4.trans gives the B fragments of two 8-column output blocks for 16
+    // keys: lane l addresses key (l / 8 % 2) 8 + l % 8 of the 16, column (l / 16) 8 of the pair.
+    const uint16_t* vr = sVh + ((lane / 8 % 2) * 8 + lane % 8) * LDH + (lane / 16) * 8;
+#pragma unroll
+    for (int kk = 0; kk < NB / 2; ++kk) {
+      const uint32_t a0 = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), a1 = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+      const uint32_t a2 = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), a3 = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+      for (int np = 0; np < OB / 2; ++np) {
+        uint32_t bv[4];
+        fg_ldmatrix_x4_trans(bv, vr + 16 * kk * LDH + 16 * np);
+        fg_mma_bf16(o[2 * np], a0, a1, a2, a3, bv[0], bv[1]);
+        fg_mma_bf16(o[2 * np + 1], a0, a1, a2, a3, bv[2], bv[3]);
+      }
+    }
+  }
+  rows.store(p, b, h);
+}
+
+// ---- entry points ----------------------------------------------------------------------------
+// Names encode the variant and every template parameter; the Go launch table
+// (cuda/attention_mma.go, mmaCfgs) builds the same names.
+
+#define FG_FWD_MMA(P, PN, D, BM, BN)                                                      \
+  extern "C" __global__ void __launch_bounds__(fg_mma_threads<BM>())                      \
+      fg_attn_fwd_mma_##PN##_d##D##_m##BM##_n##BN(const fg_attn_params p) {                \
+    fg_attn_fwd_mma<P, D, BM, BN>(p);                                                      \
+  }
+FG_FWD_MMA(FG_PREC_BF16, bf16, 64, 64, 64)
+FG_FWD_MMA(FG_PREC_BF16, bf16, 128, 64, 64)
+FG_FWD_MMA(FG_PREC_TF32, tf32, 64, 64, 64)
+FG_FWD_MMA(FG_PREC_TF32, tf32, 128, 64, 64)
+FG_FWD_MMA(FG_PREC_TF32, tf32, 64, 128, 64)
+FG_FWD_MMA(FG_PREC_TF32, tf32, 128, 128, 64)
+FG_FWD_MMA(FG_PREC_EXACT, exact, 64, 64, 64)
+FG_FWD_MMA(FG_PREC_EXACT, exact, 128, 64, 64)
+FG_FWD_MMA(FG_PREC_EXACT, exact, 64, 128, 64)
+FG_FWD_MMA(FG_PREC_EXACT, exact, 128, 128, 64)
+
+#define FG_FWD_MMA_LDM(D, BM, BN)                                                         \
+  extern "C" __global__ void __launch_bounds__(fg_mma_threads<BM>())                      \
+      fg_attn_fwd_mma_ldm_bf16_d##D##_m##BM##_n##BN(const fg_attn_params p) {              \
+    fg_attn_fwd_mma_ldm<D, BM, BN>(p);                                                     \
+  }
+FG_FWD_MMA_LDM(64, 64, 64)
+FG_FWD_MMA_LDM(128, 64, 64)
+FG_FWD_MMA_LDM(64, 128, 64)
+FG_FWD_MMA_LDM(128, 128, 64)
