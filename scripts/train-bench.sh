@@ -6,10 +6,12 @@
 #   scripts/train-bench.sh GPT_BINARY CORPUS [THREADS]      # THREADS default "2,16"
 #
 # GPT_BINARY is `go build -o … ./examples/gpt` (the GPU machine has no Go: build it elsewhere);
-# CORPUS a text file for -data. Ours: tokens/s of the result line (all steps, the one final
-# evaluation of -eval_batches 1 included, graph compilation included); PyTorch: all steps after
-# one warm-up step. Two configurations: examples/gpt's earlier default (2 layers, width 64, 4 heads,
-# context 64, batch 32) and a larger one (4 layers, width 256, 8 heads, context 256, batch 16).
+# CORPUS a text file for -data. Both sides are timed the same way: the steps after a warm-up
+# step (ours: steady_tokens_per_s of the result line, the first step, the evaluation and the
+# checkpoint excluded; PyTorch: every step after one warm-up step). Ours over the whole run (graph
+# planning, first step, one evaluation batch, checkpoint) is printed beside it. Two
+# configurations: examples/gpt's earlier default (2 layers, width 64, 4 heads, context 64,
+# batch 32) and a larger one (4 layers, width 256, 8 heads, context 256, batch 16).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 gpt=$1 corpus=$2 threads=${3:-2,16}
@@ -25,7 +27,7 @@ ours() { # env... -- layers width heads ctx batch steps
   local L=$1 W=$2 H=$3 C=$4 B=$5 S=$6
   "$gpt" -data "$corpus" -layers "$L" -width "$W" -heads "$H" -context "$C" -batch "$B" -steps "$S" \
     -lr 1e-3 -min_lr 1e-4 -warmup 0 -eval_every 1000000 -eval_batches 1 -sample_len 1 -quiet -out "$tmp/out" 2>&1 |
-    sed -n 's/.*tokens_per_s=\([0-9.]*\).*/\1/p'
+    sed -n 's/.* tokens_per_s=\([0-9.]*\) steady_tokens_per_s=\([0-9.]*\).*/\2 \1/p'
 }
 torch() { # device threads layers width heads ctx batch steps
   python3 cmd/trainbench/gpt_twin.py --device "$1" --threads "$2" --layers "$3" --width "$4" --heads "$5" \
@@ -35,20 +37,20 @@ torch() { # device threads layers width heads ctx batch steps
 echo "# train-bench $(date -u '+%Y-%m-%d %H:%M UTC'): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
 [ $gpu = 1 ] && echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 echo
-echo "| config (layers, width, heads, context, batch) | device | ours tokens/s | PyTorch eager tokens/s | ours ÷ PyTorch |"
-echo "|---|---|---|---|---|"
+echo "| config (layers, width, heads, context, batch) | device | ours tokens/s | ours, whole run | PyTorch eager tokens/s | ours ÷ PyTorch |"
+echo "|---|---|---|---|---|---|"
 for cfg in "${configs[@]}"; do
   set -- $cfg
   for t in ${threads//,/ }; do
-    o=$(GOMAXPROCS=$t FLASHGORGON_DEVICE=cpu ours "$@")
+    read -r o w < <(GOMAXPROCS=$t FLASHGORGON_DEVICE=cpu ours "$@")
     p=-; [ $have_torch = 1 ] && p=$(torch cpu "$t" "$@")
     r=$(python3 -c "print(f'{$o/$p:.2f}')" 2>/dev/null || echo -)
-    echo "| $1, $2, $3, $4, $5 | CPU, $t threads | $o | $p | $r |"
+    echo "| $1, $2, $3, $4, $5 | CPU, $t threads | $o | $w | $p | $r |"
   done
   if [ $gpu = 1 ]; then
-    o=$(ours "$@")
+    read -r o w < <(ours "$@")
     p=$(torch cuda 0 "$@")
     r=$(python3 -c "print(f'{$o/$p:.2f}')" 2>/dev/null || echo -)
-    echo "| $1, $2, $3, $4, $5 | GPU | $o | $p | $r |"
+    echo "| $1, $2, $3, $4, $5 | GPU | $o | $w | $p | $r |"
   fi
 done

@@ -11,7 +11,7 @@
 // intervals, prints a generated sample, writes a loss-curve PNG and a
 // checkpoint into -out, and ends with a line
 //
-//	result: val_loss=… unigram_entropy=… tokens_per_s=… steps=… params=… time_s=…
+//	result: val_loss=… unigram_entropy=… tokens_per_s=… steady_tokens_per_s=… steps=… params=… time_s=…
 //
 // Both losses are in nats per character: the model has learned something
 // beyond character frequencies when val_loss is well below unigram_entropy.
@@ -313,7 +313,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "sample (temperature %g):\n%s%s\n", o.temp, voc.decode(prompt), voc.decode(out[0]))
-	fmt.Fprintf(stdout, "result: val_loss=%.4f unigram_entropy=%.4f tokens_per_s=%.0f steps=%d params=%d time_s=%.1f\n",
-		valLoss, unigram, res.TokensPerSecond(o.Batch*o.context), res.Done, model.NumParams(), time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "result: val_loss=%.4f unigram_entropy=%.4f tokens_per_s=%.0f steady_tokens_per_s=%.0f steps=%d params=%d time_s=%.1f\n",
+		valLoss, unigram, res.TokensPerSecond(o.Batch*o.context), res.SteadyTokensPerSecond(o.Batch*o.context), res.Done, model.NumParams(), time.Since(start).Seconds())
 	return nil
 }

@@ -79,6 +79,12 @@ type Result struct {
 	Ran     int           // steps run by this call
 	Elapsed time.Duration // time taken by this call, evaluations included
 	Stop    Stop
+
+	// Steady is the time of this call's steps after its first (which
+	// carries one-time costs: kernels loaded, buffers planned), evaluations
+	// and checkpoints excluded; Timed is how many steps it covers.
+	Steady time.Duration
+	Timed  int
 }
 
 // TokensPerSecond is the training throughput of the call (0 when no step
@@ -88,6 +94,17 @@ func (r Result) TokensPerSecond(tokensPerStep int) float64 {
 		return 0
 	}
 	return float64(r.Ran*tokensPerStep) / r.Elapsed.Seconds()
+}
+
+// SteadyTokensPerSecond is the training throughput of the steps after the
+// first, evaluations and checkpoints excluded (0 when fewer than two steps
+// ran): the convention of PyTorch benchmarks that time the steps after a
+// warm-up step.
+func (r Result) SteadyTokensPerSecond(tokensPerStep int) float64 {
+	if r.Timed == 0 || r.Steady <= 0 {
+		return 0
+	}
+	return float64(r.Timed*tokensPerStep) / r.Steady.Seconds()
 }
 
 // Run does steps from, from+1, …, Steps−1, then a final evaluation unless
@@ -144,11 +161,16 @@ func (l *Loop) Run(from int) (Result, error) {
 	}
 	for res.Done < l.Steps && res.Stop == Finished {
 		var err error
+		stepStart := time.Now()
 		if loss, err = l.Step(res.Done); err != nil {
 			return res, fmt.Errorf("step %d: %w", res.Done, err)
 		}
 		if !Finite(loss) {
 			return res, fmt.Errorf("step %d: %w", res.Done, &Diverged{What: fmt.Sprintf("training loss %g", loss)})
+		}
+		if res.Ran > 0 {
+			res.Steady += time.Since(stepStart)
+			res.Timed++
 		}
 		res.Done++
 		res.Ran++

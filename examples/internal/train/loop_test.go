@@ -89,6 +89,10 @@ func TestLoopSchedule(t *testing.T) {
 			if res.Done != tc.wantDone || res.Ran != len(tc.wantSteps) || res.Stop != tc.wantStop {
 				t.Fatalf("result %+v, want done %d, ran %d, stop %v", res, tc.wantDone, len(tc.wantSteps), tc.wantStop)
 			}
+			// The steady figure times every step but the call's first.
+			if want := max(res.Ran-1, 0); res.Timed != want || res.Steady > res.Elapsed {
+				t.Fatalf("timed %d steps in %v of %v; want %d steps within the call's time", res.Timed, res.Steady, res.Elapsed, want)
+			}
 			for _, l := range tc.wantLines {
 				if !strings.Contains(f.out.String(), l) {
 					t.Errorf("output lacks %q:\n%s", l, f.out.String())
@@ -176,5 +180,12 @@ func TestResultRates(t *testing.T) {
 	}
 	if got := (Result{}).TokensPerSecond(100); got != 0 {
 		t.Fatalf("tokens/s of no step %g", got)
+	}
+	r.Steady, r.Timed = 500*time.Millisecond, 3
+	if got := r.SteadyTokensPerSecond(100); got != 600 {
+		t.Fatalf("steady tokens/s %g, want 3·100/0.5 = 600", got)
+	}
+	if got := (Result{Ran: 1}).SteadyTokensPerSecond(100); got != 0 {
+		t.Fatalf("steady tokens/s of one step %g", got)
 	}
 }
