@@ -133,7 +133,9 @@ type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
 	s      []T               // score / probability tile, blockQ×blockK
 	m      []T               // running maximum per row (log₂ units)
+	mOld   []T               // m before the current key block
 	l      []float64         // running sum per row
+	sum    []float64         // the current key block's sum per row
 	rowLim []int             // keyLimit per row
 	nv     []int             // visible keys of the current key block per row
 }
@@ -142,7 +144,9 @@ func newFwdScratch[T Float]() *fwdScratch[T] {
 	return &fwdScratch[T]{
 		s:      make([]T, blockQ*blockK),
 		m:      make([]T, blockQ),
+		mOld:   make([]T, blockQ),
 		l:      make([]float64, blockQ),
+		sum:    make([]float64, blockQ),
 		rowLim: make([]int, blockQ),
 		nv:     make([]int, blockQ),
 	}
@@ -175,25 +179,25 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres [
 		// `full`, of which the first bc columns (keys below lim) are read.
 		full := min(blockK, p.Nk-j0)
 		tileGemm(&w.ws, false, false, br, bc, d, alpha, qT, d, kt[kvOff+j0*d:kvOff+(j0+full)*d], full, 0, s, bc)
+		// P = 2^(S − m) with the running maximum m updated, one pass
+		// per tile (vec.OnlineExp2Rows); then the rows whose maximum grew
+		// rescale their output and sum by 2^(m_old − m_new).
 		for r := 0; r < br; r++ {
-			row := s[r*bc : (r+1)*bc]
-			nv := min(max(w.rowLim[r]-j0, 0), bc)
-			w.nv[r] = nv
-			if nv == 0 { // this row sees none of these keys
-				zeroRow(row)
+			w.nv[r] = min(max(w.rowLim[r]-j0, 0), bc)
+		}
+		copy(w.mOld[:br], w.m[:br])
+		vec.OnlineExp2Rows(s, bc, br, bc, w.nv[:br], w.m[:br], w.sum[:br])
+		for r := 0; r < br; r++ {
+			if w.nv[r] == 0 { // this row sees none of these keys
 				continue
 			}
-			mNew := max(w.m[r], rowMax(row[:nv]))
-			sum := expRow(row[:nv], mNew)
-			zeroRow(row[nv:])
-			if mNew != w.m[r] {
-				if a := exp2(w.m[r] - mNew); a != 1 {
+			if mOld, mNew := w.mOld[r], w.m[r]; mNew != mOld {
+				if a := exp2(mOld - mNew); a != 1 {
 					scaleRow(oT[r*d:(r+1)*d], a)
 					w.l[r] *= float64(a)
 				}
 			}
-			w.l[r] += sum
-			w.m[r] = mNew
+			w.l[r] += w.sum[r]
 		}
 		// O += P·V, each row of P over its visible keys only (see
 		// gemmPrefix: a NaN in a key that the causal mask hides from the
@@ -261,8 +265,8 @@ func backwardChunks(p *params, elemSize int) int {
 // that flashForward wrote next to lse.
 //
 // The tiles are held transposed (key rows, query columns: Sᵀ = K·Qᵀ), so
-// that the per-query shifts L and D run along the rows (expRowShifts,
-// dsRowShifts). Q and dO are copied once in transposed blocks so that
+// that the per-query shifts L and D run along the rows
+// (vec.Exp2MulDiffRows). Q and dO are copied once in transposed blocks so that
 // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ are A·B products; dV += Pᵀ·dO and
 // dK += dSᵀ·Q read dO and Q as stored, and dQ += dS·K reads dSᵀ
 // transposed (an Aᵀ·B product).
@@ -335,7 +339,10 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	}
 }
 
-// shifts holds L·log₂e per query row as hi + lo (see expRowShifts).
+// shifts holds L·log₂e per query row as hi + lo: the float64 value split
+// into two values of T, so that the float32 probabilities recomputed from
+// it are as accurate as the forward's (a float32 L·log₂e alone, up to ~15
+// in magnitude, would carry an error of several ulp of 1 into every P).
 type shifts[T Float] struct{ hi, lo []T }
 
 // transposed holds copies of q and do in transposed blocks of blockQ rows
@@ -416,20 +423,13 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		// must not reach that query.
 		tilesComputed.bwd.Add(1)
 		tileGemm(ws, false, false, bc, br, d, alpha, kB, d, qtB, br, 0, pt, br) // Sᵀ = alpha·K·Qᵀ
+		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br)   // dPᵀ = V·dOᵀ
 		for jj := 0; jj < bc; jj++ {
-			row := pt[jj*br : (jj+1)*br]
-			first := min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
-			w.first[jj] = first
-			zeroRow(row[:first])
-			expRowShifts(row[first:], hiB[first:], loB[first:])
+			w.first[jj] = min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
 		}
-		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br) // dPᵀ = V·dOᵀ
-		tileGemm(ws, false, false, bc, d, br, 1, pt, br, doB, d, 1, dvB, d)   // dV += Pᵀ·dO
-		for jj := 0; jj < bc; jj++ {                                          // dSᵀ = Pᵀ∘(dPᵀ − D)
-			row, first := dst[jj*br:(jj+1)*br], w.first[jj]
-			zeroRow(row[:first])
-			dsRowShifts(row[first:], pt[jj*br+first:(jj+1)*br], deltaB[first:])
-		}
+		// Pᵀ = 2^(Sᵀ − L·log₂e) and dSᵀ = Pᵀ∘(dPᵀ − D) in one pass.
+		vec.Exp2MulDiffRows(pt, dst, br, bc, br, w.first[:bc], hiB, loB, deltaB)
+		tileGemm(ws, false, false, bc, d, br, 1, pt, br, doB, d, 1, dvB, d)     // dV += Pᵀ·dO
 		tileGemm(ws, false, false, bc, d, br, scale, dst, br, qB, d, 1, dkB, d) // dK += scale·dSᵀ·Q
 		// dQ += scale·dS·K = scale·(dSᵀ)ᵀ·K, each query row over its
 		// visible keys only.

@@ -1372,3 +1372,177 @@ done:
 	VZEROUPPER
 	MOVSD X12, ret+64(FP)
 	RET
+
+// ---------------------------------------------------------------- tiles
+
+// LANEMASK(REM, IOTA, T, K) sets K to the lanes l with l < REM (a count
+// in a general register, any sign; IOTA holds the lane numbers 0…15 as
+// int32, T is clobbered).
+#define LANEMASK(REM, IOTA, T, K) \
+	VPBROADCASTD REM, T; \
+	VPCMPGTD     IOTA, T, K
+
+// func onlineExp2RowsAVX512(s *float32, ld, rows, cols int, n *int, m *float32, sum *float64, tab *expTable, iota *[16]int32)
+// Per row r (see OnlineExp2Rows): a max loop over the visible vectors
+// (masked lanes read as −Inf), then an exp loop over the row's vectors:
+// visible lanes get 2^(s − m) (ARGSHIFT512, EXPCORE512; the masked lanes
+// read −Inf and give 0), stores are masked to the row. The sum adds 4
+// vectors per lane in float32, then in float64 (SUM512).
+TEXT ·onlineExp2RowsAVX512(SB), NOSPLIT, $0-72
+	MOVQ         s+0(FP), SI
+	MOVQ         ld+8(FP), BX
+	SHLQ         $2, BX
+	MOVQ         rows+16(FP), DX
+	MOVQ         cols+24(FP), R9
+	MOVQ         n+32(FP), R10
+	MOVQ         m+40(FP), R11
+	MOVQ         sum+48(FP), R12
+	MOVQ         tab+56(FP), R8
+	MOVQ         iota+64(FP), CX
+	VMOVDQU32    (CX), Z10        // lane numbers
+	LOADEXP512
+	MOVL         $0xff800000, AX
+	VPBROADCASTD AX, Z31 // −Inf
+	XORQ         R13, R13
+
+orow:
+	// Max over the visible lanes, starting from m[r]; K3 collects NaNs.
+	VBROADCASTSS (R11)(R13*4), Z1
+	VCMPPS       $3, Z1, Z1, K3
+	XORQ         DI, DI
+
+omax:
+	MOVQ    (R10)(R13*8), AX
+	SUBQ    DI, AX
+	JLE     omaxdone
+	LANEMASK(AX, Z10, Z11, K1)
+	VMOVAPS Z31, Z0
+	VMOVUPS (SI)(DI*4), K1, Z0
+	VCMPPS  $3, Z0, Z0, K2
+	KORW    K2, K3, K3
+	VMAXPS  Z0, Z1, Z1
+	ADDQ    $16, DI
+	JMP     omax
+
+omaxdone:
+	VEXTRACTF32X8 $1, Z1, Y2
+	VMAXPS        Y2, Y1, Y1
+	VEXTRACTF128  $1, Y1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0x4e, X1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0xb1, X1, X2
+	VMAXSS        X2, X1, X1
+	KORTESTW      K3, K3
+	JZ            onotnan
+	MOVL          $0x7fc00000, AX
+	VMOVD         AX, X1
+
+onotnan:
+	VMOVSS       X1, (R11)(R13*4)
+	VBROADCASTSS X1, Z30          // shift = m
+	VPXORD       Z29, Z29, Z29
+	VSUBPS       Z30, Z29, Z29    // −shift
+	VPXORQ       Z14, Z14, Z14
+	VPXORQ       Z13, Z13, Z13
+	VPXORQ       Z12, Z12, Z12
+	XORQ         DI, DI
+
+oexp:
+	CMPQ    DI, R9
+	JGE     oexpdone
+	MOVQ    R9, AX
+	SUBQ    DI, AX
+	LANEMASK(AX, Z10, Z11, K2)
+	MOVQ    (R10)(R13*8), AX
+	SUBQ    DI, AX
+	JLE     ozero
+	LANEMASK(AX, Z10, Z11, K1)
+	VMOVAPS Z31, Z0
+	VMOVUPS (SI)(DI*4), K1, Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, K2, (SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	MOVQ    DI, AX
+	ANDQ    $48, AX
+	CMPQ    AX, $48
+	JNE     onext
+	SUM512(Z12, Y12)
+	VPXORQ  Z12, Z12, Z12
+
+onext:
+	ADDQ $16, DI
+	JMP  oexp
+
+ozero:
+	VPXORQ  Z0, Z0, Z0
+	VMOVUPS Z0, K2, (SI)(DI*4)
+	ADDQ    $16, DI
+	JMP     oexp
+
+oexpdone:
+	SUM512(Z12, Y12)
+	HSUM512
+	VMOVSD X14, (R12)(R13*8)
+	ADDQ   BX, SI
+	INCQ   R13
+	CMPQ   R13, DX
+	JLT    orow
+	VZEROUPPER
+	RET
+
+// func exp2MulDiffRowsAVX512(p, ds *float32, ld, rows, cols int, first *int, hi, lo, delta *float32, tab *expTable, iota *[16]int32)
+// Per row r and vector of columns (see Exp2MulDiffRows): K2 masks the
+// lanes inside the row, K1 those that also see the key (c ≥ first[r]);
+// P (ARGVEC512, EXPCORE512) and P·(dP − D) are computed on the whole
+// vector and stored with the lanes outside K1 zeroed.
+TEXT ·exp2MulDiffRowsAVX512(SB), NOSPLIT, $0-88
+	MOVQ p+0(FP), SI
+	MOVQ ds+8(FP), DI
+	MOVQ ld+16(FP), BX
+	SHLQ $2, BX
+	MOVQ rows+24(FP), DX
+	MOVQ cols+32(FP), R9
+	MOVQ first+40(FP), R10
+	MOVQ hi+48(FP), R11
+	MOVQ lo+56(FP), R12
+	MOVQ delta+64(FP), R14
+	MOVQ tab+72(FP), R8
+	MOVQ iota+80(FP), CX
+	VMOVDQU32 (CX), Z12 // lane numbers
+	LOADEXP512
+
+brow:
+	XORQ R13, R13
+
+bvec:
+	MOVQ      R9, AX
+	SUBQ      R13, AX
+	LANEMASK(AX, Z12, Z13, K2)
+	MOVQ      (R10), AX
+	SUBQ      R13, AX
+	LANEMASK(AX, Z12, Z13, K4)
+	KANDNW    K2, K4, K1              // K1 = K2 &^ K4
+	VMOVUPS.Z (SI)(R13*4), K2, Z0
+	VMOVUPS.Z (R11)(R13*4), K2, Z10
+	VMOVUPS.Z (R12)(R13*4), K2, Z11
+	ARGVEC512
+	EXPCORE512
+	VMOVAPS.Z Z7, K1, Z7
+	VMOVUPS   Z7, K2, (SI)(R13*4)
+	VMOVUPS.Z (DI)(R13*4), K2, Z8
+	VMOVUPS.Z (R14)(R13*4), K2, Z9
+	VSUBPS    Z9, Z8, Z8
+	VMULPS.Z  Z8, Z7, K1, Z8
+	VMOVUPS   Z8, K2, (DI)(R13*4)
+	ADDQ      $16, R13
+	CMPQ      R13, R9
+	JLT       bvec
+	ADDQ      BX, SI
+	ADDQ      BX, DI
+	ADDQ      $8, R10
+	DECQ      DX
+	JNZ       brow
+	VZEROUPPER
+	RET
