@@ -2,6 +2,7 @@ package attention
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 
 	"github.com/flashgorgon/flashgorgon/graph"
@@ -83,6 +84,32 @@ func runUnits(n int, setup func() func(u int)) {
 
 const log2e = math.Log2E
 
+// bufPools hold the large temporaries of the kernels between calls (K in
+// transposed blocks; the backward's transposed Q and dO, its dQ partials
+// and per-row shifts), one pool per element size: a call then neither
+// allocates them nor has the allocator zero tens of megabytes on one core
+// while the others wait. They pool memory, never results: every buffer is
+// fully written, or cleared by the unit that owns it, before it is read.
+var bufPools [2]sync.Pool
+
+func poolOf[T Float]() *sync.Pool {
+	var z T
+	return &bufPools[sizeOf(z)/8]
+}
+
+// getBuf returns a slice of n elements of unspecified content.
+func getBuf[T Float](n int) []T {
+	if b, ok := poolOf[T]().Get().(*[]T); ok && cap(*b) >= n {
+		return (*b)[:n]
+	}
+	return make([]T, n)
+}
+
+// putBuf gives b back to the pool; the caller must not use it afterwards.
+func putBuf[T Float](b []T) {
+	poolOf[T]().Put(&b)
+}
+
 // tilesComputed counts the score tiles the forward and the backward
 // compute (one blockQ×blockK product Q·Kᵀ each), for the test that checks
 // that fully masked blocks are skipped rather than computed and discarded.
@@ -114,7 +141,8 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	// K in transposed blocks, so that S = Q·Kᵀ is an A·B product with the
 	// block of Kᵀ as stored (see transposeBlocks); O += P·V reads V as it
 	// is.
-	kt := make([]T, len(k))
+	kt := getBuf[T](len(k))
+	defer putBuf(kt)
 	transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
 	runUnits(bh*nQB, func() func(int) {
 		w := newFwdScratch[T]()
@@ -220,21 +248,36 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres [
 }
 
 // Backward parallelism. A unit of work is (b, kv head, chunk): it owns the
-// dK and dV rows of the key/value blocks j ≡ chunk (mod chunks) of that kv
+// dK and dV rows of the key/value blocks of its chunk (chunkOf) of that kv
 // head, loops over the query heads sharing it (grouped-query attention
 // sums their contributions here, without races) and over the query blocks
-// that see block j. dQ receives contributions from every key block; chunk 0
-// adds them into dq itself, chunk c ≥ 1 into a partial buffer of its own,
-// and the partials are added to dq afterwards in chunk order. The split
-// depends only on the problem's sizes, never on the number of cores or on
-// scheduling, so the result is bit-identical from run to run.
+// that see each block. dQ receives contributions from every key block;
+// chunk 0 adds them into dq itself, chunk c ≥ 1 into a partial buffer of
+// its own, and the partials are added to dq afterwards in chunk order. The
+// split depends only on the problem's sizes, never on the number of cores
+// or on scheduling, so the result is bit-identical from run to run.
 const (
 	// backwardUnits is the number of units the backward aims for, so that
-	// small batches and few kv heads still spread over the cores.
-	backwardUnits = 32
+	// small batches and few kv heads still spread over the cores: 4 per
+	// core on 16 cores with B·Hkv = 8, so that a slow core or the last
+	// unit to finish costs a quarter of a unit of idle time on the others.
+	backwardUnits = 64
 	// maxPartialBytes bounds the memory of the dQ partial buffers.
 	maxPartialBytes = 32 << 20
 )
+
+// chunkOf returns the chunk that owns key block j: the blocks are dealt to
+// the chunks in rounds, forward in even rounds and backward in odd ones
+// (0, 1, …, c−1, c−1, …, 1, 0, 0, 1, …), so that under a causal mask, where
+// the cost of a block falls with j, each chunk pairs expensive blocks with
+// cheap ones and the chunks cost about the same.
+func chunkOf(j, chunks int) int {
+	round, c := j/chunks, j%chunks
+	if round%2 == 1 {
+		c = chunks - 1 - c
+	}
+	return c
+}
 
 // backwardChunks returns how many key-block chunks each (b, kv head) is split
 // into for the backward.
@@ -274,11 +317,30 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	d, g := p.D, p.H/p.Hkv
 	bh := p.B * p.H
 
+	var elem T
+	chunks := backwardChunks(p, int(sizeOf(elem)))
+	nKB := (p.Nk + blockK - 1) / blockK
+
+	// One buffer from the pool for the call's temporaries: D and L·log₂e
+	// (hi, lo) per query row, Q and dO in transposed blocks, and the dQ
+	// partials of chunks 1, 2, …
+	nr := bh * p.Nq
+	buf := getBuf[T](3*nr + (1+chunks)*len(q))
+	defer putBuf(buf)
+	delta, buf := buf[:nr], buf[nr:]
+	lse2 := shifts[T]{hi: buf[:nr], lo: buf[nr : 2*nr]}
+	buf = buf[2*nr:]
+	tr := transposed[T]{q: buf[:len(q)], do: buf[len(q) : 2*len(q)]}
+	buf = buf[2*len(q):]
+	partials := make([][]T, chunks)
+	partials[0] = dq
+	for c := 1; c < chunks; c++ {
+		partials[c], buf = buf[:len(dq)], buf[len(dq):]
+	}
+
 	// Pre-pass: D and L·log₂e per query row, the latter computed in
 	// float64 from L and its residual and split into hi + lo parts of T.
-	delta := make([]T, bh*p.Nq)
-	lse2 := shifts[T]{hi: make([]T, bh*p.Nq), lo: make([]T, bh*p.Nq)}
-	parallel.For(bh*p.Nq, 256, func(lo, hi int) {
+	parallel.For(nr, 256, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			acc := vec.Dot(o[r*d:(r+1)*d], do[r*d:(r+1)*d])
 			if dlse != nil && !math.IsInf(float64(lse[r]), -1) {
@@ -293,36 +355,35 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			}
 		}
 	})
-	tr := transposed[T]{q: make([]T, len(q)), do: make([]T, len(do))}
 	transposeBlocks(tr.q, q, bh, p.Nq, d, blockQ)
 	transposeBlocks(tr.do, do, bh, p.Nq, d, blockQ)
 
-	var elem T
-	chunks := backwardChunks(p, int(sizeOf(elem)))
-	clear(dq)
-	clear(dk)
-	clear(dv)
-	partials := make([][]T, chunks)
-	partials[0] = dq
-	for c := 1; c < chunks; c++ {
-		partials[c] = make([]T, len(dq))
-	}
-
-	nKB := (p.Nk + blockK - 1) / blockK
 	runUnits(p.B*p.Hkv*chunks, func() func(int) {
 		w := newBwdScratch[T]()
 		return func(u int) {
 			c, bk := u%chunks, u/chunks
 			b, kvh := bk/p.Hkv, bk%p.Hkv
+			// The unit is the only writer of its heads' rows of partials[c]
+			// and of its key blocks' rows of dk and dv: it clears them here,
+			// on its own core, before adding into them.
+			qRows := p.Nq * d
+			clear(partials[c][(b*p.H+kvh*g)*qRows : (b*p.H+(kvh+1)*g)*qRows])
 			// Keys from keyEnd on are padding: no tile holds them, so
 			// whatever they hold is never read (0·NaN would be NaN).
 			keyEnd := p.keyEnd(b)
-			for j := c; j < nKB; j += chunks {
+			for j := 0; j < nKB; j++ {
+				if chunkOf(j, chunks) != c {
+					continue
+				}
 				j0 := j * blockK
-				j1 := min(j0+blockK, keyEnd)
+				kOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
+				kEnd := ((b*p.Hkv+kvh)*p.Nk + min(j0+blockK, p.Nk)) * d
+				clear(dk[kOff:kEnd])
+				clear(dv[kOff:kEnd])
 				if j0 >= keyEnd {
 					continue // nobody sees key j0, nor any later key
 				}
+				j1 := min(j0+blockK, keyEnd)
 				for h := kvh * g; h < (kvh+1)*g; h++ {
 					backwardBlock(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
 				}
