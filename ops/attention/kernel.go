@@ -371,7 +371,11 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	runUnits(p.B*p.Hkv*chunks, func() func(int) {
 		w := newBwdScratch[T]()
 		return func(u int) {
-			c, bk := u%chunks, u/chunks
+			// Chunk-major order: under a causal mask with one block per
+			// chunk the most expensive units (the first key blocks, seen
+			// by the most queries) are taken first, and the cheap ones
+			// fill the gaps at the end.
+			c, bk := u/(p.B*p.Hkv), u%(p.B*p.Hkv)
 			b, kvh := bk/p.Hkv, bk%p.Hkv
 			// The unit is the only writer of its heads' rows of partials[c]
 			// and of its key blocks' rows of dk and dv: it clears them here,

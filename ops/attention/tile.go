@@ -108,12 +108,24 @@ func addRows[T Float](dst, x []T) {
 }
 
 // transposeTile writes the transpose of the rows×cols matrix src into dst
-// (cols×rows): dst[c·rows + r] = src[r·cols + c].
+// (cols×rows): dst[c·rows + r] = src[r·cols + c]. Four source rows at a
+// time, so that each column's four values go out as one contiguous store
+// run and each of the four rows streams through once.
 func transposeTile[T Float](dst, src []T, rows, cols int) {
 	dst, src = dst[:rows*cols], src[:rows*cols]
-	for r := 0; r < rows; r++ {
-		row := src[r*cols : (r+1)*cols]
-		for c, x := range row {
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		s0 := src[r*cols : (r+1)*cols]
+		s1 := src[(r+1)*cols : (r+2)*cols][:len(s0)]
+		s2 := src[(r+2)*cols : (r+3)*cols][:len(s0)]
+		s3 := src[(r+3)*cols : (r+4)*cols][:len(s0)]
+		for c, x := range s0 {
+			d := dst[c*rows+r : c*rows+r+4]
+			d[0], d[1], d[2], d[3] = x, s1[c], s2[c], s3[c]
+		}
+	}
+	for ; r < rows; r++ {
+		for c, x := range src[r*cols : (r+1)*cols] {
 			dst[c*rows+r] = x
 		}
 	}

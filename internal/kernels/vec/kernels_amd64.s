@@ -1383,11 +1383,16 @@ done:
 	VPCMPGTD     IOTA, T, K
 
 // func onlineExp2RowsAVX512(s *float32, ld, rows, cols int, n *int, m *float32, sum *float64, tab *expTable, iota *[16]int32)
-// Per row r (see OnlineExp2Rows): a max loop over the visible vectors
-// (masked lanes read as −Inf), then an exp loop over the row's vectors:
-// visible lanes get 2^(s − m) (ARGSHIFT512, EXPCORE512; the masked lanes
-// read −Inf and give 0), stores are masked to the row. The sum adds 4
-// vectors per lane in float32, then in float64 (SUM512).
+// Per row r (see OnlineExp2Rows), v = n[r]: the maximum over the visible
+// lanes (whole vectors straight from memory, the last partial one through
+// a mask with −Inf in the hidden lanes), then 2^(s − m) over the visible
+// vectors (whole ones in groups of 4, then one by one, then the partial
+// one masked: its hidden lanes read −Inf and give 0, its store stops at
+// the row's end), then zeros over the row's remaining vectors. A NaN among
+// the visible scores is not tracked by the maximum (VMAXPS drops it or
+// keeps it depending on the operand order) but gives NaN for its own
+// entry and the row's sum; a NaN m[r] stays NaN. The sum adds up to 4 vectors per lane in
+// float32, then in float64 (SUM512).
 TEXT ·onlineExp2RowsAVX512(SB), NOSPLIT, $0-72
 	MOVQ         s+0(FP), SI
 	MOVQ         ld+8(FP), BX
@@ -1406,23 +1411,37 @@ TEXT ·onlineExp2RowsAVX512(SB), NOSPLIT, $0-72
 	XORQ         R13, R13
 
 orow:
-	// Max over the visible lanes, starting from m[r]; K3 collects NaNs.
+	MOVQ         (R10)(R13*8), R14 // v
 	VBROADCASTSS (R11)(R13*4), Z1
-	VCMPPS       $3, Z1, Z1, K3
+	VMOVAPS      Z1, Z9           // a second chain for pairs of vectors
 	XORQ         DI, DI
+	LEAQ         32(DI), AX
 
-omax:
-	MOVQ    (R10)(R13*8), AX
+omaxpair:
+	CMPQ   AX, R14
+	JGT    omaxone
+	VMAXPS (SI)(DI*4), Z1, Z1
+	VMAXPS 64(SI)(DI*4), Z9, Z9
+	MOVQ   AX, DI
+	ADDQ   $32, AX
+	JMP    omaxpair
+
+omaxone:
+	VMAXPS Z9, Z1, Z1
+	LEAQ   16(DI), AX
+	CMPQ   AX, R14
+	JGT    omaxtail
+	VMAXPS (SI)(DI*4), Z1, Z1
+	MOVQ   AX, DI
+
+omaxtail:
+	MOVQ    R14, AX
 	SUBQ    DI, AX
 	JLE     omaxdone
 	LANEMASK(AX, Z10, Z11, K1)
 	VMOVAPS Z31, Z0
 	VMOVUPS (SI)(DI*4), K1, Z0
-	VCMPPS  $3, Z0, Z0, K2
-	KORW    K2, K3, K3
 	VMAXPS  Z0, Z1, Z1
-	ADDQ    $16, DI
-	JMP     omax
 
 omaxdone:
 	VEXTRACTF32X8 $1, Z1, Y2
@@ -1433,55 +1452,96 @@ omaxdone:
 	VMAXPS        X2, X1, X1
 	VPERMILPS     $0xb1, X1, X2
 	VMAXSS        X2, X1, X1
-	KORTESTW      K3, K3
-	JZ            onotnan
-	MOVL          $0x7fc00000, AX
-	VMOVD         AX, X1
+	VMOVSS        (R11)(R13*4), X2
+	VUCOMISS      X2, X2
+	JPC           omaxset
+	VMOVAPS       X2, X1           // m[r] was NaN: it stays NaN
 
-onotnan:
-	VMOVSS       X1, (R11)(R13*4)
-	VBROADCASTSS X1, Z30          // shift = m
-	VPXORD       Z29, Z29, Z29
-	VSUBPS       Z30, Z29, Z29    // −shift
-	VPXORQ       Z14, Z14, Z14
-	VPXORQ       Z13, Z13, Z13
-	VPXORQ       Z12, Z12, Z12
-	XORQ         DI, DI
+omaxset:
+	VMOVSS        X1, (R11)(R13*4)
+	VBROADCASTSS  X1, Z30          // shift = m
+	VPXORD        Z29, Z29, Z29
+	VSUBPS        Z30, Z29, Z29    // −shift
+	VPXORQ        Z14, Z14, Z14
+	VPXORQ        Z13, Z13, Z13
+	VPXORQ        Z12, Z12, Z12
+	XORQ          DI, DI
+	LEAQ          64(DI), AX
 
-oexp:
-	CMPQ    DI, R9
-	JGE     oexpdone
-	MOVQ    R9, AX
-	SUBQ    DI, AX
-	LANEMASK(AX, Z10, Z11, K2)
-	MOVQ    (R10)(R13*8), AX
+oexp4:
+	CMPQ    AX, R14
+	JGT     oexp1
+	VMOVUPS (SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, (SI)(DI*4)
+	VMOVAPS Z7, Z12
+	VMOVUPS 64(SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, 64(SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	VMOVUPS 128(SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, 128(SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	VMOVUPS 192(SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, 192(SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	MOVQ    AX, DI
+	ADDQ    $64, AX
+	JMP     oexp4
+
+oexp1:
+	VPXORQ Z12, Z12, Z12
+	LEAQ   16(DI), AX
+
+oexp1loop:
+	CMPQ    AX, R14
+	JGT     oexptail
+	VMOVUPS (SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, (SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	MOVQ    AX, DI
+	ADDQ    $16, AX
+	JMP     oexp1loop
+
+oexptail:
+	MOVQ    R14, AX
 	SUBQ    DI, AX
 	JLE     ozero
 	LANEMASK(AX, Z10, Z11, K1)
+	MOVQ    R9, AX
+	SUBQ    DI, AX
+	LANEMASK(AX, Z10, Z11, K2)
 	VMOVAPS Z31, Z0
 	VMOVUPS (SI)(DI*4), K1, Z0
 	ARGSHIFT512
 	EXPCORE512
 	VMOVUPS Z7, K2, (SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
-	MOVQ    DI, AX
-	ANDQ    $48, AX
-	CMPQ    AX, $48
-	JNE     onext
-	SUM512(Z12, Y12)
-	VPXORQ  Z12, Z12, Z12
-
-onext:
-	ADDQ $16, DI
-	JMP  oexp
+	ADDQ    $16, DI
 
 ozero:
-	VPXORQ  Z0, Z0, Z0
+	VPXORQ Z0, Z0, Z0
+
+ozeroloop:
+	CMPQ    DI, R9
+	JGE     orowdone
+	MOVQ    R9, AX
+	SUBQ    DI, AX
+	LANEMASK(AX, Z10, Z11, K2)
 	VMOVUPS Z0, K2, (SI)(DI*4)
 	ADDQ    $16, DI
-	JMP     oexp
+	JMP     ozeroloop
 
-oexpdone:
+orowdone:
 	SUM512(Z12, Y12)
 	HSUM512
 	VMOVSD X14, (R12)(R13*8)
@@ -1492,57 +1552,101 @@ oexpdone:
 	VZEROUPPER
 	RET
 
+// EXPDS512 computes one vector of Exp2MulDiffRows from Z0 = s, Z10 = hi,
+// Z11 = lo, Z8 = dP, Z9 = D: Z7 = P = 2^((s − hi) − lo), Z8 = P·(dP − D).
+#define EXPDS512 \
+	ARGVEC512;          \
+	EXPCORE512;         \
+	VSUBPS Z9, Z8, Z8;  \
+	VMULPS Z8, Z7, Z8
+
+// MASKEDDS512 computes the vector of Exp2MulDiffRows at column R13 of the
+// row (SI: p, DI: ds, R10: &first[r]) through masks: K2 the lanes inside
+// the row (c < cols, R9), K1 those that also see the key (c ≥ first[r]).
+// Lanes outside K2 are neither read nor written; lanes outside K1 get 0.
+#define MASKEDDS512 \
+	MOVQ      R9, AX;                  \
+	SUBQ      R13, AX;                 \
+	LANEMASK(AX, Z12, Z13, K2);        \
+	MOVQ      (R10), AX;               \
+	SUBQ      R13, AX;                 \
+	LANEMASK(AX, Z12, Z13, K4);        \
+	KANDNW    K2, K4, K1;              \
+	VMOVUPS.Z (SI)(R13*4), K2, Z0;     \
+	VMOVUPS.Z (R11)(R13*4), K2, Z10;   \
+	VMOVUPS.Z (R12)(R13*4), K2, Z11;   \
+	VMOVUPS.Z (DI)(R13*4), K2, Z8;     \
+	VMOVUPS.Z (R14)(R13*4), K2, Z9;    \
+	EXPDS512;                          \
+	VMOVAPS.Z Z7, K1, Z7;              \
+	VMOVAPS.Z Z8, K1, Z8;              \
+	VMOVUPS   Z7, K2, (SI)(R13*4);     \
+	VMOVUPS   Z8, K2, (DI)(R13*4)
+
 // func exp2MulDiffRowsAVX512(p, ds *float32, ld, rows, cols int, first *int, hi, lo, delta *float32, tab *expTable, iota *[16]int32)
-// Per row r and vector of columns (see Exp2MulDiffRows): K2 masks the
-// lanes inside the row, K1 those that also see the key (c ≥ first[r]);
-// P (ARGVEC512, EXPCORE512) and P·(dP − D) are computed on the whole
-// vector and stored with the lanes outside K1 zeroed.
+// Per row r (see Exp2MulDiffRows), f = first[r]: the vectors up to the
+// first whole vector at or after f go through masks (K2 the lanes inside
+// the row, K1 those that also see the key, c ≥ f; P and P·(dP − D) are
+// computed on the whole vector and stored with the lanes outside K1
+// zeroed), then the whole vectors inside the row without masks, then the
+// row's partial last vector through masks again.
 TEXT ·exp2MulDiffRowsAVX512(SB), NOSPLIT, $0-88
-	MOVQ p+0(FP), SI
-	MOVQ ds+8(FP), DI
-	MOVQ ld+16(FP), BX
-	SHLQ $2, BX
-	MOVQ rows+24(FP), DX
-	MOVQ cols+32(FP), R9
-	MOVQ first+40(FP), R10
-	MOVQ hi+48(FP), R11
-	MOVQ lo+56(FP), R12
-	MOVQ delta+64(FP), R14
-	MOVQ tab+72(FP), R8
-	MOVQ iota+80(FP), CX
+	MOVQ      p+0(FP), SI
+	MOVQ      ds+8(FP), DI
+	MOVQ      ld+16(FP), BX
+	SHLQ      $2, BX
+	MOVQ      rows+24(FP), DX
+	MOVQ      cols+32(FP), R9
+	MOVQ      first+40(FP), R10
+	MOVQ      hi+48(FP), R11
+	MOVQ      lo+56(FP), R12
+	MOVQ      delta+64(FP), R14
+	MOVQ      tab+72(FP), R8
+	MOVQ      iota+80(FP), CX
 	VMOVDQU32 (CX), Z12 // lane numbers
 	LOADEXP512
 
 brow:
 	XORQ R13, R13
+	MOVQ (R10), R15
+	ADDQ $15, R15
+	ANDQ $-16, R15 // the first whole visible vector
+	CMPQ R15, R9
+	JLE  bhead
+	MOVQ R9, R15
 
-bvec:
-	MOVQ      R9, AX
-	SUBQ      R13, AX
-	LANEMASK(AX, Z12, Z13, K2)
-	MOVQ      (R10), AX
-	SUBQ      R13, AX
-	LANEMASK(AX, Z12, Z13, K4)
-	KANDNW    K2, K4, K1              // K1 = K2 &^ K4
-	VMOVUPS.Z (SI)(R13*4), K2, Z0
-	VMOVUPS.Z (R11)(R13*4), K2, Z10
-	VMOVUPS.Z (R12)(R13*4), K2, Z11
-	ARGVEC512
-	EXPCORE512
-	VMOVAPS.Z Z7, K1, Z7
-	VMOVUPS   Z7, K2, (SI)(R13*4)
-	VMOVUPS.Z (DI)(R13*4), K2, Z8
-	VMOVUPS.Z (R14)(R13*4), K2, Z9
-	VSUBPS    Z9, Z8, Z8
-	VMULPS.Z  Z8, Z7, K1, Z8
-	VMOVUPS   Z8, K2, (DI)(R13*4)
-	ADDQ      $16, R13
-	CMPQ      R13, R9
-	JLT       bvec
-	ADDQ      BX, SI
-	ADDQ      BX, DI
-	ADDQ      $8, R10
-	DECQ      DX
-	JNZ       brow
+bhead:
+	CMPQ R13, R15
+	JGE  bfull
+	MASKEDDS512
+	ADDQ $16, R13
+	JMP  bhead
+
+bfull:
+	LEAQ 16(R13), AX
+	CMPQ AX, R9
+	JGT  btail
+	VMOVUPS (SI)(R13*4), Z0
+	VMOVUPS (R11)(R13*4), Z10
+	VMOVUPS (R12)(R13*4), Z11
+	VMOVUPS (DI)(R13*4), Z8
+	VMOVUPS (R14)(R13*4), Z9
+	EXPDS512
+	VMOVUPS Z7, (SI)(R13*4)
+	VMOVUPS Z8, (DI)(R13*4)
+	MOVQ    AX, R13
+	JMP     bfull
+
+btail:
+	CMPQ R13, R9
+	JGE  browdone
+	MASKEDDS512
+
+browdone:
+	ADDQ BX, SI
+	ADDQ BX, DI
+	ADDQ $8, R10
+	DECQ DX
+	JNZ  brow
 	VZEROUPPER
 	RET

@@ -15,11 +15,14 @@ import "fmt"
 // sees its first n[r] entries (0 ≤ n[r] ≤ cols; a causal mask or padding
 // hides the rest). For each row, with v = n[r] and j < cols,
 //
-//	m[r]      ← max(m[r], max_{j<v} s[r·ld+j])     NaN if either is NaN
+//	m[r]      ← max(m[r], max_{j<v} s[r·ld+j])
 //	s[r·ld+j] ← 2^{s[r·ld+j] − m[r]}  (j < v),  0  (j ≥ v)
 //	sum[r]     = Σ_j s[r·ld+j]                    accumulated in float64
 //
 // using the new m[r]. A row with v = 0 is zeroed, its m unchanged, sum 0.
+// NaN: a NaN m[r] stays NaN (the whole row and its sum are then NaN); a
+// NaN among the visible scores makes its own entry and sum[r] NaN, and may
+// or may not reach m[r] (the AVX-512 maximum skips it, the others keep it).
 // The entries j ≥ v are never read: a NaN there does not reach the row.
 // In float32 the argument s − m is taken exactly (as Exp2ShiftSum does);
 // the sum adds at most 4 terms per lane in float32 before float64.
