@@ -72,22 +72,27 @@ func (p *params) keyLimit(b, i int) int {
 	return max(lim, 0)
 }
 
-// runUnits calls the function made by setup for every unit u in [0, n)
-// exactly once, spread over the cores. parallel.For decides how many
-// goroutines run; each calls setup once (for its scratch buffers) and then
-// takes the next unit from a shared counter until none is left, so units of
-// unequal cost (causal attention) keep every core busy. Units must be
-// independent: which goroutine runs a unit never changes its result.
-func runUnits(n int, setup func() func(u int)) {
+// runUnits calls work(w, u) for every unit u in [0, n) exactly once,
+// spread over the cores. parallel.For decides how many goroutines run; each
+// takes a scratch w from pool (made by newScratch when the pool is empty),
+// takes the next unit from a shared counter until none is left, so units
+// of unequal cost (causal attention) keep every core busy, and gives w
+// back. Units must be independent: which goroutine runs a unit never
+// changes its result.
+func runUnits[S any](n int, pool *sync.Pool, newScratch func() *S, work func(w *S, u int)) {
 	var next atomic.Int64
 	parallel.For(n, 1, func(lo, hi int) {
-		work := setup()
+		w, ok := pool.Get().(*S)
+		if !ok {
+			w = newScratch()
+		}
+		defer pool.Put(w)
 		for {
 			u := int(next.Add(1) - 1)
 			if u >= n {
 				return
 			}
-			work(u)
+			work(w, u)
 		}
 	})
 }
@@ -100,12 +105,18 @@ const log2e = math.Log2E
 // allocates them nor has the allocator zero tens of megabytes on one core
 // while the others wait. They pool memory, never results: every buffer is
 // fully written, or cleared by the unit that owns it, before it is read.
-var bufPools [2]sync.Pool
+// fwdPools and bwdPools likewise hold the workers' scratch (tiles, row
+// state, gemm workspaces), so that a call allocates nothing once the pools
+// are warm.
+var bufPools, fwdPools, bwdPools [2]sync.Pool
 
-func poolOf[T Float]() *sync.Pool {
+// poolIndex is the index of T's pools: 0 for float32, 1 for float64.
+func poolIndex[T Float]() int {
 	var z T
-	return &bufPools[sizeOf(z)/8]
+	return int(sizeOf(z) / 8)
 }
+
+func poolOf[T Float]() *sync.Pool { return &bufPools[poolIndex[T]()] }
 
 // getBuf returns a slice of n elements of unspecified content.
 func getBuf[T Float](n int) []T {
@@ -154,15 +165,12 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	kt := getBuf[T](len(k))
 	defer putBuf(kt)
 	transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
-	runUnits(bh*nQB, func() func(int) {
-		w := newFwdScratch[T]()
-		return func(u int) {
-			// The most expensive query blocks (last, under a causal mask) first.
-			head, qb := u%bh, nQB-1-u/bh
-			b, h := head/p.H, head%p.H
-			i0 := qb * blockQ
-			forwardBlock(p, w, q, kt, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
-		}
+	runUnits(bh*nQB, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
+		// The most expensive query blocks (last, under a causal mask) first.
+		head, qb := u%bh, nQB-1-u/bh
+		b, h := head/p.H, head%p.H
+		i0 := qb * blockQ
+		forwardBlock(p, w, q, kt, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
 	})
 }
 
@@ -368,39 +376,36 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	transposeBlocks(tr.q, q, bh, p.Nq, d, blockQ)
 	transposeBlocks(tr.do, do, bh, p.Nq, d, blockQ)
 
-	runUnits(p.B*p.Hkv*chunks, func() func(int) {
-		w := newBwdScratch[T]()
-		return func(u int) {
-			// Chunk-major order: under a causal mask with one block per
-			// chunk the most expensive units (the first key blocks, seen
-			// by the most queries) are taken first, and the cheap ones
-			// fill the gaps at the end.
-			c, bk := u/(p.B*p.Hkv), u%(p.B*p.Hkv)
-			b, kvh := bk/p.Hkv, bk%p.Hkv
-			// The unit is the only writer of its heads' rows of partials[c]
-			// and of its key blocks' rows of dk and dv: it clears them here,
-			// on its own core, before adding into them.
-			qRows := p.Nq * d
-			clear(partials[c][(b*p.H+kvh*g)*qRows : (b*p.H+(kvh+1)*g)*qRows])
-			// Keys from keyEnd on are padding: no tile holds them, so
-			// whatever they hold is never read (0·NaN would be NaN).
-			keyEnd := p.keyEnd(b)
-			for j := 0; j < nKB; j++ {
-				if chunkOf(j, chunks) != c {
-					continue
-				}
-				j0 := j * blockK
-				kOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
-				kEnd := ((b*p.Hkv+kvh)*p.Nk + min(j0+blockK, p.Nk)) * d
-				clear(dk[kOff:kEnd])
-				clear(dv[kOff:kEnd])
-				if j0 >= keyEnd {
-					continue // nobody sees key j0, nor any later key
-				}
-				j1 := min(j0+blockK, keyEnd)
-				for h := kvh * g; h < (kvh+1)*g; h++ {
-					backwardBlock(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
-				}
+	runUnits(p.B*p.Hkv*chunks, &bwdPools[poolIndex[T]()], newBwdScratch[T], func(w *bwdScratch[T], u int) {
+		// Chunk-major order: under a causal mask with one block per
+		// chunk the most expensive units (the first key blocks, seen
+		// by the most queries) are taken first, and the cheap ones
+		// fill the gaps at the end.
+		c, bk := u/(p.B*p.Hkv), u%(p.B*p.Hkv)
+		b, kvh := bk/p.Hkv, bk%p.Hkv
+		// The unit is the only writer of its heads' rows of partials[c]
+		// and of its key blocks' rows of dk and dv: it clears them here,
+		// on its own core, before adding into them.
+		qRows := p.Nq * d
+		clear(partials[c][(b*p.H+kvh*g)*qRows : (b*p.H+(kvh+1)*g)*qRows])
+		// Keys from keyEnd on are padding: no tile holds them, so
+		// whatever they hold is never read (0·NaN would be NaN).
+		keyEnd := p.keyEnd(b)
+		for j := 0; j < nKB; j++ {
+			if chunkOf(j, chunks) != c {
+				continue
+			}
+			j0 := j * blockK
+			kOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
+			kEnd := ((b*p.Hkv+kvh)*p.Nk + min(j0+blockK, p.Nk)) * d
+			clear(dk[kOff:kEnd])
+			clear(dv[kOff:kEnd])
+			if j0 >= keyEnd {
+				continue // nobody sees key j0, nor any later key
+			}
+			j1 := min(j0+blockK, keyEnd)
+			for h := kvh * g; h < (kvh+1)*g; h++ {
+				backwardBlock(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
 			}
 		}
 	})

@@ -106,3 +106,40 @@ func TestMemory(t *testing.T) {
 		t.Errorf("peak heap growth %d MiB, over the %d MiB limit", growth>>20, limit>>20)
 	}
 }
+
+// TestKernelsAllocateNothing: once the pools are warm, a call of the
+// forward or the backward kernel allocates only a few small objects (the
+// closures and goroutines of the parallel loops, the pool's handles): no
+// buffer of the problem's size, no tile or workspace per call. It measures
+// MemStats.TotalAlloc over several calls with every core allowed (one
+// scratch per worker) after two warm-up calls; a collection in between
+// would empty the pools, so it tolerates one call's worth of misses.
+func TestKernelsAllocateNothing(t *testing.T) {
+	p := &params{B: 1, H: 4, Hkv: 2, Nq: 300, Nk: 260, D: 32, Scale: 0.2, Causal: true}
+	rng := rand.New(rand.NewSource(14))
+	n, nk, nl := p.B*p.H*p.Nq*p.D, p.B*p.Hkv*p.Nk*p.D, p.B*p.H*p.Nq
+	q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, nk)), convert[float32](randn(rng, nk))
+	o, l, lr := make([]float32, n), make([]float32, nl), make([]float32, nl)
+	do := convert[float32](randn(rng, n))
+	dq, dk, dv := make([]float32, n), make([]float32, nk), make([]float32, nk)
+	call := func() {
+		flashForward(p, q, k, v, o, l, lr)
+		flashBackward(p, q, k, v, o, l, lr, do, nil, dq, dk, dv)
+	}
+	call()
+	call()
+	const calls = 10
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < calls; i++ {
+		call()
+	}
+	runtime.ReadMemStats(&after)
+	perCall := float64(after.TotalAlloc-before.TotalAlloc) / calls
+	// One call's temporaries: the backward's buffer holds Q and dO
+	// transposed plus the dQ partials, several times q's size.
+	if limit := 0.5 * float64(4*n); perCall > limit {
+		t.Errorf("%.0f bytes allocated per forward+backward call, want at most %.0f (q alone is %d bytes)", perCall, limit, 4*n)
+	}
+	t.Logf("%.0f bytes, %d objects per call", perCall, (after.Mallocs-before.Mallocs)/calls)
+}
