@@ -298,16 +298,36 @@ func chunkOf(j, chunks int) int {
 }
 
 // backwardChunks returns how many key-block chunks each (b, kv head) is split
-// into for the backward.
+// into for the backward: enough for backwardUnits units, at most one per
+// key block, within maxPartialBytes of dQ partials, and then, where the
+// units reach unitMultiple, rounded down so that their number is a
+// multiple of it: equal units then give equal shares to 2, 4, 8 or 16
+// workers (40 units on 16 workers would leave half of them idle for the
+// last third of the time).
 func backwardChunks(p *params, elemSize int) int {
 	nKB := (p.Nk + blockK - 1) / blockK
-	c := (backwardUnits + p.B*p.Hkv - 1) / (p.B * p.Hkv)
+	kv := p.B * p.Hkv
+	c := (backwardUnits + kv - 1) / kv
 	c = min(c, nKB)
 	dqBytes := p.B * p.H * p.Nq * p.D * elemSize
 	if dqBytes > 0 {
 		c = min(c, 1+maxPartialBytes/dqBytes)
 	}
+	if step := unitMultiple / gcd(kv, unitMultiple); c >= step {
+		c -= c % step
+	}
 	return max(c, 1)
+}
+
+// unitMultiple is the number the backward's units are made a multiple of
+// where there are enough (see backwardChunks).
+const unitMultiple = 16
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // flashBackward computes the gradients of flashForward's o and lse given
