@@ -405,9 +405,16 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 		b, kvh := bk/p.Hkv, bk%p.Hkv
 		// The unit is the only writer of its heads' rows of partials[c]
 		// and of its key blocks' rows of dk and dv: it clears them here,
-		// on its own core, before adding into them.
-		qRows := p.Nq * d
-		clear(partials[c][(b*p.H+kvh*g)*qRows : (b*p.H+(kvh+1)*g)*qRows])
+		// on its own core, before adding into them: all of dq's rows
+		// (chunk 0), the rows from partialStart on of a partial buffer.
+		i0 := 0
+		if c > 0 {
+			i0 = partialStart(p, b, c)
+		}
+		for h := kvh * g; h < (kvh+1)*g; h++ {
+			off := (b*p.H + h) * p.Nq * d
+			clear(partials[c][off+i0*d : off+p.Nq*d])
+		}
 		// Keys from keyEnd on are padding: no tile holds them, so
 		// whatever they hold is never read (0·NaN would be NaN).
 		keyEnd := p.keyEnd(b)
@@ -431,12 +438,38 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	})
 
 	if chunks > 1 {
-		parallel.For(len(dq), 1<<14, func(lo, hi int) {
-			for c := 1; c < chunks; c++ {
-				addRows(dq[lo:hi], partials[c][lo:hi])
+		// dq += partials[1] + partials[2] + …, each over the rows its
+		// chunk wrote, in pieces of reducePiece rows of one head.
+		nPieces := (p.Nq + reducePiece - 1) / reducePiece
+		parallel.For(bh*nPieces, 4, func(lo, hi int) {
+			for u := lo; u < hi; u++ {
+				head, r0 := u/nPieces, (u%nPieces)*reducePiece
+				r1, off := min(r0+reducePiece, p.Nq), head*p.Nq*d
+				for c := 1; c < chunks; c++ {
+					if s := max(r0, partialStart(p, head/p.H, c)); s < r1 {
+						addRows(dq[off+s*d:off+r1*d], partials[c][off+s*d:off+r1*d])
+					}
+				}
 			}
 		})
 	}
+}
+
+// reducePiece is the number of query rows of one head in a unit of the
+// dQ reduction.
+const reducePiece = 64
+
+// partialStart returns the first query row of batch b to which chunk c
+// adds a dQ contribution: the first row of the first query block that
+// sees the chunk's first key block (block c, the smallest of the chunk:
+// see chunkOf), or Nq when the chunk holds no key of batch b. Under a
+// causal mask the chunks of later key blocks skip the first query blocks,
+// so their partial rows there are neither cleared nor added.
+func partialStart(p *params, b, c int) int {
+	if j0 := c * blockK; j0 < p.keyEnd(b) {
+		return p.firstQuery(b, j0) / blockQ * blockQ
+	}
+	return p.Nq
 }
 
 // shifts holds L·log₂e per query row as hi + lo: the float64 value split
