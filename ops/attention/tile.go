@@ -107,30 +107,6 @@ func addRows[T Float](dst, x []T) {
 	vec.SubScaled(dst, dst, x, -1)
 }
 
-// transposeTile writes the transpose of the rows×cols matrix src into dst
-// (cols×rows): dst[c·rows + r] = src[r·cols + c]. Four source rows at a
-// time, so that each column's four values go out as one contiguous store
-// run and each of the four rows streams through once.
-func transposeTile[T Float](dst, src []T, rows, cols int) {
-	dst, src = dst[:rows*cols], src[:rows*cols]
-	r := 0
-	for ; r+4 <= rows; r += 4 {
-		s0 := src[r*cols : (r+1)*cols]
-		s1 := src[(r+1)*cols : (r+2)*cols][:len(s0)]
-		s2 := src[(r+2)*cols : (r+3)*cols][:len(s0)]
-		s3 := src[(r+3)*cols : (r+4)*cols][:len(s0)]
-		for c, x := range s0 {
-			d := dst[c*rows+r : c*rows+r+4]
-			d[0], d[1], d[2], d[3] = x, s1[c], s2[c], s3[c]
-		}
-	}
-	for ; r < rows; r++ {
-		for c, x := range src[r*cols : (r+1)*cols] {
-			dst[c*rows+r] = x
-		}
-	}
-}
-
 // transposeBlocks copies src, viewed as heads×n rows of d values, into dst
 // of the same size, each block of `block` rows (the last one of a head
 // possibly shorter, rows = min(block, n − r0)) transposed in place of the
@@ -148,7 +124,7 @@ func transposeBlocks[T Float](dst, src []T, heads, n, d, block int) {
 			head, r0 := u/nb, (u%nb)*block
 			rows := min(block, n-r0)
 			off := (head*n + r0) * d
-			transposeTile(dst[off:off+rows*d], src[off:off+rows*d], rows, d)
+			vec.Transpose(dst[off:off+rows*d], src[off:off+rows*d], rows, d)
 		}
 	})
 }

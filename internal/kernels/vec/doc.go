@@ -35,6 +35,7 @@
 //	OnlineExp2Rows(s, ld, rows, cols, n, m, sum)    m ← max(m, max of the first n[r]), s ← 2^{s − m} (0 past n[r]), sum
 //	Exp2MulDiffRows(p, ds, ld, rows, cols, first, hi, lo, D)
 //	                                p ← 2^{(p − hi) − lo}, ds ← p∘(ds − D) (0 before first[r])
+//	Transpose(dst, src, rows, cols) dst[c·rows + r] = src[r·cols + c] (AVX 8×8 blocks)
 //
 // and ExpShiftSumAhead / ExpShiftSumStream, ExpShiftSum with the next row
 // prefetched / the previous row streamed out, for softmax over rows that

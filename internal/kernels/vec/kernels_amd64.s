@@ -1650,3 +1650,81 @@ browdone:
 	JNZ  brow
 	VZEROUPPER
 	RET
+
+// func transpose8AVX(dst *float32, ldd int, src *float32, lds int, rows, cols int)
+// dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols, both multiples of
+// 8, in 8×8 blocks: 8 rows of 8 loaded, interleaved in pairs (VUNPCKLPS,
+// VUNPCKHPS), then in fours (VSHUFPS), then the 128-bit halves exchanged
+// (VPERM2F128), 8 columns stored. AVX only (AVX2 and AVX-512 machines).
+TEXT ·transpose8AVX(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+32(FP), DX
+	MOVQ cols+40(FP), CX
+	SHRQ $3, DX
+	SHRQ $3, CX
+	LEAQ (R9)(R9*2), R10 // 3·lds
+	LEAQ (R8)(R8*2), R11 // 3·ldd
+
+trow:
+	MOVQ SI, AX // source block
+	MOVQ DI, BX // destination block
+	MOVQ CX, R12
+
+tblock:
+	VMOVUPS     (AX), Y0
+	VMOVUPS     (AX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*2), Y2
+	VMOVUPS     (AX)(R10*1), Y3
+	LEAQ        (AX)(R9*4), R13
+	VMOVUPS     (R13), Y4
+	VMOVUPS     (R13)(R9*1), Y5
+	VMOVUPS     (R13)(R9*2), Y6
+	VMOVUPS     (R13)(R10*1), Y7
+	VUNPCKLPS   Y1, Y0, Y8
+	VUNPCKHPS   Y1, Y0, Y9
+	VUNPCKLPS   Y3, Y2, Y10
+	VUNPCKHPS   Y3, Y2, Y11
+	VUNPCKLPS   Y5, Y4, Y12
+	VUNPCKHPS   Y5, Y4, Y13
+	VUNPCKLPS   Y7, Y6, Y14
+	VUNPCKHPS   Y7, Y6, Y15
+	VSHUFPS     $0x44, Y10, Y8, Y0
+	VSHUFPS     $0xee, Y10, Y8, Y1
+	VSHUFPS     $0x44, Y11, Y9, Y2
+	VSHUFPS     $0xee, Y11, Y9, Y3
+	VSHUFPS     $0x44, Y14, Y12, Y4
+	VSHUFPS     $0xee, Y14, Y12, Y5
+	VSHUFPS     $0x44, Y15, Y13, Y6
+	VSHUFPS     $0xee, Y15, Y13, Y7
+	VPERM2F128  $0x20, Y4, Y0, Y8
+	VPERM2F128  $0x20, Y5, Y1, Y9
+	VPERM2F128  $0x20, Y6, Y2, Y10
+	VPERM2F128  $0x20, Y7, Y3, Y11
+	VPERM2F128  $0x31, Y4, Y0, Y12
+	VPERM2F128  $0x31, Y5, Y1, Y13
+	VPERM2F128  $0x31, Y6, Y2, Y14
+	VPERM2F128  $0x31, Y7, Y3, Y15
+	VMOVUPS     Y8, (BX)
+	VMOVUPS     Y9, (BX)(R8*1)
+	VMOVUPS     Y10, (BX)(R8*2)
+	VMOVUPS     Y11, (BX)(R11*1)
+	LEAQ        (BX)(R8*4), R13
+	VMOVUPS     Y12, (R13)
+	VMOVUPS     Y13, (R13)(R8*1)
+	VMOVUPS     Y14, (R13)(R8*2)
+	VMOVUPS     Y15, (R13)(R11*1)
+	ADDQ        $32, AX          // 8 columns on in the source
+	LEAQ        (BX)(R8*8), BX   // 8 rows on in the destination
+	DECQ        R12
+	JNZ         tblock
+	LEAQ        (SI)(R9*8), SI   // 8 rows on in the source
+	ADDQ        $32, DI          // 8 columns on in the destination
+	DECQ        DX
+	JNZ         trow
+	VZEROUPPER
+	RET

@@ -93,6 +93,47 @@ func Exp2MulDiffRows[T Float](p, ds []T, ld, rows, cols int, first []int, hi, lo
 	}
 }
 
+// Transpose writes the transpose of the rows×cols matrix src (row-major,
+// contiguous) into dst (cols×rows): dst[c·rows + r] = src[r·cols + c]. dst
+// must not overlap src. In float32 on AVX2 and AVX-512 machines the whole
+// 8×8 blocks go through AVX shuffles (8 loads, 24 shuffles, 8 stores a
+// block), the edges through Go.
+func Transpose[T Float](dst, src []T, rows, cols int) {
+	n := rows * cols
+	dst, src = dst[:n], src[:n]
+	r8, c8 := rows&^7, cols&^7
+	if is32[T]() && k32.transpose8 != nil && r8 > 0 && c8 > 0 {
+		k32.transpose8(f32(dst), rows, f32(src), cols, r8, c8)
+		transposeGo(dst, src, rows, cols, 0, r8, c8) // right edge of the blocks' rows
+		transposeGo(dst, src, rows, cols, r8, rows, 0) // the rows below them
+		return
+	}
+	transposeGo(dst, src, rows, cols, 0, rows, 0)
+}
+
+// transposeGo is Transpose on rows [r0, r1), columns [c0, cols): four
+// source rows at a time, so that each column's four values go out as one
+// contiguous run.
+func transposeGo[T Float](dst, src []T, rows, cols, r0, r1, c0 int) {
+	r := r0
+	for ; r+4 <= r1; r += 4 {
+		s0 := src[r*cols+c0 : (r+1)*cols]
+		s1 := src[(r+1)*cols+c0 : (r+2)*cols][:len(s0)]
+		s2 := src[(r+2)*cols+c0 : (r+3)*cols][:len(s0)]
+		s3 := src[(r+3)*cols+c0 : (r+4)*cols][:len(s0)]
+		for i, x := range s0 {
+			c := c0 + i
+			d := dst[c*rows+r : c*rows+r+4]
+			d[0], d[1], d[2], d[3] = x, s1[i], s2[i], s3[i]
+		}
+	}
+	for ; r < r1; r++ {
+		for i, x := range src[r*cols+c0 : (r+1)*cols] {
+			dst[(c0+i)*rows+r] = x
+		}
+	}
+}
+
 // checkTile panics unless a slice of length n holds rows × cols at stride ld.
 func checkTile(name string, n, ld, rows, cols int) {
 	if cols < 0 || ld < cols || rows < 0 || (rows > 0 && n < (rows-1)*ld+cols) {

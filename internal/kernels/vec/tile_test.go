@@ -219,3 +219,39 @@ func TestTileKernelsNoAllocs(t *testing.T) {
 		}
 	})
 }
+
+// TestTranspose checks Transpose against the definition on shapes around
+// the 8×8 blocks, in both element types, with nothing written past dst.
+func TestTranspose(t *testing.T) {
+	shapes := [][2]int{{1, 1}, {3, 5}, {8, 8}, {9, 8}, {8, 17}, {16, 64}, {128, 64}, {127, 130}, {64, 7}}
+	forEachLevel(t, func(t *testing.T) {
+		for _, sh := range shapes {
+			testTranspose[float32](t, sh[0], sh[1])
+			testTranspose[float64](t, sh[0], sh[1])
+		}
+	})
+}
+
+func testTranspose[T Float](t *testing.T, rows, cols int) {
+	src := make([]T, rows*cols)
+	for i := range src {
+		src[i] = T(i + 1)
+	}
+	dst := make([]T, rows*cols+tileGuard)
+	for i := range dst {
+		dst[i] = T(math.NaN())
+	}
+	Transpose(dst, src, rows, cols)
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			if got, want := dst[c*rows+r], src[r*cols+c]; got != want {
+				t.Fatalf("%d×%d: dst[%d·%d + %d] = %v, want %v", rows, cols, c, rows, r, got, want)
+			}
+		}
+	}
+	for i := rows * cols; i < len(dst); i++ {
+		if dst[i] == dst[i] {
+			t.Fatalf("%d×%d: dst[%d] past the end written", rows, cols, i)
+		}
+	}
+}

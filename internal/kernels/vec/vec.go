@@ -56,6 +56,8 @@ type kernels32 struct {
 	// row kernels.
 	onlineExp2Rows  func(s []float32, ld, rows, cols int, n []int, m []float32, sum []float64)
 	exp2MulDiffRows func(p, ds []float32, ld, rows, cols int, first []int, hi, lo, delta []float32)
+	// transpose8 transposes the whole 8×8 blocks of a tile (nil: Go only).
+	transpose8 func(dst []float32, ldd int, src []float32, lds, rows, cols int)
 }
 
 // level is the instruction set in force (isa.Get) and k32 its float32
