@@ -1384,15 +1384,23 @@ done:
 
 // func onlineExp2RowsAVX512(s *float32, ld, rows, cols int, n *int, m *float32, sum *float64, tab *expTable, iota *[16]int32)
 // Per row r (see OnlineExp2Rows), v = n[r]: the maximum over the visible
-// lanes (whole vectors straight from memory, the last partial one through
-// a mask with −Inf in the hidden lanes), then 2^(s − m) over the visible
-// vectors (whole ones in groups of 4, then one by one, then the partial
-// one masked: its hidden lanes read −Inf and give 0, its store stops at
-// the row's end), then zeros over the row's remaining vectors. A NaN among
-// the visible scores is not tracked by the maximum (VMAXPS drops it or
-// keeps it depending on the operand order) but gives NaN for its own
-// entry and the row's sum; a NaN m[r] stays NaN. The sum adds up to 4 vectors per lane in
-// float32, then in float64 (SUM512).
+// lanes (whole vectors straight from memory on two chains, the last
+// partial one through a mask with −Inf in the hidden lanes), then
+// 2^(s − m) over the visible vectors (whole ones in groups of 4, then one
+// by one, then the partial one masked: its hidden lanes read −Inf and give
+// 0, its store stops at the row's end), then zeros over the row's
+// remaining vectors. The rows are software-pipelined: the maximum of row
+// r+1 is taken between the exponentials of row r and the horizontal sum
+// that ends it, so that the dependent chains at a row's end (the maximum's
+// reduction and broadcast, the sum's reduction) overlap the other row's
+// independent work. A NaN among the visible scores is not tracked by the
+// maximum (VMAXPS drops it or keeps it depending on the operand order) but
+// gives NaN for its own entry and the row's sum; a NaN m[r] stays NaN. The
+// sum adds up to 4 vectors per lane in float32, then in float64 (SUM512).
+//
+// Registers: SI the exp row, R14 its v, R12 &sum[r], DX the rows left;
+// R8 the max row, CX its v, R11 &m[that row], R10 &n[the row after it];
+// R13 = 0 only before the first row's exponentials.
 TEXT ·onlineExp2RowsAVX512(SB), NOSPLIT, $0-72
 	MOVQ         s+0(FP), SI
 	MOVQ         ld+8(FP), BX
@@ -1408,65 +1416,15 @@ TEXT ·onlineExp2RowsAVX512(SB), NOSPLIT, $0-72
 	LOADEXP512
 	MOVL         $0xff800000, AX
 	VPBROADCASTD AX, Z31 // −Inf
+	MOVQ         SI, R8
+	MOVQ         (R10), CX
+	ADDQ         $8, R10
 	XORQ         R13, R13
+	JMP          omax
 
 orow:
-	MOVQ         (R10)(R13*8), R14 // v
-	VBROADCASTSS (R11)(R13*4), Z1
-	VMOVAPS      Z1, Z9           // a second chain for pairs of vectors
-	XORQ         DI, DI
-	LEAQ         32(DI), AX
-
-omaxpair:
-	CMPQ   AX, R14
-	JGT    omaxone
-	VMAXPS (SI)(DI*4), Z1, Z1
-	VMAXPS 64(SI)(DI*4), Z9, Z9
-	MOVQ   AX, DI
-	ADDQ   $32, AX
-	JMP    omaxpair
-
-omaxone:
-	VMAXPS Z9, Z1, Z1
-	LEAQ   16(DI), AX
-	CMPQ   AX, R14
-	JGT    omaxtail
-	VMAXPS (SI)(DI*4), Z1, Z1
-	MOVQ   AX, DI
-
-omaxtail:
-	MOVQ    R14, AX
-	SUBQ    DI, AX
-	JLE     omaxdone
-	LANEMASK(AX, Z10, Z11, K1)
-	VMOVAPS Z31, Z0
-	VMOVUPS (SI)(DI*4), K1, Z0
-	VMAXPS  Z0, Z1, Z1
-
-omaxdone:
-	VEXTRACTF32X8 $1, Z1, Y2
-	VMAXPS        Y2, Y1, Y1
-	VEXTRACTF128  $1, Y1, X2
-	VMAXPS        X2, X1, X1
-	VPERMILPS     $0x4e, X1, X2
-	VMAXPS        X2, X1, X1
-	VPERMILPS     $0xb1, X1, X2
-	VMAXSS        X2, X1, X1
-	VMOVSS        (R11)(R13*4), X2
-	VUCOMISS      X2, X2
-	JPC           omaxset
-	VMOVAPS       X2, X1           // m[r] was NaN: it stays NaN
-
-omaxset:
-	VMOVSS        X1, (R11)(R13*4)
-	VBROADCASTSS  X1, Z30          // shift = m
-	VPXORD        Z29, Z29, Z29
-	VSUBPS        Z30, Z29, Z29    // −shift
-	VPXORQ        Z14, Z14, Z14
-	VPXORQ        Z13, Z13, Z13
-	VPXORQ        Z12, Z12, Z12
-	XORQ          DI, DI
-	LEAQ          64(DI), AX
+	XORQ DI, DI
+	LEAQ 64(DI), AX
 
 oexp4:
 	CMPQ    AX, R14
@@ -1533,7 +1491,7 @@ ozero:
 
 ozeroloop:
 	CMPQ    DI, R9
-	JGE     orowdone
+	JGE     oexpdone
 	MOVQ    R9, AX
 	SUBQ    DI, AX
 	LANEMASK(AX, Z10, Z11, K2)
@@ -1541,14 +1499,87 @@ ozeroloop:
 	ADDQ    $16, DI
 	JMP     ozeroloop
 
-orowdone:
+oexpdone:
 	SUM512(Z12, Y12)
+	CMPQ DX, $1
+	JEQ  osum        // the last row: no maximum to take
+	LEAQ (SI)(BX*1), R8
+	MOVQ (R10), CX
+	ADDQ $8, R10
+	MOVQ $1, R13
+
+omax:
+	// The maximum of the row at R8 (CX visible entries), from m at R11.
+	VBROADCASTSS (R11), Z1
+	VMOVAPS      Z1, Z9
+	XORQ         DI, DI
+	LEAQ         32(DI), AX
+
+omaxpair:
+	CMPQ   AX, CX
+	JGT    omaxone
+	VMAXPS (R8)(DI*4), Z1, Z1
+	VMAXPS 64(R8)(DI*4), Z9, Z9
+	MOVQ   AX, DI
+	ADDQ   $32, AX
+	JMP    omaxpair
+
+omaxone:
+	VMAXPS Z9, Z1, Z1
+	LEAQ   16(DI), AX
+	CMPQ   AX, CX
+	JGT    omaxtail
+	VMAXPS (R8)(DI*4), Z1, Z1
+	MOVQ   AX, DI
+
+omaxtail:
+	MOVQ    CX, AX
+	SUBQ    DI, AX
+	JLE     omaxdone
+	LANEMASK(AX, Z10, Z11, K1)
+	VMOVAPS Z31, Z0
+	VMOVUPS (R8)(DI*4), K1, Z0
+	VMAXPS  Z0, Z1, Z1
+
+omaxdone:
+	VEXTRACTF32X8 $1, Z1, Y2
+	VMAXPS        Y2, Y1, Y1
+	VEXTRACTF128  $1, Y1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0x4e, X1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0xb1, X1, X2
+	VMAXSS        X2, X1, X1
+	VMOVSS        (R11), X2
+	VUCOMISS      X2, X2
+	JPC           omaxset
+	VMOVAPS       X2, X1           // m was NaN: it stays NaN
+
+omaxset:
+	VMOVSS       X1, (R11)
+	ADDQ         $4, R11
+	VBROADCASTSS X1, Z30          // the next exp row's shift
+	VPXORD       Z29, Z29, Z29
+	VSUBPS       Z30, Z29, Z29
+	MOVQ         CX, R14
+	TESTQ        R13, R13
+	JZ           onext
+
+osum:
+	// The row's sum (Z13, Z14), and on to the next row.
 	HSUM512
-	VMOVSD X14, (R12)(R13*8)
+	VMOVSD X14, (R12)
+	ADDQ   $8, R12
 	ADDQ   BX, SI
-	INCQ   R13
-	CMPQ   R13, DX
-	JLT    orow
+	DECQ   DX
+	JZ     odone
+
+onext:
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z13, Z13, Z13
+	JMP    orow
+
+odone:
 	VZEROUPPER
 	RET
 
