@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"math"
 	"math/rand"
 	"runtime"
 	"sync"
@@ -112,9 +113,12 @@ func TestMemory(t *testing.T) {
 // closures and goroutines of the parallel loops, the pool's handles): no
 // buffer of the problem's size, no tile or workspace per call. It measures
 // MemStats.TotalAlloc over several calls with every core allowed (one
-// scratch per worker) after two warm-up calls; a collection in between
-// would empty the pools, so it tolerates one call's worth of misses.
+// scratch per worker) after two warm-up calls, the least of three rounds
+// (a collection empties the pools).
 func TestKernelsAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers at random")
+	}
 	p := &params{B: 1, H: 4, Hkv: 2, Nq: 300, Nk: 260, D: 32, Scale: 0.2, Causal: true}
 	rng := rand.New(rand.NewSource(14))
 	n, nk, nl := p.B*p.H*p.Nq*p.D, p.B*p.Hkv*p.Nk*p.D, p.B*p.H*p.Nq
@@ -128,18 +132,25 @@ func TestKernelsAllocateNothing(t *testing.T) {
 	}
 	call()
 	call()
+	// The least of three rounds: a collection inside a round empties the
+	// pools and shows up as that round's misses.
 	const calls = 10
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := 0; i < calls; i++ {
-		call()
+	perCall, objects := math.Inf(1), uint64(0)
+	for round := 0; round < 3; round++ {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := 0; i < calls; i++ {
+			call()
+		}
+		runtime.ReadMemStats(&after)
+		if b := float64(after.TotalAlloc-before.TotalAlloc) / calls; b < perCall {
+			perCall, objects = b, (after.Mallocs-before.Mallocs)/calls
+		}
 	}
-	runtime.ReadMemStats(&after)
-	perCall := float64(after.TotalAlloc-before.TotalAlloc) / calls
 	// One call's temporaries: the backward's buffer holds Q and dO
 	// transposed plus the dQ partials, several times q's size.
 	if limit := 0.5 * float64(4*n); perCall > limit {
 		t.Errorf("%.0f bytes allocated per forward+backward call, want at most %.0f (q alone is %d bytes)", perCall, limit, 4*n)
 	}
-	t.Logf("%.0f bytes, %d objects per call", perCall, (after.Mallocs-before.Mallocs)/calls)
+	t.Logf("%.0f bytes, %d objects per call", perCall, objects)
 }
