@@ -54,7 +54,8 @@
 // and sums the query heads that share its kv head, and dQ contributions of
 // chunks after the first go to partial buffers added in a fixed order, so
 // results are bit-identical from run to run. The large temporaries and the
-// workers' scratch come from pools: a warm call allocates no buffer.
+// workers' scratch are kept between calls (scratch.go): a warm call
+// allocates no buffer.
 //
 // # Graph
 //

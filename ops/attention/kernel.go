@@ -99,38 +99,6 @@ func runUnits[S any](n int, pool *sync.Pool, newScratch func() *S, work func(w *
 
 const log2e = math.Log2E
 
-// bufPools hold the large temporaries of the kernels between calls (K in
-// transposed blocks; the backward's transposed Q and dO, its dQ partials
-// and per-row shifts), one pool per element size: a call then neither
-// allocates them nor has the allocator zero tens of megabytes on one core
-// while the others wait. They pool memory, never results: every buffer is
-// fully written, or cleared by the unit that owns it, before it is read.
-// fwdPools and bwdPools likewise hold the workers' scratch (tiles, row
-// state, gemm workspaces), so that a call allocates nothing once the pools
-// are warm.
-var bufPools, fwdPools, bwdPools [2]sync.Pool
-
-// poolIndex is the index of T's pools: 0 for float32, 1 for float64.
-func poolIndex[T Float]() int {
-	var z T
-	return int(sizeOf(z) / 8)
-}
-
-func poolOf[T Float]() *sync.Pool { return &bufPools[poolIndex[T]()] }
-
-// getBuf returns a slice of n elements of unspecified content.
-func getBuf[T Float](n int) []T {
-	if b, ok := poolOf[T]().Get().(*[]T); ok && cap(*b) >= n {
-		return (*b)[:n]
-	}
-	return make([]T, n)
-}
-
-// putBuf gives b back to the pool; the caller must not use it afterwards.
-func putBuf[T Float](b []T) {
-	poolOf[T]().Put(&b)
-}
-
 // tilesComputed counts the score tiles the forward and the backward
 // compute (one blockQ×blockK product Q·Kᵀ each), for the test that checks
 // that fully masked blocks are skipped rather than computed and discarded.

@@ -154,3 +154,44 @@ func TestKernelsAllocateNothing(t *testing.T) {
 	}
 	t.Logf("%.0f bytes, %d objects per call", perCall, objects)
 }
+
+// TestIdleBuffersDropped: the large temporaries kept between calls are
+// dropped once two collections pass with no call using them, as a
+// sync.Pool's contents are; a buffer in use across a collection survives.
+func TestIdleBuffersDropped(t *testing.T) {
+	held := func() bool {
+		s := &bufSlots[poolIndex[float64]()]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.buf != nil
+	}
+	// gcUntil collects until cond holds or a second has passed (the
+	// slot is emptied by a cleanup that runs after the collection).
+	gcUntil := func(cond func() bool) bool {
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+			runtime.GC()
+			if cond() {
+				return true
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return false
+	}
+	putBuf(make([]float64, 1<<16))
+	if !held() {
+		t.Fatal("the slot does not hold the buffer given back")
+	}
+	if !gcUntil(func() bool { return !held() }) {
+		t.Fatal("the idle buffer is still held after collections")
+	}
+	runtime.GC() // let any cleanup still queued run before the rounds
+	time.Sleep(10 * time.Millisecond)
+	for round := 0; round < 3; round++ {
+		putBuf(getBuf[float64](1 << 10))
+		runtime.GC() // the buffer was used since the previous collection
+		time.Sleep(10 * time.Millisecond)
+		if !held() {
+			t.Fatalf("round %d: a buffer used since the last collection was dropped", round)
+		}
+	}
+}
