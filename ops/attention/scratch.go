@@ -1,8 +1,9 @@
 package attention
 
 import (
-	"runtime"
 	"sync"
+	"unsafe"
+	"weak"
 )
 
 // The kernels' memory between calls. A call needs large temporaries (K in
@@ -15,16 +16,21 @@ import (
 // cleared by the unit that owns it, before it is read.
 
 // bufSlot holds the large temporary buffer of one element type between
-// calls. It is one slot, not a sync.Pool: the pool's per-P caches missed
-// most of the time with 16 cores (the caller's goroutine moves between Ps
-// from call to call and a pool only finds what was put back on its own P).
-// Like a pool's contents, a buffer nobody took or gave back between two
-// garbage collections is dropped (dropIdleBuffers).
+// calls. A sync.Pool alone missed most calls with 16 cores: the caller's
+// goroutine moves between Ps from call to call, and a pool only finds what
+// was put back on its own P. So the slot points to the buffer weakly, for
+// any P to find, and a pool of holders keeps it alive: like a pool's
+// contents, a buffer that no call gave back for two garbage collections is
+// freed, and the weak pointer then reads nil.
 type bufSlot struct {
 	mu   sync.Mutex
-	buf  any  // a []T, or nil
-	used bool // taken or given back since the last collection
+	ptr  any       // weak.Pointer[T] to element 0 of the buffer, or nil
+	n    int       // the buffer's capacity
+	keep sync.Pool // *holder[T] values that keep the buffer alive
 }
+
+// holder keeps a buffer reachable while a bufSlot's pool holds it.
+type holder[T Float] struct{ b []T }
 
 var bufSlots [2]bufSlot // float32, float64
 
@@ -38,57 +44,43 @@ func poolIndex[T Float]() int {
 	return int(sizeOf(z) / 8)
 }
 
-// getBuf returns a slice of n elements of unspecified content: the slot's
-// buffer when it is large enough, else a new one.
-func getBuf[T Float](n int) []T {
-	s := &bufSlots[poolIndex[T]()]
+// getBuf returns a slice of n elements of unspecified content: the kept
+// buffer when it is alive and large enough, else a new one.
+func getBuf[T Float](n int) []T { return slotGet[T](&bufSlots[poolIndex[T]()], n) }
+
+// putBuf gives b back; the caller must not use it afterwards.
+func putBuf[T Float](b []T) { slotPut(&bufSlots[poolIndex[T]()], b) }
+
+func slotGet[T Float](s *bufSlot, n int) []T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b, ok := s.buf.([]T); ok && cap(b) >= n {
-		s.buf, s.used = nil, true
-		return b[:n]
+	if wp, ok := s.ptr.(weak.Pointer[T]); ok && s.n >= n {
+		if p := wp.Value(); p != nil {
+			s.ptr = nil // taken: no other call may use it until it is back
+			return unsafe.Slice(p, s.n)[:n]
+		}
 	}
 	return make([]T, n)
 }
 
-// putBuf gives b back; the slot keeps the larger of b and what it holds.
-// The caller must not use b afterwards.
-func putBuf[T Float](b []T) {
-	s := &bufSlots[poolIndex[T]()]
+// slotPut keeps b for the next call unless the slot holds a larger live
+// buffer.
+func slotPut[T Float](s *bufSlot, b []T) {
+	b = b[:cap(b)]
+	if len(b) == 0 {
+		return
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.buf.([]T); !ok || cap(old) < cap(b) {
-		s.buf = b[:cap(b)]
-	}
-	s.used = true
-}
-
-// dropIdleBuffers empties the slots that were not used since the previous
-// collection; it runs after every collection (watchCollections).
-func dropIdleBuffers() {
-	for i := range bufSlots {
-		s := &bufSlots[i]
-		s.mu.Lock()
-		if !s.used {
-			s.buf = nil
-		}
-		s.used = false
+	if wp, ok := s.ptr.(weak.Pointer[T]); ok && s.n >= len(b) && wp.Value() != nil {
 		s.mu.Unlock()
+		return
 	}
+	s.ptr, s.n = weak.Make(&b[0]), len(b)
+	s.mu.Unlock()
+	h, _ := s.keep.Get().(*holder[T])
+	if h == nil {
+		h = new(holder[T])
+	}
+	h.b = b
+	s.keep.Put(h)
 }
-
-// gcSentinel is an object nothing refers to: its cleanup runs once the
-// next collection has found it unreachable. It holds pointers and is
-// larger than 16 bytes, so that the allocator does not batch it with other
-// tiny objects (which could keep it alive).
-type gcSentinel struct{ _ [4]*byte }
-
-// watchCollections calls dropIdleBuffers after each garbage collection.
-func watchCollections() {
-	runtime.AddCleanup(new(gcSentinel), func(struct{}) {
-		dropIdleBuffers()
-		watchCollections()
-	}, struct{}{})
-}
-
-func init() { watchCollections() }
