@@ -327,7 +327,7 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	chunks := backwardChunks(p, int(sizeOf(elem)))
 	nKB := (p.Nk + blockK - 1) / blockK
 
-	// One buffer from the pool for the call's temporaries: D and L·log₂e
+	// One buffer, kept between calls (getBuf), for the temporaries: D and L·log₂e
 	// (hi, lo) per query row, Q and dO in transposed blocks, and the dQ
 	// partials of chunks 1, 2, …
 	nr := bh * p.Nq
