@@ -45,13 +45,17 @@
 //
 // The tiles are held transposed (Sᵀ = K·Qᵀ) so that the per-query L and D
 // run along their rows. The tile products run on internal/kernels/gemm, the
-// exp and row steps on internal/kernels/vec; Q and dO (backward) and K
-// (forward) are copied once in transposed blocks so that most products are
-// A·B, the micro-kernel's fastest form. Work is split over (batch, kv head, chunk
-// of key blocks); a chunk owns
-// its dK and dV rows and sums the query heads that share its kv head, and
-// dQ contributions of chunks after the first go to partial buffers added in
-// a fixed order, so results are bit-identical from run to run.
+// exponentials on internal/kernels/vec's tile kernels, one call per tile
+// (forward: running maximum, exponentials and row sums; backward: P and
+// dS = P∘(dP − D) in one pass after both products); Q and dO (backward)
+// and K (forward) are copied once in transposed blocks so that most
+// products are A·B, the micro-kernel's fastest form. Work is split over
+// (batch, kv head, chunk of key blocks); a chunk owns its dK and dV rows
+// and sums the query heads that share its kv head, and dQ contributions of
+// chunks after the first go to partial buffers added in a fixed order, so
+// results are bit-identical from run to run. The large temporaries and the
+// workers' scratch are kept between calls (scratch.go): a warm call
+// allocates no buffer.
 //
 // # Graph
 //

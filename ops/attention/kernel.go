@@ -2,6 +2,7 @@ package attention
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 
 	"github.com/flashgorgon/flashgorgon/graph"
@@ -14,12 +15,22 @@ import (
 type Float = graph.Float
 
 // Tile sizes: a query block holds blockQ rows, a key/value block blockK
-// rows. Every tile the kernels touch (Q, K, V, O, dO, dK, dV blocks of
-// blockQ or blockK rows of d values, the score tile blockQ×blockK) stays in
-// the core's L2 cache for d ≤ 128. They are chosen here only.
+// rows; they are chosen here only. Every tile a worker touches (Q, K, V,
+// O, dO, dK, dV blocks of blockQ or blockK rows of d values, the score
+// tiles blockQ×blockK: 64 KiB each in float32) stays in the core's L2
+// cache for d ≤ 128. Larger blocks make deeper tile products (the forward's
+// O += P·V and the backward's dV, dK sums run over blockK and blockQ
+// terms) and fewer passes over K, V (forward) and Q, dO (backward) per
+// flop; smaller ones more units of parallel work and less work wasted on
+// the diagonal tiles of a causal mask. On the development machine (Zen 5,
+// AVX-512, GFLOP per CPU-second of the kernels on the five benchmark
+// shapes) 128×128 was 0–8% ahead of 128×64 and 64×64, and 256×64 slower
+// in the causal backward; 128 keys per block also halve the backward's
+// traffic over Q and dO per flop, which matters with 16 cores sharing an
+// L3 cache. B = 1, H = 8, N = 1024 still gives 64 forward units.
 const (
 	blockQ = 128
-	blockK = 64
+	blockK = 128
 )
 
 // params describes one attention problem over flat row-major slices; it is
@@ -61,22 +72,27 @@ func (p *params) keyLimit(b, i int) int {
 	return max(lim, 0)
 }
 
-// runUnits calls the function made by setup for every unit u in [0, n)
-// exactly once, spread over the cores. parallel.For decides how many
-// goroutines run; each calls setup once (for its scratch buffers) and then
-// takes the next unit from a shared counter until none is left, so units of
-// unequal cost (causal attention) keep every core busy. Units must be
-// independent: which goroutine runs a unit never changes its result.
-func runUnits(n int, setup func() func(u int)) {
+// runUnits calls work(w, u) for every unit u in [0, n) exactly once,
+// spread over the cores. parallel.For decides how many goroutines run; each
+// takes a scratch w from pool (made by newScratch when the pool is empty),
+// takes the next unit from a shared counter until none is left, so units
+// of unequal cost (causal attention) keep every core busy, and gives w
+// back. Units must be independent: which goroutine runs a unit never
+// changes its result.
+func runUnits[S any](n int, pool *sync.Pool, newScratch func() *S, work func(w *S, u int)) {
 	var next atomic.Int64
 	parallel.For(n, 1, func(lo, hi int) {
-		work := setup()
+		w, ok := pool.Get().(*S)
+		if !ok {
+			w = newScratch()
+		}
+		defer pool.Put(w)
 		for {
 			u := int(next.Add(1) - 1)
 			if u >= n {
 				return
 			}
-			work(u)
+			work(w, u)
 		}
 	})
 }
@@ -114,17 +130,15 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	// K in transposed blocks, so that S = Q·Kᵀ is an A·B product with the
 	// block of Kᵀ as stored (see transposeBlocks); O += P·V reads V as it
 	// is.
-	kt := make([]T, len(k))
+	kt := getBuf[T](len(k))
+	defer putBuf(kt)
 	transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
-	runUnits(bh*nQB, func() func(int) {
-		w := newFwdScratch[T]()
-		return func(u int) {
-			// The most expensive query blocks (last, under a causal mask) first.
-			head, qb := u%bh, nQB-1-u/bh
-			b, h := head/p.H, head%p.H
-			i0 := qb * blockQ
-			forwardBlock(p, w, q, kt, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
-		}
+	runUnits(bh*nQB, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
+		// The most expensive query blocks (last, under a causal mask) first.
+		head, qb := u%bh, nQB-1-u/bh
+		b, h := head/p.H, head%p.H
+		i0 := qb * blockQ
+		forwardBlock(p, w, q, kt, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
 	})
 }
 
@@ -133,7 +147,9 @@ type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
 	s      []T               // score / probability tile, blockQ×blockK
 	m      []T               // running maximum per row (log₂ units)
+	mOld   []T               // m before the current key block
 	l      []float64         // running sum per row
+	sum    []float64         // the current key block's sum per row
 	rowLim []int             // keyLimit per row
 	nv     []int             // visible keys of the current key block per row
 }
@@ -142,7 +158,9 @@ func newFwdScratch[T Float]() *fwdScratch[T] {
 	return &fwdScratch[T]{
 		s:      make([]T, blockQ*blockK),
 		m:      make([]T, blockQ),
+		mOld:   make([]T, blockQ),
 		l:      make([]float64, blockQ),
+		sum:    make([]float64, blockQ),
 		rowLim: make([]int, blockQ),
 		nv:     make([]int, blockQ),
 	}
@@ -175,25 +193,25 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres [
 		// `full`, of which the first bc columns (keys below lim) are read.
 		full := min(blockK, p.Nk-j0)
 		tileGemm(&w.ws, false, false, br, bc, d, alpha, qT, d, kt[kvOff+j0*d:kvOff+(j0+full)*d], full, 0, s, bc)
+		// P = 2^(S − m) with the running maximum m updated, one pass
+		// per tile (vec.OnlineExp2Rows); then the rows whose maximum grew
+		// rescale their output and sum by 2^(m_old − m_new).
 		for r := 0; r < br; r++ {
-			row := s[r*bc : (r+1)*bc]
-			nv := min(max(w.rowLim[r]-j0, 0), bc)
-			w.nv[r] = nv
-			if nv == 0 { // this row sees none of these keys
-				zeroRow(row)
+			w.nv[r] = min(max(w.rowLim[r]-j0, 0), bc)
+		}
+		copy(w.mOld[:br], w.m[:br])
+		vec.OnlineExp2Rows(s, bc, br, bc, w.nv[:br], w.m[:br], w.sum[:br])
+		for r := 0; r < br; r++ {
+			if w.nv[r] == 0 { // this row sees none of these keys
 				continue
 			}
-			mNew := max(w.m[r], rowMax(row[:nv]))
-			sum := expRow(row[:nv], mNew)
-			zeroRow(row[nv:])
-			if mNew != w.m[r] {
-				if a := exp2(w.m[r] - mNew); a != 1 {
+			if mOld, mNew := w.mOld[r], w.m[r]; mNew != mOld {
+				if a := exp2(mOld - mNew); a != 1 {
 					scaleRow(oT[r*d:(r+1)*d], a)
 					w.l[r] *= float64(a)
 				}
 			}
-			w.l[r] += sum
-			w.m[r] = mNew
+			w.l[r] += w.sum[r]
 		}
 		// O += P·V, each row of P over its visible keys only (see
 		// gemmPrefix: a NaN in a key that the causal mask hides from the
@@ -216,33 +234,68 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres [
 }
 
 // Backward parallelism. A unit of work is (b, kv head, chunk): it owns the
-// dK and dV rows of the key/value blocks j ≡ chunk (mod chunks) of that kv
+// dK and dV rows of the key/value blocks of its chunk (chunkOf) of that kv
 // head, loops over the query heads sharing it (grouped-query attention
 // sums their contributions here, without races) and over the query blocks
-// that see block j. dQ receives contributions from every key block; chunk 0
-// adds them into dq itself, chunk c ≥ 1 into a partial buffer of its own,
-// and the partials are added to dq afterwards in chunk order. The split
-// depends only on the problem's sizes, never on the number of cores or on
-// scheduling, so the result is bit-identical from run to run.
+// that see each block. dQ receives contributions from every key block;
+// chunk 0 adds them into dq itself, chunk c ≥ 1 into a partial buffer of
+// its own, and the partials are added to dq afterwards in chunk order. The
+// split depends only on the problem's sizes, never on the number of cores
+// or on scheduling, so the result is bit-identical from run to run.
 const (
 	// backwardUnits is the number of units the backward aims for, so that
-	// small batches and few kv heads still spread over the cores.
-	backwardUnits = 32
+	// small batches and few kv heads still spread over the cores: 4 per
+	// core on 16 cores with B·Hkv = 8, so that a slow core or the last
+	// unit to finish costs a quarter of a unit of idle time on the others.
+	backwardUnits = 64
 	// maxPartialBytes bounds the memory of the dQ partial buffers.
 	maxPartialBytes = 32 << 20
 )
 
+// chunkOf returns the chunk that owns key block j: the blocks are dealt to
+// the chunks in rounds, forward in even rounds and backward in odd ones
+// (0, 1, …, c−1, c−1, …, 1, 0, 0, 1, …), so that under a causal mask, where
+// the cost of a block falls with j, each chunk pairs expensive blocks with
+// cheap ones and the chunks cost about the same.
+func chunkOf(j, chunks int) int {
+	round, c := j/chunks, j%chunks
+	if round%2 == 1 {
+		c = chunks - 1 - c
+	}
+	return c
+}
+
 // backwardChunks returns how many key-block chunks each (b, kv head) is split
-// into for the backward.
+// into for the backward: enough for backwardUnits units, at most one per
+// key block, within maxPartialBytes of dQ partials, and then, where the
+// units reach unitMultiple, rounded down so that their number is a
+// multiple of it: equal units then give equal shares to 2, 4, 8 or 16
+// workers (40 units on 16 workers would leave half of them idle for the
+// last third of the time).
 func backwardChunks(p *params, elemSize int) int {
 	nKB := (p.Nk + blockK - 1) / blockK
-	c := (backwardUnits + p.B*p.Hkv - 1) / (p.B * p.Hkv)
+	kv := p.B * p.Hkv
+	c := (backwardUnits + kv - 1) / kv
 	c = min(c, nKB)
 	dqBytes := p.B * p.H * p.Nq * p.D * elemSize
 	if dqBytes > 0 {
 		c = min(c, 1+maxPartialBytes/dqBytes)
 	}
+	if step := unitMultiple / gcd(kv, unitMultiple); c >= step {
+		c -= c % step
+	}
 	return max(c, 1)
+}
+
+// unitMultiple is the number the backward's units are made a multiple of
+// where there are enough (see backwardChunks).
+const unitMultiple = 16
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // flashBackward computes the gradients of flashForward's o and lse given
@@ -261,8 +314,8 @@ func backwardChunks(p *params, elemSize int) int {
 // that flashForward wrote next to lse.
 //
 // The tiles are held transposed (key rows, query columns: Sᵀ = K·Qᵀ), so
-// that the per-query shifts L and D run along the rows (expRowShifts,
-// dsRowShifts). Q and dO are copied once in transposed blocks so that
+// that the per-query shifts L and D run along the rows
+// (vec.Exp2MulDiffRows). Q and dO are copied once in transposed blocks so that
 // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ are A·B products; dV += Pᵀ·dO and
 // dK += dSᵀ·Q read dO and Q as stored, and dQ += dS·K reads dSᵀ
 // transposed (an Aᵀ·B product).
@@ -270,11 +323,30 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	d, g := p.D, p.H/p.Hkv
 	bh := p.B * p.H
 
+	var elem T
+	chunks := backwardChunks(p, int(sizeOf(elem)))
+	nKB := (p.Nk + blockK - 1) / blockK
+
+	// One buffer, kept between calls (getBuf), for the temporaries: D and L·log₂e
+	// (hi, lo) per query row, Q and dO in transposed blocks, and the dQ
+	// partials of chunks 1, 2, …
+	nr := bh * p.Nq
+	buf := getBuf[T](3*nr + (1+chunks)*len(q))
+	defer putBuf(buf)
+	delta, buf := buf[:nr], buf[nr:]
+	lse2 := shifts[T]{hi: buf[:nr], lo: buf[nr : 2*nr]}
+	buf = buf[2*nr:]
+	tr := transposed[T]{q: buf[:len(q)], do: buf[len(q) : 2*len(q)]}
+	buf = buf[2*len(q):]
+	partials := make([][]T, chunks)
+	partials[0] = dq
+	for c := 1; c < chunks; c++ {
+		partials[c], buf = buf[:len(dq)], buf[len(dq):]
+	}
+
 	// Pre-pass: D and L·log₂e per query row, the latter computed in
 	// float64 from L and its residual and split into hi + lo parts of T.
-	delta := make([]T, bh*p.Nq)
-	lse2 := shifts[T]{hi: make([]T, bh*p.Nq), lo: make([]T, bh*p.Nq)}
-	parallel.For(bh*p.Nq, 256, func(lo, hi int) {
+	parallel.For(nr, 256, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			acc := vec.Dot(o[r*d:(r+1)*d], do[r*d:(r+1)*d])
 			if dlse != nil && !math.IsInf(float64(lse[r]), -1) {
@@ -289,53 +361,89 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			}
 		}
 	})
-	tr := transposed[T]{q: make([]T, len(q)), do: make([]T, len(do))}
 	transposeBlocks(tr.q, q, bh, p.Nq, d, blockQ)
 	transposeBlocks(tr.do, do, bh, p.Nq, d, blockQ)
 
-	var elem T
-	chunks := backwardChunks(p, int(sizeOf(elem)))
-	clear(dq)
-	clear(dk)
-	clear(dv)
-	partials := make([][]T, chunks)
-	partials[0] = dq
-	for c := 1; c < chunks; c++ {
-		partials[c] = make([]T, len(dq))
-	}
-
-	nKB := (p.Nk + blockK - 1) / blockK
-	runUnits(p.B*p.Hkv*chunks, func() func(int) {
-		w := newBwdScratch[T]()
-		return func(u int) {
-			c, bk := u%chunks, u/chunks
-			b, kvh := bk/p.Hkv, bk%p.Hkv
-			// Keys from keyEnd on are padding: no tile holds them, so
-			// whatever they hold is never read (0·NaN would be NaN).
-			keyEnd := p.keyEnd(b)
-			for j := c; j < nKB; j += chunks {
-				j0 := j * blockK
-				j1 := min(j0+blockK, keyEnd)
-				if j0 >= keyEnd {
-					continue // nobody sees key j0, nor any later key
-				}
-				for h := kvh * g; h < (kvh+1)*g; h++ {
-					backwardBlock(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
-				}
+	runUnits(p.B*p.Hkv*chunks, &bwdPools[poolIndex[T]()], newBwdScratch[T], func(w *bwdScratch[T], u int) {
+		// Chunk-major order: under a causal mask with one block per
+		// chunk the most expensive units (the first key blocks, seen
+		// by the most queries) are taken first, and the cheap ones
+		// fill the gaps at the end.
+		c, bk := u/(p.B*p.Hkv), u%(p.B*p.Hkv)
+		b, kvh := bk/p.Hkv, bk%p.Hkv
+		// The unit is the only writer of its heads' rows of partials[c]
+		// and of its key blocks' rows of dk and dv: it clears them here,
+		// on its own core, before adding into them: all of dq's rows
+		// (chunk 0), the rows from partialStart on of a partial buffer.
+		i0 := 0
+		if c > 0 {
+			i0 = partialStart(p, b, c)
+		}
+		for h := kvh * g; h < (kvh+1)*g; h++ {
+			off := (b*p.H + h) * p.Nq * d
+			clear(partials[c][off+i0*d : off+p.Nq*d])
+		}
+		// Keys from keyEnd on are padding: no tile holds them, so
+		// whatever they hold is never read (0·NaN would be NaN).
+		keyEnd := p.keyEnd(b)
+		for j := 0; j < nKB; j++ {
+			if chunkOf(j, chunks) != c {
+				continue
+			}
+			j0 := j * blockK
+			kOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
+			kEnd := ((b*p.Hkv+kvh)*p.Nk + min(j0+blockK, p.Nk)) * d
+			clear(dk[kOff:kEnd])
+			clear(dv[kOff:kEnd])
+			if j0 >= keyEnd {
+				continue // nobody sees key j0, nor any later key
+			}
+			j1 := min(j0+blockK, keyEnd)
+			for h := kvh * g; h < (kvh+1)*g; h++ {
+				backwardBlock(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
 			}
 		}
 	})
 
 	if chunks > 1 {
-		parallel.For(len(dq), 1<<14, func(lo, hi int) {
-			for c := 1; c < chunks; c++ {
-				addRows(dq[lo:hi], partials[c][lo:hi])
+		// dq += partials[1] + partials[2] + …, each over the rows its
+		// chunk wrote, in pieces of reducePiece rows of one head.
+		nPieces := (p.Nq + reducePiece - 1) / reducePiece
+		parallel.For(bh*nPieces, 4, func(lo, hi int) {
+			for u := lo; u < hi; u++ {
+				head, r0 := u/nPieces, (u%nPieces)*reducePiece
+				r1, off := min(r0+reducePiece, p.Nq), head*p.Nq*d
+				for c := 1; c < chunks; c++ {
+					if s := max(r0, partialStart(p, head/p.H, c)); s < r1 {
+						addRows(dq[off+s*d:off+r1*d], partials[c][off+s*d:off+r1*d])
+					}
+				}
 			}
 		})
 	}
 }
 
-// shifts holds L·log₂e per query row as hi + lo (see expRowShifts).
+// reducePiece is the number of query rows of one head in a unit of the
+// dQ reduction.
+const reducePiece = 64
+
+// partialStart returns the first query row of batch b to which chunk c
+// adds a dQ contribution: the first row of the first query block that
+// sees the chunk's first key block (block c, the smallest of the chunk:
+// see chunkOf), or Nq when the chunk holds no key of batch b. Under a
+// causal mask the chunks of later key blocks skip the first query blocks,
+// so their partial rows there are neither cleared nor added.
+func partialStart(p *params, b, c int) int {
+	if j0 := c * blockK; j0 < p.keyEnd(b) {
+		return p.firstQuery(b, j0) / blockQ * blockQ
+	}
+	return p.Nq
+}
+
+// shifts holds L·log₂e per query row as hi + lo: the float64 value split
+// into two values of T, so that the float32 probabilities recomputed from
+// it are as accurate as the forward's (a float32 L·log₂e alone, up to ~15
+// in magnitude, would carry an error of several ulp of 1 into every P).
 type shifts[T Float] struct{ hi, lo []T }
 
 // transposed holds copies of q and do in transposed blocks of blockQ rows
@@ -416,20 +524,13 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		// must not reach that query.
 		tilesComputed.bwd.Add(1)
 		tileGemm(ws, false, false, bc, br, d, alpha, kB, d, qtB, br, 0, pt, br) // Sᵀ = alpha·K·Qᵀ
+		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br)   // dPᵀ = V·dOᵀ
 		for jj := 0; jj < bc; jj++ {
-			row := pt[jj*br : (jj+1)*br]
-			first := min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
-			w.first[jj] = first
-			zeroRow(row[:first])
-			expRowShifts(row[first:], hiB[first:], loB[first:])
+			w.first[jj] = min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
 		}
-		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br) // dPᵀ = V·dOᵀ
-		tileGemm(ws, false, false, bc, d, br, 1, pt, br, doB, d, 1, dvB, d)   // dV += Pᵀ·dO
-		for jj := 0; jj < bc; jj++ {                                          // dSᵀ = Pᵀ∘(dPᵀ − D)
-			row, first := dst[jj*br:(jj+1)*br], w.first[jj]
-			zeroRow(row[:first])
-			dsRowShifts(row[first:], pt[jj*br+first:(jj+1)*br], deltaB[first:])
-		}
+		// Pᵀ = 2^(Sᵀ − L·log₂e) and dSᵀ = Pᵀ∘(dPᵀ − D) in one pass.
+		vec.Exp2MulDiffRows(pt, dst, br, bc, br, w.first[:bc], hiB, loB, deltaB)
+		tileGemm(ws, false, false, bc, d, br, 1, pt, br, doB, d, 1, dvB, d)     // dV += Pᵀ·dO
 		tileGemm(ws, false, false, bc, d, br, scale, dst, br, qB, d, 1, dkB, d) // dK += scale·dSᵀ·Q
 		// dQ += scale·dS·K = scale·(dSᵀ)ᵀ·K, each query row over its
 		// visible keys only.

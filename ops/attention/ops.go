@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
 // This file holds the Gorgonia ops. Gorgonia ops have one output, and the
@@ -325,7 +326,9 @@ func piece[T Float](s []T, view bool) []T {
 	if view {
 		return s[:len(s):len(s)]
 	}
-	return append([]T(nil), s...)
+	out := make([]T, len(s))
+	copyInto(out, s)
+	return out
 }
 
 // DoInto copies the piece into out, a contiguous tensor of the piece's
@@ -349,6 +352,18 @@ func (op takeOp) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
 // piece's last reader has run, so the hazard that makes those pieces copies
 // under the TapeMachine cannot occur there.
 func (op takeOp) ViewOffset() (int, bool) { return op.off, true }
+
+// copyInto copies src into dst (of the same length) split over the cores:
+// a large output is fresh memory, and its first touch (the page faults)
+// then runs on every core instead of one — on 16 cores a serial copy of
+// O (8 MiB at N = 4096, H = 8) was a visible share of the op's time.
+func copyInto[T Float](dst, src []T) {
+	src = src[:len(dst)]
+	parallel.For(len(dst), copyGrain, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+}
+
+// copyGrain is the smallest piece of a parallel copy, in elements.
+const copyGrain = 1 << 16
 
 func (op takeOp) ReturnsPtr() bool { return op.view }
 func (op takeOp) CallsExtern() bool {
@@ -412,9 +427,25 @@ func (op scatterOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if !d.Shape().Eq(op.shape) {
 		return nil, fmt.Errorf("%v: input has shape %v, want %v", op, d.Shape(), op.shape)
 	}
+	// The output is fresh zeros: the region is a copy of the input.
 	out := tensor.New(tensor.WithShape(op.dstLen), tensor.Of(d.Dtype()))
-	if err := graph.AddInto(out, d, op.off); err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
+	n := op.shape.TotalSize()
+	if n == 0 {
+		return out, nil
+	}
+	if op.off < 0 || op.off+n > op.dstLen {
+		return nil, fmt.Errorf("%v: region [%d, %d) outside the output's %d elements", op, op.off, op.off+n, op.dstLen)
+	}
+	if d.IsMaterializable() {
+		d = d.Materialize().(*tensor.Dense)
+	}
+	switch src := d.Data().(type) {
+	case []float32:
+		copyInto(out.Data().([]float32)[op.off:op.off+n], src)
+	case []float64:
+		copyInto(out.Data().([]float64)[op.off:op.off+n], src)
+	default:
+		return nil, fmt.Errorf("%v: dtype %v is not supported", op, d.Dtype())
 	}
 	return out, nil
 }

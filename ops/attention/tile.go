@@ -14,8 +14,12 @@ import (
 // The tile products run on internal/kernels/gemm (register-blocked
 // AVX-512 / AVX2+FMA micro-kernels with split accumulators, float32 error at
 // most gonum's), one gemm.Workspace per worker goroutine, allocation-free;
-// the row steps on internal/kernels/vec (AVX-512 / AVX2 exponentials, the
-// float32 argument taken exactly). Both pick their instruction set from
+// the exp steps on internal/kernels/vec's tile kernels, one call per
+// score tile while it is still in L1 (OnlineExp2Rows in the forward:
+// running maximum, exponentials, row sums; Exp2MulDiffRows in the
+// backward: P = exp(S − L) and dS = P∘(dP − D) in one pass; AVX-512
+// assembly, elsewhere loops over the row kernels, the float32 argument of
+// every exponential taken exactly). Both pick their instruction set from
 // internal/isa. On the development machine's Zen 5 core a 64×64×64 float32
 // tile product runs at 190–210 GFLOP/s (A·B a little faster than A·Bᵀ,
 // whose B the kernel transposes while packing), against 14–20 for gonum's
@@ -92,62 +96,15 @@ func gemmPrefix[T Float](w *gemm.Workspace[T], tA bool, m, nc int, n []int, alph
 // that a group's product is one full register tile high.
 const prefixGroup = 6
 
-// rowMax returns max_j x[j] (NaN if some x[j] is; x must not be empty).
-func rowMax[T Float](x []T) T {
-	return vec.Max(x)
-}
-
-// expRow replaces each x[j] by 2^(x[j] − shift) and returns Σ_j of the new
-// values, accumulated in float64. It is the exp step of the online softmax,
-// with shift the running maximum m; the scores arrive already multiplied by
-// scale·log₂e, so 2^(s − m) = exp(scale·q·k − m·ln 2). In float32 the
-// difference x[j] − shift is taken exactly (vec.Exp2ShiftSum).
-func expRow[T Float](x []T, shift T) float64 {
-	return vec.Exp2ShiftSum(x, x, 1, shift)
-}
-
-// expRowShifts is the backward's exp step on a transposed tile row (one
-// key, many queries, each with its own L·log₂e = hi[j] + lo[j]):
-//
-//	x[j] = 2^((x[j] − hi[j]) − lo[j])
-//
-// L·log₂e comes as the float64 value split into T parts, so that the
-// float32 probabilities are as accurate as the forward's: a float32 L·log₂e
-// alone (up to ~15 in magnitude) would carry an error of several ulp of 1
-// into every recomputed P. vec.Exp2Shifts takes the argument exactly in
-// float32.
-func expRowShifts[T Float](x, hi, lo []T) {
-	vec.Exp2Shifts(x, x, hi[:len(x)], lo[:len(x)])
-}
-
 // scaleRow multiplies x by a in place: the rescale step (O·2^(m_old − m_new)
 // when the running maximum grows, O/ℓ at the end).
 func scaleRow[T Float](x []T, a T) {
 	vec.Scale(x, a)
 }
 
-// dsRowShifts turns a row of dPᵀ into dSᵀ in place:
-// dp[j] = p[j]·(dp[j] − delta[j]), with delta the D_i = Σ_c dO_ic·O_ic
-// (less dL_i when L itself has a gradient) of the row's queries.
-func dsRowShifts[T Float](dp, p, delta []T) {
-	vec.MulDiffs(dp, p[:len(dp)], dp, delta[:len(dp)])
-}
-
 // addRows adds x into dst: dst[i] += x[i] (one rounding each).
 func addRows[T Float](dst, x []T) {
 	vec.SubScaled(dst, dst, x, -1)
-}
-
-// transposeTile writes the transpose of the rows×cols matrix src into dst
-// (cols×rows): dst[c·rows + r] = src[r·cols + c].
-func transposeTile[T Float](dst, src []T, rows, cols int) {
-	dst, src = dst[:rows*cols], src[:rows*cols]
-	for r := 0; r < rows; r++ {
-		row := src[r*cols : (r+1)*cols]
-		for c, x := range row {
-			dst[c*rows+r] = x
-		}
-	}
 }
 
 // transposeBlocks copies src, viewed as heads×n rows of d values, into dst
@@ -167,7 +124,7 @@ func transposeBlocks[T Float](dst, src []T, heads, n, d, block int) {
 			head, r0 := u/nb, (u%nb)*block
 			rows := min(block, n-r0)
 			off := (head*n + r0) * d
-			transposeTile(dst[off:off+rows*d], src[off:off+rows*d], rows, d)
+			vec.Transpose(dst[off:off+rows*d], src[off:off+rows*d], rows, d)
 		}
 	})
 }

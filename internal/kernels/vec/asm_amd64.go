@@ -40,6 +40,15 @@ func expShiftsAVX512(dst, x, hi, lo *float32, n int, tab *expTable)
 func expShiftsAVX2(dst, x, hi, lo *float32, n int, tab *expTable)
 
 //go:noescape
+func onlineExp2RowsAVX512(s *float32, ld, rows, cols int, n *int, m *float32, sum *float64, tab *expTable, iota *[16]int32)
+
+//go:noescape
+func exp2MulDiffRowsAVX512(p, ds *float32, ld, rows, cols int, first *int, hi, lo, delta *float32, tab *expTable, iota *[16]int32)
+
+//go:noescape
+func transpose8AVX(dst *float32, ldd int, src *float32, lds int, rows, cols int)
+
+//go:noescape
 func sumAVX512(x *float32, n int) float64
 
 //go:noescape
@@ -192,9 +201,45 @@ func (v wide) subShift(dst, x *float32, n int, a, b float64) {
 }
 
 var (
-	kernelsAVX512 = wide(true).kernels()
-	kernelsAVX2   = wide(false).kernels()
+	kernelsAVX512 = wide(true).kernels().withTiles512()
+	kernelsAVX2   = wide(false).kernels().withTranspose()
 )
+
+// withTranspose adds the AVX 8×8 transpose to k.
+func (k *kernels32) withTranspose() *kernels32 {
+	k.transpose8 = transpose8
+	return k
+}
+
+// transpose8 runs transpose8AVX on the whole 8×8 blocks of a rows×cols
+// source (rows, cols multiples of 8, both at least 8).
+func transpose8(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	transpose8AVX(&dst[0], ldd, &src[0], lds, rows, cols)
+}
+
+// laneNumbers holds 0…15: the AVX-512 tile kernels compare it with a count
+// to mask the first lanes of a vector.
+var laneNumbers = [16]int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+
+// withTiles512 adds the AVX-512 tile kernels to k (the masked loads and
+// stores of AVX-512 take any row length and mask without a tail in Go).
+func (k *kernels32) withTiles512() *kernels32 {
+	k.transpose8 = transpose8
+	k.onlineExp2Rows = func(s []float32, ld, rows, cols int, n []int, m []float32, sum []float64) {
+		if cols == 0 {
+			clear(sum)
+			return
+		}
+		onlineExp2RowsAVX512(&s[0], ld, rows, cols, &n[0], &m[0], &sum[0], &expTables[base2], &laneNumbers)
+	}
+	k.exp2MulDiffRows = func(p, ds []float32, ld, rows, cols int, first []int, hi, lo, delta []float32) {
+		if cols == 0 {
+			return
+		}
+		exp2MulDiffRowsAVX512(&p[0], &ds[0], ld, rows, cols, &first[0], &hi[0], &lo[0], &delta[0], &expTables[base2], &laneNumbers)
+	}
+	return k
+}
 
 func asmKernels(l isa.Level) *kernels32 {
 	switch l {

@@ -29,6 +29,14 @@
 //	SoftmaxGrad(dx, y, dy)          dx = y∘(dy − Σ y∘dy)
 //	LogSoftmaxGrad(dx, y, dy)       dx = dy − e^y·Σ dy (0 for a row of −Inf)
 //
+// and for attention's score tiles (rows × cols at stride ld, one call per
+// tile, AVX-512 assembly with masked lanes):
+//
+//	OnlineExp2Rows(s, ld, rows, cols, n, m, sum)    m ← max(m, max of the first n[r]), s ← 2^{s − m} (0 past n[r]), sum
+//	Exp2MulDiffRows(p, ds, ld, rows, cols, first, hi, lo, D)
+//	                                p ← 2^{(p − hi) − lo}, ds ← p∘(ds − D) (0 before first[r])
+//	Transpose(dst, src, rows, cols) dst[c·rows + r] = src[r·cols + c] (AVX 8×8 blocks)
+//
 // and ExpShiftSumAhead / ExpShiftSumStream, ExpShiftSum with the next row
 // prefetched / the previous row streamed out, for softmax over rows that
 // come from memory.

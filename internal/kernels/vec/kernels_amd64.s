@@ -1372,3 +1372,390 @@ done:
 	VZEROUPPER
 	MOVSD X12, ret+64(FP)
 	RET
+
+// ---------------------------------------------------------------- tiles
+
+// LANEMASK(REM, IOTA, T, K) sets K to the lanes l with l < REM (a count
+// in a general register, any sign; IOTA holds the lane numbers 0…15 as
+// int32, T is clobbered).
+#define LANEMASK(REM, IOTA, T, K) \
+	VPBROADCASTD REM, T; \
+	VPCMPGTD     IOTA, T, K
+
+// func onlineExp2RowsAVX512(s *float32, ld, rows, cols int, n *int, m *float32, sum *float64, tab *expTable, iota *[16]int32)
+// Per row r (see OnlineExp2Rows), v = n[r]: the maximum over the visible
+// lanes (whole vectors straight from memory on two chains, the last
+// partial one through a mask with −Inf in the hidden lanes), then
+// 2^(s − m) over the visible vectors (whole ones in groups of 4, then one
+// by one, then the partial one masked: its hidden lanes read −Inf and give
+// 0, its store stops at the row's end), then zeros over the row's
+// remaining vectors. The rows are software-pipelined: the maximum of row
+// r+1 is taken between the exponentials of row r and the horizontal sum
+// that ends it, so that the dependent chains at a row's end (the maximum's
+// reduction and broadcast, the sum's reduction) overlap the other row's
+// independent work. A NaN among the visible scores is not tracked by the
+// maximum (VMAXPS drops it or keeps it depending on the operand order) but
+// gives NaN for its own entry and the row's sum; a NaN m[r] stays NaN. The
+// sum adds up to 4 vectors per lane in float32, then in float64 (SUM512).
+//
+// Registers: SI the exp row, R14 its v, R12 &sum[r], DX the rows left;
+// R8 the max row, CX its v, R11 &m[that row], R10 &n[the row after it];
+// R13 = 0 only before the first row's exponentials.
+TEXT ·onlineExp2RowsAVX512(SB), NOSPLIT, $0-72
+	MOVQ         s+0(FP), SI
+	MOVQ         ld+8(FP), BX
+	SHLQ         $2, BX
+	MOVQ         rows+16(FP), DX
+	MOVQ         cols+24(FP), R9
+	MOVQ         n+32(FP), R10
+	MOVQ         m+40(FP), R11
+	MOVQ         sum+48(FP), R12
+	MOVQ         tab+56(FP), R8
+	MOVQ         iota+64(FP), CX
+	VMOVDQU32    (CX), Z10        // lane numbers
+	LOADEXP512
+	MOVL         $0xff800000, AX
+	VPBROADCASTD AX, Z31 // −Inf
+	MOVQ         SI, R8
+	MOVQ         (R10), CX
+	ADDQ         $8, R10
+	XORQ         R13, R13
+	JMP          omax
+
+orow:
+	XORQ DI, DI
+	LEAQ 64(DI), AX
+
+oexp4:
+	CMPQ    AX, R14
+	JGT     oexp1
+	VMOVUPS (SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, (SI)(DI*4)
+	VMOVAPS Z7, Z12
+	VMOVUPS 64(SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, 64(SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	VMOVUPS 128(SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, 128(SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	VMOVUPS 192(SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, 192(SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	SUM512(Z12, Y12)
+	MOVQ    AX, DI
+	ADDQ    $64, AX
+	JMP     oexp4
+
+oexp1:
+	VPXORQ Z12, Z12, Z12
+	LEAQ   16(DI), AX
+
+oexp1loop:
+	CMPQ    AX, R14
+	JGT     oexptail
+	VMOVUPS (SI)(DI*4), Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, (SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	MOVQ    AX, DI
+	ADDQ    $16, AX
+	JMP     oexp1loop
+
+oexptail:
+	MOVQ    R14, AX
+	SUBQ    DI, AX
+	JLE     ozero
+	LANEMASK(AX, Z10, Z11, K1)
+	MOVQ    R9, AX
+	SUBQ    DI, AX
+	LANEMASK(AX, Z10, Z11, K2)
+	VMOVAPS Z31, Z0
+	VMOVUPS (SI)(DI*4), K1, Z0
+	ARGSHIFT512
+	EXPCORE512
+	VMOVUPS Z7, K2, (SI)(DI*4)
+	VADDPS  Z7, Z12, Z12
+	ADDQ    $16, DI
+
+ozero:
+	VPXORQ Z0, Z0, Z0
+
+ozeroloop:
+	CMPQ    DI, R9
+	JGE     oexpdone
+	MOVQ    R9, AX
+	SUBQ    DI, AX
+	LANEMASK(AX, Z10, Z11, K2)
+	VMOVUPS Z0, K2, (SI)(DI*4)
+	ADDQ    $16, DI
+	JMP     ozeroloop
+
+oexpdone:
+	SUM512(Z12, Y12)
+	CMPQ DX, $1
+	JEQ  osum        // the last row: no maximum to take
+	LEAQ (SI)(BX*1), R8
+	MOVQ (R10), CX
+	ADDQ $8, R10
+	MOVQ $1, R13
+
+omax:
+	// The maximum of the row at R8 (CX visible entries), from m at R11.
+	VBROADCASTSS (R11), Z1
+	VMOVAPS      Z1, Z9
+	XORQ         DI, DI
+	LEAQ         32(DI), AX
+
+omaxpair:
+	CMPQ   AX, CX
+	JGT    omaxone
+	VMAXPS (R8)(DI*4), Z1, Z1
+	VMAXPS 64(R8)(DI*4), Z9, Z9
+	MOVQ   AX, DI
+	ADDQ   $32, AX
+	JMP    omaxpair
+
+omaxone:
+	VMAXPS Z9, Z1, Z1
+	LEAQ   16(DI), AX
+	CMPQ   AX, CX
+	JGT    omaxtail
+	VMAXPS (R8)(DI*4), Z1, Z1
+	MOVQ   AX, DI
+
+omaxtail:
+	MOVQ    CX, AX
+	SUBQ    DI, AX
+	JLE     omaxdone
+	LANEMASK(AX, Z10, Z11, K1)
+	VMOVAPS Z31, Z0
+	VMOVUPS (R8)(DI*4), K1, Z0
+	VMAXPS  Z0, Z1, Z1
+
+omaxdone:
+	VEXTRACTF32X8 $1, Z1, Y2
+	VMAXPS        Y2, Y1, Y1
+	VEXTRACTF128  $1, Y1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0x4e, X1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0xb1, X1, X2
+	VMAXSS        X2, X1, X1
+	VMOVSS        (R11), X2
+	VUCOMISS      X2, X2
+	JPC           omaxset
+	VMOVAPS       X2, X1           // m was NaN: it stays NaN
+
+omaxset:
+	VMOVSS       X1, (R11)
+	ADDQ         $4, R11
+	VBROADCASTSS X1, Z30          // the next exp row's shift
+	VPXORD       Z29, Z29, Z29
+	VSUBPS       Z30, Z29, Z29
+	MOVQ         CX, R14
+	TESTQ        R13, R13
+	JZ           onext
+
+osum:
+	// The row's sum (Z13, Z14), and on to the next row.
+	HSUM512
+	VMOVSD X14, (R12)
+	ADDQ   $8, R12
+	ADDQ   BX, SI
+	DECQ   DX
+	JZ     odone
+
+onext:
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z13, Z13, Z13
+	JMP    orow
+
+odone:
+	VZEROUPPER
+	RET
+
+// EXPDS512 computes one vector of Exp2MulDiffRows from Z0 = s, Z10 = hi,
+// Z11 = lo, Z8 = dP, Z9 = D: Z7 = P = 2^((s − hi) − lo), Z8 = P·(dP − D).
+#define EXPDS512 \
+	ARGVEC512;          \
+	EXPCORE512;         \
+	VSUBPS Z9, Z8, Z8;  \
+	VMULPS Z8, Z7, Z8
+
+// MASKEDDS512 computes the vector of Exp2MulDiffRows at column R13 of the
+// row (SI: p, DI: ds, R10: &first[r]) through masks: K2 the lanes inside
+// the row (c < cols, R9), K1 those that also see the key (c ≥ first[r]).
+// Lanes outside K2 are neither read nor written; lanes outside K1 get 0.
+#define MASKEDDS512 \
+	MOVQ      R9, AX;                  \
+	SUBQ      R13, AX;                 \
+	LANEMASK(AX, Z12, Z13, K2);        \
+	MOVQ      (R10), AX;               \
+	SUBQ      R13, AX;                 \
+	LANEMASK(AX, Z12, Z13, K4);        \
+	KANDNW    K2, K4, K1;              \
+	VMOVUPS.Z (SI)(R13*4), K2, Z0;     \
+	VMOVUPS.Z (R11)(R13*4), K2, Z10;   \
+	VMOVUPS.Z (R12)(R13*4), K2, Z11;   \
+	VMOVUPS.Z (DI)(R13*4), K2, Z8;     \
+	VMOVUPS.Z (R14)(R13*4), K2, Z9;    \
+	EXPDS512;                          \
+	VMOVAPS.Z Z7, K1, Z7;              \
+	VMOVAPS.Z Z8, K1, Z8;              \
+	VMOVUPS   Z7, K2, (SI)(R13*4);     \
+	VMOVUPS   Z8, K2, (DI)(R13*4)
+
+// func exp2MulDiffRowsAVX512(p, ds *float32, ld, rows, cols int, first *int, hi, lo, delta *float32, tab *expTable, iota *[16]int32)
+// Per row r (see Exp2MulDiffRows), f = first[r]: the vectors up to the
+// first whole vector at or after f go through masks (K2 the lanes inside
+// the row, K1 those that also see the key, c ≥ f; P and P·(dP − D) are
+// computed on the whole vector and stored with the lanes outside K1
+// zeroed), then the whole vectors inside the row without masks, then the
+// row's partial last vector through masks again.
+TEXT ·exp2MulDiffRowsAVX512(SB), NOSPLIT, $0-88
+	MOVQ      p+0(FP), SI
+	MOVQ      ds+8(FP), DI
+	MOVQ      ld+16(FP), BX
+	SHLQ      $2, BX
+	MOVQ      rows+24(FP), DX
+	MOVQ      cols+32(FP), R9
+	MOVQ      first+40(FP), R10
+	MOVQ      hi+48(FP), R11
+	MOVQ      lo+56(FP), R12
+	MOVQ      delta+64(FP), R14
+	MOVQ      tab+72(FP), R8
+	MOVQ      iota+80(FP), CX
+	VMOVDQU32 (CX), Z12 // lane numbers
+	LOADEXP512
+
+brow:
+	XORQ R13, R13
+	MOVQ (R10), R15
+	ADDQ $15, R15
+	ANDQ $-16, R15 // the first whole visible vector
+	CMPQ R15, R9
+	JLE  bhead
+	MOVQ R9, R15
+
+bhead:
+	CMPQ R13, R15
+	JGE  bfull
+	MASKEDDS512
+	ADDQ $16, R13
+	JMP  bhead
+
+bfull:
+	LEAQ 16(R13), AX
+	CMPQ AX, R9
+	JGT  btail
+	VMOVUPS (SI)(R13*4), Z0
+	VMOVUPS (R11)(R13*4), Z10
+	VMOVUPS (R12)(R13*4), Z11
+	VMOVUPS (DI)(R13*4), Z8
+	VMOVUPS (R14)(R13*4), Z9
+	EXPDS512
+	VMOVUPS Z7, (SI)(R13*4)
+	VMOVUPS Z8, (DI)(R13*4)
+	MOVQ    AX, R13
+	JMP     bfull
+
+btail:
+	CMPQ R13, R9
+	JGE  browdone
+	MASKEDDS512
+
+browdone:
+	ADDQ BX, SI
+	ADDQ BX, DI
+	ADDQ $8, R10
+	DECQ DX
+	JNZ  brow
+	VZEROUPPER
+	RET
+
+// func transpose8AVX(dst *float32, ldd int, src *float32, lds int, rows, cols int)
+// dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols, both multiples of
+// 8, in 8×8 blocks: 8 rows of 8 loaded, interleaved in pairs (VUNPCKLPS,
+// VUNPCKHPS), then in fours (VSHUFPS), then the 128-bit halves exchanged
+// (VPERM2F128), 8 columns stored. AVX only (AVX2 and AVX-512 machines).
+TEXT ·transpose8AVX(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+32(FP), DX
+	MOVQ cols+40(FP), CX
+	SHRQ $3, DX
+	SHRQ $3, CX
+	LEAQ (R9)(R9*2), R10 // 3·lds
+	LEAQ (R8)(R8*2), R11 // 3·ldd
+
+trow:
+	MOVQ SI, AX // source block
+	MOVQ DI, BX // destination block
+	MOVQ CX, R12
+
+tblock:
+	VMOVUPS     (AX), Y0
+	VMOVUPS     (AX)(R9*1), Y1
+	VMOVUPS     (AX)(R9*2), Y2
+	VMOVUPS     (AX)(R10*1), Y3
+	LEAQ        (AX)(R9*4), R13
+	VMOVUPS     (R13), Y4
+	VMOVUPS     (R13)(R9*1), Y5
+	VMOVUPS     (R13)(R9*2), Y6
+	VMOVUPS     (R13)(R10*1), Y7
+	VUNPCKLPS   Y1, Y0, Y8
+	VUNPCKHPS   Y1, Y0, Y9
+	VUNPCKLPS   Y3, Y2, Y10
+	VUNPCKHPS   Y3, Y2, Y11
+	VUNPCKLPS   Y5, Y4, Y12
+	VUNPCKHPS   Y5, Y4, Y13
+	VUNPCKLPS   Y7, Y6, Y14
+	VUNPCKHPS   Y7, Y6, Y15
+	VSHUFPS     $0x44, Y10, Y8, Y0
+	VSHUFPS     $0xee, Y10, Y8, Y1
+	VSHUFPS     $0x44, Y11, Y9, Y2
+	VSHUFPS     $0xee, Y11, Y9, Y3
+	VSHUFPS     $0x44, Y14, Y12, Y4
+	VSHUFPS     $0xee, Y14, Y12, Y5
+	VSHUFPS     $0x44, Y15, Y13, Y6
+	VSHUFPS     $0xee, Y15, Y13, Y7
+	VPERM2F128  $0x20, Y4, Y0, Y8
+	VPERM2F128  $0x20, Y5, Y1, Y9
+	VPERM2F128  $0x20, Y6, Y2, Y10
+	VPERM2F128  $0x20, Y7, Y3, Y11
+	VPERM2F128  $0x31, Y4, Y0, Y12
+	VPERM2F128  $0x31, Y5, Y1, Y13
+	VPERM2F128  $0x31, Y6, Y2, Y14
+	VPERM2F128  $0x31, Y7, Y3, Y15
+	VMOVUPS     Y8, (BX)
+	VMOVUPS     Y9, (BX)(R8*1)
+	VMOVUPS     Y10, (BX)(R8*2)
+	VMOVUPS     Y11, (BX)(R11*1)
+	LEAQ        (BX)(R8*4), R13
+	VMOVUPS     Y12, (R13)
+	VMOVUPS     Y13, (R13)(R8*1)
+	VMOVUPS     Y14, (R13)(R8*2)
+	VMOVUPS     Y15, (R13)(R11*1)
+	ADDQ        $32, AX          // 8 columns on in the source
+	LEAQ        (BX)(R8*8), BX   // 8 rows on in the destination
+	DECQ        R12
+	JNZ         tblock
+	LEAQ        (SI)(R9*8), SI   // 8 rows on in the source
+	ADDQ        $32, DI          // 8 columns on in the destination
+	DECQ        DX
+	JNZ         trow
+	VZEROUPPER
+	RET

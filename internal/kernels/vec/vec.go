@@ -52,6 +52,12 @@ type kernels32 struct {
 	mulDiffs     func(dst, p, q, c []float32)
 	subScaled    func(dst, y, x []float32, c float32)
 	subShift     func(dst, x []float32, a, b float64)
+	// The tile kernels (tile.go), nil where they run as loops over the
+	// row kernels.
+	onlineExp2Rows  func(s []float32, ld, rows, cols int, n []int, m []float32, sum []float64)
+	exp2MulDiffRows func(p, ds []float32, ld, rows, cols int, first []int, hi, lo, delta []float32)
+	// transpose8 transposes the whole 8×8 blocks of a tile (nil: Go only).
+	transpose8 func(dst []float32, ldd int, src []float32, lds, rows, cols int)
 }
 
 // level is the instruction set in force (isa.Get) and k32 its float32

@@ -1,0 +1,257 @@
+package vec
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// tileShapes are the tiles of the tile-kernel tests: rows × cols at row
+// stride ld, with lengths around the vector widths and attention's blocks.
+var tileShapes = []struct{ rows, cols, ld int }{
+	{1, 1, 1}, {3, 7, 9}, {5, 17, 20}, {7, 64, 64}, {2, 100, 128}, {4, 130, 130}, {6, 0, 3},
+}
+
+// tileGuard is the number of guard entries past a tile's end that must stay
+// untouched (NaN bits).
+const tileGuard = 37
+
+// garbageTile returns a tile of rows×cols at stride ld with guard entries
+// after it, every entry a NaN; fill sets the entries the kernel may read.
+func garbageTile[T Float](rows, ld int) []T {
+	s := make([]T, rows*ld+tileGuard)
+	for i := range s {
+		s[i] = T(math.NaN())
+	}
+	return s
+}
+
+// checkUntouched fails unless the entries of s outside rows×cols (stride
+// ld) and the guard are still NaN.
+func checkUntouched[T Float](t *testing.T, s []T, rows, cols, ld int) {
+	t.Helper()
+	for i, v := range s {
+		if (i >= rows*ld || i%ld >= cols) && v == v {
+			t.Fatalf("entry %d (row %d, column %d) outside the %d×%d tile was written: %v", i, i/ld, i%ld, rows, cols, v)
+		}
+	}
+}
+
+// TestOnlineExp2Rows checks OnlineExp2Rows against a float64 loop: the new
+// maximum exactly, every exponential within 2 ulp (float32) or 4 (float64)
+// of 2 to the exact difference, zeros past each row's visible entries
+// whatever they held, the row sums, and nothing written outside the tile.
+func TestOnlineExp2Rows(t *testing.T) {
+	t.Run("float32", func(t *testing.T) {
+		forEachLevel(t, func(t *testing.T) { testOnlineExp2Rows[float32](t, maxULP, ulps32OfT[float32]) })
+	})
+	t.Run("float64", func(t *testing.T) { testOnlineExp2Rows[float64](t, 4, ulps64OfT[float64]) })
+}
+
+func ulps32OfT[T Float](got T, want float64) float64 { return ulps32(float32(got), want) }
+func ulps64OfT[T Float](got T, want float64) float64 { return ulps64(float64(got), want) }
+
+func testOnlineExp2Rows[T Float](t *testing.T, maxErr float64, ulps func(T, float64) float64) {
+	rng := rand.New(rand.NewSource(11))
+	for _, sh := range tileShapes {
+		rows, cols, ld := sh.rows, sh.cols, sh.ld
+		s := garbageTile[T](rows, ld)
+		n, m, sum := make([]int, rows), make([]T, rows), make([]float64, rows)
+		orig := make([]float64, len(s))
+		for r := 0; r < rows; r++ {
+			switch r % 4 {
+			case 0:
+				n[r] = cols
+			case 1:
+				n[r] = 0
+			default:
+				n[r] = rng.Intn(cols + 1)
+			}
+			for j := 0; j < n[r]; j++ {
+				s[r*ld+j] = T((rng.Float64()*2 - 1) * 30)
+			}
+			switch r % 3 {
+			case 0:
+				m[r] = T(math.Inf(-1)) // the row's first block
+			case 1:
+				m[r] = T(40) // above every score: m stays
+			default:
+				m[r] = T(rng.Float64()*10 - 5)
+			}
+		}
+		for i, v := range s {
+			orig[i] = float64(v)
+		}
+		mOld := append([]T(nil), m...)
+		OnlineExp2Rows(s, ld, rows, cols, n, m, sum)
+		for r := 0; r < rows; r++ {
+			want := float64(mOld[r])
+			for j := 0; j < n[r]; j++ {
+				want = math.Max(want, orig[r*ld+j])
+			}
+			if float64(m[r]) != want {
+				t.Fatalf("%v row %d: m = %v, want %v", sh, r, m[r], want)
+			}
+			wantSum := 0.0
+			for j := 0; j < cols; j++ {
+				got := s[r*ld+j]
+				if j >= n[r] {
+					if got != 0 {
+						t.Fatalf("%v row %d: masked entry %d = %v, want 0", sh, r, j, got)
+					}
+					continue
+				}
+				e := math.Exp2(orig[r*ld+j] - want)
+				if u := ulps(got, e); !(u <= maxErr) {
+					t.Fatalf("%v row %d entry %d: 2^(%v − %v) = %v, want %v (%.2f ulp)", sh, r, j, orig[r*ld+j], want, got, e, u)
+				}
+				wantSum += e
+			}
+			if math.Abs(sum[r]-wantSum) > 1e-6*wantSum {
+				t.Fatalf("%v row %d: sum %v, want %v", sh, r, sum[r], wantSum)
+			}
+		}
+		checkUntouched(t, s, rows, cols, ld)
+	}
+}
+
+// TestOnlineExp2RowsNaN: a NaN among a row's visible scores makes its entry
+// and the row's sum NaN; a NaN running maximum makes the whole row, its
+// maximum and sum NaN; other rows are unaffected.
+func TestOnlineExp2RowsNaN(t *testing.T) {
+	forEachLevel(t, func(t *testing.T) {
+		const rows, cols = 3, 40
+		s := make([]float32, rows*cols)
+		s[0*cols+33] = float32(math.NaN())
+		n := []int{cols, cols, cols}
+		m := []float32{float32(math.Inf(-1)), float32(math.NaN()), 0}
+		sum := make([]float64, rows)
+		OnlineExp2Rows(s, cols, rows, cols, n, m, sum)
+		if !math.IsNaN(sum[0]) || !math.IsNaN(float64(s[33])) {
+			t.Errorf("row 0: sum = %v, s[33] = %v, want NaN", sum[0], s[33])
+		}
+		if !math.IsNaN(float64(m[1])) || !math.IsNaN(sum[1]) || !math.IsNaN(float64(s[cols+5])) {
+			t.Errorf("row 1: m = %v, sum = %v, s[5] = %v, want NaN", m[1], sum[1], s[cols+5])
+		}
+		if m[2] != 0 || sum[2] != cols {
+			t.Errorf("row 2: m = %v, sum = %v, want 0 and %d", m[2], sum[2], cols)
+		}
+	})
+}
+
+// TestExp2MulDiffRows checks Exp2MulDiffRows against a float64 loop:
+// P within 2 ulp (float32) or 4 (float64) of 2^{(s − hi) − lo}, dS equal
+// to P·(dP − D) computed in T from the returned P, zeros before each row's
+// first column whatever the inputs held there (NaN), and nothing written
+// outside the tiles.
+func TestExp2MulDiffRows(t *testing.T) {
+	t.Run("float32", func(t *testing.T) {
+		forEachLevel(t, func(t *testing.T) { testExp2MulDiffRows[float32](t, maxULP, ulps32OfT[float32]) })
+	})
+	t.Run("float64", func(t *testing.T) { testExp2MulDiffRows[float64](t, 4, ulps64OfT[float64]) })
+}
+
+func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, float64) float64) {
+	rng := rand.New(rand.NewSource(12))
+	for _, sh := range tileShapes {
+		rows, cols, ld := sh.rows, sh.cols, sh.ld
+		p, ds := garbageTile[T](rows, ld), garbageTile[T](rows, ld)
+		first := make([]int, rows)
+		hi, lo, delta := make([]T, cols), make([]T, cols), make([]T, cols)
+		for c := 0; c < cols; c++ {
+			l := (rng.Float64()*2 - 1) * 20
+			hi[c] = T(l)
+			lo[c] = T(l - float64(hi[c]))
+			delta[c] = T(rng.NormFloat64())
+		}
+		for r := 0; r < rows; r++ {
+			switch r % 3 {
+			case 0:
+				first[r] = 0
+			case 1:
+				first[r] = cols
+			default:
+				first[r] = rng.Intn(cols + 1)
+			}
+			for c := first[r]; c < cols; c++ {
+				p[r*ld+c] = T(float64(hi[c]) + rng.Float64()*2 - 1.5)
+				ds[r*ld+c] = T(rng.NormFloat64())
+			}
+		}
+		p0, ds0 := append([]T(nil), p...), append([]T(nil), ds...)
+		Exp2MulDiffRows(p, ds, ld, rows, cols, first, hi, lo, delta)
+		for r := 0; r < rows; r++ {
+			for c := 0; c < cols; c++ {
+				i := r*ld + c
+				if c < first[r] {
+					if p[i] != 0 || ds[i] != 0 {
+						t.Fatalf("%v row %d column %d before first %d: p = %v, ds = %v, want 0", sh, r, c, first[r], p[i], ds[i])
+					}
+					continue
+				}
+				want := math.Exp2((float64(p0[i]) - float64(hi[c])) - float64(lo[c]))
+				if u := ulps(p[i], want); !(u <= maxErr) {
+					t.Fatalf("%v row %d column %d: p = %v, want %v (%.2f ulp)", sh, r, c, p[i], want, u)
+				}
+				if wantDs := p[i] * (ds0[i] - delta[c]); ds[i] != wantDs {
+					t.Fatalf("%v row %d column %d: ds = %v, want %v", sh, r, c, ds[i], wantDs)
+				}
+			}
+		}
+		checkUntouched(t, p, rows, cols, ld)
+		checkUntouched(t, ds, rows, cols, ld)
+	}
+}
+
+// TestTileKernelsNoAllocs: the tile kernels allocate nothing.
+func TestTileKernelsNoAllocs(t *testing.T) {
+	const rows, cols = 8, 64
+	s, ds := make([]float32, rows*cols), make([]float32, rows*cols)
+	n, first := make([]int, rows), make([]int, rows)
+	m, sum := make([]float32, rows), make([]float64, rows)
+	hi, lo, delta := make([]float32, cols), make([]float32, cols), make([]float32, cols)
+	forEachLevel(t, func(t *testing.T) {
+		if a := testing.AllocsPerRun(10, func() {
+			OnlineExp2Rows(s, cols, rows, cols, n, m, sum)
+			Exp2MulDiffRows(s, ds, cols, rows, cols, first, hi, lo, delta)
+		}); a != 0 {
+			t.Errorf("%v allocations per call, want 0", a)
+		}
+	})
+}
+
+// TestTranspose checks Transpose against the definition on shapes around
+// the 8×8 blocks, in both element types, with nothing written past dst.
+func TestTranspose(t *testing.T) {
+	shapes := [][2]int{{1, 1}, {3, 5}, {8, 8}, {9, 8}, {8, 17}, {16, 64}, {128, 64}, {127, 130}, {64, 7}}
+	forEachLevel(t, func(t *testing.T) {
+		for _, sh := range shapes {
+			testTranspose[float32](t, sh[0], sh[1])
+			testTranspose[float64](t, sh[0], sh[1])
+		}
+	})
+}
+
+func testTranspose[T Float](t *testing.T, rows, cols int) {
+	src := make([]T, rows*cols)
+	for i := range src {
+		src[i] = T(i + 1)
+	}
+	dst := make([]T, rows*cols+tileGuard)
+	for i := range dst {
+		dst[i] = T(math.NaN())
+	}
+	Transpose(dst, src, rows, cols)
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			if got, want := dst[c*rows+r], src[r*cols+c]; got != want {
+				t.Fatalf("%d×%d: dst[%d·%d + %d] = %v, want %v", rows, cols, c, rows, r, got, want)
+			}
+		}
+	}
+	for i := rows * cols; i < len(dst); i++ {
+		if dst[i] == dst[i] {
+			t.Fatalf("%d×%d: dst[%d] past the end written", rows, cols, i)
+		}
+	}
+}
