@@ -57,6 +57,7 @@ var (
 	cuMemcpyHtoD              func(dst devptr, src unsafe.Pointer, n uintptr) int32
 	cuMemcpyDtoH              func(dst unsafe.Pointer, src devptr, n uintptr) int32
 	cuMemsetD8                func(dst devptr, v uint8, n uintptr) int32
+	cuMemcpyDtoD              func(dst, src devptr, n uintptr) int32
 	cuLaunchKernel            func(f cuFunction, gx, gy, gz, bx, by, bz, smem uint32, stream uintptr, params *unsafe.Pointer, extra *unsafe.Pointer) int32
 	cuEventCreate             func(e *cuEvent, flags uint32) int32
 	cuEventDestroy            func(e cuEvent) int32
@@ -98,6 +99,7 @@ var driverSymbols = []driverSymbol{
 	{&cuMemcpyHtoD, "cuMemcpyHtoD_v2", false},
 	{&cuMemcpyDtoH, "cuMemcpyDtoH_v2", false},
 	{&cuMemsetD8, "cuMemsetD8_v2", false},
+	{&cuMemcpyDtoD, "cuMemcpyDtoD_v2", false},
 	{&cuLaunchKernel, "cuLaunchKernel", false},
 	{&cuEventCreate, "cuEventCreate", false},
 	{&cuEventDestroy, "cuEventDestroy_v2", false},
@@ -332,6 +334,11 @@ func htod(dst devptr, src unsafe.Pointer, n int64, what string) error {
 // dtoh copies n bytes from src to host memory at dst (Go memory holding no pointers).
 func dtoh(dst unsafe.Pointer, src devptr, n int64, what string) error {
 	return check(cuMemcpyDtoH(dst, src, uintptr(n)), "cuMemcpyDtoH(%s, %d bytes)", what, n)
+}
+
+// dtod copies n bytes between device buffers (ordered on the default stream).
+func dtod(dst, src devptr, n int64, what string) error {
+	return check(cuMemcpyDtoD(dst, src, uintptr(n)), "cuMemcpyDtoD(%s, %d bytes)", what, n)
 }
 
 func memset8(dst devptr, v byte, n int64) error {

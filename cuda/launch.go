@@ -130,23 +130,10 @@ func softmaxRun(p SoftmaxParams, backward bool) error {
 		if err != nil {
 			return err
 		}
-		dir := "fwd"
-		if backward {
-			dir = "bwd"
-		}
-		var name string
-		var grid [3]int
-		if p.Inner == 1 {
-			name = fmt.Sprintf("fg_softmax_%s_rows_%s", dir, dt)
-			grid = [3]int{ceilDiv(p.Outer, 4), 1, 1}
-		} else {
-			name = fmt.Sprintf("fg_softmax_%s_cols_%s", dir, dt)
-			grid = [3]int{ceilDiv(p.Outer*p.Inner, 128), 1, 1}
-		}
-		if err := s.start("softmax", name, grid, 128, 0, unsafe.Pointer(&kp)); err != nil {
+		if err := s.softmaxKernel(&kp, dt, backward); err != nil {
 			return err
 		}
-		if err := ctxSynchronize(name); err != nil {
+		if err := ctxSynchronize("softmax kernel"); err != nil {
 			return err
 		}
 		if backward {
@@ -154,6 +141,25 @@ func softmaxRun(p SoftmaxParams, backward bool) error {
 		}
 		return download(p.Y, kp.y, "Y")
 	})
+}
+
+// softmaxKernel launches the softmax-family kernel of kp (rows: a warp per row when inner is
+// 1; else a thread per (outer, inner) column).
+func (s *state) softmaxKernel(kp *softmaxParams, dt dtype, backward bool) error {
+	dir := "fwd"
+	if backward {
+		dir = "bwd"
+	}
+	var name string
+	var grid [3]int
+	if kp.inner == 1 {
+		name = fmt.Sprintf("fg_softmax_%s_rows_%s", dir, dt)
+		grid = [3]int{ceilDiv(int(kp.outer), 4), 1, 1}
+	} else {
+		name = fmt.Sprintf("fg_softmax_%s_cols_%s", dir, dt)
+		grid = [3]int{ceilDiv(int(kp.outer*kp.inner), 128), 1, 1}
+	}
+	return s.start("softmax", name, grid, 128, 0, unsafe.Pointer(kp))
 }
 
 // ---- attention -------------------------------------------------------------------------------

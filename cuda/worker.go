@@ -34,6 +34,8 @@ type state struct {
 	funcs    map[string]*kernel
 	pool     pool
 	resident residentSet
+	gen      uint64     // counts the contexts made: a Buffer is valid only in the one it was allocated in
+	blas     blasHandle // the cuBLAS handle of this context, 0 until the first product
 }
 
 // kernel is a loaded kernel function and the dynamic shared memory it has been allowed.
@@ -163,6 +165,8 @@ func (s *state) reset() {
 	}
 	s.pool = pool{}
 	poolBytes.Store(0)
+	s.gen++
+	s.blas = 0 // destroyed with the context
 	s.resident = residentSet{}
 	s.modules, s.funcs, s.live = nil, nil, false
 }
