@@ -69,7 +69,10 @@ type Runner struct {
 	bound  []*Param // the parameters the graph reads
 	grads  []*gorgonia.Node
 	vm     *machine.Machine
-	mu     sync.Mutex // one call at a time owns the graph
+	dev    *deviceStep // AdamW on the machine's device (Train mode), or nil
+	devOpt *AdamW      // the optimizer devErr refers to
+	devErr error       // why devOpt steps on the host
+	mu     sync.Mutex  // one call at a time owns the graph
 }
 
 // NewRunner builds and compiles the graph of m for batch sequences of length
@@ -130,7 +133,15 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	if r.Loss != nil {
 		keep = append(keep, r.Loss.Loss)
 	}
-	if r.vm, err = machine.New(g, machine.Keep(keep...)); err != nil {
+	// In Train mode the parameters are resident on a device backend: an
+	// optimizer step there (deviceStep) updates them in place.
+	var resident []*gorgonia.Node
+	if mode == Train {
+		for _, p := range r.params {
+			resident = append(resident, s.Node(p))
+		}
+	}
+	if r.vm, err = machine.New(g, machine.Keep(keep...), machine.Resident(resident...)); err != nil {
 		return nil, fmt.Errorf("nn.NewRunner: %w", err)
 	}
 	return r, nil
@@ -151,6 +162,15 @@ func (r *Runner) Close() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.dev != nil {
+		err := r.dev.syncLocked()
+		r.dev.close()
+		r.dev = nil
+		if err != nil {
+			r.vm.Close()
+			return fmt.Errorf("nn.Runner.Close: %w", err)
+		}
+	}
 	return r.vm.Close()
 }
 
@@ -189,6 +209,14 @@ func (r *Runner) run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 		if err := r.Scope.ResampleDropout(rng); err != nil {
 			return 0, err
 		}
+	}
+	if err := syncParams(r.bound, r.dev); err != nil {
+		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+	}
+	if r.dev == nil {
+		r.vm.Reload() // the parameters' bound values are the current ones
+	} else if err := r.dev.upload(); err != nil {
+		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
 	}
 	unlock := readLock(r.bound)
 	r.vm.Reset()
@@ -359,6 +387,9 @@ func (r *Runner) TrainStep(opt *AdamW, lr, clip float64, tokens, targets []int, 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if ds := r.deviceStepFor(opt); ds != nil {
+		return ds.step(lr, clip, func() (float64, error) { return r.run(tokens, targets, rng) })
+	}
 	if loss, err = r.run(tokens, targets, rng); err != nil {
 		return 0, 0, err
 	}
