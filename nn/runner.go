@@ -65,14 +65,15 @@ type Runner struct {
 	Logits     *gorgonia.Node // [Batch·Seq, V]
 	Loss       *CrossEntropy  // nil in Infer mode
 
-	params []*Param // the model's parameters (Train mode)
-	bound  []*Param // the parameters the graph reads
-	grads  []*gorgonia.Node
-	vm     *machine.Machine
-	dev    *deviceStep // AdamW on the machine's device (Train mode), or nil
-	devOpt *AdamW      // the optimizer devErr refers to
-	devErr error       // why devOpt steps on the host
-	mu     sync.Mutex  // one call at a time owns the graph
+	params     []*Param // the model's parameters (Train mode)
+	bound      []*Param // the parameters the graph reads
+	grads      []*gorgonia.Node
+	vm         *machine.Machine
+	paramNodes []*gorgonia.Node // the input nodes of params (Train mode)
+	dev        *deviceStep      // AdamW on the machine's device (Train mode), or nil
+	devOpt     *AdamW           // the optimizer devErr refers to
+	devErr     error            // why devOpt steps on the host
+	mu         sync.Mutex       // one call at a time owns the graph
 }
 
 // NewRunner builds and compiles the graph of m for batch sequences of length
@@ -133,14 +134,16 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	if r.Loss != nil {
 		keep = append(keep, r.Loss.Loss)
 	}
-	// In Train mode the parameters are resident on a device backend: an
-	// optimizer step there (deviceStep) updates them in place.
-	var resident []*gorgonia.Node
+	// On a device backend the positions, which never change, are uploaded
+	// once; in Train mode so are the parameters, which an optimizer step
+	// there (deviceStep) updates in place.
+	resident := []*gorgonia.Node{r.Positions}
 	if mode == Train {
 		for _, p := range r.params {
-			resident = append(resident, s.Node(p))
+			r.paramNodes = append(r.paramNodes, s.Node(p))
 		}
 	}
+	resident = append(resident, r.paramNodes...)
 	if r.vm, err = machine.New(g, machine.Keep(keep...), machine.Resident(resident...)); err != nil {
 		return nil, fmt.Errorf("nn.NewRunner: %w", err)
 	}
@@ -213,10 +216,13 @@ func (r *Runner) run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 	if err := syncParams(r.bound, r.dev); err != nil {
 		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
 	}
-	if r.dev == nil {
-		r.vm.Reload() // the parameters' bound values are the current ones
-	} else if err := r.dev.upload(); err != nil {
-		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+	switch {
+	case r.dev != nil:
+		if err := r.dev.upload(); err != nil {
+			return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+		}
+	case len(r.paramNodes) > 0:
+		r.vm.Reload(r.paramNodes...) // the parameters' bound values are the current ones
 	}
 	unlock := readLock(r.bound)
 	r.vm.Reset()
