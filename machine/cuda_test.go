@@ -169,3 +169,53 @@ func TestCUDATraining(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCUDATrainStep times nn.Runner.TrainStep (forward, backward,
+// clipping and AdamW, parameters and moments on the device, the loss and the
+// gradient norm read back) on the CUDA machine at the two configurations of
+// scripts/train-bench.sh, with a vocabulary of 96, float32.
+func BenchmarkCUDATrainStep(b *testing.B) {
+	if _, err := machine.CUDA(); err != nil {
+		b.Skipf("no CUDA backend: %v", err)
+	}
+	for _, c := range []struct {
+		name  string
+		cfg   nn.Config
+		batch int
+	}{
+		{"L2-W64-H4-C64-B32", nn.Config{Vocab: 96, Context: 64, Layers: 2, Heads: 4, Width: 64, MLPRatio: 4}, 32},
+		{"L4-W256-H8-C256-B16", nn.Config{Vocab: 96, Context: 256, Layers: 4, Heads: 8, Width: 256, MLPRatio: 4}, 16},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			model, err := nn.NewGPT(c.cfg, tensor.Float32, rand.New(rand.NewSource(1)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := model.NewRunner(c.batch, c.cfg.Context, nn.Train)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			opt, err := nn.NewAdamW(r.Params(), 0.9, 0.95, 1e-8, 0.1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			data := rand.New(rand.NewSource(2))
+			n := c.batch * c.cfg.Context
+			tok, tgt := make([]int, n), make([]int, n)
+			for i := range tok {
+				tok[i], tgt[i] = data.Intn(c.cfg.Vocab), data.Intn(c.cfg.Vocab)
+			}
+			if _, _, err := r.TrainStep(opt, 1e-3, 1, tok, tgt, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, _, err := r.TrainStep(opt, 1e-3, 1, tok, tgt, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
