@@ -138,6 +138,10 @@ func TestCUDATraining(t *testing.T) {
 						mem = append(mem, cuda.MemoryInUse())
 					}
 				}
+				onDev, why := r.DeviceOptimizer()
+				if onDev != (dev == "cuda") {
+					t.Errorf("on %s: the optimizer runs on the device: %t (%v)", dev, onDev, why)
+				}
 				// Close brings the device's parameters to the host.
 				if err := r.Close(); err != nil {
 					t.Fatal(err)

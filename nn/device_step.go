@@ -177,3 +177,35 @@ func markHostNewer(ps []*Param) {
 		}
 	}
 }
+
+// Sync brings the host's parameter tensors and the optimizer's moments up to
+// date when r trains them on its machine's device (a TrainStep leaves them
+// there); nn's own host readers (other runners, SaveCheckpoint, AdamW.Step,
+// Restore, Close) do it themselves, so only code reading Param.Value
+// directly needs it. On the CPU it does nothing.
+func (r *Runner) Sync() error {
+	if err := r.check("nn.Runner.Sync"); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dev == nil {
+		return nil
+	}
+	if err := r.dev.syncLocked(); err != nil {
+		return fmt.Errorf("nn.Runner.Sync: %w", err)
+	}
+	return nil
+}
+
+// DeviceOptimizer reports whether r's TrainStep runs the optimizer on its
+// machine's device (parameters and moments resident there), and if not,
+// why (nil before the first TrainStep).
+func (r *Runner) DeviceOptimizer() (bool, error) {
+	if err := r.check("nn.Runner.DeviceOptimizer"); err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dev != nil, r.devErr
+}
