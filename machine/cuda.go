@@ -20,6 +20,19 @@ type cudaBackend struct {
 	mu   sync.Mutex
 	bufs []*cuda.Buffer // every allocation, freed by Close
 	conv []int32        // conversion scratch of integer uploads and downloads
+	// norms maps the input operand of each norm forward kernel bound so far
+	// to that kernel's description: a norm gradient over the same input
+	// (whose buffer stays unchanged until the gradient has run, since the
+	// gradient reads it) uses the row statistics the forward wrote.
+	norms map[normKey]cuda.NormParams
+}
+
+// normKey identifies a norm's input and its kind.
+type normKey struct {
+	buf    Buffer
+	off    int
+	center bool
+	eps    float64
 }
 
 // CUDA returns a backend on the GPU that package cuda uses, or an error when there is none

@@ -407,10 +407,15 @@ func (c *cudaBackend) norm(op gorgonia.Op, out Operand, in []Operand) (Kernel, e
 		return nil, err
 	}
 	p.Y = y
+	if c.norms == nil {
+		c.norms = map[normKey]cuda.NormParams{}
+	}
+	c.norms[normKey{in[0].Buf, in[0].Off, sp.Center, sp.Eps}] = p
 	return func() error { return cuda.NormForward(p) }, nil
 }
 
-// normGrad: dx of x̂ from x and g = ∂x̂; the row statistics are recomputed first, as nn does.
+// normGrad: dx of x̂ from x and g = ∂x̂, with the row statistics of the forward over the same
+// x, or recomputed first (as nn does) when there is none on the device.
 func (c *cudaBackend) normGrad(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
 	sp, ok := nnSpec(op)
 	if !ok || len(in) != 2 || !floats(out, in...) {
@@ -421,6 +426,10 @@ func (c *cudaBackend) normGrad(op gorgonia.Op, out Operand, in []Operand) (Kerne
 		return nil, err
 	}
 	rows, d := lastAxis(in[0].Shape)
+	if fwd, ok := c.norms[normKey{in[0].Buf, in[0].Off, sp.Center, sp.Eps}]; ok && fwd.Rows == rows && fwd.D == d {
+		p := cuda.NormParams{Rows: rows, D: d, Eps: sp.Eps, RMS: !sp.Center, X: x[0], Mean: fwd.Mean, Rstd: fwd.Rstd, DY: x[1], DX: y}
+		return func() error { return cuda.NormBackward(p) }, nil
+	}
 	p, err := c.normParams(rows, d, sp, x[0])
 	if err != nil {
 		return nil, err

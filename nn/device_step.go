@@ -71,15 +71,19 @@ func (r *Runner) deviceStepFor(opt *AdamW) *deviceStep {
 	return ds
 }
 
-// step is TrainStep on the device, r.mu held: run, the gradient norm, and (when the loss and
-// the norm are finite) clip and AdamW on the device.
-func (ds *deviceStep) step(lr, clip float64, run func() (float64, error)) (loss, gradNorm float64, err error) {
+// step is TrainStep on the device, r.mu held: run (exec), the gradient norm, the loss (read
+// after the norm, so that the host waits for the device once), and, when both are finite,
+// clip and AdamW on the device.
+func (ds *deviceStep) step(lr, clip float64, exec func() error, readLoss func() (float64, error)) (loss, gradNorm float64, err error) {
 	opt := ds.opt
-	if loss, err = run(); err != nil {
+	if err = exec(); err != nil {
 		return 0, 0, err
 	}
 	if gradNorm, err = ds.dev.GradNorm(); err != nil {
-		return loss, 0, fmt.Errorf("nn.Runner.TrainStep: %w", err)
+		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: %w", err)
+	}
+	if loss, err = readLoss(); err != nil {
+		return 0, gradNorm, err
 	}
 	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
 		return loss, gradNorm, fmt.Errorf("nn.Runner.TrainStep: loss %g, gradient norm %g: not finite, step skipped", loss, gradNorm)

@@ -192,34 +192,42 @@ func (r *Runner) Run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 
 // run is Run with r.mu held.
 func (r *Runner) run(tokens, targets []int, rng *rand.Rand) (float64, error) {
+	if err := r.exec(tokens, targets, rng); err != nil {
+		return 0, err
+	}
+	return r.loss()
+}
+
+// exec binds the batch and runs the graph, r.mu held.
+func (r *Runner) exec(tokens, targets []int, rng *rand.Rand) error {
 	if err := SetIndices(r.Tokens, tokens); err != nil {
-		return 0, fmt.Errorf("nn.Runner.Run: tokens: %w", err)
+		return fmt.Errorf("nn.Runner.Run: tokens: %w", err)
 	}
 	for i, t := range tokens {
 		if t < 0 || t >= r.Model.Config.Vocab {
-			return 0, fmt.Errorf("nn.Runner.Run: token %d at position %d is outside the vocabulary [0, %d)", t, i, r.Model.Config.Vocab)
+			return fmt.Errorf("nn.Runner.Run: token %d at position %d is outside the vocabulary [0, %d)", t, i, r.Model.Config.Vocab)
 		}
 	}
 	if r.Loss != nil {
 		if _, err := r.Loss.SetTargets(targets); err != nil {
-			return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+			return fmt.Errorf("nn.Runner.Run: %w", err)
 		}
 	}
 	if len(r.Scope.masks) > 0 {
 		if rng == nil {
-			return 0, fmt.Errorf("nn.Runner.Run: the model has dropout %g; a random source is needed in Train mode", r.Model.Config.Dropout)
+			return fmt.Errorf("nn.Runner.Run: the model has dropout %g; a random source is needed in Train mode", r.Model.Config.Dropout)
 		}
 		if err := r.Scope.ResampleDropout(rng); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if err := syncParams(r.bound, r.dev); err != nil {
-		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+		return fmt.Errorf("nn.Runner.Run: %w", err)
 	}
 	switch {
 	case r.dev != nil:
 		if err := r.dev.upload(); err != nil {
-			return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+			return fmt.Errorf("nn.Runner.Run: %w", err)
 		}
 	case len(r.paramNodes) > 0:
 		r.vm.Reload(r.paramNodes...) // the parameters' bound values are the current ones
@@ -229,8 +237,13 @@ func (r *Runner) run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 	err := r.vm.RunAll()
 	unlock()
 	if err != nil {
-		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+		return fmt.Errorf("nn.Runner.Run: %w", err)
 	}
+	return nil
+}
+
+// loss reads the loss of the last run (0 in Infer mode), r.mu held.
+func (r *Runner) loss() (float64, error) {
 	if r.Loss == nil {
 		return 0, nil
 	}
@@ -394,7 +407,7 @@ func (r *Runner) TrainStep(opt *AdamW, lr, clip float64, tokens, targets []int, 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ds := r.deviceStepFor(opt); ds != nil {
-		return ds.step(lr, clip, func() (float64, error) { return r.run(tokens, targets, rng) })
+		return ds.step(lr, clip, func() error { return r.exec(tokens, targets, rng) }, r.loss)
 	}
 	if loss, err = r.run(tokens, targets, rng); err != nil {
 		return 0, 0, err
