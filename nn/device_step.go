@@ -65,7 +65,7 @@ func (r *Runner) deviceStepFor(opt *AdamW) *deviceStep {
 		return nil
 	}
 	for _, p := range opt.params {
-		p.dev = ds
+		p.dev.Store(ds)
 	}
 	r.dev = ds
 	return ds
@@ -148,9 +148,7 @@ func (ds *deviceStep) syncLocked() error {
 
 func (ds *deviceStep) close() {
 	for _, p := range ds.opt.params {
-		if p.dev == ds {
-			p.dev = nil
-		}
+		p.dev.CompareAndSwap(ds, nil)
 	}
 	ds.dev.Close()
 }
@@ -160,7 +158,7 @@ func (ds *deviceStep) close() {
 func syncParams(ps []*Param, self *deviceStep) error {
 	seen := map[*deviceStep]bool{}
 	for _, p := range ps {
-		ds := p.dev
+		ds := p.dev.Load()
 		if ds == nil || ds == self || seen[ds] {
 			continue
 		}
@@ -176,8 +174,8 @@ func syncParams(ps []*Param, self *deviceStep) error {
 // devices training them upload them again before their next step.
 func markHostNewer(ps []*Param) {
 	for _, p := range ps {
-		if p.dev != nil {
-			p.dev.stale.Store(true)
+		if ds := p.dev.Load(); ds != nil {
+			ds.stale.Store(true)
 		}
 	}
 }

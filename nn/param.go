@@ -30,7 +30,7 @@ type Param struct {
 	lock *paramLock
 	// dev is the device step training this parameter, whose values may be
 	// newer than Value (see deviceStep); nil when it is trained on the host.
-	dev *deviceStep
+	dev atomic.Pointer[deviceStep]
 }
 
 // Size returns the number of elements of p.
