@@ -25,6 +25,28 @@ type cudaBackend struct {
 	// (whose buffer stays unchanged until the gradient has run, since the
 	// gradient reads it) uses the row statistics the forward wrote.
 	norms map[normKey]cuda.NormParams
+	// bounds maps an index operand of gather or scatter-add kernels to the
+	// rows of their table: Upload checks the indices there, on the host,
+	// since the device's gather gives NaN rows for an index outside.
+	bounds map[opndKey]int
+}
+
+// opndKey identifies an operand's elements.
+type opndKey struct {
+	buf Buffer
+	off int
+}
+
+// bound records that the indices in o must lie in [0, n).
+func (c *cudaBackend) bound(o Operand, n int) {
+	if c.bounds == nil {
+		c.bounds = map[opndKey]int{}
+	}
+	k := opndKey{o.Buf, o.Off}
+	if old, ok := c.bounds[k]; ok {
+		n = min(n, old)
+	}
+	c.bounds[k] = n
 }
 
 // normKey identifies a norm's input and its kind.
@@ -147,9 +169,9 @@ func (c *cudaBackend) Upload(dst Operand, src gorgonia.Value) error {
 		}
 		return d.Upload(s)
 	case tensor.Int:
-		return uploadInts[int](c, d, src)
+		return uploadInts[int](c, d, src, c.bounds[opndKey{dst.Buf, dst.Off}])
 	case tensor.Int64:
-		return uploadInts[int64](c, d, src)
+		return uploadInts[int64](c, d, src, c.bounds[opndKey{dst.Buf, dst.Off}])
 	case tensor.Int32:
 		s, err := elements[int32](src)
 		if err != nil {
@@ -160,8 +182,9 @@ func (c *cudaBackend) Upload(dst Operand, src gorgonia.Value) error {
 	return fmt.Errorf("machine: %s: cannot upload dtype %v", c.name, src.Dtype())
 }
 
-// uploadInts converts integer elements to int32 and uploads them.
-func uploadInts[T ~int | ~int64](c *cudaBackend, d *cuda.Buffer, src gorgonia.Value) error {
+// uploadInts converts integer elements to int32 and uploads them; with lim > 0 they are
+// indices into a table of lim rows.
+func uploadInts[T ~int | ~int64](c *cudaBackend, d *cuda.Buffer, src gorgonia.Value, lim int) error {
 	s, err := elements[T](src)
 	if err != nil {
 		return err
@@ -173,6 +196,9 @@ func uploadInts[T ~int | ~int64](c *cudaBackend, d *cuda.Buffer, src gorgonia.Va
 	}
 	conv := c.conv[:len(s)]
 	for i, v := range s {
+		if lim > 0 && (v < 0 || int64(v) >= int64(lim)) {
+			return fmt.Errorf("machine: %s: index %d at position %d is outside [0, %d)", c.name, v, i, lim)
+		}
 		if int64(v) != int64(int32(v)) {
 			return fmt.Errorf("machine: %s: integer %d at %d does not fit the device's int32", c.name, v, i)
 		}

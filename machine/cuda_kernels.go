@@ -497,6 +497,7 @@ func (c *cudaBackend) gather(op gorgonia.Op, out Operand, in []Operand) (Kernel,
 		return nil, err
 	}
 	d := in[0].Shape[1]
+	c.bound(in[1], in[0].Shape[0])
 	return func() error { return cuda.Gather(y, x[0], x[1], d) }, nil
 }
 
@@ -510,6 +511,7 @@ func (c *cudaBackend) scatterAdd(op gorgonia.Op, out Operand, in []Operand) (Ker
 		return nil, err
 	}
 	d := out.Shape[1]
+	c.bound(in[1], out.Shape[0])
 	return func() error { return cuda.ScatterAdd(y, x[1], x[2], d, false) }, nil
 }
 
