@@ -223,3 +223,39 @@ func BenchmarkCUDATrainStep(b *testing.B) {
 		})
 	}
 }
+
+// TestOpen: the default and FLASHGORGON_DEVICE=cuda give the GPU when there
+// is one and the CPU otherwise; FLASHGORGON_DEVICE=cpu gives the CPU;
+// "cuda" by name without a GPU is an error.
+func TestOpen(t *testing.T) {
+	_, gpuErr := machine.CUDA()
+	gpu := gpuErr == nil
+	for _, c := range []struct {
+		env, device string
+		cpu         bool // want the CPU backend (else the GPU's, or an error without one)
+	}{
+		{"", "", !gpu},
+		{"cpu", "", true},
+		{"cuda", "", !gpu},
+		{"cuda", "cpu", true},
+		{"cpu", "cuda", false},
+	} {
+		t.Run(c.env+"/"+c.device, func(t *testing.T) {
+			t.Setenv(machine.DeviceEnv, c.env)
+			b, err := machine.Open(c.device)
+			switch {
+			case c.device == "cuda" && !gpu:
+				if err == nil {
+					t.Fatalf("Open(%q) without a GPU gave %s, want an error", c.device, b.Name())
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if got := b.Name() == "cpu"; got != c.cpu {
+				t.Errorf("%s=%q, Open(%q): backend %s", machine.DeviceEnv, c.env, c.device, b.Name())
+			}
+		})
+	}
+}
