@@ -2,8 +2,10 @@ package machine
 
 import (
 	"fmt"
+	"log"
 	"os"
 	"strings"
+	"sync"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -94,26 +96,46 @@ const DeviceEnv = "FLASHGORGON_DEVICE"
 // FLASHGORGON_DEVICE, when set, names it: this is the one place where the
 // machine reads it.
 //
-// Only the CPU backend exists today. The default, and a "cuda" or "cuda:N"
-// that comes from the environment, give the CPU backend (the ops' own
-// device branches still follow the variable); "cuda" or "cuda:N" asked for
-// by name is an error. A CUDA backend plugs in here.
+// The default is the GPU that package cuda uses (cuda.Enabled, with cuBLAS
+// loaded: CUDA), else the CPU. "cpu" is the CPU. "cuda" or "cuda:N" (package
+// cuda picks the device N from the same variable) is the GPU, an error when
+// there is none if asked for by name, the CPU with a log line when it comes
+// from the environment.
 func Open(device string) (Backend, error) {
 	fromEnv := device == ""
 	if fromEnv {
 		device = strings.TrimSpace(os.Getenv(DeviceEnv))
 	}
 	switch {
-	case device == "" || device == "cpu":
+	case device == "cpu":
+		return CPU(), nil
+	case device == "":
+		if b, err := CUDA(); err == nil {
+			return b, nil
+		}
 		return CPU(), nil
 	case device == "cuda" || strings.HasPrefix(device, "cuda:"):
+		b, err := CUDA()
+		if err == nil {
+			return b, nil
+		}
 		if fromEnv {
+			logNoCUDA(err)
 			return CPU(), nil
 		}
-		return nil, fmt.Errorf("machine: device %q: the machine has no CUDA backend yet (use \"cpu\")", device)
+		return nil, err
 	}
 	if fromEnv {
 		return nil, fmt.Errorf("machine: %s=%q is not cpu, cuda or cuda:N", DeviceEnv, device)
 	}
 	return nil, fmt.Errorf("machine: device %q is not cpu, cuda or cuda:N", device)
+}
+
+var noCUDAOnce sync.Once
+
+// logNoCUDA says once per process why FLASHGORGON_DEVICE=cuda runs on the CPU.
+func logNoCUDA(err error) {
+	noCUDAOnce.Do(func() {
+		log.Printf("flashgorgon: %s=%s: %v; the machine runs on the CPU", DeviceEnv, os.Getenv(DeviceEnv), err)
+	})
 }

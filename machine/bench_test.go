@@ -24,7 +24,7 @@ var vms = []struct {
 		return gorgonia.NewTapeMachine(g), nil
 	}},
 	{"machine", func(g *gorgonia.ExprGraph, keep ...*gorgonia.Node) (gorgonia.VM, error) {
-		return machine.New(g, machine.Keep(keep...))
+		return machine.New(g, machine.Keep(keep...), machine.OnDevice("cpu"))
 	}},
 }
 

@@ -52,13 +52,31 @@
 // on a device the machine downloads the inputs into host copies planned
 // once, runs the op and uploads the result, and lists the node in
 // Report.HostOps. Open chooses the backend, reading FLASHGORGON_DEVICE (the
-// only place the machine does); today only the CPU backend exists, and
-// seam_test.go runs the GPT on a fake device whose memory the host cannot
-// see, to hold the seam to what a CUDA backend needs.
+// only place the machine does): the GPU when package cuda has one and cuBLAS
+// loads, else the CPU; seam_test.go runs the GPT on a fake device whose
+// memory the host cannot see, to hold the seam to what a device needs.
 //
-// Not yet: on a device backend every input is uploaded at every run,
-// parameters included, since the optimizer updates them on the host.
-// Keeping parameters and optimizer state resident needs the optimizer's step
-// on the device (an op kind of the registry, or a machine method) and an
-// option marking those inputs as owned by the machine.
+// # CUDA
+//
+// The CUDA backend (CUDA, cuda.go) keeps every value in cuda Buffers
+// (integers as int32) and binds, in cuda_kernels.go, a kernel to each op
+// kind of a GPT's training graph: nn's affine, column sums, GELU, matrix
+// products (cuBLAS), norms (the gradient reading its forward's row
+// statistics), heads split and merge, gather and scatter-add; ops/softmax's
+// family; ops/attention's forward and backward on views of the packed values
+// (cuda.AttentionForwardBuffers) and the packing of its gradient; Gorgonia's
+// same-shape add and Hadamard product, negation, sums (deterministic, in
+// float64), SizeOf, scalar reshape and the repeats of a loss's gradient
+// (strided copies, cuda.Strided). The ops learn their parameters from the
+// op (NNSpecer for nn's, DeviceSpec methods for softmax and attention).
+// TestCUDAHostOps lists a GPT's ops that have no kernel: none. Kernels queue
+// on the device's one stream; a run waits for the device only where the host
+// reads a value (Value, Read, a host op's inputs).
+//
+// Resident inputs (Resident: a model's parameters, constant positions) are
+// uploaded at the first run and kept; an OptimizerBackend (the CUDA one,
+// over cuda.ParamGroup) steps them in place with AdamW moments of its own
+// (NewAdamW), so that a training step moves only its batch in and the loss
+// and gradient norm out. Reload and SyncToHost move them when the host
+// changes or reads them (nn.Runner does both itself).
 package machine

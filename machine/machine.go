@@ -66,8 +66,11 @@ type value struct {
 	host  gorgonia.Value // host value: a view of opnd (host backends), an input's bound value, or a host copy
 	last  int            // index of the last step that reads the buffer (views' readers included)
 	kept  bool
-	index int      // position in the execution order
-	refs  []argRef // an input's argument slots
+	// resident: an input the machine uploads once and then keeps on its
+	// device (Resident); loaded: the device holds its current value.
+	resident, loaded bool
+	index            int      // position in the execution order
+	refs             []argRef // an input's argument slots
 }
 
 // argRef is an argument slot of a step that an input fills at each run.
@@ -117,15 +120,26 @@ type Report struct {
 type Option func(*config)
 
 type config struct {
-	keep    []*gorgonia.Node
-	backend Backend
-	device  string
+	keep     []*gorgonia.Node
+	resident []*gorgonia.Node
+	backend  Backend
+	device   string
 }
 
 // Keep marks nodes whose values the caller reads after a run (the loss,
 // logits, gradients): their buffers are never reused. Roots are always kept.
 func Keep(nodes ...*gorgonia.Node) Option {
 	return func(c *config) { c.keep = append(c.keep, nodes...) }
+}
+
+// Resident marks input nodes (a model's parameters) whose values live on the
+// machine's device: a device backend uploads them at the first run and then
+// keeps them, so that an optimizer on the device (NewAdamW) updates them in
+// place; Reload uploads them again at the next run and SyncToHost copies
+// them into their bound values. On a host backend, whose inputs are read
+// where they are bound, it changes nothing.
+func Resident(nodes ...*gorgonia.Node) Option {
+	return func(c *config) { c.resident = append(c.resident, nodes...) }
 }
 
 // WithBackend runs the machine on b instead of the backend Open("") picks.
@@ -158,7 +172,7 @@ func New(g *gorgonia.ExprGraph, opts ...Option) (*Machine, error) {
 	}
 	m := &Machine{be: be, ownBe: owned, byNode: map[*gorgonia.Node]*value{}}
 	m.report.Device = be.Name()
-	if err := m.plan(g, c.keep); err != nil {
+	if err := m.plan(g, c.keep, c.resident); err != nil {
 		m.release()
 		if owned {
 			be.Close()
@@ -173,7 +187,7 @@ func New(g *gorgonia.ExprGraph, opts ...Option) (*Machine, error) {
 }
 
 // plan builds the values and steps of g.
-func (m *Machine) plan(g *gorgonia.ExprGraph, keep []*gorgonia.Node) error {
+func (m *Machine) plan(g *gorgonia.ExprGraph, keep, resident []*gorgonia.Node) error {
 	sorted, err := gorgonia.Sort(g)
 	if err != nil {
 		return fmt.Errorf("sorting the graph: %w", err)
@@ -191,6 +205,13 @@ func (m *Machine) plan(g *gorgonia.ExprGraph, keep []*gorgonia.Node) error {
 	}
 	if err := m.probe(); err != nil {
 		return err
+	}
+	for _, n := range resident {
+		v, ok := m.byNode[n]
+		if !ok || v.role != roleInput {
+			return fmt.Errorf("resident node %v is not an input of the graph", n)
+		}
+		v.resident = !m.hostMem
 	}
 	if err := m.assign(); err != nil {
 		return err
@@ -437,7 +458,7 @@ func (m *Machine) build() error {
 		// A host op: its arguments and result as host values.
 		for i, c := range v.ins {
 			switch {
-			case c.role == roleInput:
+			case c.role == roleInput && !c.resident:
 				refs[c] = append(refs[c], argRef{st, i})
 			case c.host != nil:
 				st.args[i] = c.host
@@ -560,6 +581,12 @@ func (m *Machine) load(v *value) error {
 	for _, r := range v.refs {
 		r.st.args[r.i] = x
 	}
+	if v.resident {
+		if v.loaded {
+			return nil
+		}
+		v.loaded = true
+	}
 	if !m.hostMem {
 		if err := m.be.Upload(v.opnd, x); err != nil {
 			return fmt.Errorf("machine.RunAll: input %q: upload: %w", v.n.Name(), err)
@@ -621,6 +648,51 @@ func sameMemory(a, b gorgonia.Value) bool {
 	y, ok2 := b.(*tensor.Dense)
 	return ok1 && ok2 && !x.IsMaterializable() && !y.IsMaterializable() &&
 		x.Uintptr() == y.Uintptr() && x.Shape().TotalSize() == y.Shape().TotalSize() && x.Dtype() == y.Dtype()
+}
+
+// Reload makes the next run upload the resident inputs among nodes (all of
+// them when none is given) from their bound values, after the caller changed
+// those values on the host.
+func (m *Machine) Reload(nodes ...*gorgonia.Node) {
+	for _, v := range m.residents(nodes) {
+		v.loaded = false
+	}
+}
+
+// SyncToHost copies the device values of the resident inputs among nodes
+// (all of them when none is given) into their bound values.
+func (m *Machine) SyncToHost(nodes ...*gorgonia.Node) error {
+	for _, v := range m.residents(nodes) {
+		if !v.loaded {
+			continue // the bound value is the newer
+		}
+		if err := m.be.Download(v.n.Value(), v.opnd); err != nil {
+			return fmt.Errorf("machine.SyncToHost: input %q: %w", v.n.Name(), err)
+		}
+	}
+	return nil
+}
+
+// residents returns the resident inputs among nodes, or all of them.
+func (m *Machine) residents(nodes []*gorgonia.Node) []*value {
+	var out []*value
+	if m == nil || m.closed {
+		return nil
+	}
+	if len(nodes) == 0 {
+		for _, v := range m.inputs {
+			if v.resident {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	for _, n := range nodes {
+		if v, ok := m.byNode[n]; ok && v.resident {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Reset forgets the last run: values cannot be read until the next RunAll.

@@ -327,7 +327,8 @@ func reference(t *testing.T, b builder, dt tensor.Dtype) (float64, [][]float64) 
 }
 
 // onMachine builds a fresh copy of the case with its gradient nodes and a
-// machine over it.
+// machine over it, on the CPU unless opts name another backend (the CPU
+// machine is the reference the device tests compare with).
 func onMachine(t *testing.T, b builder, dt tensor.Dtype, opts ...machine.Option) (*machine.Machine, *gorgonia.Node, []*gorgonia.Node, []*gorgonia.Node) {
 	t.Helper()
 	g := gorgonia.NewGraph()
@@ -339,6 +340,7 @@ func onMachine(t *testing.T, b builder, dt tensor.Dtype, opts ...machine.Option)
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts = append([]machine.Option{machine.OnDevice("cpu")}, opts...)
 	m, err := machine.New(g, append(opts, machine.Keep(loss), machine.Keep(grads...))...)
 	if err != nil {
 		t.Fatal(err)

@@ -106,3 +106,75 @@ func TestDeviceSeam(t *testing.T) {
 		}
 	}
 }
+
+// TestResident: on a device, a Resident input is uploaded at the first run
+// only; Reload uploads it again; SyncToHost copies the device's value (here
+// changed behind the machine's back, as an optimizer on the device would)
+// into the bound value. On the CPU Resident changes nothing. A backend
+// without an optimizer refuses NewAdamW.
+func TestResident(t *testing.T) {
+	build := func() (*gorgonia.ExprGraph, *gorgonia.Node, *gorgonia.Node) {
+		g := gorgonia.NewGraph()
+		w := gorgonia.NewVector(g, tensor.Float64, gorgonia.WithShape(3), gorgonia.WithName("w"),
+			gorgonia.WithValue(tensor.New(tensor.WithBacking([]float64{1, 2, 3}))))
+		x := gorgonia.NewVector(g, tensor.Float64, gorgonia.WithShape(3), gorgonia.WithName("x"),
+			gorgonia.WithValue(tensor.New(tensor.WithBacking([]float64{10, 20, 30}))))
+		return g, w, gorgonia.Must(gorgonia.Add(w, x))
+	}
+	read := func(m *machine.Machine, y *gorgonia.Node) []float64 {
+		if err := m.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		v, err := m.Value(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]float64(nil), v.Data().([]float64)...)
+	}
+	want := func(got []float64, w ...float64) {
+		t.Helper()
+		for i := range w {
+			if got[i] != w[i] {
+				t.Fatalf("got %v, want %v", got, w)
+			}
+		}
+	}
+
+	dev := &fakeDevice{host: machine.CPU()}
+	g, w, y := build()
+	m, err := machine.New(g, machine.WithBackend(dev), machine.Resident(w), machine.Keep(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	want(read(m, y), 11, 22, 33)
+	up := dev.uploads
+	w.Value().Data().([]float64)[0] = 100 // the host's copy changes; the device keeps its own
+	want(read(m, y), 11, 22, 33)
+	if n := dev.uploads - up; n != 1 { // x only
+		t.Errorf("%d uploads in the second run, want 1 (x; w is resident)", n)
+	}
+	m.Reload(w)
+	want(read(m, y), 110, 22, 33)
+	if _, err := m.NewAdamW([]*gorgonia.Node{w}, []*gorgonia.Node{y}, []bool{false}); err == nil || !strings.Contains(err.Error(), "no device optimizer") {
+		t.Errorf("NewAdamW on a backend without an optimizer: %v", err)
+	}
+	// The host's copy changes again without a Reload: SyncToHost puts the
+	// device's value back.
+	w.Value().Data().([]float64)[1] = -1
+	if err := m.SyncToHost(w); err != nil {
+		t.Fatal(err)
+	}
+	want(w.Value().Data().([]float64), 100, 2, 3)
+
+	// On the CPU the bound value is read at every run.
+	g, w, y = build()
+	c, err := machine.New(g, machine.OnDevice("cpu"), machine.Resident(w), machine.Keep(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want(read(c, y), 11, 22, 33)
+	w.Value().Data().([]float64)[0] = 100
+	want(read(c, y), 110, 22, 33)
+}

@@ -136,6 +136,9 @@ func SaveCheckpoint(path string, params []*Param, opt *AdamW, step int, meta map
 			return fmt.Errorf("nn.SaveCheckpoint: optimizer %w", err)
 		}
 	}
+	if err := syncParams(params, nil); err != nil {
+		return fmt.Errorf("nn.SaveCheckpoint: %w", err)
+	}
 	defer readLock(params)()
 	tensors := make([]NamedTensor, 0, 3*len(params))
 	for _, p := range params {
@@ -513,6 +516,13 @@ func (c *Checkpoint) Restore(params []*Param, opt *AdamW, opts ...CheckpointOpti
 			return fmt.Errorf("%s: the checkpoint's optimizer %w", what, err)
 		}
 	}
+	// Values a device trains are brought to the host first (a non-strict
+	// restore keeps the ones it does not overwrite), and uploaded again
+	// before the device's next step.
+	if err := syncParams(params, nil); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer markHostNewer(params)
 	defer writeLock(params)()
 	for _, j := range jobs {
 		copyDense(j.dst, j.src)

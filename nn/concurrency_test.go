@@ -72,6 +72,12 @@ func TestTrainBesideEval(t *testing.T) {
 				errs <- err
 				return
 			}
+			// On a device the step leaves the parameters there: bring them
+			// to the host (nothing else writes them until the next step).
+			if err := train.Sync(); err != nil {
+				errs <- err
+				return
+			}
 			copies = append(copies, snapshot(m.Params(), nil))
 		}
 	}()

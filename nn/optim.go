@@ -97,6 +97,9 @@ func (o *AdamW) Step(grads []*tensor.Dense, lr float64) error {
 	if err := o.checkStep(grads, lr); err != nil {
 		return err
 	}
+	if err := syncParams(o.params, nil); err != nil {
+		return fmt.Errorf("nn.AdamW.Step: %w", err)
+	}
 	for i, g := range grads {
 		if err := checkFiniteTensor("gradient of "+quote(o.params[i].Name), g); err != nil {
 			return fmt.Errorf("nn.AdamW.Step: %w; no parameter changed", err)
@@ -132,6 +135,7 @@ func (o *AdamW) checkStep(grads []*tensor.Dense, lr float64) error {
 // step applies a checked update, holding the parameters' lock for writing.
 func (o *AdamW) step(grads []*tensor.Dense, lr float64) {
 	defer writeLock(o.params)()
+	defer markHostNewer(o.params)
 	o.t++
 	c1 := 1 - math.Pow(o.Beta1, float64(o.t))
 	c2 := 1 - math.Pow(o.Beta2, float64(o.t))

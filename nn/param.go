@@ -28,6 +28,9 @@ type Param struct {
 	// parameters of one GPT share one lock. Nil for a Param built outside
 	// nn's constructors, whose callers synchronize themselves.
 	lock *paramLock
+	// dev is the device step training this parameter, whose values may be
+	// newer than Value (see deviceStep); nil when it is trained on the host.
+	dev atomic.Pointer[deviceStep]
 }
 
 // Size returns the number of elements of p.

@@ -65,11 +65,15 @@ type Runner struct {
 	Logits     *gorgonia.Node // [Batch·Seq, V]
 	Loss       *CrossEntropy  // nil in Infer mode
 
-	params []*Param // the model's parameters (Train mode)
-	bound  []*Param // the parameters the graph reads
-	grads  []*gorgonia.Node
-	vm     *machine.Machine
-	mu     sync.Mutex // one call at a time owns the graph
+	params     []*Param // the model's parameters (Train mode)
+	bound      []*Param // the parameters the graph reads
+	grads      []*gorgonia.Node
+	vm         *machine.Machine
+	paramNodes []*gorgonia.Node // the input nodes of params (Train mode)
+	dev        *deviceStep      // AdamW on the machine's device (Train mode), or nil
+	devOpt     *AdamW           // the optimizer devErr refers to
+	devErr     error            // why devOpt steps on the host
+	mu         sync.Mutex       // one call at a time owns the graph
 }
 
 // NewRunner builds and compiles the graph of m for batch sequences of length
@@ -130,7 +134,17 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	if r.Loss != nil {
 		keep = append(keep, r.Loss.Loss)
 	}
-	if r.vm, err = machine.New(g, machine.Keep(keep...)); err != nil {
+	// On a device backend the positions, which never change, are uploaded
+	// once; in Train mode so are the parameters, which an optimizer step
+	// there (deviceStep) updates in place.
+	resident := []*gorgonia.Node{r.Positions}
+	if mode == Train {
+		for _, p := range r.params {
+			r.paramNodes = append(r.paramNodes, s.Node(p))
+		}
+	}
+	resident = append(resident, r.paramNodes...)
+	if r.vm, err = machine.New(g, machine.Keep(keep...), machine.Resident(resident...)); err != nil {
 		return nil, fmt.Errorf("nn.NewRunner: %w", err)
 	}
 	return r, nil
@@ -151,6 +165,15 @@ func (r *Runner) Close() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.dev != nil {
+		err := r.dev.syncLocked()
+		r.dev.close()
+		r.dev = nil
+		if err != nil {
+			r.vm.Close()
+			return fmt.Errorf("nn.Runner.Close: %w", err)
+		}
+	}
 	return r.vm.Close()
 }
 
@@ -169,34 +192,58 @@ func (r *Runner) Run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 
 // run is Run with r.mu held.
 func (r *Runner) run(tokens, targets []int, rng *rand.Rand) (float64, error) {
+	if err := r.exec(tokens, targets, rng); err != nil {
+		return 0, err
+	}
+	return r.loss()
+}
+
+// exec binds the batch and runs the graph, r.mu held.
+func (r *Runner) exec(tokens, targets []int, rng *rand.Rand) error {
 	if err := SetIndices(r.Tokens, tokens); err != nil {
-		return 0, fmt.Errorf("nn.Runner.Run: tokens: %w", err)
+		return fmt.Errorf("nn.Runner.Run: tokens: %w", err)
 	}
 	for i, t := range tokens {
 		if t < 0 || t >= r.Model.Config.Vocab {
-			return 0, fmt.Errorf("nn.Runner.Run: token %d at position %d is outside the vocabulary [0, %d)", t, i, r.Model.Config.Vocab)
+			return fmt.Errorf("nn.Runner.Run: token %d at position %d is outside the vocabulary [0, %d)", t, i, r.Model.Config.Vocab)
 		}
 	}
 	if r.Loss != nil {
 		if _, err := r.Loss.SetTargets(targets); err != nil {
-			return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+			return fmt.Errorf("nn.Runner.Run: %w", err)
 		}
 	}
 	if len(r.Scope.masks) > 0 {
 		if rng == nil {
-			return 0, fmt.Errorf("nn.Runner.Run: the model has dropout %g; a random source is needed in Train mode", r.Model.Config.Dropout)
+			return fmt.Errorf("nn.Runner.Run: the model has dropout %g; a random source is needed in Train mode", r.Model.Config.Dropout)
 		}
 		if err := r.Scope.ResampleDropout(rng); err != nil {
-			return 0, err
+			return err
 		}
+	}
+	if err := syncParams(r.bound, r.dev); err != nil {
+		return fmt.Errorf("nn.Runner.Run: %w", err)
+	}
+	switch {
+	case r.dev != nil:
+		if err := r.dev.upload(); err != nil {
+			return fmt.Errorf("nn.Runner.Run: %w", err)
+		}
+	case len(r.paramNodes) > 0:
+		r.vm.Reload(r.paramNodes...) // the parameters' bound values are the current ones
 	}
 	unlock := readLock(r.bound)
 	r.vm.Reset()
 	err := r.vm.RunAll()
 	unlock()
 	if err != nil {
-		return 0, fmt.Errorf("nn.Runner.Run: %w", err)
+		return fmt.Errorf("nn.Runner.Run: %w", err)
 	}
+	return nil
+}
+
+// loss reads the loss of the last run (0 in Infer mode), r.mu held.
+func (r *Runner) loss() (float64, error) {
 	if r.Loss == nil {
 		return 0, nil
 	}
@@ -359,6 +406,9 @@ func (r *Runner) TrainStep(opt *AdamW, lr, clip float64, tokens, targets []int, 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if ds := r.deviceStepFor(opt); ds != nil {
+		return ds.step(lr, clip, func() error { return r.exec(tokens, targets, rng) }, r.loss)
+	}
 	if loss, err = r.run(tokens, targets, rng); err != nil {
 		return 0, 0, err
 	}

@@ -1,0 +1,100 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+)
+
+// AttentionBuffers is AttentionParams on device Buffers: the same sizes, options, formulas and
+// kernels (launch.go's tile table), with every operand resident, so that a graph machine runs
+// attention without copies. Q [B,H,Nq,D], K and V [B,Hkv,Nk,D], O and DO and DQ [B,H,Nq,D],
+// DK and DV [B,Hkv,Nk,D], L, LRes and DL [B,H,Nq]: one element type, Float32 or Float64.
+// KeyLengths is nil or Int32 [B] (values in [0, Nk], uploaded by the caller); Delta is the
+// backward's Float64 [B·H·Nq] scratch. LRes and DL may be nil.
+type AttentionBuffers struct {
+	B, H, Hkv, Nq, Nk, D int
+	Scale                float64
+	Causal               bool
+	KeyLengths           *Buffer
+
+	Q, K, V, O, L, LRes *Buffer
+	DO, DL              *Buffer
+	DQ, DK, DV, Delta   *Buffer
+}
+
+// check validates the sizes and returns the operands of one direction.
+func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, error) {
+	shape := fmt.Sprintf("B=%d H=%d Hkv=%d Nq=%d Nk=%d D=%d", p.B, p.H, p.Hkv, p.Nq, p.Nk, p.D)
+	switch {
+	case p.B < 1 || p.H < 1 || p.Hkv < 1 || p.Nq < 1 || p.Nk < 1 || p.D < 1:
+		return 0, nil, fmt.Errorf("cuda: %s: every size must be at least 1 (%s)", op, shape)
+	case p.H%p.Hkv != 0:
+		return 0, nil, fmt.Errorf("cuda: %s: H=%d is not a multiple of Hkv=%d (%s)", op, p.H, p.Hkv, shape)
+	case math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale == 0:
+		return 0, nil, fmt.Errorf("cuda: %s: Scale=%v, want a finite non-zero value (%s)", op, p.Scale, shape)
+	case p.D > MaxHeadDim:
+		return 0, nil, fmt.Errorf("cuda: %s: D=%d over the kernels' limit %d (%s): %w", op, p.D, MaxHeadDim, shape, ErrUnsupported)
+	case p.B > 65535 || p.H > 65535 || p.Nq > math.MaxInt32/2 || p.Nk > math.MaxInt32/2:
+		return 0, nil, fmt.Errorf("cuda: %s: sizes over the kernels' grid limits (%s): %w", op, shape, ErrUnsupported)
+	}
+	qLen, err := mulSizes(p.B, p.H, p.Nq, p.D)
+	if err != nil {
+		return 0, nil, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
+	}
+	kLen, err := mulSizes(p.B, p.Hkv, p.Nk, p.D)
+	if err != nil {
+		return 0, nil, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
+	}
+	lLen := p.B * p.H * p.Nq
+	DT, dt, err := floatOf(op, "Q", p.Q)
+	if err != nil {
+		return 0, nil, err
+	}
+	ops := []operand{{name: "Q", b: p.Q, dt: DT, n: qLen}, {name: "K", b: p.K, dt: DT, n: kLen}, {name: "V", b: p.V, dt: DT, n: kLen},
+		{name: "O", b: p.O, dt: DT, n: qLen}, {name: "L", b: p.L, dt: DT, n: lLen}, {name: "LRes", b: p.LRes, dt: DT, n: lLen, optional: true},
+		{name: "KeyLengths", b: p.KeyLengths, dt: Int32, n: p.B, optional: true}}
+	if backward {
+		ops = append(ops, operand{name: "DO", b: p.DO, dt: DT, n: qLen}, operand{name: "DL", b: p.DL, dt: DT, n: lLen, optional: true},
+			operand{name: "DQ", b: p.DQ, dt: DT, n: qLen}, operand{name: "DK", b: p.DK, dt: DT, n: kLen}, operand{name: "DV", b: p.DV, dt: DT, n: kLen},
+			operand{name: "Delta", b: p.Delta, dt: Float64, n: lLen, atLeast: true})
+	}
+	return dt, ops, nil
+}
+
+// kernel returns the kernels' parameters for p (contiguous layouts).
+func (p *AttentionBuffers) kernel() attnParams {
+	kp := attnBase(&AttentionParams{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
+	kp.q, kp.k, kp.v, kp.o, kp.lse = p.Q.ptr, p.K.ptr, p.V.ptr, p.O.ptr, p.L.ptr
+	kp.lres, kp.keyLengths = ptrOf(p.LRes), ptrOf(p.KeyLengths)
+	kp.do, kp.dlse, kp.dq, kp.dk, kp.dv, kp.delta = ptrOf(p.DO), ptrOf(p.DL), ptrOf(p.DQ), ptrOf(p.DK), ptrOf(p.DV), ptrOf(p.Delta)
+	return kp
+}
+
+// AttentionForwardBuffers computes O, L (and LRes when set) from Q, K and V with the
+// FlashAttention-2 kernel, without waiting. Problems the kernels do not cover return an error
+// wrapping ErrUnsupported.
+func AttentionForwardBuffers(p AttentionBuffers) error {
+	const op = "attention forward"
+	dt, ops, err := p.check(op, false)
+	if err != nil {
+		return err
+	}
+	return launchOn(op, ops, func(s *state) error {
+		kp := p.kernel()
+		return s.attnForwardKernels(&kp, dt, 2)
+	})
+}
+
+// AttentionBackwardBuffers computes DQ, DK and DV from Q, K, V, O, L (LRes), DO (and DL) with
+// the deterministic backward kernels, without waiting.
+func AttentionBackwardBuffers(p AttentionBuffers) error {
+	const op = "attention backward"
+	dt, ops, err := p.check(op, true)
+	if err != nil {
+		return err
+	}
+	return launchOn(op, ops, func(s *state) error {
+		kp := p.kernel()
+		return s.attnBackwardKernels(&kp, dt)
+	})
+}
