@@ -33,6 +33,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/examples/internal/train"
+	"github.com/flashgorgon/flashgorgon/machine"
 	"github.com/flashgorgon/flashgorgon/nn"
 )
 
@@ -57,30 +58,57 @@ type options struct {
 	temp      float64
 }
 
-// defaults are the flags' defaults: the largest model of a small sweep that
-// trains in about two minutes on 2 idle cores with the SIMD kernels (952k
-// parameters, width 192, 6 heads, 2 blocks; about 78 ms a step, 26k
-// tokens/s on the AVX-512 development machine). Over 1400 steps it reached
-// a validation loss of 1.66 nats/char, against 1.69 for width 128 and 1.67
-// for width 128 with 4 blocks (both slower), 1.86–1.88 with context 128 and
-// batch 16, and 1.79 for the earlier default (width 64, 4 heads, lr 1e-2).
-var defaults = train.Common{Steps: 1400, Batch: 32, EvalEvery: 200, Warmup: 50, Layers: 2, Heads: 6, Width: 192, LR: 3e-3, Seed: 1}
+// A preset is the flags' defaults for one kind of machine.
+type preset struct {
+	train.Common
+	context int
+	minLR   float64
+}
 
-// newFlags defines the program's flags, writing into o.
-func newFlags(o *options, stderr io.Writer) *train.Flags {
+// cpuPreset is the largest model of a small sweep that trains in about two
+// minutes on 2 idle cores with the SIMD kernels (952k parameters, width 192,
+// 6 heads, 2 blocks; about 78 ms a step, 26k tokens/s on the AVX-512
+// development machine). Over 1400 steps it reached a validation loss of
+// 1.66 nats/char, against 1.69 for width 128 and 1.67 for width 128 with 4
+// blocks (both slower), 1.86–1.88 with context 128 and batch 16, and 1.79
+// for the earlier default (width 64, 4 heads, lr 1e-2).
+var cpuPreset = preset{
+	Common:  train.Common{Steps: 1400, Batch: 32, EvalEvery: 200, Warmup: 50, Layers: 2, Heads: 6, Width: 192, LR: 3e-3, Seed: 1},
+	context: 64, minLR: 1e-3,
+}
+
+// gpuPreset is the default when the machine runs on a GPU: about 10.7M
+// parameters (6 blocks of width 384, 6 heads) over a context of 256,
+// sized to train in about two minutes on an H100 (cmd/trainbench/results).
+var gpuPreset = preset{
+	Common:  train.Common{Steps: 3000, Batch: 32, EvalEvery: 250, Warmup: 100, Layers: 6, Heads: 6, Width: 384, LR: 1e-3, Seed: 1},
+	context: 256, minLR: 1e-4,
+}
+
+// presetFor returns the defaults for the device the machine runs on.
+func presetFor(device string) preset {
+	if device == "cpu" {
+		return cpuPreset
+	}
+	return gpuPreset
+}
+
+// newFlags defines the program's flags, writing into o, with the defaults
+// of the preset d.
+func newFlags(o *options, d preset, stderr io.Writer) *train.Flags {
 	f := train.NewFlags("gpt", stderr)
-	o.Common.Register(f, defaults)
+	o.Common.Register(f, d.Common)
 	f.StringVar(&o.data, "data", "", "text file to train on (default: the Go standard library's .go sources)")
 	f.Int(&o.maxBytes, "max_bytes", 4<<20, train.NonNegative, "use at most this many bytes of the corpus (0: all)")
 	f.Int(&o.maxVocab, "max_vocab", 128, train.NonNegative, "keep the most frequent characters; the rest share one unknown id (0: keep all; 1 is too few)")
 	f.Float(&o.valFrac, "val_frac", 0.1, train.Range{Lo: 0, Hi: 1, LoOpen: true, HiOpen: true}, "fraction of the corpus (its tail) held out for validation")
 	f.StringVar(&o.out, "out", filepath.Join("out", "gpt"), "output folder for the checkpoint and the loss curve")
 	f.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -out up to -steps (its model configuration, vocabulary and seed replace the flags)")
-	f.Int(&o.context, "context", 64, train.AtLeast(1), "context length in characters")
+	f.Int(&o.context, "context", d.context, train.AtLeast(1), "context length in characters")
 	f.Int(&o.kvHeads, "kv_heads", 0, train.NonNegative, "key/value heads for grouped-query attention (0: one per head)")
 	f.Int(&o.mlpRatio, "mlp_ratio", 4, train.AtLeast(1), "MLP hidden width as a multiple of the model width")
 	f.Float(&o.dropout, "dropout", 0, train.Range{Lo: 0, Hi: 1, HiOpen: true}, "dropout probability during training")
-	f.Float(&o.minLR, "min_lr", 1e-3, train.NonNegative, "learning rate at the end of the cosine decay (at most -lr)")
+	f.Float(&o.minLR, "min_lr", d.minLR, train.NonNegative, "learning rate at the end of the cosine decay (at most -lr)")
 	f.Float(&o.decay, "weight_decay", 0.1, train.NonNegative, "AdamW weight decay (matrices and embeddings)")
 	f.Float(&o.clip, "clip", 1, train.NonNegative, "clip gradients to this global norm (0: off)")
 	f.Int(&o.evalBatch, "eval_batches", 16, train.AtLeast(1), "batches per evaluation")
@@ -113,8 +141,18 @@ const (
 
 func run(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
+	// The device decides the defaults: the runners open the same one
+	// (machine.Open with FLASHGORGON_DEVICE), so this only asks which.
+	dev, err := machine.Open("")
+	if err != nil {
+		return err
+	}
+	device := dev.Name()
+	if err := dev.Close(); err != nil {
+		return err
+	}
 	o := &options{}
-	if err := newFlags(o, stderr).Parse(args); err != nil {
+	if err := newFlags(o, presetFor(device), stderr).Parse(args); err != nil {
 		return err
 	}
 	if err := train.PrepareOut(o.out); err != nil {
@@ -124,7 +162,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var (
 		ck   *nn.Checkpoint
 		hist train.History
-		err  error
 	)
 	if o.resume {
 		if ck, err = nn.ReadCheckpoint(ckptPath); err != nil {
@@ -225,6 +262,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if kv == 0 {
 		kv = cfg.Heads
 	}
+	fmt.Fprintf(stdout, "device: %s\n", device)
 	fmt.Fprintf(stdout, "model: %d layers, width %d, %d heads (%d kv), context %d, %d parameters; batch %d, steps %d→%d\n",
 		cfg.Layers, cfg.Width, cfg.Heads, kv, cfg.Context, model.NumParams(), o.Batch, step, o.Steps)
 	fmt.Fprintf(stdout, "unigram entropy of the corpus: %.4f nats/char\n", unigram)

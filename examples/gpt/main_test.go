@@ -361,7 +361,7 @@ func TestTooBigForMemory(t *testing.T) {
 // float flag refuses NaN and ±Inf naming itself, so that a flag added later
 // cannot skip validation.
 func TestEveryNumericFlagChecked(t *testing.T) {
-	f := newFlags(&options{}, io.Discard)
+	f := newFlags(&options{}, cpuPreset, io.Discard)
 	if u := f.Unranged(); len(u) > 0 {
 		t.Fatalf("numeric flags without a range: %v", u)
 	}
@@ -370,7 +370,7 @@ func TestEveryNumericFlagChecked(t *testing.T) {
 			return
 		}
 		for _, v := range []string{"NaN", "Inf", "-Inf"} {
-			err := newFlags(&options{}, io.Discard).Parse([]string{"-" + fl.Name, v})
+			err := newFlags(&options{}, cpuPreset, io.Discard).Parse([]string{"-" + fl.Name, v})
 			if err == nil || !strings.Contains(err.Error(), "-"+fl.Name+" ") || !strings.Contains(err.Error(), "finite") {
 				t.Errorf("-%s %s: error %v", fl.Name, v, err)
 			}
