@@ -10,7 +10,8 @@ import (
 // cuBLAS, opened at run time like the driver (no cgo, no headers): the first product loads
 // libcublas.so.13, .12 or .11 (FLASHGORGON_CUBLAS names another file), whichever the machine
 // has, binds the entry points below and makes a handle in the worker's context, bound to the
-// stream the kernels run on (the default stream), with the default math mode: float32
+// stream the kernels run on (the default stream; the recording stream during Capture) and to a
+// workspace of 32 MiB of our own, with the default math mode: float32
 // products are computed in float32 (no TF32 unless GemmParams.TF32 asks for it).
 
 type blasHandle = uintptr
@@ -21,6 +22,7 @@ var (
 	cublasCreate              func(h *blasHandle) int32
 	cublasDestroy             func(h blasHandle) int32
 	cublasSetStream           func(h blasHandle, stream uintptr) int32
+	cublasSetWorkspace        func(h blasHandle, work devptr, bytes uintptr) int32 // optional (cuBLAS 11.4 on)
 	cublasSetMathMode         func(h blasHandle, mode int32) int32
 	cublasGetVersion          func(h blasHandle, v *int32) int32
 	cublasSgemm               func(h blasHandle, ta, tb int32, m, n, k int32, alpha *float32, a devptr, lda int32, b devptr, ldb int32, beta *float32, c devptr, ldc int32) int32
@@ -33,6 +35,7 @@ var blasSymbols = []driverSymbol{
 	{&cublasCreate, "cublasCreate_v2", false},
 	{&cublasDestroy, "cublasDestroy_v2", false},
 	{&cublasSetStream, "cublasSetStream_v2", false},
+	{&cublasSetWorkspace, "cublasSetWorkspace_v2", true},
 	{&cublasSetMathMode, "cublasSetMathMode", false},
 	{&cublasGetVersion, "cublasGetVersion_v2", false},
 	{&cublasSgemm, "cublasSgemm_v2", false},
@@ -49,6 +52,7 @@ const (
 	blasTF32TensorOp    = 3 // CUBLAS_TF32_TENSOR_OP_MATH
 	blasStatusSuccess   = 0
 	blasMaxDim          = 1<<31 - 1
+	blasWorkspace       = 32 << 20 // cuBLAS's advice for Hopper; a product never allocates beyond it
 	blasLibraryVariable = "FLASHGORGON_CUBLAS"
 )
 
@@ -129,16 +133,42 @@ func (s *state) handle() (blasHandle, error) {
 	if err := blasCheck(cublasCreate(&h), "cublasCreate (%s)", blasLib); err != nil {
 		return 0, err
 	}
-	if err := blasCheck(cublasSetStream(h, 0), "cublasSetStream"); err != nil {
-		cublasDestroy(h)
-		return 0, err
-	}
 	if err := blasCheck(cublasSetMathMode(h, blasDefaultMath), "cublasSetMathMode(CUBLAS_DEFAULT_MATH)"); err != nil {
 		cublasDestroy(h)
 		return 0, err
 	}
+	if cublasSetWorkspace != nil {
+		w, err := memAlloc(blasWorkspace)
+		if err != nil {
+			cublasDestroy(h)
+			return 0, err
+		}
+		s.blasWork = w
+	}
 	s.blas = h
+	if err := s.blasStream(s.stream); err != nil {
+		cublasDestroy(h)
+		s.blas = 0
+		if s.blasWork != 0 {
+			memFree(s.blasWork)
+			s.blasWork = 0
+		}
+		return 0, err
+	}
 	return h, nil
+}
+
+// blasStream makes the handle's products go to stream st, with the workspace of our own (which
+// cublasSetStream forgets): cuBLAS then allocates nothing during a product, as recording a
+// step (Capture) requires.
+func (s *state) blasStream(st cuStream) error {
+	if err := blasCheck(cublasSetStream(s.blas, st), "cublasSetStream"); err != nil {
+		return err
+	}
+	if s.blasWork == 0 {
+		return nil
+	}
+	return blasCheck(cublasSetWorkspace(s.blas, s.blasWork, blasWorkspace), "cublasSetWorkspace(%d bytes)", blasWorkspace)
 }
 
 // BLAS reports whether matrix products can run on the device: nil, or why not (no device,

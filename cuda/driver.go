@@ -28,12 +28,15 @@ import (
 const driverLibrary = "libcuda.so.1"
 
 type (
-	cuDevice   = int32
-	cuContext  = uintptr
-	cuModule   = uintptr
-	cuFunction = uintptr
-	cuEvent    = uintptr
-	devptr     = uint64
+	cuDevice    = int32
+	cuContext   = uintptr
+	cuModule    = uintptr
+	cuFunction  = uintptr
+	cuEvent     = uintptr
+	cuStream    = uintptr
+	cuGraph     = uintptr
+	cuGraphExec = uintptr
+	devptr      = uint64
 )
 
 // The driver's entry points, nil until openDriver binds them.
@@ -56,7 +59,6 @@ var (
 	cuMemFree                 func(p devptr) int32
 	cuMemcpyHtoD              func(dst devptr, src unsafe.Pointer, n uintptr) int32
 	cuMemcpyDtoH              func(dst unsafe.Pointer, src devptr, n uintptr) int32
-	cuMemsetD8                func(dst devptr, v uint8, n uintptr) int32
 	cuMemcpyDtoD              func(dst, src devptr, n uintptr) int32
 	cuLaunchKernel            func(f cuFunction, gx, gy, gz, bx, by, bz, smem uint32, stream uintptr, params *unsafe.Pointer, extra *unsafe.Pointer) int32
 	cuEventCreate             func(e *cuEvent, flags uint32) int32
@@ -68,6 +70,18 @@ var (
 	cuGetErrorString          func(code int32, msg **byte) int32
 	cuCtxCreate               func(ctx *cuContext, flags uint32, dev cuDevice) int32 // optional
 	cuCtxDestroy              func(ctx cuContext) int32                              // optional
+	cuMemsetD8Async           func(dst devptr, v uint8, n uintptr, stream cuStream) int32
+	cuMemGetInfo              func(free, total *uintptr) int32
+
+	// Streams and graphs (graph.go), optional: without them a step is not recorded.
+	cuStreamCreate              func(s *cuStream, flags uint32) int32
+	cuStreamDestroy             func(s cuStream) int32
+	cuStreamBeginCapture        func(s cuStream, mode int32) int32
+	cuStreamEndCapture          func(s cuStream, g *cuGraph) int32
+	cuGraphInstantiateWithFlags func(e *cuGraphExec, g cuGraph, flags uint64) int32
+	cuGraphLaunch               func(e cuGraphExec, s cuStream) int32
+	cuGraphExecDestroy          func(e cuGraphExec) int32
+	cuGraphDestroy              func(g cuGraph) int32
 )
 
 // driverSymbol names one entry point: fn points to the function value bound to it. An optional
@@ -98,7 +112,6 @@ var driverSymbols = []driverSymbol{
 	{&cuMemFree, "cuMemFree_v2", false},
 	{&cuMemcpyHtoD, "cuMemcpyHtoD_v2", false},
 	{&cuMemcpyDtoH, "cuMemcpyDtoH_v2", false},
-	{&cuMemsetD8, "cuMemsetD8_v2", false},
 	{&cuMemcpyDtoD, "cuMemcpyDtoD_v2", false},
 	{&cuLaunchKernel, "cuLaunchKernel", false},
 	{&cuEventCreate, "cuEventCreate", false},
@@ -112,6 +125,17 @@ var driverSymbols = []driverSymbol{
 	// a kernel fault.
 	{&cuCtxCreate, "cuCtxCreate_v2", true},
 	{&cuCtxDestroy, "cuCtxDestroy_v2", true},
+	{&cuMemsetD8Async, "cuMemsetD8Async", false},
+	{&cuMemGetInfo, "cuMemGetInfo_v2", false},
+	// Recording a training step (CUDA 11.4 and later drivers).
+	{&cuStreamCreate, "cuStreamCreate", true},
+	{&cuStreamDestroy, "cuStreamDestroy_v2", true},
+	{&cuStreamBeginCapture, "cuStreamBeginCapture_v2", true},
+	{&cuStreamEndCapture, "cuStreamEndCapture", true},
+	{&cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", true},
+	{&cuGraphLaunch, "cuGraphLaunch", true},
+	{&cuGraphExecDestroy, "cuGraphExecDestroy", true},
+	{&cuGraphDestroy, "cuGraphDestroy", true},
 }
 
 // CUresult and enum values of cuda.h that the package uses. TestDriverConstants checks them
@@ -341,11 +365,14 @@ func dtod(dst, src devptr, n int64, what string) error {
 	return check(cuMemcpyDtoD(dst, src, uintptr(n)), "cuMemcpyDtoD(%s, %d bytes)", what, n)
 }
 
+// memset8 sets n bytes at dst to v, queued on the worker's stream (so that a recorded step
+// records it).
 func memset8(dst devptr, v byte, n int64) error {
-	return check(cuMemsetD8(dst, v, uintptr(n)), "cuMemsetD8(%d bytes)", n)
+	return check(cuMemsetD8Async(dst, v, uintptr(n), dev.stream), "cuMemsetD8Async(%d bytes)", n)
 }
 
-// launch starts kernel f on the default stream with a 1-D block, a 3-D grid, dynamic shared
+// launch starts kernel f on the worker's stream (the default stream, or the recording stream
+// while a step is recorded, see Capture) with a 1-D block, a 3-D grid, dynamic shared
 // memory smem and one by-value parameter: the params struct at params (Go memory holding no
 // pointers, laid out as its kernels/params.h twin). The driver reads the parameter through
 // the kernelParams array (one void* per kernel parameter) and copies it before
@@ -358,7 +385,7 @@ func launch(f cuFunction, name string, grid [3]int, block, smem int, params unsa
 	pin.Pin(args)
 	defer pin.Unpin()
 	args[0] = params
-	r := cuLaunchKernel(f, uint32(grid[0]), uint32(grid[1]), uint32(grid[2]), uint32(block), 1, 1, uint32(smem), 0, &args[0], nil)
+	r := cuLaunchKernel(f, uint32(grid[0]), uint32(grid[1]), uint32(grid[2]), uint32(block), 1, 1, uint32(smem), dev.stream, &args[0], nil)
 	return check(r, "cuLaunchKernel(%s, grid %v, block %d, shared %d bytes)", name, grid, block, smem)
 }
 

@@ -136,6 +136,35 @@ func (g *ParamGroup) AdamW(lr, beta1, beta2, eps, weightDecay float64, step int)
 	})
 }
 
+// AdamWScheduled is AdamW with the values that change from step to step read by the kernel from
+// device memory, so that a recorded launch (Capture) stays right on every replay: sched is
+// Float64 [3] holding (lr, 1 − β1ᵗ, 1 − β2ᵗ) of the step (AdamWSchedule), written by the host
+// before the launch runs. The kernel changes nothing when norm[0] (Float64 [1], GradNorm's) or,
+// when loss is set, loss[0] (of the group's element type) is NaN or ±Inf: the step is skipped
+// on the device, as a host that reads them first would skip it.
+func (g *ParamGroup) AdamWScheduled(sched *Buffer, beta1, beta2, eps, weightDecay float64, norm, loss *Buffer) error {
+	const op = "group adamw (scheduled)"
+	if err := checkAdamW(op, 1, beta1, beta2, eps, weightDecay, 1); err != nil {
+		return err
+	}
+	ops, err := g.operands(op, true)
+	if err != nil {
+		return err
+	}
+	ops = append(ops, operand{name: "sched", b: sched, dt: Float64, n: 3}, operand{name: "norm", b: norm, dt: Float64, n: 1},
+		operand{name: "loss", b: loss, dt: g.dt, n: 1, optional: true})
+	_, dt, _ := floatOf(op, "params[0]", g.params[0])
+	return launchOn(op, ops, func(s *state) error {
+		if g.blocks == 0 {
+			return nil
+		}
+		kp := g.kernel()
+		kp.weightDecay, kp.beta1, kp.beta2, kp.eps = weightDecay, beta1, beta2, eps
+		kp.sched, kp.norm, kp.loss = sched.ptr, norm.ptr, ptrOf(loss)
+		return s.startNN("fg_group_adamw", dt, [3]int{g.blocks, 1, 1}, ewThreads, unsafe.Pointer(&kp))
+	})
+}
+
 // GradNorm computes norm[0] = √(Σ over the group's gradients of g²) (Float64 [1]) with work
 // Float64 [g.Workspace()], in two launches, deterministically.
 func (g *ParamGroup) GradNorm(norm, work *Buffer) error {

@@ -85,4 +85,5 @@ type groupParams struct {
 	table, work, norm                                   devptr
 	count, blocks                                       int64
 	lr, weightDecay, beta1, beta2, eps, c1, c2, maxNorm float64
+	sched, loss                                         devptr
 }

@@ -36,6 +36,10 @@ type state struct {
 	resident residentSet
 	gen      uint64     // counts the contexts made: a Buffer is valid only in the one it was allocated in
 	blas     blasHandle // the cuBLAS handle of this context, 0 until the first product
+	blasWork devptr     // the handle's workspace (blasWorkspace bytes)
+	// stream is the stream launches, memsets and cuBLAS calls go to: 0 (the default stream),
+	// or rec while Capture records; rec is made at the first Capture in this context.
+	stream, rec cuStream
 }
 
 // kernel is a loaded kernel function and the dynamic shared memory it has been allowed.
@@ -208,7 +212,8 @@ func (s *state) reset() {
 	s.pool = pool{}
 	poolBytes.Store(0)
 	s.gen++
-	s.blas = 0 // destroyed with the context
+	s.blas, s.blasWork = 0, 0 // destroyed with the context
+	s.stream, s.rec = 0, 0
 	s.resident = residentSet{}
 	s.modules, s.funcs, s.live = nil, nil, false
 }

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"log"
 	"sync"
 
 	"gorgonia.org/gorgonia"
@@ -262,20 +263,49 @@ func (c *cudaBackend) Download(dst gorgonia.Value, src Operand) error {
 
 // cudaAdamW is the CUDA backend's Optimizer: a cuda.ParamGroup over the parameters, gradients
 // and moments (one launch each for the gradient norm, the clip and AdamW).
+//
+// Train runs a whole step in one cuda.Do, so that every launch and cuBLAS call of the step is
+// a direct call on the cuda worker's thread (one hand-off per step, not one per call), and,
+// with replay on, records the step's launches once, at the second step (cuda.Capture: the op
+// kernels, the norm, the clip and AdamWScheduled), and replays that CUDA graph at every later
+// step. What changes
+// between steps is in device memory written before the replay: the inputs (the batch's
+// tokens and targets, uploaded into their planned buffers by load) and sched, AdamW's
+// (lr, 1 − β1ᵗ, 1 − β2ᵗ). What the recording holds as launch arguments (the clip norm, β1,
+// β2, ε, the weight decay) is its key: a step with other values records again.
 type cudaAdamW struct {
 	c      *cudaBackend
 	group  *cuda.ParamGroup
 	ms, vs []*cuda.Buffer
 	norm   *cuda.Buffer // Float64 [1]
 	work   *cuda.Buffer
-	host   []float64 // the norm on the host
+	sched  *cuda.Buffer // Float64 [3]: AdamWSchedule of the step
+	host   []float64    // the norm on the host
+	lossH  []float64    // the loss on the host (Float64 losses)
+	lossF  []float32    // the loss on the host (Float32 losses)
+
+	replay   bool        // record and replay steps (Replayer)
+	warm     bool        // a step ran: the kernels' modules and cuBLAS are loaded
+	noGraph  bool        // recording failed once: plain launches from then on
+	graph    *cuda.Graph // the recorded step, or nil
+	graphKey graphKey    // the values graph was recorded with
 }
+
+// graphKey is what a recorded step holds as launch arguments besides the planned buffers.
+type graphKey struct {
+	loss                        opndKey
+	clip, beta1, beta2, eps, wd float64
+}
+
+// graphFailed logs, once per process, why steps are not recorded.
+var graphFailed sync.Once
 
 // NewAdamW implements OptimizerBackend.
 func (c *cudaBackend) NewAdamW(params, grads []Operand, decay []bool) (Optimizer, error) {
 	n := len(params)
 	ps, gs := make([]*cuda.Buffer, n), make([]*cuda.Buffer, n)
-	o := &cudaAdamW{c: c, ms: make([]*cuda.Buffer, n), vs: make([]*cuda.Buffer, n), host: make([]float64, 1)}
+	o := &cudaAdamW{c: c, ms: make([]*cuda.Buffer, n), vs: make([]*cuda.Buffer, n), host: make([]float64, 1),
+		lossH: make([]float64, 1), lossF: make([]float32, 1), replay: true}
 	for i := range params {
 		var err error
 		if ps[i], err = device(params[i]); err != nil {
@@ -306,7 +336,111 @@ func (c *cudaBackend) NewAdamW(params, grads []Operand, decay []bool) (Optimizer
 	if o.work, err = c.alloc(cuda.Float64, g.Workspace()); err != nil {
 		return nil, err
 	}
+	if o.sched, err = c.alloc(cuda.Float64, 3); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// SetReplay implements Replayer.
+func (o *cudaAdamW) SetReplay(on bool) {
+	o.replay = on
+	o.dropGraph()
+}
+
+// Recorded implements Replayer.
+func (o *cudaAdamW) Recorded() bool { return o.graph != nil }
+
+func (o *cudaAdamW) dropGraph() {
+	if o.graph != nil {
+		o.graph.Free()
+		o.graph = nil
+	}
+}
+
+// Train implements Optimizer: the whole step in one cuda.Do, replayed when recorded.
+func (o *cudaAdamW) Train(load, run func() error, loss Operand, s AdamWStep) (lossV, norm float64, err error) {
+	lb, err := device(loss)
+	if err != nil {
+		return 0, 0, err
+	}
+	if lb.Len() != 1 || (loss.Buf.Dtype() != tensor.Float32 && loss.Buf.Dtype() != tensor.Float64) {
+		return 0, 0, fmt.Errorf("machine: %s: the loss is %d elements of %v, want one float", o.c.name, lb.Len(), loss.Buf.Dtype())
+	}
+	if s.Step < 1 {
+		return 0, 0, fmt.Errorf("machine: %s: AdamW step %d, want ≥ 1", o.c.name, s.Step)
+	}
+	sched := cuda.AdamWSchedule(s.LR, s.Beta1, s.Beta2, s.Step)
+	key := graphKey{loss: opndKey{loss.Buf, loss.Off}, clip: s.Clip, beta1: s.Beta1, beta2: s.Beta2, eps: s.Eps, wd: s.WeightDecay}
+	step := func() error {
+		if err := run(); err != nil {
+			return err
+		}
+		if err := o.group.GradNorm(o.norm, o.work); err != nil {
+			return err
+		}
+		if err := o.group.ClipByNorm(o.norm, s.Clip); err != nil {
+			return err
+		}
+		return o.group.AdamWScheduled(o.sched, s.Beta1, s.Beta2, s.Eps, s.WeightDecay, o.norm, lb)
+	}
+	err = cuda.Do(func() error {
+		if err := load(); err != nil {
+			return err
+		}
+		if err := o.sched.Upload(sched[:]); err != nil {
+			return err
+		}
+		if o.graph != nil && o.graphKey != key {
+			o.dropGraph()
+		}
+		switch {
+		case o.graph != nil:
+			if err := o.graph.Launch(); err != nil {
+				return err
+			}
+		case o.replay && !o.noGraph && o.warm:
+			// (Recorded from the second step on: the first loads the kernels' modules and
+			// lets cuBLAS set itself up, which recording would refuse.)
+			g, err := cuda.Capture(step)
+			if err != nil {
+				// Nothing ran: run the step's launches as they come, now and from now on.
+				o.noGraph = true
+				graphFailed.Do(func() {
+					log.Printf("flashgorgon: %s: a training step could not be recorded as a CUDA graph (%v): its kernels are launched one by one", o.c.name, err)
+				})
+				if err := step(); err != nil {
+					return err
+				}
+				break
+			}
+			o.graph, o.graphKey = g, key
+			if err := g.Launch(); err != nil {
+				return err
+			}
+		default:
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		o.warm = true
+		if err := o.norm.Download(o.host); err != nil {
+			return err
+		}
+		if loss.Buf.Dtype() == tensor.Float32 {
+			if err := lb.Download(o.lossF); err != nil {
+				return err
+			}
+			lossV = float64(o.lossF[0])
+		} else {
+			if err := lb.Download(o.lossH); err != nil {
+				return err
+			}
+			lossV = o.lossH[0]
+		}
+		return nil
+	})
+	return lossV, o.host[0], err
 }
 
 func (o *cudaAdamW) GradNorm() (float64, error) {
@@ -356,5 +490,8 @@ func (o *cudaAdamW) StoreMoments(i int, m, v gorgonia.Value) error {
 	return nil
 }
 
-// Close releases the group's table (the moments go with the backend).
-func (o *cudaAdamW) Close() error { return o.group.Free() }
+// Close releases the group's table and the recorded step (the moments go with the backend).
+func (o *cudaAdamW) Close() error {
+	o.dropGraph()
+	return o.group.Free()
+}

@@ -73,6 +73,15 @@
 // on the device's one stream; a run waits for the device only where the host
 // reads a value (Value, Read, a host op's inputs).
 //
+// TrainStep runs a training step (the graph, the gradient norm, the clip and
+// AdamW) as one program: on CUDA in one cuda.Do (one hand-off to the cuda
+// worker's thread per step), recorded at the second step as a CUDA graph
+// (cuda.Capture) and replayed with one launch per step after it. The values
+// that change between steps are in device memory written before the launch:
+// the inputs' buffers, and AdamW's learning rate and bias corrections
+// (cuda.ParamGroup.AdamWScheduled). A recording failure logs once and the
+// steps launch their kernels one by one.
+//
 // Resident inputs (Resident: a model's parameters, constant positions) are
 // uploaded at the first run and kept; an OptimizerBackend (the CUDA one,
 // over cuda.ParamGroup) steps them in place with AdamW moments of its own

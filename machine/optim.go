@@ -35,6 +35,72 @@ type Optimizer interface {
 	StoreMoments(i int, m, v gorgonia.Value) error
 	// Close releases the optimizer's device memory.
 	Close() error
+	// Train runs a whole training step on the device: load (the
+	// machine's uploads of its inputs), run (its op kernels), GradNorm,
+	// the clip and the AdamW step s, which the device skips when the loss
+	// (the scalar at loss) or the norm is NaN or ±Inf; it returns both.
+	// Machine.TrainStep calls it.
+	Train(load, run func() error, loss Operand, s AdamWStep) (lossV, norm float64, err error)
+}
+
+// Replayer is an Optimizer that records a training step once and replays
+// it (the CUDA one: a CUDA graph of the step's launches). Replay is on from
+// the start; SetReplay(false) launches every kernel of every step instead.
+type Replayer interface {
+	SetReplay(on bool)
+	// Recorded reports whether a recorded step is held (and the next
+	// Train with the same clip and hyperparameters replays it).
+	Recorded() bool
+}
+
+// TrainStep runs the graph once, as RunAll, and the optimizer step o (made
+// by m.NewAdamW) after it as one program on the device: the gradient norm,
+// clipping to s.Clip and the AdamW step s, which the device skips when the
+// loss (a kept scalar node) or the norm is NaN or ±Inf, as a caller that read
+// them first would. It returns the loss and the norm before clipping; the
+// kept nodes can be read afterwards as after RunAll. On CUDA the step costs
+// one hand-off to the device's thread, and with replay (Replayer) one
+// launch of the step recorded at its first call.
+func (m *Machine) TrainStep(o Optimizer, loss *gorgonia.Node, s AdamWStep) (lossV, norm float64, err error) {
+	if m == nil || m.closed {
+		return 0, 0, fmt.Errorf("machine.TrainStep: the machine is nil or closed")
+	}
+	if o == nil {
+		return 0, 0, fmt.Errorf("machine.TrainStep: no optimizer")
+	}
+	lv, ok := m.byNode[loss]
+	if !ok || (lv.role != roleOp && lv.role != roleView) || !lv.base.kept || size(lv.shape) != 1 {
+		return 0, 0, fmt.Errorf("machine.TrainStep: the loss %v is not a kept scalar op node", loss)
+	}
+	m.ran = false
+	load := func() error {
+		for _, v := range m.inputs {
+			if err := m.load(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	run := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = m.fail(fmt.Errorf("panic: %v", r))
+			}
+			m.cur = nil
+		}()
+		for _, st := range m.steps {
+			m.cur = st
+			if err := m.exec(st); err != nil {
+				return m.fail(err)
+			}
+		}
+		return nil
+	}
+	if lossV, norm, err = o.Train(load, run, lv.opnd, s); err != nil {
+		return lossV, norm, fmt.Errorf("machine.TrainStep: %w", err)
+	}
+	m.ran = true
+	return lossV, norm, nil
 }
 
 // OptimizerBackend is a Backend with a fused optimizer over its buffers:

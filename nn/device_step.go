@@ -71,30 +71,36 @@ func (r *Runner) deviceStepFor(opt *AdamW) *deviceStep {
 	return ds
 }
 
-// step is TrainStep on the device, r.mu held: run (exec), the gradient norm, the loss (read
-// after the norm, so that the host waits for the device once), and, when both are finite,
-// clip and AdamW on the device.
-func (ds *deviceStep) step(lr, clip float64, exec func() error, readLoss func() (float64, error)) (loss, gradNorm float64, err error) {
+// step is TrainStep on the device, r.mu held: bind the batch, then the
+// machine's TrainStep runs the graph, the gradient norm, the clip and AdamW as
+// one program on the device (one hand-off to the device's thread per step,
+// and a replay of the step recorded at the first call), which skips the
+// update when the loss or the norm is not finite; the host reads both at the
+// end.
+func (ds *deviceStep) step(lr, clip float64, bind func() error) (loss, gradNorm float64, err error) {
 	opt := ds.opt
-	if err = exec(); err != nil {
+	if err = bind(); err != nil {
 		return 0, 0, err
 	}
-	if gradNorm, err = ds.dev.GradNorm(); err != nil {
-		return 0, 0, fmt.Errorf("nn.Runner.TrainStep: %w", err)
-	}
-	if loss, err = readLoss(); err != nil {
-		return 0, gradNorm, err
-	}
-	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
-		return loss, gradNorm, fmt.Errorf("nn.Runner.TrainStep: loss %g, gradient norm %g: not finite, step skipped", loss, gradNorm)
-	}
+	unlock := readLock(ds.r.bound)
 	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	opt.t++
-	err = ds.dev.Step(machine.AdamWStep{LR: lr, Beta1: opt.Beta1, Beta2: opt.Beta2, Eps: opt.Eps, WeightDecay: opt.WeightDecay, Clip: clip, Step: opt.t})
-	ds.newer.Store(true)
-	if err != nil {
+	ds.r.vm.Reset()
+	loss, gradNorm, err = ds.r.vm.TrainStep(ds.dev, ds.r.Loss.Loss, machine.AdamWStep{LR: lr, Beta1: opt.Beta1, Beta2: opt.Beta2,
+		Eps: opt.Eps, WeightDecay: opt.WeightDecay, Clip: clip, Step: opt.t + 1})
+	finite := err == nil && !math.IsNaN(loss) && !math.IsInf(loss, 0) && !math.IsNaN(gradNorm) && !math.IsInf(gradNorm, 0)
+	if finite {
+		opt.t++
+	}
+	if finite || err != nil {
+		ds.newer.Store(true) // (after an error the device may have stepped: read it back to be sure)
+	}
+	ds.mu.Unlock()
+	unlock()
+	switch {
+	case err != nil:
 		return loss, gradNorm, fmt.Errorf("nn.Runner.TrainStep: %w", err)
+	case !finite:
+		return loss, gradNorm, fmt.Errorf("nn.Runner.TrainStep: loss %g, gradient norm %g: not finite, step skipped", loss, gradNorm)
 	}
 	return loss, gradNorm, nil
 }

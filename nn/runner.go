@@ -200,6 +200,22 @@ func (r *Runner) run(tokens, targets []int, rng *rand.Rand) (float64, error) {
 
 // exec binds the batch and runs the graph, r.mu held.
 func (r *Runner) exec(tokens, targets []int, rng *rand.Rand) error {
+	if err := r.bind(tokens, targets, rng); err != nil {
+		return err
+	}
+	unlock := readLock(r.bound)
+	r.vm.Reset()
+	err := r.vm.RunAll()
+	unlock()
+	if err != nil {
+		return fmt.Errorf("nn.Runner.Run: %w", err)
+	}
+	return nil
+}
+
+// bind binds the batch (and the dropout masks) to the graph's inputs and
+// brings the parameters the graph reads up to date, r.mu held.
+func (r *Runner) bind(tokens, targets []int, rng *rand.Rand) error {
 	if err := SetIndices(r.Tokens, tokens); err != nil {
 		return fmt.Errorf("nn.Runner.Run: tokens: %w", err)
 	}
@@ -231,13 +247,6 @@ func (r *Runner) exec(tokens, targets []int, rng *rand.Rand) error {
 		}
 	case len(r.paramNodes) > 0:
 		r.vm.Reload(r.paramNodes...) // the parameters' bound values are the current ones
-	}
-	unlock := readLock(r.bound)
-	r.vm.Reset()
-	err := r.vm.RunAll()
-	unlock()
-	if err != nil {
-		return fmt.Errorf("nn.Runner.Run: %w", err)
 	}
 	return nil
 }
@@ -407,7 +416,7 @@ func (r *Runner) TrainStep(opt *AdamW, lr, clip float64, tokens, targets []int, 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ds := r.deviceStepFor(opt); ds != nil {
-		return ds.step(lr, clip, func() error { return r.exec(tokens, targets, rng) }, r.loss)
+		return ds.step(lr, clip, func() error { return r.bind(tokens, targets, rng) })
 	}
 	if loss, err = r.run(tokens, targets, rng); err != nil {
 		return 0, 0, err

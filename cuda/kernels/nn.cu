@@ -495,11 +495,20 @@ __device__ __forceinline__ const fg_tensor_desc& fg_group_find(const fg_group_pa
 
 template <typename T> __device__ void fg_group_adamw(const fg_group_params& p) {
   const int64_t b = blockIdx.x;
+  double lr = p.lr, c1 = p.c1, c2 = p.c2;
+  if (p.sched) {
+    const double* s = (const double*)p.sched;
+    lr = s[0];
+    c1 = s[1];
+    c2 = s[2];
+    if (!isfinite(((const double*)p.norm)[0])) return;
+    if (p.loss && !isfinite((double)((const T*)p.loss)[0])) return;
+  }
   const fg_tensor_desc& t = fg_group_find(p, b);
   const int64_t i0 = (b - t.first_block) * FG_GROUP_CHUNK, i1 = min(t.n, i0 + FG_GROUP_CHUNK);
-  const double decay = t.decay ? p.lr * p.weight_decay : 0.0;
+  const double decay = t.decay ? lr * p.weight_decay : 0.0;
   for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x)
-    fg_adamw_at((T*)t.p, (const T*)t.g, (T*)t.m, (T*)t.v, i, p.lr, decay, p.beta1, p.beta2, p.eps, p.c1, p.c2);
+    fg_adamw_at((T*)t.p, (const T*)t.g, (T*)t.m, (T*)t.v, i, lr, decay, p.beta1, p.beta2, p.eps, c1, c2);
 }
 
 template <typename T> __device__ void fg_group_sumsq(const fg_group_params& p) {

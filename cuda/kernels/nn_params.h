@@ -104,10 +104,14 @@ typedef struct {
 //                      the tensor's decay is set, else 0)
 //   fg_group_sumsq_T:  work[b] = sum of g^2 over the chunk of block b (then fg_sumsq_final)
 //   fg_group_clip_T:   g *= max_norm / norm[0] when max_norm > 0 and max_norm < norm[0] < Inf
+// With sched set, fg_group_adamw_T reads lr, c1, c2 from sched[0..2] (double) instead of the
+// fields, so that a recorded launch (a CUDA graph) takes each step's values from memory, and
+// does nothing when norm[0] or loss[0] (of the element type, when loss is set) is NaN or ±Inf.
 typedef struct {
   uint64_t table, work, norm;
   int64_t count, blocks;
   double lr, weight_decay, beta1, beta2, eps, c1, c2, max_norm;
+  uint64_t sched, loss;
 } fg_group_params;
 
 #endif
