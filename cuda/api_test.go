@@ -49,8 +49,8 @@ func TestAttentionParamsCheck(t *testing.T) {
 		{"short Q", func(p *AttentionParams) { p.Q = make([]float64, 5) }, false, "Q has 5 elements, want 192", false},
 		{"mixed types", func(p *AttentionParams) { p.V = make([]float32, 80) }, false, "all slices must share", false},
 		{"not a float slice", func(p *AttentionParams) { p.K = []int{1} }, false, "K is []int", false},
-		{"key lengths count", func(p *AttentionParams) { p.KeyLengths = []int{1} }, false, "1 KeyLengths for B=2", false},
-		{"key length range", func(p *AttentionParams) { p.KeyLengths = []int{1, 6} }, false, "KeyLengths[1]=6 outside [0, Nk=5]", false},
+		{"key lengths count", func(p *AttentionParams) { p.KeyLengths = []int{1} }, false, "KeyLengths has 1 entries [1], want one per batch element (B=2)", false},
+		{"key length range", func(p *AttentionParams) { p.KeyLengths = []int{1, 6} }, false, "KeyLengths[1] = 6 is outside [0, Nk=5]", false},
 		{"missing DO", func(p *AttentionParams) { p.DO = nil }, true, "DO is <nil>", false},
 		{"D over 256", func(p *AttentionParams) { p.D = 257 }, false, "D=257 over", true},
 	} {

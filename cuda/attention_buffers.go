@@ -1,8 +1,7 @@
 package cuda
 
 import (
-	"fmt"
-	"math"
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
 // AttentionBuffers is AttentionParams on device Buffers: the same sizes, options, formulas and
@@ -24,28 +23,12 @@ type AttentionBuffers struct {
 
 // check validates the sizes and returns the operands of one direction.
 func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, error) {
-	shape := fmt.Sprintf("B=%d H=%d Hkv=%d Nq=%d Nk=%d D=%d", p.B, p.H, p.Hkv, p.Nq, p.Nk, p.D)
-	switch {
-	case p.B < 1 || p.H < 1 || p.Hkv < 1 || p.Nq < 1 || p.Nk < 1 || p.D < 1:
-		return 0, nil, fmt.Errorf("cuda: %s: every size must be at least 1 (%s)", op, shape)
-	case p.H%p.Hkv != 0:
-		return 0, nil, fmt.Errorf("cuda: %s: H=%d is not a multiple of Hkv=%d (%s)", op, p.H, p.Hkv, shape)
-	case math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale == 0:
-		return 0, nil, fmt.Errorf("cuda: %s: Scale=%v, want a finite non-zero value (%s)", op, p.Scale, shape)
-	case p.D > MaxHeadDim:
-		return 0, nil, fmt.Errorf("cuda: %s: D=%d over the kernels' limit %d (%s): %w", op, p.D, MaxHeadDim, shape, ErrUnsupported)
-	case p.B > 65535 || p.H > 65535 || p.Nq > math.MaxInt32/2 || p.Nk > math.MaxInt32/2:
-		return 0, nil, fmt.Errorf("cuda: %s: sizes over the kernels' grid limits (%s): %w", op, shape, ErrUnsupported)
+	// KeyLengths are on the device here: the problem is checked without them.
+	pr := attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal}
+	if err := checkProblem(op, &pr); err != nil {
+		return 0, nil, err
 	}
-	qLen, err := mulSizes(p.B, p.H, p.Nq, p.D)
-	if err != nil {
-		return 0, nil, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
-	}
-	kLen, err := mulSizes(p.B, p.Hkv, p.Nk, p.D)
-	if err != nil {
-		return 0, nil, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
-	}
-	lLen := p.B * p.H * p.Nq
+	qLen, kLen, lLen := pr.QLen(), pr.KLen(), pr.LLen()
 	DT, dt, err := floatOf(op, "Q", p.Q)
 	if err != nil {
 		return 0, nil, err
@@ -63,7 +46,7 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 
 // kernel returns the kernels' parameters for p (contiguous layouts).
 func (p *AttentionBuffers) kernel() attnParams {
-	kp := attnBase(&AttentionParams{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
+	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
 	kp.q, kp.k, kp.v, kp.o, kp.lse = p.Q.ptr, p.K.ptr, p.V.ptr, p.O.ptr, p.L.ptr
 	kp.lres, kp.keyLengths = ptrOf(p.LRes), ptrOf(p.KeyLengths)
 	kp.do, kp.dlse, kp.dq, kp.dk, kp.dv, kp.delta = ptrOf(p.DO), ptrOf(p.DL), ptrOf(p.DQ), ptrOf(p.DK), ptrOf(p.DV), ptrOf(p.Delta)

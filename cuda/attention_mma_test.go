@@ -50,6 +50,7 @@ func precisionRound(prec Precision) func(float32) float32 {
 // l_i = Σ_j p_ij, O_ic = Σ_j r(p_ij)·r(v_jc) / l_i, L_i = m_i + log l_i. This is the accuracy a
 // straightforward implementation in prec reaches; the kernels must stay within twice its error.
 func refAttentionNaive(p *AttentionParams, q, k, v []float64, prec Precision) (o, l []float64) {
+	vis := p.problem() // which keys each row sees: attnspec's rule
 	r := precisionRound(prec)
 	D, G := p.D, p.H/p.Hkv
 	rq, rk, rv := make([]float32, len(q)), make([]float32, len(k)), make([]float32, len(v))
@@ -69,7 +70,7 @@ func refAttentionNaive(p *AttentionParams, q, k, v []float64, prec Precision) (o
 			kv := (b*p.Hkv + h/G) * p.Nk * D
 			for i := 0; i < p.Nq; i++ {
 				row := (b*p.H+h)*p.Nq + i
-				lim := refKeyLimit(p, b, i)
+				lim := vis.KeyLimit(b, i)
 				if lim == 0 {
 					l[row] = math.Inf(-1)
 					continue
@@ -306,13 +307,13 @@ func TestPickMMA(t *testing.T) {
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
-		kp := attnBase(&p)
+		kp := p.kernelParams()
 		cfg, ok := pickMMA(&kp, c.dt, c.variant)
 		if got := map[bool]string{true: cfg.name(), false: ""}[ok]; got != c.want {
 			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
 		}
 	}
-	kp := attnBase(&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32})
+	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.kRow = 66 // a row not on 16 bytes
 	if _, ok := pickMMA(&kp, f32, 0); ok {
 		t.Errorf("pickMMA accepts a K row stride of 66 elements")

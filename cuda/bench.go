@@ -77,7 +77,7 @@ func BenchAttention(c BenchCase) (BenchResult, error) {
 		defer sc.done()
 		qn, ln := int64(p.B*p.H*p.Nq*p.D), int64(p.B*p.H*p.Nq)
 		es := int64(dt.size())
-		kp := attnBase(&p)
+		kp := p.kernelParams()
 		for _, a := range []struct {
 			dst *devptr
 			n   int64
@@ -282,7 +282,8 @@ func (ch *benchChecker) rowRef(r int) (pr []float64, lse float64, kv int) {
 	D := p.D
 	b, h, i := r/(p.H*p.Nq), r/p.Nq%p.H, r%p.Nq
 	kv = (b*p.Hkv + h/(p.H/p.Hkv)) * p.Nk * D
-	lim := p.keyLimit(b, i)
+	vis := p.problem()
+	lim := vis.KeyLimit(b, i)
 	pr = make([]float64, lim)
 	mx := math.Inf(-1)
 	for j := range pr {
@@ -352,6 +353,7 @@ func (ch *benchChecker) dqRows(rows []int, dq []float64) float64 {
 func (ch *benchChecker) dkdvRows(rng *rand.Rand, n int, dk, dv []float64) float64 {
 	p := ch.p
 	D, G, worst := p.D, p.H/p.Hkv, 0.0
+	vis := p.problem()
 	for t := 0; t < n; t++ {
 		kr := rng.Intn(p.B * p.Hkv * p.Nk)
 		if t == 0 {
@@ -361,7 +363,7 @@ func (ch *benchChecker) dkdvRows(rng *rand.Rand, n int, dk, dv []float64) float6
 		gk, gv := make([]float64, D), make([]float64, D)
 		for h := hk * G; h < (hk+1)*G; h++ {
 			for i := 0; i < p.Nq; i++ {
-				if j >= p.keyLimit(b, i) {
+				if !vis.Visible(b, i, j) {
 					continue
 				}
 				r := (b*p.H+h)*p.Nq + i

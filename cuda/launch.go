@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
 // The launch functions: for each op, the kernel configuration (chosen here only, per head
@@ -165,8 +167,9 @@ func (s *state) softmaxKernel(kp *softmaxParams, dt dtype, backward bool) error 
 // ---- attention -------------------------------------------------------------------------------
 
 // attnBase fills the sizes, strides and options of the kernel params for p (contiguous
-// layouts of AttentionParams).
-func attnBase(p *AttentionParams) attnParams {
+// layouts; the kernels' fg_key_limit applies attnspec's rule from causal, causal_offset and
+// the key lengths).
+func attnBase(p *attnspec.Problem) attnParams {
 	d := int64(p.D)
 	kp := attnParams{
 		qRow: d, qHead: int64(p.Nq) * d, qBatch: int64(p.H*p.Nq) * d,
@@ -175,11 +178,18 @@ func attnBase(p *AttentionParams) attnParams {
 		b:     int32(p.B), h: int32(p.H), hkv: int32(p.Hkv), nq: int32(p.Nq), nk: int32(p.Nk), d: int32(p.D),
 	}
 	kp.vRow, kp.vHead, kp.vBatch = kp.kRow, kp.kHead, kp.kBatch
-	kp.precision = int32(p.Precision)
 	kp.oRow, kp.oHead, kp.oBatch = kp.qRow, kp.qHead, kp.qBatch
 	if p.Causal {
 		kp.causal, kp.causalOffset = 1, int32(p.Nk-p.Nq)
 	}
+	return kp
+}
+
+// kernelParams returns the kernel params of p's problem and precision, without pointers.
+func (p *AttentionParams) kernelParams() attnParams {
+	pr := p.problem()
+	kp := attnBase(&pr)
+	kp.precision = int32(p.Precision)
 	return kp
 }
 
@@ -272,7 +282,7 @@ func attentionForward(p AttentionParams, variant int) error {
 
 // attnUpload copies Q, K, V, the key lengths and, for the backward, O, DO and DL to the device.
 func attnUpload(sc *scope, p *AttentionParams, backward bool) (attnParams, error) {
-	kp := attnBase(p)
+	kp := p.kernelParams()
 	var err error
 	up := func(dst *devptr, x any, what string) {
 		if err == nil {

@@ -6,25 +6,15 @@ import (
 )
 
 // Float64 references, written as the plainest loops over the definitions (no online softmax,
-// no tiling), for the device tests to compare the kernels with.
-
-// refKeyLimit returns how many leading keys row i of batch b sees (KeyLengths, then the
-// bottom-right causal mask j ≤ i + Nk − Nq).
-func refKeyLimit(p *AttentionParams, b, i int) int {
-	lim := p.Nk
-	if p.KeyLengths != nil {
-		lim = min(lim, p.KeyLengths[b])
-	}
-	if p.Causal {
-		lim = min(lim, i+p.Nk-p.Nq+1)
-	}
-	return max(lim, 0)
-}
+// no tiling), for the device tests to compare the kernels with. Which keys a row sees is
+// attnspec's rule (tested there against its definition): comparing the kernels with these
+// references is what checks common.cuh's fg_key_limit, the rule's device copy.
 
 // refAttention returns O [B,H,Nq,D] and L [B,H,Nq] for p's sizes and options from float64 q, k,
 // v: s_ij = Scale·q_i·k_j, L_i = log Σ_j exp(s_ij), O_i = Σ_j exp(s_ij − L_i) v_j over the
 // visible keys; O = 0 and L = −Inf for rows without one. Sums use the row maximum as shift.
 func refAttention(p *AttentionParams, q, k, v []float64) (o, l []float64) {
+	vis := p.problem() // which keys each row sees: attnspec's rule
 	D, G := p.D, p.H/p.Hkv
 	o = make([]float64, p.B*p.H*p.Nq*D)
 	l = make([]float64, p.B*p.H*p.Nq)
@@ -34,7 +24,7 @@ func refAttention(p *AttentionParams, q, k, v []float64) (o, l []float64) {
 			kv := (b*p.Hkv + h/G) * p.Nk * D
 			for i := 0; i < p.Nq; i++ {
 				row := (b*p.H+h)*p.Nq + i
-				lim := refKeyLimit(p, b, i)
+				lim := vis.KeyLimit(b, i)
 				if lim == 0 {
 					l[row] = math.Inf(-1)
 					continue
@@ -71,6 +61,7 @@ func refAttention(p *AttentionParams, q, k, v []float64) (o, l []float64) {
 // dK_j = Scale Σ_i dS_ij q_i, dV_j = Σ_i P_ij do_i. The row term is summed from P and dP
 // directly, not from O.
 func refAttentionBackward(p *AttentionParams, q, k, v, do, dl []float64) (dq, dk, dv []float64) {
+	vis := p.problem() // which keys each row sees: attnspec's rule
 	D, G := p.D, p.H/p.Hkv
 	_, l := refAttention(p, q, k, v)
 	dq = make([]float64, len(q))
@@ -83,7 +74,7 @@ func refAttentionBackward(p *AttentionParams, q, k, v, do, dl []float64) (dq, dk
 			kv := (b*p.Hkv + h/G) * p.Nk * D
 			for i := 0; i < p.Nq; i++ {
 				row := (b*p.H+h)*p.Nq + i
-				lim := refKeyLimit(p, b, i)
+				lim := vis.KeyLimit(b, i)
 				rowTerm := 0.0
 				for j := 0; j < lim; j++ {
 					dot, dpj := 0.0, 0.0

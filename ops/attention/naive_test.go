@@ -1,10 +1,15 @@
 package attention
 
-import "math"
+import (
+	"math"
+
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
+)
 
 // This file is the independent oracle: attention written as the definition,
 // one query row at a time, in float64, with no tiling, no online softmax and
-// no code shared with the fused kernels or with Reference. It reads masked
+// no code shared with the fused kernels or with Reference but the visibility
+// rule (attnspec, tested there against its definition). It reads masked
 // keys never (every loop over keys skips them), so that it defines what the
 // op must give whatever masked keys hold.
 
@@ -18,15 +23,14 @@ type naiveProblem struct {
 	Q, K, V              []float64
 }
 
-// visible reports whether query row i of batch b sees key j.
+// visible reports whether query row i of batch b sees key j: the rule of
+// attnspec, which its own tests check against the definition.
 func (n *naiveProblem) visible(b, i, j int) bool {
-	if n.KeyLengths != nil && j >= n.KeyLengths[b] {
-		return false
+	keyLen := n.Nk
+	if n.KeyLengths != nil {
+		keyLen = n.KeyLengths[b]
 	}
-	if n.Causal && j > i+(n.Nk-n.Nq) {
-		return false
-	}
-	return true
+	return j < attnspec.KeyLimit(i, n.Nq, n.Nk, keyLen, n.Causal)
 }
 
 // forward returns o [B,H,Nq,D], L [B,H,Nq] and the scores
