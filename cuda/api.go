@@ -17,6 +17,27 @@ var ErrNoDevice = errors.New("cuda: no CUDA device in use")
 // 256, more than 65535 heads or batches); callers fall back to the CPU on it.
 var ErrUnsupported = errors.New("cuda: unsupported problem")
 
+// Offloaded is the one device-failure policy of the ops (DESIGN.md): given what a launcher
+// returned, it reports whether the result is there (true) and the error to return with it,
+// or that the CPU must compute the result (false, nil):
+//
+//	nil                                       true, nil: the device computed it
+//	an error wrapping ErrNoDevice             false: no device in use (or it was lost): the CPU
+//	an error wrapping ErrUnsupported          false: the kernels do not cover it: the CPU
+//	any other error (*Error, bad arguments)   true, err: the op fails with the device's error
+//
+// A device failure is never retried on the CPU behind the caller's back: the op returns it,
+// and after a fault that lost the device the next calls run on the CPU (Enabled is false).
+func Offloaded(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNoDevice), errors.Is(err, ErrUnsupported):
+		return false, nil
+	}
+	return true, err
+}
+
 // Error is a failure reported by the CUDA driver while running an op.
 type Error struct {
 	Op   string // the op that was running, e.g. "attention forward"

@@ -1,7 +1,6 @@
 package attention
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/flashgorgon/flashgorgon/cuda"
@@ -11,11 +10,21 @@ import (
 // in use (a machine with an NVIDIA GPU and its driver, FLASHGORGON_DEVICE not "cpu"; every
 // build has the backend, cuda.Device names the device and logs the choice once), the fused
 // attention runs on it with the same layouts and the same packed results as the CPU kernels,
-// L's rounding residual included. Problems the device kernels do not cover (d > 256) run on the CPU.
+// L's rounding residual included. Failures follow the one device policy (DESIGN.md,
+// cuda.Offloaded): no device or a problem the kernels do not cover (d > 256) runs on the CPU;
+// any other device failure is the op's error.
 
 // cpuOnly, set by tests, keeps forwardCompute and backwardCompute on the CPU while a device is
 // in use, so that both paths can be compared in one process.
 var cpuOnly bool
+
+// device holds the launchers the device branch calls: the cuda package's. Tests replace them
+// (a device that fails, one that does not cover the problem) to check the failure policy
+// without a GPU.
+var device = struct {
+	enabled           func() bool
+	forward, backward func(cuda.AttentionParams) error
+}{cuda.Enabled, cuda.AttentionForward, cuda.AttentionBackward}
 
 // deviceParams returns the cuda description of p over the flat slices.
 func deviceParams(p *params) cuda.AttentionParams {
@@ -50,7 +59,7 @@ func cut(x any, lens ...int) ([]any, error) {
 // deviceForward runs forwardCompute on the device; it reports whether it did (false: the CPU
 // runs it) and the device's error.
 func deviceForward(p *params, q, k, v, packed any) (bool, error) {
-	if cpuOnly || !cuda.Enabled() {
+	if cpuOnly || !device.enabled() {
 		return false, nil
 	}
 	oLen, lLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq
@@ -61,13 +70,13 @@ func deviceForward(p *params, q, k, v, packed any) (bool, error) {
 	dp := deviceParams(p)
 	dp.Q, dp.K, dp.V = q, k, v
 	dp.O, dp.L, dp.LRes = parts[0], parts[1], parts[2]
-	return deviceDone(cuda.AttentionForward(dp))
+	return cuda.Offloaded(device.forward(dp))
 }
 
 // deviceBackward runs backwardCompute on the device; it reports whether it did and the
 // device's error.
 func deviceBackward(p *params, q, k, v, packed, dPacked, grads any) (bool, error) {
-	if cpuOnly || !cuda.Enabled() {
+	if cpuOnly || !device.enabled() {
 		return false, nil
 	}
 	oLen, lLen, kLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq, p.B*p.Hkv*p.Nk*p.D
@@ -88,14 +97,5 @@ func deviceBackward(p *params, q, k, v, packed, dPacked, grads any) (bool, error
 	dp.O, dp.L, dp.LRes = pk[0], pk[1], pk[2]
 	dp.DO, dp.DL = dpk[0], dpk[1]
 	dp.DQ, dp.DK, dp.DV = g[0], g[1], g[2]
-	return deviceDone(cuda.AttentionBackward(dp))
-}
-
-// deviceDone turns a launcher's result into deviceForward's: problems the kernels do not
-// cover go to the CPU, other failures are the op's error.
-func deviceDone(err error) (bool, error) {
-	if errors.Is(err, cuda.ErrUnsupported) {
-		return false, nil
-	}
-	return true, err
+	return cuda.Offloaded(device.backward(dp))
 }

@@ -234,11 +234,15 @@ func runForward[T graph.Float](op fwdOp, x gorgonia.Value, prealloc gorgonia.Val
 	xs := dataOf[T](x)
 	if outShape.IsScalar() {
 		var y [1]T
-		forward(op.kind, xs, y[:], l)
+		if err := forward(op.kind, xs, y[:], l); err != nil {
+			return nil, fmt.Errorf("%v: %w", op, err)
+		}
 		return scalarValue(y[0]), nil
 	}
 	y := output[T](prealloc, outShape, x.Dtype(), xs)
-	forward(op.kind, xs, y.Data().([]T), l)
+	if err := forward(op.kind, xs, y.Data().([]T), l); err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
 	return y, nil
 }
 
@@ -422,7 +426,9 @@ func runBackward[T graph.Float](op bwdOp, vals []gorgonia.Value, prealloc gorgon
 		y, dy = data[0], data[1]
 	}
 	dx := output[T](prealloc, vals[0].Shape(), vals[0].Dtype(), data...)
-	backward(op.kind, x, y, dy, dx.Data().([]T), l)
+	if err := backward(op.kind, x, y, dy, dx.Data().([]T), l); err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
 	return dx, nil
 }
 
