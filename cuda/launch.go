@@ -203,7 +203,8 @@ func keyLengths32(kl []int) []int32 {
 }
 
 // AttentionForward computes O and L from Q, K and V on the device (see AttentionParams), with
-// the FlashAttention-2 kernel. L stays resident on the device for AttentionBackward. It returns
+// the FlashAttention-2 kernel. Every operand is copied in and out on each call
+// (AttentionForwardBuffers keeps them on the device). It returns
 // ErrNoDevice when no device is in use, an error wrapping ErrUnsupported for problems the
 // kernels do not cover, and a *Error when CUDA fails.
 func AttentionForward(p AttentionParams) error { return attentionForward(p, 2) }
@@ -230,25 +231,8 @@ func attentionForward(p AttentionParams, variant int) error {
 			return err
 		}
 		_, lBytes := hostBytes(p.L)
-		// L's buffer outlives the call (kept resident when all goes well); the one kept for the
-		// same host slice by the last forward is reused.
-		lbuf, ok := s.resident.take(p.L)
-		if !ok {
-			if lbuf, err = s.pool.get(lBytes); err != nil {
-				return err
-			}
-		}
-		kept := false
-		defer func() {
-			if !kept {
-				s.pool.put(lbuf)
-			}
-		}()
-		kp.lse = lbuf.ptr
-		if poison {
-			if err := memset8(lbuf.ptr, 0xff, lBytes); err != nil {
-				return err
-			}
+		if kp.lse, err = sc.output(lBytes); err != nil {
+			return err
 		}
 		if p.LRes != nil {
 			_, n := hostBytes(p.LRes)
@@ -274,8 +258,6 @@ func attentionForward(p AttentionParams, variant int) error {
 				return err
 			}
 		}
-		s.resident.keep(s, p.L, lbuf)
-		kept = true
 		return nil
 	})
 }
@@ -336,8 +318,8 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 
 // AttentionBackward computes DQ, DK and DV on the device (see AttentionParams): delta =
 // rowsum(DO∘O) − DL, then the dK/dV kernel (a block per key tile) and the dQ kernel (a block
-// per query tile), neither using atomics, so the result is the same bits on every run. L is
-// taken from the device when AttentionForward left it there and p.L is unchanged. It returns
+// per query tile), neither using atomics, so the result is the same bits on every run. Every
+// operand, L included, is copied from the host. It returns
 // ErrNoDevice when no device is in use, an error wrapping ErrUnsupported for problems the
 // kernels do not cover, and a *Error when CUDA fails.
 func AttentionBackward(p AttentionParams) error {
@@ -355,10 +337,7 @@ func AttentionBackward(p AttentionParams) error {
 		if err != nil {
 			return err
 		}
-		if ptr, ok := s.resident.find(p.L); ok {
-			kp.lse = ptr
-			residentHits.Add(1)
-		} else if kp.lse, err = sc.upload(p.L, "L"); err != nil {
+		if kp.lse, err = sc.upload(p.L, "L"); err != nil {
 			return err
 		}
 		_, qBytes := hostBytes(p.DQ)
