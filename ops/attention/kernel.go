@@ -67,11 +67,27 @@ func runUnits[S any](n int, pool *sync.Pool, newScratch func() *S, work func(w *
 
 const log2e = math.Log2E
 
-// tilesComputed counts the score tiles the forward and the backward
-// compute (one blockQ×blockK product Q·Kᵀ each), for the test that checks
-// that fully masked blocks are skipped rather than computed and discarded.
-// One atomic add per tile, next to ~10⁵–10⁶ flops of tile products.
-var tilesComputed struct{ fwd, bwd atomic.Int64 }
+// The tiles the kernels visit. Both masks keep a prefix of the keys that
+// grows with the row (attnspec), so the (query block, key block) tiles that
+// hold a visible pair are, for query rows [i0, i1), the key blocks below
+// fwdKeyEnd, and for the key block at j0, the query blocks from
+// bwdQueryStart on. The loops take their bounds from these two functions
+// and visit nothing else; TestMaskedBlocksSkipped checks them against the
+// definition of the masks.
+
+// fwdKeyEnd returns the end of the keys that query rows [i0, i1) of batch
+// b see: the last row's KeyLimit.
+func fwdKeyEnd(p *params, b, i1 int) int { return p.KeyLimit(b, i1-1) }
+
+// bwdQueryStart returns the first row of the first query block that sees
+// the key block at j0 of batch b: the block of the key's first query, or
+// Nq when the key is padding. Later keys are seen by later rows only.
+func bwdQueryStart(p *params, b, j0 int) int {
+	if j0 >= p.KeyEnd(b) {
+		return p.Nq
+	}
+	return p.FirstQuery(b, j0) / blockQ * blockQ
+}
 
 // flashForward computes, for every batch b, head h and query row i,
 //
@@ -151,12 +167,11 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres [
 		w.rowLim[r] = p.KeyLimit(b, i0+r)
 	}
 	// KeyLimit grows with the row: the last row bounds the keys to visit.
-	lim := w.rowLim[br-1]
+	lim := fwdKeyEnd(p, b, i1)
 	alpha := T(p.Scale * log2e)
 	for j0 := 0; j0 < lim; j0 += blockK {
 		bc := min(blockK, lim-j0)
 		s := w.s[:br*bc]
-		tilesComputed.fwd.Add(1)
 		// S = alpha·Q·Kᵀ with Kᵀ's block: d rows of the block's length
 		// `full`, of which the first bc columns (keys below lim) are read.
 		full := min(blockK, p.Nk-j0)
@@ -364,7 +379,7 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			clear(dk[kOff:kEnd])
 			clear(dv[kOff:kEnd])
 			if j0 >= keyEnd {
-				continue // nobody sees key j0, nor any later key
+				continue // nobody sees key j0, nor any later key (bwdQueryStart = Nq)
 			}
 			j1 := min(j0+blockK, keyEnd)
 			for h := kvh * g; h < (kvh+1)*g; h++ {
@@ -401,12 +416,7 @@ const reducePiece = 64
 // see chunkOf), or Nq when the chunk holds no key of batch b. Under a
 // causal mask the chunks of later key blocks skip the first query blocks,
 // so their partial rows there are neither cleared nor added.
-func partialStart(p *params, b, c int) int {
-	if j0 := c * blockK; j0 < p.KeyEnd(b) {
-		return p.FirstQuery(b, j0) / blockQ * blockQ
-	}
-	return p.Nq
-}
+func partialStart(p *params, b, c int) int { return bwdQueryStart(p, b, c*blockK) }
 
 // shifts holds L·log₂e per query row as hi + lo: the float64 value split
 // into two values of T, so that the float32 probabilities recomputed from
@@ -452,7 +462,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 
 	// The query blocks that see key j0 start at the block of its first
 	// query; later keys are seen by later rows only.
-	for i0 := p.FirstQuery(b, j0) / blockQ * blockQ; i0 < p.Nq; i0 += blockQ {
+	for i0 := bwdQueryStart(p, b, j0); i0 < p.Nq; i0 += blockQ {
 		i1 := min(i0+blockQ, p.Nq)
 		br := i1 - i0
 		qOff := (rowBase + i0) * d
@@ -467,7 +477,6 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		// Masked entries are selected, never computed from the tile
 		// products: a NaN in a key hidden from a query by the causal mask
 		// must not reach that query.
-		tilesComputed.bwd.Add(1)
 		tileGemm(ws, false, false, bc, br, d, alpha, kB, d, qtB, br, 0, pt, br) // Sᵀ = alpha·K·Qᵀ
 		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br)   // dPᵀ = V·dOᵀ
 		for jj := 0; jj < bc; jj++ {
