@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
@@ -15,6 +17,9 @@ type AttentionBuffers struct {
 	Scale                float64
 	Causal               bool
 	KeyLengths           *Buffer
+	// Precision selects the forward's arithmetic for Float32 operands, as
+	// AttentionParams.Precision (the zero value runs the FMA kernels).
+	Precision Precision
 
 	Q, K, V, O, L, LRes *Buffer
 	DO, DL              *Buffer
@@ -27,6 +32,9 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 	pr := attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal}
 	if err := checkProblem(op, &pr); err != nil {
 		return 0, nil, err
+	}
+	if p.Precision < PrecisionFMA || p.Precision > PrecisionBF16 {
+		return 0, nil, fmt.Errorf("cuda: %s: unknown %v (%s)", op, p.Precision, pr.Shape())
 	}
 	qLen, kLen, lLen := pr.QLen(), pr.KLen(), pr.LLen()
 	DT, dt, err := floatOf(op, "Q", p.Q)
@@ -47,6 +55,7 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 // kernel returns the kernels' parameters for p (contiguous layouts).
 func (p *AttentionBuffers) kernel() attnParams {
 	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
+	kp.precision = int32(p.Precision)
 	kp.q, kp.k, kp.v, kp.o, kp.lse = p.Q.ptr, p.K.ptr, p.V.ptr, p.O.ptr, p.L.ptr
 	kp.lres, kp.keyLengths = ptrOf(p.LRes), ptrOf(p.KeyLengths)
 	kp.do, kp.dlse, kp.dq, kp.dk, kp.dv, kp.delta = ptrOf(p.DO), ptrOf(p.DL), ptrOf(p.DQ), ptrOf(p.DK), ptrOf(p.DV), ptrOf(p.Delta)
@@ -80,4 +89,21 @@ func AttentionBackwardBuffers(p AttentionBuffers) error {
 		kp := p.kernel()
 		return s.attnBackwardKernels(&kp, dt)
 	})
+}
+
+// Kernels returns the names of the kernels AttentionForwardBuffers (first) and
+// AttentionBackwardBuffers (the rest) launch for p's sizes, element type and precision, for
+// benchmarks to report.
+func (p AttentionBuffers) Kernels() ([]string, error) {
+	dt, _, err := p.check("attention kernels", false)
+	if err != nil {
+		return nil, err
+	}
+	kp := p.kernel()
+	fwd := "fg_attn_fwd_v2_" + pickCfg(fwdCfgs[dt], p.D).suffix(dt)
+	if c, ok := pickMMA(&kp, dt, 0); ok {
+		fwd = c.name()
+	}
+	return []string{fwd, "fg_attn_bwd_preprocess_" + dt.String(),
+		"fg_attn_bwd_dkdv_" + pickCfg(dkdvCfgs[dt], p.D).suffix(dt), "fg_attn_bwd_dq_" + pickCfg(dqCfgs[dt], p.D).suffix(dt)}, nil
 }
