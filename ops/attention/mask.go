@@ -24,6 +24,7 @@ import (
 // kernels; Reference stays an independent twin of the fused op in how it
 // computes (Gorgonia matmuls and ops/softmax over the full score matrix).
 type maskOp struct {
+	graph.Pure
 	p     params
 	dtype tensor.Dtype
 	keys  bool
@@ -115,9 +116,6 @@ func maskCopy[T Float](op maskOp, x []T) []T {
 	return out
 }
 
-func (op maskOp) ReturnsPtr() bool     { return false }
-func (op maskOp) CallsExtern() bool    { return false }
-func (op maskOp) OverwritesInput() int { return -1 }
 func (op maskOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "attention.mask %v %t %v %+v", op.dtype, op.keys, op.fill, op.p)
 }

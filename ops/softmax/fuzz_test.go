@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -202,7 +203,7 @@ func checkFamily[T graph.Float](t *testing.T, name string, k kind, x, dy []T, sh
 		t.Fatalf("%s: built a result of shape %v, which has no elements", name, yn.Shape())
 	case !empty && err != nil:
 		t.Fatalf("%s: %v", name, err)
-	case err == nil && !sameShape(yn.Shape(), out) && !(len(out) == 0 && yn.IsScalar()):
+	case err == nil && !slices.Equal(yn.Shape(), out) && !(len(out) == 0 && yn.IsScalar()):
 		t.Fatalf("%s: node shape %v, want %v", name, yn.Shape(), tensor.Shape(out))
 	}
 
@@ -216,7 +217,7 @@ func checkFamily[T graph.Float](t *testing.T, name string, k kind, x, dy []T, sh
 	if err != nil {
 		t.Fatalf("%s forward: %v", name, err)
 	}
-	if !sameShape(y.Shape(), out) && !(len(out) == 0 && y.Shape().IsScalar()) {
+	if !slices.Equal(y.Shape(), out) && !(len(out) == 0 && y.Shape().IsScalar()) {
 		t.Fatalf("%s forward: shape %v, want %v", name, y.Shape(), tensor.Shape(out))
 	}
 	if len(x) > 0 && !sameBits(dataOf[T](xv), x) {
@@ -245,7 +246,7 @@ func checkFamily[T graph.Float](t *testing.T, name string, k kind, x, dy []T, sh
 	if err != nil {
 		t.Fatalf("%s backward: %v", name, err)
 	}
-	if !sameShape(dx.Shape(), shape) {
+	if !slices.Equal(dx.Shape(), shape) {
 		t.Fatalf("%s backward: shape %v, want %v", name, dx.Shape(), tensor.Shape(shape))
 	}
 	scale := rowScale(k, widenAny(dy), shape, a)
