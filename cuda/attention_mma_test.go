@@ -50,9 +50,8 @@ func precisionRound(prec Precision) func(float32) float32 {
 // l_i = Σ_j p_ij, O_ic = Σ_j r(p_ij)·r(v_jc) / l_i, L_i = m_i + log l_i. This is the accuracy a
 // straightforward implementation in prec reaches; the kernels must stay within twice its error.
 func refAttentionNaive(p *AttentionParams, q, k, v []float64, prec Precision) (o, l []float64) {
-	vis := p.problem() // which keys each row sees: attnspec's rule
 	r := precisionRound(prec)
-	D, G := p.D, p.H/p.Hkv
+	D := p.D
 	rq, rk, rv := make([]float32, len(q)), make([]float32, len(k)), make([]float32, len(v))
 	for i := range q {
 		rq[i] = r(float32(q[i]))
@@ -65,42 +64,35 @@ func refAttentionNaive(p *AttentionParams, q, k, v []float64, prec Precision) (o
 	l = make([]float64, p.B*p.H*p.Nq)
 	s := make([]float32, p.Nk)
 	acc := make([]float32, D)
-	for b := 0; b < p.B; b++ {
-		for h := 0; h < p.H; h++ {
-			kv := (b*p.Hkv + h/G) * p.Nk * D
-			for i := 0; i < p.Nq; i++ {
-				row := (b*p.H+h)*p.Nq + i
-				lim := vis.KeyLimit(b, i)
-				if lim == 0 {
-					l[row] = math.Inf(-1)
-					continue
-				}
-				mx := float32(math.Inf(-1))
-				for j := 0; j < lim; j++ {
-					var dot float32
-					for c := 0; c < D; c++ {
-						dot += float32(rq[row*D+c] * rk[kv+j*D+c])
-					}
-					s[j] = float32(dot * scale)
-					mx = max(mx, s[j])
-				}
-				var sum float32
-				clear(acc)
-				for j := 0; j < lim; j++ {
-					pj := float32(math.Exp(float64(s[j] - mx)))
-					sum += pj
-					pr := r(pj)
-					for c := 0; c < D; c++ {
-						acc[c] += float32(pr * rv[kv+j*D+c])
-					}
-				}
-				for c := 0; c < D; c++ {
-					o[row*D+c] = float64(acc[c] / sum)
-				}
-				l[row] = float64(mx + float32(math.Log(float64(sum))))
+	eachQueryRow(p, func(row, kv, lim int) {
+		if lim == 0 {
+			l[row] = math.Inf(-1)
+			return
+		}
+		mx := float32(math.Inf(-1))
+		for j := 0; j < lim; j++ {
+			var dot float32
+			for c := 0; c < D; c++ {
+				dot += float32(rq[row*D+c] * rk[kv+j*D+c])
+			}
+			s[j] = float32(dot * scale)
+			mx = max(mx, s[j])
+		}
+		var sum float32
+		clear(acc)
+		for j := 0; j < lim; j++ {
+			pj := float32(math.Exp(float64(s[j] - mx)))
+			sum += pj
+			pr := r(pj)
+			for c := 0; c < D; c++ {
+				acc[c] += float32(pr * rv[kv+j*D+c])
 			}
 		}
-	}
+		for c := 0; c < D; c++ {
+			o[row*D+c] = float64(acc[c] / sum)
+		}
+		l[row] = float64(mx + float32(math.Log(float64(sum))))
+	})
 	return o, l
 }
 

@@ -33,6 +33,29 @@ func (n *naiveProblem) visible(b, i, j int) bool {
 	return j < attnspec.KeyLimit(i, n.Nq, n.Nk, keyLen, n.Causal)
 }
 
+// scores sets s[j] = Scale·q_i·k_j for the keys j that query row i of head
+// (b, h) sees, leaves the others alone, and returns the largest score (−Inf
+// when the row sees no key).
+func (n *naiveProblem) scores(b, h, i int, s []float64) float64 {
+	row := (b*n.H+h)*n.Nq + i
+	qi := n.Q[row*n.D : (row+1)*n.D]
+	kvh := h / (n.H / n.Hkv)
+	m := math.Inf(-1)
+	for j := 0; j < n.Nk; j++ {
+		if !n.visible(b, i, j) {
+			continue
+		}
+		kj := n.K[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
+		dot := 0.0
+		for c := 0; c < n.D; c++ {
+			dot += qi[c] * kj[c]
+		}
+		s[j] = n.Scale * dot
+		m = math.Max(m, s[j])
+	}
+	return m
+}
+
 // forward returns o [B,H,Nq,D], L [B,H,Nq] and the scores
 // s[b][h][i][j] = Scale·q·k (NaN where masked) by the textbook formulas:
 // L_i = log Σ_{visible j} exp(s_ij), o_i = Σ_j exp(s_ij − L_i)·v_j, and
@@ -47,20 +70,7 @@ func (n *naiveProblem) forward() (o, lse []float64) {
 			kvh := h / g
 			for i := 0; i < n.Nq; i++ {
 				row := (b*n.H+h)*n.Nq + i
-				qi := n.Q[row*n.D : (row+1)*n.D]
-				m := math.Inf(-1)
-				for j := 0; j < n.Nk; j++ {
-					if !n.visible(b, i, j) {
-						continue
-					}
-					kj := n.K[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
-					dot := 0.0
-					for c := 0; c < n.D; c++ {
-						dot += qi[c] * kj[c]
-					}
-					s[j] = n.Scale * dot
-					m = math.Max(m, s[j])
-				}
+				m := n.scores(b, h, i, s)
 				if math.IsInf(m, -1) {
 					lse[row] = m
 					continue
@@ -110,19 +120,7 @@ func (n *naiveProblem) backward(do, dl []float64) (dq, dk, dv []float64) {
 				row := (b*n.H+h)*n.Nq + i
 				qi := n.Q[row*n.D : (row+1)*n.D]
 				doi := do[row*n.D : (row+1)*n.D]
-				m := math.Inf(-1)
-				for j := 0; j < n.Nk; j++ {
-					if !n.visible(b, i, j) {
-						continue
-					}
-					kj := n.K[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
-					dot := 0.0
-					for c := 0; c < n.D; c++ {
-						dot += qi[c] * kj[c]
-					}
-					s[j] = n.Scale * dot
-					m = math.Max(m, s[j])
-				}
+				m := n.scores(b, h, i, s)
 				if math.IsInf(m, -1) {
 					continue
 				}
