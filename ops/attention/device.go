@@ -26,12 +26,6 @@ var device = struct {
 	forward, backward func(cuda.AttentionParams) error
 }{cuda.Enabled, cuda.AttentionForward, cuda.AttentionBackward}
 
-// deviceParams returns the cuda description of p over the flat slices.
-func deviceParams(p *params) cuda.AttentionParams {
-	return cuda.AttentionParams{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D,
-		Scale: p.Scale, Causal: p.Causal, KeyLengths: p.KeyLengths}
-}
-
 // cut splits a []float32 or []float64 into consecutive pieces of the given lengths.
 func cut(x any, lens ...int) ([]any, error) {
 	out := make([]any, len(lens))
@@ -56,46 +50,46 @@ func cut(x any, lens ...int) ([]any, error) {
 	return out, nil
 }
 
-// deviceForward runs forwardCompute on the device; it reports whether it did (false: the CPU
-// runs it) and the device's error.
-func deviceForward(p *params, q, k, v, packed any) (bool, error) {
+// deviceLaunch runs launch on the device with p's description over q, k, v and the forward's
+// packed [O | L | LRes]; more adds the direction's other slices. It reports whether the device
+// ran it (false: the CPU runs it) and the device's error.
+func deviceLaunch(p *params, q, k, v, packed any, launch func(cuda.AttentionParams) error, more func(dp *cuda.AttentionParams) error) (bool, error) {
 	if cpuOnly || !device.enabled() {
 		return false, nil
 	}
-	oLen, lLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq
-	parts, err := cut(packed, oLen, lLen, lLen)
+	pk, err := cut(packed, p.QLen(), p.LLen(), p.LLen())
 	if err != nil {
 		return true, err
 	}
-	dp := deviceParams(p)
-	dp.Q, dp.K, dp.V = q, k, v
-	dp.O, dp.L, dp.LRes = parts[0], parts[1], parts[2]
-	return cuda.Offloaded(device.forward(dp))
+	dp := cuda.AttentionParams{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
+		KeyLengths: p.KeyLengths, Q: q, K: k, V: v, O: pk[0], L: pk[1], LRes: pk[2]}
+	if more != nil {
+		if err := more(&dp); err != nil {
+			return true, err
+		}
+	}
+	return cuda.Offloaded(launch(dp))
 }
 
-// deviceBackward runs backwardCompute on the device; it reports whether it did and the
-// device's error.
+// deviceForward runs forwardCompute on the device (see deviceLaunch).
+func deviceForward(p *params, q, k, v, packed any) (bool, error) {
+	return deviceLaunch(p, q, k, v, packed, device.forward, nil)
+}
+
+// deviceBackward runs backwardCompute on the device (see deviceLaunch): dPacked is [dO | dL | 0],
+// grads [dQ | dK | dV].
 func deviceBackward(p *params, q, k, v, packed, dPacked, grads any) (bool, error) {
-	if cpuOnly || !device.enabled() {
-		return false, nil
-	}
-	oLen, lLen, kLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq, p.B*p.Hkv*p.Nk*p.D
-	pk, err := cut(packed, oLen, lLen, lLen)
-	if err != nil {
-		return true, err
-	}
-	dpk, err := cut(dPacked, oLen, lLen)
-	if err != nil {
-		return true, err
-	}
-	g, err := cut(grads, oLen, kLen, kLen)
-	if err != nil {
-		return true, err
-	}
-	dp := deviceParams(p)
-	dp.Q, dp.K, dp.V = q, k, v
-	dp.O, dp.L, dp.LRes = pk[0], pk[1], pk[2]
-	dp.DO, dp.DL = dpk[0], dpk[1]
-	dp.DQ, dp.DK, dp.DV = g[0], g[1], g[2]
-	return cuda.Offloaded(device.backward(dp))
+	return deviceLaunch(p, q, k, v, packed, device.backward, func(dp *cuda.AttentionParams) error {
+		dpk, err := cut(dPacked, p.QLen(), p.LLen())
+		if err != nil {
+			return err
+		}
+		g, err := cut(grads, p.QLen(), p.KLen(), p.KLen())
+		if err != nil {
+			return err
+		}
+		dp.DO, dp.DL = dpk[0], dpk[1]
+		dp.DQ, dp.DK, dp.DV = g[0], g[1], g[2]
+		return nil
+	})
 }

@@ -46,12 +46,12 @@ type fwdOp struct {
 }
 
 // sizes of the packed pieces.
-func (op fwdOp) oLen() int { return op.p.B * op.p.H * op.p.Nq * op.p.D }
-func (op fwdOp) lLen() int { return op.p.B * op.p.H * op.p.Nq }
+func (op fwdOp) oLen() int { return op.p.QLen() }
+func (op fwdOp) lLen() int { return op.p.LLen() }
 
 // packedLen is the length of the forward's packed value.
 func (op fwdOp) packedLen() int { return op.oLen() + 2*op.lLen() }
-func (op fwdOp) kLen() int      { return op.p.B * op.p.Hkv * op.p.Nk * op.p.D }
+func (op fwdOp) kLen() int      { return op.p.KLen() }
 
 func (op fwdOp) qShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.H, op.p.Nq, op.p.D} }
 func (op fwdOp) kShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.Hkv, op.p.Nk, op.p.D} }
