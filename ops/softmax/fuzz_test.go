@@ -281,30 +281,11 @@ func backwardTol(dt tensor.Dtype) tol {
 // matches only NaN, ±Inf only itself, anything else within t (scale[i]
 // added to |want| when scale is not nil).
 func compareFamily[T graph.Float](k kind, got []T, want, scale []float64, t tol) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%d values, want %d", len(got), len(want))
-	}
+	rounded := make([]float64, len(want))
 	for i, w := range want {
-		w = float64(T(w)) // the float32 result is the float64 one rounded once
-		g := float64(got[i])
-		s := 0.0
-		if scale != nil {
-			s = scale[i]
-		}
-		switch {
-		case math.IsNaN(w) || math.IsNaN(g):
-			if math.IsNaN(w) != math.IsNaN(g) {
-				return fmt.Errorf("[%d] = %v, want %v", i, g, w)
-			}
-		case math.IsInf(w, 0) || math.IsInf(g, 0):
-			if g != w {
-				return fmt.Errorf("[%d] = %v, want %v", i, g, w)
-			}
-		case math.Abs(g-w) > t.rel*(math.Abs(w)+s)+t.abs:
-			return fmt.Errorf("[%d] = %v, want %v (diff %.3g, row scale %.3g)", i, g, w, math.Abs(g-w), s)
-		}
+		rounded[i] = float64(T(w)) // the float32 result is the float64 one rounded once
 	}
-	return nil
+	return compareScaled(got, rounded, scale, t.rel, t.abs)
 }
 
 // naiveFamily computes k's output y and the gradient dx of Σ dy∘y for x of

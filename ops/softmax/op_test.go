@@ -41,6 +41,23 @@ func weightedLoss[T graph.Float](g *gorgonia.ExprGraph, y *gorgonia.Node, w []T)
 	return gorgonia.Sum(p)
 }
 
+// checkTape runs k on x (shape, axis) with upstream gradient w on a
+// TapeMachine and compares y and dx with the float64 reference loops on the
+// same inputs, within tol = {rtol, atol} of y, then of dx.
+func checkTape[T graph.Float](t *testing.T, name string, k kind, x, w []T, shape []int, axis int, tol [4]float64) {
+	t.Helper()
+	y, dx, err := runTape(k, x, w, shape, axis)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := compare(y, reference(k, widenAny(x), shape, axis), tol[0], tol[1]); err != nil {
+		t.Errorf("%s forward: %v", name, err)
+	}
+	if err := compare(dx, referenceGrad(k, widenAny(x), widenAny(w), shape, axis), tol[2], tol[3]); err != nil {
+		t.Errorf("%s backward: %v", name, err)
+	}
+}
+
 // runTape runs k on x (shape, axis) forward and backward on a TapeMachine
 // with upstream gradient w and returns y and dx.
 func runTape[T graph.Float](k kind, x, w []T, shape []int, axis int) (y, dx []T, err error) {
@@ -259,34 +276,11 @@ func TestEdgeCases(t *testing.T) {
 		for _, k := range kinds {
 			shape, axis := layoutCase.shape, layoutCase.axis
 			w := randSlice(rng, size(outShape(k, shape, axis)), 1)
-			want := reference(k, layoutCase.x, shape, axis)
-			wantDx := referenceGrad(k, layoutCase.x, w, shape, axis)
 			name := fmt.Sprintf("%v %s", k, layoutCase.name)
-
-			y, dx, err := runTape(k, layoutCase.x, w, shape, axis)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if err := compare(y, want, 1e-15, 0); err != nil {
-				t.Errorf("%s forward: %v", name, err)
-			}
-			if err := compare(dx, wantDx, 1e-14, 1e-300); err != nil {
-				t.Errorf("%s backward: %v", name, err)
-			}
+			checkTape(t, name, k, layoutCase.x, w, shape, axis, [4]float64{1e-15, 0, 1e-14, 1e-300})
 			// float32: ±1e30 and ±1e4 are exactly representable as
 			// float32, so the same expectations hold in float32.
-			want32 := reference(k, widen(narrow(layoutCase.x)), shape, axis)
-			wantDx32 := referenceGrad(k, widen(narrow(layoutCase.x)), widen(narrow(w)), shape, axis)
-			y32, dx32, err := runTape(k, narrow(layoutCase.x), narrow(w), shape, axis)
-			if err != nil {
-				t.Fatalf("%s float32: %v", name, err)
-			}
-			if err := compare(y32, want32, 1e-6, 0); err != nil {
-				t.Errorf("%s float32 forward: %v", name, err)
-			}
-			if err := compare(dx32, wantDx32, 1e-6, 1e-7); err != nil {
-				t.Errorf("%s float32 backward: %v", name, err)
-			}
+			checkTape(t, name+" float32", k, narrow(layoutCase.x), narrow(w), shape, axis, [4]float64{1e-6, 0, 1e-6, 1e-7})
 		}
 	}
 	// Spelled out for the cases the issue names.
