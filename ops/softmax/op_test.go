@@ -58,16 +58,22 @@ func checkTape[T graph.Float](t *testing.T, name string, k kind, x, w []T, shape
 	}
 }
 
+// weightedGraph builds, on a new graph, y = k(x) along axis and the loss
+// Σ w∘y, with x an input node holding x.
+func weightedGraph[T graph.Float](k kind, x, w []T, shape []int, axis int) (xn, y, loss *gorgonia.Node, err error) {
+	g := gorgonia.NewGraph()
+	xn = graph.Input(g, "x", graph.NewTensor(shape, x))
+	if y, err = apply1(k, xn, axis); err != nil {
+		return nil, nil, nil, err
+	}
+	loss, err = weightedLoss(g, y, w)
+	return xn, y, loss, err
+}
+
 // runTape runs k on x (shape, axis) forward and backward on a TapeMachine
 // with upstream gradient w and returns y and dx.
 func runTape[T graph.Float](k kind, x, w []T, shape []int, axis int) (y, dx []T, err error) {
-	g := gorgonia.NewGraph()
-	xn := graph.Input(g, "x", graph.NewTensor(shape, x))
-	yn, err := apply1(k, xn, axis)
-	if err != nil {
-		return nil, nil, err
-	}
-	loss, err := weightedLoss(g, yn, w)
+	xn, yn, loss, err := weightedGraph(k, x, w, shape, axis)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -338,17 +344,11 @@ func TestLispMachine(t *testing.T) {
 			name := fmt.Sprintf("%v%v axis %d", k, c.shape, c.axis)
 			x := randSlice(rng, size(c.shape), 2)
 			w := randSlice(rng, size(outShape(k, c.shape, c.axis)), 1)
-			g := gorgonia.NewGraph()
-			xt := graph.NewTensor(c.shape, x)
-			xn := graph.Input(g, "x", xt)
-			y, err := apply1(k, xn, c.axis)
+			xn, y, loss, err := weightedGraph(k, x, w, c.shape, c.axis)
 			if err != nil {
 				t.Fatal(err)
 			}
-			loss, err := weightedLoss(g, y, w)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := xn.Graph()
 			for run := range 2 {
 				copy(x, randSlice(rng, len(x), 2))
 				zeroGrad(xn) // machines add into the input's gradient
@@ -389,16 +389,11 @@ func TestTapeMachineRepeated(t *testing.T) {
 			name := fmt.Sprintf("%v%v axis %d", k, c.shape, c.axis)
 			x := make([]float32, size(c.shape))
 			w := narrow(randSlice(rng, size(outShape(k, c.shape, c.axis)), 1))
-			g := gorgonia.NewGraph()
-			xn := graph.Input(g, "x", graph.NewTensor(c.shape, x))
-			y, err := apply1(k, xn, c.axis)
+			xn, y, loss, err := weightedGraph(k, x, w, c.shape, c.axis)
 			if err != nil {
 				t.Fatal(err)
 			}
-			loss, err := weightedLoss(g, y, w)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := xn.Graph()
 			if _, err := gorgonia.Grad(loss, xn); err != nil {
 				t.Fatal(err)
 			}
