@@ -27,7 +27,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -44,13 +43,10 @@ import (
 
 type shape = benchkit.Shape
 
+// torchRow is one line of sdpa_bench.py's output.
 type torchRow struct {
-	shape
-	DType    string  `json:"dtype"`
-	Backend  string  `json:"backend"`
-	FwdMs    float64 `json:"fwd_ms"`
-	FwdBwdMs float64 `json:"fwdbwd_ms"`
-	Error    string  `json:"error"`
+	benchkit.Torch
+	DType string `json:"dtype"`
 }
 
 func main() {
@@ -119,15 +115,12 @@ func main() {
 		if err := cmd.Start(); err != nil {
 			log.Fatalf("attnbench: %s %s: %v", *python, *torchScript, err)
 		}
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var r torchRow
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				log.Printf("attnbench: torch output %q: %v", sc.Text(), err)
-				continue
-			}
-			log.Printf("torch %s", sc.Text())
-			torch[key(r.shape, r.DType, r.Backend)] = r
+		err = benchkit.DecodeLines(out, func(r torchRow, line string) {
+			log.Printf("torch %s", line)
+			torch[key(r.Shape, r.DType, r.Backend)] = r
+		}, func(line string, err error) { log.Printf("attnbench: torch output %q: %v", line, err) })
+		if err != nil {
+			log.Printf("attnbench: reading the PyTorch output: %v", err)
 		}
 		if err := cmd.Wait(); err != nil {
 			log.Printf("attnbench: PyTorch benchmark: %v", err)
