@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
 // ErrNoDevice is returned by every launcher when no CUDA device is in use: when no driver or
@@ -14,6 +16,27 @@ var ErrNoDevice = errors.New("cuda: no CUDA device in use")
 // ErrUnsupported wraps the errors of problems the kernels do not cover (a head dimension over
 // 256, more than 65535 heads or batches); callers fall back to the CPU on it.
 var ErrUnsupported = errors.New("cuda: unsupported problem")
+
+// Offloaded is the one device-failure policy of the ops (DESIGN.md): given what a launcher
+// returned, it reports whether the result is there (true) and the error to return with it,
+// or that the CPU must compute the result (false, nil):
+//
+//	nil                                       true, nil: the device computed it
+//	an error wrapping ErrNoDevice             false: no device in use (or it was lost): the CPU
+//	an error wrapping ErrUnsupported          false: the kernels do not cover it: the CPU
+//	any other error (*Error, bad arguments)   true, err: the op fails with the device's error
+//
+// A device failure is never retried on the CPU behind the caller's back: the op returns it,
+// and after a fault that lost the device the next calls run on the CPU (Enabled is false).
+func Offloaded(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNoDevice), errors.Is(err, ErrUnsupported):
+		return false, nil
+	}
+	return true, err
+}
 
 // Error is a failure reported by the CUDA driver while running an op.
 type Error struct {
@@ -209,6 +232,30 @@ func mulSizes(xs ...int) (int, error) {
 	return n, nil
 }
 
+// problem returns the description of p's problem (sizes, scale, masks).
+func (p *AttentionParams) problem() attnspec.Problem {
+	return attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
+		KeyLengths: p.KeyLengths}
+}
+
+// checkProblem validates pr for op, then the limits of the kernels: problems they do not cover
+// give an error wrapping ErrUnsupported.
+func checkProblem(op string, pr *attnspec.Problem) error {
+	if err := pr.Check(); err != nil {
+		return fmt.Errorf("cuda: %s: %w", op, err)
+	}
+	shape := pr.Shape()
+	switch {
+	case pr.D > MaxHeadDim:
+		return fmt.Errorf("cuda: %s: D=%d over the kernels' limit %d (%s): %w", op, pr.D, MaxHeadDim, shape, ErrUnsupported)
+	case pr.B > 65535 || pr.H > 65535:
+		return fmt.Errorf("cuda: %s: B and H must be at most 65535 (%s): %w", op, shape, ErrUnsupported)
+	case pr.Nq > math.MaxInt32/2 || pr.Nk > math.MaxInt32/2:
+		return fmt.Errorf("cuda: %s: Nq and Nk must be under 2^30 (%s): %w", op, shape, ErrUnsupported)
+	}
+	return nil
+}
+
 // check validates p for the forward (backward false) or the backward and returns the element
 // type of its slices. Problems the kernels do not cover give an error wrapping ErrUnsupported.
 func (p *AttentionParams) check(backward bool) (dtype, error) {
@@ -216,46 +263,14 @@ func (p *AttentionParams) check(backward bool) (dtype, error) {
 	if backward {
 		op = "attention backward"
 	}
-	shape := fmt.Sprintf("B=%d H=%d Hkv=%d Nq=%d Nk=%d D=%d", p.B, p.H, p.Hkv, p.Nq, p.Nk, p.D)
-	if p.B < 1 || p.H < 1 || p.Hkv < 1 || p.Nq < 1 || p.Nk < 1 || p.D < 1 {
-		return 0, fmt.Errorf("cuda: %s: every size must be at least 1 (%s)", op, shape)
-	}
-	if p.H%p.Hkv != 0 {
-		return 0, fmt.Errorf("cuda: %s: H=%d is not a multiple of Hkv=%d (%s)", op, p.H, p.Hkv, shape)
-	}
-	if math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale == 0 {
-		return 0, fmt.Errorf("cuda: %s: Scale=%v, want a finite non-zero value (%s)", op, p.Scale, shape)
+	pr := p.problem()
+	if err := checkProblem(op, &pr); err != nil {
+		return 0, err
 	}
 	if p.Precision < PrecisionFMA || p.Precision > PrecisionBF16 {
-		return 0, fmt.Errorf("cuda: %s: unknown %v (%s)", op, p.Precision, shape)
+		return 0, fmt.Errorf("cuda: %s: unknown %v (%s)", op, p.Precision, pr.Shape())
 	}
-	if p.KeyLengths != nil {
-		if len(p.KeyLengths) != p.B {
-			return 0, fmt.Errorf("cuda: %s: %d KeyLengths for B=%d (%s)", op, len(p.KeyLengths), p.B, shape)
-		}
-		for b, n := range p.KeyLengths {
-			if n < 0 || n > p.Nk {
-				return 0, fmt.Errorf("cuda: %s: KeyLengths[%d]=%d outside [0, Nk=%d] (%s)", op, b, n, p.Nk, shape)
-			}
-		}
-	}
-	qLen, err := mulSizes(p.B, p.H, p.Nq, p.D)
-	if err != nil {
-		return 0, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
-	}
-	kLen, err := mulSizes(p.B, p.Hkv, p.Nk, p.D)
-	if err != nil {
-		return 0, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
-	}
-	lLen := p.B * p.H * p.Nq
-	switch {
-	case p.D > MaxHeadDim:
-		return 0, fmt.Errorf("cuda: %s: D=%d over the kernels' limit %d (%s): %w", op, p.D, MaxHeadDim, shape, ErrUnsupported)
-	case p.B > 65535 || p.H > 65535:
-		return 0, fmt.Errorf("cuda: %s: B and H must be at most 65535 (%s): %w", op, shape, ErrUnsupported)
-	case p.Nq > math.MaxInt32/2 || p.Nk > math.MaxInt32/2:
-		return 0, fmt.Errorf("cuda: %s: Nq and Nk must be under 2^30 (%s): %w", op, shape, ErrUnsupported)
-	}
+	qLen, kLen, lLen := pr.QLen(), pr.KLen(), pr.LLen()
 	names := []string{"Q", "K", "V", "O", "L"}
 	xs := []any{p.Q, p.K, p.V, p.O, p.L}
 	lens := []int{qLen, kLen, kLen, qLen, lLen}
@@ -271,17 +286,4 @@ func (p *AttentionParams) check(backward bool) (dtype, error) {
 		names, xs, lens = append(names, "LRes"), append(xs, p.LRes), append(lens, lLen)
 	}
 	return checkSlices(op, names, xs, lens)
-}
-
-// keyLimit returns how many leading keys query row i of batch b sees: keys j < keyLimit are
-// visible (KeyLengths, then the causal mask j ≤ i + Nk − Nq). The kernels' fg_key_limit.
-func (p *AttentionParams) keyLimit(b, i int) int {
-	lim := p.Nk
-	if p.KeyLengths != nil {
-		lim = min(lim, p.KeyLengths[b])
-	}
-	if p.Causal {
-		lim = min(lim, i+p.Nk-p.Nq+1)
-	}
-	return max(lim, 0)
 }

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -49,8 +50,8 @@ func TestAttentionParamsCheck(t *testing.T) {
 		{"short Q", func(p *AttentionParams) { p.Q = make([]float64, 5) }, false, "Q has 5 elements, want 192", false},
 		{"mixed types", func(p *AttentionParams) { p.V = make([]float32, 80) }, false, "all slices must share", false},
 		{"not a float slice", func(p *AttentionParams) { p.K = []int{1} }, false, "K is []int", false},
-		{"key lengths count", func(p *AttentionParams) { p.KeyLengths = []int{1} }, false, "1 KeyLengths for B=2", false},
-		{"key length range", func(p *AttentionParams) { p.KeyLengths = []int{1, 6} }, false, "KeyLengths[1]=6 outside [0, Nk=5]", false},
+		{"key lengths count", func(p *AttentionParams) { p.KeyLengths = []int{1} }, false, "KeyLengths has 1 entries [1], want one per batch element (B=2)", false},
+		{"key length range", func(p *AttentionParams) { p.KeyLengths = []int{1, 6} }, false, "KeyLengths[1] = 6 is outside [0, Nk=5]", false},
 		{"missing DO", func(p *AttentionParams) { p.DO = nil }, true, "DO is <nil>", false},
 		{"D over 256", func(p *AttentionParams) { p.D = 257 }, false, "D=257 over", true},
 	} {
@@ -100,6 +101,39 @@ func TestSoftmaxParamsCheck(t *testing.T) {
 			}
 			if c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestOffloaded checks the ops' device-failure policy on each kind of launcher result.
+func TestOffloaded(t *testing.T) {
+	fault := &Error{Op: "attention forward", Call: "cuLaunchKernel", Code: 719, Name: "CUDA_ERROR_LAUNCH_FAILED"}
+	for _, c := range []struct {
+		name    string
+		err     error
+		ran     bool
+		wantErr error
+	}{
+		{"done", nil, true, nil},
+		{"no device", ErrNoDevice, false, nil},
+		{"device lost", fmt.Errorf("cuda: attention forward: %w", ErrNoDevice), false, nil},
+		{"unsupported", fmt.Errorf("cuda: attention forward: D=300: %w", ErrUnsupported), false, nil},
+		{"fault", fault, true, fault},
+		{"bad arguments", errors.New("cuda: attention forward: Q has 5 elements, want 192"), true, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ran, err := Offloaded(c.err)
+			if ran != c.ran {
+				t.Fatalf("Offloaded(%v) ran = %t, want %t", c.err, ran, c.ran)
+			}
+			if want := c.wantErr; want == nil && c.ran && c.err != nil {
+				want = c.err // any other error comes back as it is
+				if err != want {
+					t.Fatalf("Offloaded(%v) error %v, want it back", c.err, err)
+				}
+			} else if err != want {
+				t.Fatalf("Offloaded(%v) error %v, want %v", c.err, err, want)
 			}
 		})
 	}

@@ -2,7 +2,8 @@ package cuda
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
 // AttentionBuffers is AttentionParams on device Buffers: the same sizes, options, formulas and
@@ -16,6 +17,9 @@ type AttentionBuffers struct {
 	Scale                float64
 	Causal               bool
 	KeyLengths           *Buffer
+	// Precision selects the forward's arithmetic for Float32 operands, as
+	// AttentionParams.Precision (the zero value runs the FMA kernels).
+	Precision Precision
 
 	Q, K, V, O, L, LRes *Buffer
 	DO, DL              *Buffer
@@ -24,28 +28,15 @@ type AttentionBuffers struct {
 
 // check validates the sizes and returns the operands of one direction.
 func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, error) {
-	shape := fmt.Sprintf("B=%d H=%d Hkv=%d Nq=%d Nk=%d D=%d", p.B, p.H, p.Hkv, p.Nq, p.Nk, p.D)
-	switch {
-	case p.B < 1 || p.H < 1 || p.Hkv < 1 || p.Nq < 1 || p.Nk < 1 || p.D < 1:
-		return 0, nil, fmt.Errorf("cuda: %s: every size must be at least 1 (%s)", op, shape)
-	case p.H%p.Hkv != 0:
-		return 0, nil, fmt.Errorf("cuda: %s: H=%d is not a multiple of Hkv=%d (%s)", op, p.H, p.Hkv, shape)
-	case math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale == 0:
-		return 0, nil, fmt.Errorf("cuda: %s: Scale=%v, want a finite non-zero value (%s)", op, p.Scale, shape)
-	case p.D > MaxHeadDim:
-		return 0, nil, fmt.Errorf("cuda: %s: D=%d over the kernels' limit %d (%s): %w", op, p.D, MaxHeadDim, shape, ErrUnsupported)
-	case p.B > 65535 || p.H > 65535 || p.Nq > math.MaxInt32/2 || p.Nk > math.MaxInt32/2:
-		return 0, nil, fmt.Errorf("cuda: %s: sizes over the kernels' grid limits (%s): %w", op, shape, ErrUnsupported)
+	// KeyLengths are on the device here: the problem is checked without them.
+	pr := attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal}
+	if err := checkProblem(op, &pr); err != nil {
+		return 0, nil, err
 	}
-	qLen, err := mulSizes(p.B, p.H, p.Nq, p.D)
-	if err != nil {
-		return 0, nil, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
+	if p.Precision < PrecisionFMA || p.Precision > PrecisionBF16 {
+		return 0, nil, fmt.Errorf("cuda: %s: unknown %v (%s)", op, p.Precision, pr.Shape())
 	}
-	kLen, err := mulSizes(p.B, p.Hkv, p.Nk, p.D)
-	if err != nil {
-		return 0, nil, fmt.Errorf("cuda: %s: %s: %v", op, shape, err)
-	}
-	lLen := p.B * p.H * p.Nq
+	qLen, kLen, lLen := pr.QLen(), pr.KLen(), pr.LLen()
 	DT, dt, err := floatOf(op, "Q", p.Q)
 	if err != nil {
 		return 0, nil, err
@@ -63,7 +54,8 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 
 // kernel returns the kernels' parameters for p (contiguous layouts).
 func (p *AttentionBuffers) kernel() attnParams {
-	kp := attnBase(&AttentionParams{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
+	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
+	kp.precision = int32(p.Precision)
 	kp.q, kp.k, kp.v, kp.o, kp.lse = p.Q.ptr, p.K.ptr, p.V.ptr, p.O.ptr, p.L.ptr
 	kp.lres, kp.keyLengths = ptrOf(p.LRes), ptrOf(p.KeyLengths)
 	kp.do, kp.dlse, kp.dq, kp.dk, kp.dv, kp.delta = ptrOf(p.DO), ptrOf(p.DL), ptrOf(p.DQ), ptrOf(p.DK), ptrOf(p.DV), ptrOf(p.Delta)
@@ -97,4 +89,21 @@ func AttentionBackwardBuffers(p AttentionBuffers) error {
 		kp := p.kernel()
 		return s.attnBackwardKernels(&kp, dt)
 	})
+}
+
+// Kernels returns the names of the kernels AttentionForwardBuffers (first) and
+// AttentionBackwardBuffers (the rest) launch for p's sizes, element type and precision, for
+// benchmarks to report.
+func (p AttentionBuffers) Kernels() ([]string, error) {
+	dt, _, err := p.check("attention kernels", false)
+	if err != nil {
+		return nil, err
+	}
+	kp := p.kernel()
+	fwd := "fg_attn_fwd_v2_" + pickCfg(fwdCfgs[dt], p.D).suffix(dt)
+	if c, ok := pickMMA(&kp, dt, 0); ok {
+		fwd = c.name()
+	}
+	return []string{fwd, "fg_attn_bwd_preprocess_" + dt.String(),
+		"fg_attn_bwd_dkdv_" + pickCfg(dkdvCfgs[dt], p.D).suffix(dt), "fg_attn_bwd_dq_" + pickCfg(dqCfgs[dt], p.D).suffix(dt)}, nil
 }

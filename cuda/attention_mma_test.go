@@ -51,7 +51,7 @@ func precisionRound(prec Precision) func(float32) float32 {
 // straightforward implementation in prec reaches; the kernels must stay within twice its error.
 func refAttentionNaive(p *AttentionParams, q, k, v []float64, prec Precision) (o, l []float64) {
 	r := precisionRound(prec)
-	D, G := p.D, p.H/p.Hkv
+	D := p.D
 	rq, rk, rv := make([]float32, len(q)), make([]float32, len(k)), make([]float32, len(v))
 	for i := range q {
 		rq[i] = r(float32(q[i]))
@@ -64,42 +64,35 @@ func refAttentionNaive(p *AttentionParams, q, k, v []float64, prec Precision) (o
 	l = make([]float64, p.B*p.H*p.Nq)
 	s := make([]float32, p.Nk)
 	acc := make([]float32, D)
-	for b := 0; b < p.B; b++ {
-		for h := 0; h < p.H; h++ {
-			kv := (b*p.Hkv + h/G) * p.Nk * D
-			for i := 0; i < p.Nq; i++ {
-				row := (b*p.H+h)*p.Nq + i
-				lim := refKeyLimit(p, b, i)
-				if lim == 0 {
-					l[row] = math.Inf(-1)
-					continue
-				}
-				mx := float32(math.Inf(-1))
-				for j := 0; j < lim; j++ {
-					var dot float32
-					for c := 0; c < D; c++ {
-						dot += float32(rq[row*D+c] * rk[kv+j*D+c])
-					}
-					s[j] = float32(dot * scale)
-					mx = max(mx, s[j])
-				}
-				var sum float32
-				clear(acc)
-				for j := 0; j < lim; j++ {
-					pj := float32(math.Exp(float64(s[j] - mx)))
-					sum += pj
-					pr := r(pj)
-					for c := 0; c < D; c++ {
-						acc[c] += float32(pr * rv[kv+j*D+c])
-					}
-				}
-				for c := 0; c < D; c++ {
-					o[row*D+c] = float64(acc[c] / sum)
-				}
-				l[row] = float64(mx + float32(math.Log(float64(sum))))
+	eachQueryRow(p, func(row, kv, lim int) {
+		if lim == 0 {
+			l[row] = math.Inf(-1)
+			return
+		}
+		mx := float32(math.Inf(-1))
+		for j := 0; j < lim; j++ {
+			var dot float32
+			for c := 0; c < D; c++ {
+				dot += float32(rq[row*D+c] * rk[kv+j*D+c])
+			}
+			s[j] = float32(dot * scale)
+			mx = max(mx, s[j])
+		}
+		var sum float32
+		clear(acc)
+		for j := 0; j < lim; j++ {
+			pj := float32(math.Exp(float64(s[j] - mx)))
+			sum += pj
+			pr := r(pj)
+			for c := 0; c < D; c++ {
+				acc[c] += float32(pr * rv[kv+j*D+c])
 			}
 		}
-	}
+		for c := 0; c < D; c++ {
+			o[row*D+c] = float64(acc[c] / sum)
+		}
+		l[row] = float64(mx + float32(math.Log(float64(sum))))
+	})
 	return o, l
 }
 
@@ -306,13 +299,13 @@ func TestPickMMA(t *testing.T) {
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
-		kp := attnBase(&p)
+		kp := p.kernelParams()
 		cfg, ok := pickMMA(&kp, c.dt, c.variant)
 		if got := map[bool]string{true: cfg.name(), false: ""}[ok]; got != c.want {
 			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
 		}
 	}
-	kp := attnBase(&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32})
+	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.kRow = 66 // a row not on 16 bytes
 	if _, ok := pickMMA(&kp, f32, 0); ok {
 		t.Errorf("pickMMA accepts a K row stride of 66 elements")

@@ -539,9 +539,9 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-// TestResidentL checks that the backward reuses the L the forward left on the device when the
-// host L is unchanged, uploads it when it changed, and is right either way.
-func TestResidentL(t *testing.T) {
+// TestBackwardReadsHostL checks that the backward after a forward is right and reads the L
+// it is given: an L changed on the host changes dQ (no stale device copy is used).
+func TestBackwardReadsHostL(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(5))
 	pr := newAttnProblem(rng, attnCase{1, 2, 1, 40, 50, 16, true, nil, false}, true)
@@ -549,22 +549,15 @@ func TestResidentL(t *testing.T) {
 	if err := AttentionForward(p); err != nil {
 		t.Fatal(err)
 	}
-	hits := residentHits.Load()
 	if err := AttentionBackward(p); err != nil {
 		t.Fatal(err)
 	}
-	if residentHits.Load() != hits+1 {
-		t.Errorf("backward after forward did not reuse the resident L")
-	}
-	compare(t, "dQ (resident L)", as64(p.DQ), pr.dq, 1e-11)
+	compare(t, "dQ", as64(p.DQ), pr.dq, 1e-11)
 	// A changed L (here: shifted by log 2 on one row, which halves that row's P) must be read
 	// from the host.
 	p.L.([]float64)[7] += math.Ln2
 	if err := AttentionBackward(p); err != nil {
 		t.Fatal(err)
-	}
-	if residentHits.Load() != hits+1 {
-		t.Errorf("backward with a changed L reused the stale resident copy")
 	}
 	if math.Abs(p.DQ.([]float64)[7*16]-pr.dq[7*16]) < 1e-9*math.Abs(pr.dq[7*16]) && pr.dq[7*16] != 0 {
 		t.Errorf("the changed L had no effect on dQ")

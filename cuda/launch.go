@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
 // The launch functions: for each op, the kernel configuration (chosen here only, per head
@@ -165,8 +167,9 @@ func (s *state) softmaxKernel(kp *softmaxParams, dt dtype, backward bool) error 
 // ---- attention -------------------------------------------------------------------------------
 
 // attnBase fills the sizes, strides and options of the kernel params for p (contiguous
-// layouts of AttentionParams).
-func attnBase(p *AttentionParams) attnParams {
+// layouts; the kernels' fg_key_limit applies attnspec's rule from causal, causal_offset and
+// the key lengths).
+func attnBase(p *attnspec.Problem) attnParams {
 	d := int64(p.D)
 	kp := attnParams{
 		qRow: d, qHead: int64(p.Nq) * d, qBatch: int64(p.H*p.Nq) * d,
@@ -175,11 +178,18 @@ func attnBase(p *AttentionParams) attnParams {
 		b:     int32(p.B), h: int32(p.H), hkv: int32(p.Hkv), nq: int32(p.Nq), nk: int32(p.Nk), d: int32(p.D),
 	}
 	kp.vRow, kp.vHead, kp.vBatch = kp.kRow, kp.kHead, kp.kBatch
-	kp.precision = int32(p.Precision)
 	kp.oRow, kp.oHead, kp.oBatch = kp.qRow, kp.qHead, kp.qBatch
 	if p.Causal {
 		kp.causal, kp.causalOffset = 1, int32(p.Nk-p.Nq)
 	}
+	return kp
+}
+
+// kernelParams returns the kernel params of p's problem and precision, without pointers.
+func (p *AttentionParams) kernelParams() attnParams {
+	pr := p.problem()
+	kp := attnBase(&pr)
+	kp.precision = int32(p.Precision)
 	return kp
 }
 
@@ -193,7 +203,8 @@ func keyLengths32(kl []int) []int32 {
 }
 
 // AttentionForward computes O and L from Q, K and V on the device (see AttentionParams), with
-// the FlashAttention-2 kernel. L stays resident on the device for AttentionBackward. It returns
+// the FlashAttention-2 kernel. Every operand is copied in and out on each call
+// (AttentionForwardBuffers keeps them on the device). It returns
 // ErrNoDevice when no device is in use, an error wrapping ErrUnsupported for problems the
 // kernels do not cover, and a *Error when CUDA fails.
 func AttentionForward(p AttentionParams) error { return attentionForward(p, 2) }
@@ -220,25 +231,8 @@ func attentionForward(p AttentionParams, variant int) error {
 			return err
 		}
 		_, lBytes := hostBytes(p.L)
-		// L's buffer outlives the call (kept resident when all goes well); the one kept for the
-		// same host slice by the last forward is reused.
-		lbuf, ok := s.resident.take(p.L)
-		if !ok {
-			if lbuf, err = s.pool.get(lBytes); err != nil {
-				return err
-			}
-		}
-		kept := false
-		defer func() {
-			if !kept {
-				s.pool.put(lbuf)
-			}
-		}()
-		kp.lse = lbuf.ptr
-		if poison {
-			if err := memset8(lbuf.ptr, 0xff, lBytes); err != nil {
-				return err
-			}
+		if kp.lse, err = sc.output(lBytes); err != nil {
+			return err
 		}
 		if p.LRes != nil {
 			_, n := hostBytes(p.LRes)
@@ -264,15 +258,13 @@ func attentionForward(p AttentionParams, variant int) error {
 				return err
 			}
 		}
-		s.resident.keep(s, p.L, lbuf)
-		kept = true
 		return nil
 	})
 }
 
 // attnUpload copies Q, K, V, the key lengths and, for the backward, O, DO and DL to the device.
 func attnUpload(sc *scope, p *AttentionParams, backward bool) (attnParams, error) {
-	kp := attnBase(p)
+	kp := p.kernelParams()
 	var err error
 	up := func(dst *devptr, x any, what string) {
 		if err == nil {
@@ -326,8 +318,8 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 
 // AttentionBackward computes DQ, DK and DV on the device (see AttentionParams): delta =
 // rowsum(DO∘O) − DL, then the dK/dV kernel (a block per key tile) and the dQ kernel (a block
-// per query tile), neither using atomics, so the result is the same bits on every run. L is
-// taken from the device when AttentionForward left it there and p.L is unchanged. It returns
+// per query tile), neither using atomics, so the result is the same bits on every run. Every
+// operand, L included, is copied from the host. It returns
 // ErrNoDevice when no device is in use, an error wrapping ErrUnsupported for problems the
 // kernels do not cover, and a *Error when CUDA fails.
 func AttentionBackward(p AttentionParams) error {
@@ -345,10 +337,7 @@ func AttentionBackward(p AttentionParams) error {
 		if err != nil {
 			return err
 		}
-		if ptr, ok := s.resident.find(p.L); ok {
-			kp.lse = ptr
-			residentHits.Add(1)
-		} else if kp.lse, err = sc.upload(p.L, "L"); err != nil {
+		if kp.lse, err = sc.upload(p.L, "L"); err != nil {
 			return err
 		}
 		_, qBytes := hostBytes(p.DQ)

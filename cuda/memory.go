@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"sync/atomic"
@@ -117,8 +116,7 @@ func (p *pool) release() {
 }
 
 // MemoryInUse returns the bytes of device memory the package holds: the caching allocator's
-// buffers (in use by a running call, or cached for the next) and the resident log-sum-exp
-// buffers. It stays constant over the steps of a training loop once the first step ran.
+// buffers (in use by a running call or a live Buffer, or cached for the next). It stays constant over the steps of a training loop once the first step ran.
 func MemoryInUse() int64 { return poolBytes.Load() }
 
 // scope collects the buffers of one call and gives them back when the call ends.
@@ -183,66 +181,3 @@ func download(x any, d devptr, what string) error {
 	}
 	return dtoh(p, d, n, what)
 }
-
-// residentSet keeps the log-sum-exp buffers written by AttentionForward on the device, keyed by
-// the host slice the forward copied them to. AttentionBackward reuses a buffer when the host
-// slice it is given is at the same address and holds the same bits as the forward left there
-// (compared in full, so a reused buffer always equals what an upload would give); otherwise
-// it uploads. A model with several attention layers keeps one entry per layer; the set holds
-// at most maxResident entries and drops the oldest first.
-type residentSet struct {
-	entries []*resident
-}
-
-const maxResident = 64
-
-type resident struct {
-	host unsafe.Pointer // address of the host slice's first element
-	n    int64          // its length in bytes
-	copy []byte         // the bytes the forward wrote there
-	b    buf
-}
-
-// keep records that buffer b holds the bytes of host slice x; b leaves the call's scope.
-func (r *residentSet) keep(s *state, x any, b buf) {
-	p, n := hostBytes(x)
-	if old, ok := r.take(x); ok {
-		s.pool.put(old)
-	}
-	if len(r.entries) == maxResident {
-		s.pool.put(r.entries[0].b)
-		r.entries = r.entries[1:]
-	}
-	cp := make([]byte, n)
-	copy(cp, unsafe.Slice((*byte)(p), n))
-	r.entries = append(r.entries, &resident{host: p, n: n, copy: cp, b: b})
-}
-
-// take removes and returns the resident buffer of host slice x, if any, so that a forward
-// writing L into the same host slice again reuses it (a new buffer first and the old one
-// freed after would hold one more buffer for a step).
-func (r *residentSet) take(x any) (buf, bool) {
-	p, n := hostBytes(x)
-	for i, e := range r.entries {
-		if e.host == p && e.n == n {
-			r.entries = append(r.entries[:i], r.entries[i+1:]...)
-			return e.b, true
-		}
-	}
-	return buf{}, false
-}
-
-// find returns the device buffer holding the bytes of host slice x, if one is resident and x
-// is unchanged since.
-func (r *residentSet) find(x any) (devptr, bool) {
-	p, n := hostBytes(x)
-	for _, e := range r.entries {
-		if e.host == p && e.n == n && bytes.Equal(e.copy, unsafe.Slice((*byte)(p), n)) {
-			return e.b.ptr, true
-		}
-	}
-	return 0, false
-}
-
-// residentHits counts the backward calls that found L resident (for the tests).
-var residentHits atomic.Int64

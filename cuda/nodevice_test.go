@@ -33,8 +33,8 @@ func TestNoDevice(t *testing.T) {
 	if err := SoftmaxBackward(s); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("SoftmaxBackward: %v, want ErrNoDevice", err)
 	}
-	if _, err := BenchAttention(BenchCase{B: 1, H: 1, N: 8, D: 8}); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("BenchAttention: %v, want ErrNoDevice", err)
+	if _, err := NewTimer(2); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("NewTimer: %v, want ErrNoDevice", err)
 	}
 	p.Q = nil
 	if err := AttentionForward(p); err == nil || errors.Is(err, ErrNoDevice) {

@@ -6,62 +6,59 @@ import (
 )
 
 // Float64 references, written as the plainest loops over the definitions (no online softmax,
-// no tiling), for the device tests to compare the kernels with.
+// no tiling), for the device tests to compare the kernels with. Which keys a row sees is
+// attnspec's rule (tested there against its definition): comparing the kernels with these
+// references is what checks common.cuh's fg_key_limit, the rule's device copy.
 
-// refKeyLimit returns how many leading keys row i of batch b sees (KeyLengths, then the
-// bottom-right causal mask j ≤ i + Nk − Nq).
-func refKeyLimit(p *AttentionParams, b, i int) int {
-	lim := p.Nk
-	if p.KeyLengths != nil {
-		lim = min(lim, p.KeyLengths[b])
+// eachQueryRow calls f for every query row (b, h, i) of p, in order, with its flat index
+// row = (b·H+h)·Nq+i, the offset kv = (b·Hkv + h/G)·Nk·D of its key/value head's rows, and
+// lim: the row sees keys j < lim (attnspec's rule).
+func eachQueryRow(p *AttentionParams, f func(row, kv, lim int)) {
+	vis := p.problem()
+	G := p.H / p.Hkv
+	for b := 0; b < p.B; b++ {
+		for h := 0; h < p.H; h++ {
+			for i := 0; i < p.Nq; i++ {
+				f((b*p.H+h)*p.Nq+i, (b*p.Hkv+h/G)*p.Nk*p.D, vis.KeyLimit(b, i))
+			}
+		}
 	}
-	if p.Causal {
-		lim = min(lim, i+p.Nk-p.Nq+1)
-	}
-	return max(lim, 0)
 }
 
 // refAttention returns O [B,H,Nq,D] and L [B,H,Nq] for p's sizes and options from float64 q, k,
 // v: s_ij = Scale·q_i·k_j, L_i = log Σ_j exp(s_ij), O_i = Σ_j exp(s_ij − L_i) v_j over the
 // visible keys; O = 0 and L = −Inf for rows without one. Sums use the row maximum as shift.
 func refAttention(p *AttentionParams, q, k, v []float64) (o, l []float64) {
-	D, G := p.D, p.H/p.Hkv
+	D := p.D
 	o = make([]float64, p.B*p.H*p.Nq*D)
 	l = make([]float64, p.B*p.H*p.Nq)
 	s := make([]float64, p.Nk)
-	for b := 0; b < p.B; b++ {
-		for h := 0; h < p.H; h++ {
-			kv := (b*p.Hkv + h/G) * p.Nk * D
-			for i := 0; i < p.Nq; i++ {
-				row := (b*p.H+h)*p.Nq + i
-				lim := refKeyLimit(p, b, i)
-				if lim == 0 {
-					l[row] = math.Inf(-1)
-					continue
-				}
-				mx := math.Inf(-1)
-				for j := 0; j < lim; j++ {
-					dot := 0.0
-					for c := 0; c < D; c++ {
-						dot += q[row*D+c] * k[kv+j*D+c]
-					}
-					s[j] = p.Scale * dot
-					mx = math.Max(mx, s[j])
-				}
-				sum := 0.0
-				for j := 0; j < lim; j++ {
-					sum += math.Exp(s[j] - mx)
-				}
-				l[row] = mx + math.Log(sum)
-				for j := 0; j < lim; j++ {
-					pj := math.Exp(s[j] - l[row])
-					for c := 0; c < D; c++ {
-						o[row*D+c] += pj * v[kv+j*D+c]
-					}
-				}
+	eachQueryRow(p, func(row, kv, lim int) {
+		if lim == 0 {
+			l[row] = math.Inf(-1)
+			return
+		}
+		mx := math.Inf(-1)
+		for j := 0; j < lim; j++ {
+			dot := 0.0
+			for c := 0; c < D; c++ {
+				dot += q[row*D+c] * k[kv+j*D+c]
+			}
+			s[j] = p.Scale * dot
+			mx = math.Max(mx, s[j])
+		}
+		sum := 0.0
+		for j := 0; j < lim; j++ {
+			sum += math.Exp(s[j] - mx)
+		}
+		l[row] = mx + math.Log(sum)
+		for j := 0; j < lim; j++ {
+			pj := math.Exp(s[j] - l[row])
+			for c := 0; c < D; c++ {
+				o[row*D+c] += pj * v[kv+j*D+c]
 			}
 		}
-	}
+	})
 	return o, l
 }
 
@@ -71,44 +68,37 @@ func refAttention(p *AttentionParams, q, k, v []float64) (o, l []float64) {
 // dK_j = Scale Σ_i dS_ij q_i, dV_j = Σ_i P_ij do_i. The row term is summed from P and dP
 // directly, not from O.
 func refAttentionBackward(p *AttentionParams, q, k, v, do, dl []float64) (dq, dk, dv []float64) {
-	D, G := p.D, p.H/p.Hkv
+	D := p.D
 	_, l := refAttention(p, q, k, v)
 	dq = make([]float64, len(q))
 	dk = make([]float64, len(k))
 	dv = make([]float64, len(v))
 	pr := make([]float64, p.Nk)
 	dp := make([]float64, p.Nk)
-	for b := 0; b < p.B; b++ {
-		for h := 0; h < p.H; h++ {
-			kv := (b*p.Hkv + h/G) * p.Nk * D
-			for i := 0; i < p.Nq; i++ {
-				row := (b*p.H+h)*p.Nq + i
-				lim := refKeyLimit(p, b, i)
-				rowTerm := 0.0
-				for j := 0; j < lim; j++ {
-					dot, dpj := 0.0, 0.0
-					for c := 0; c < D; c++ {
-						dot += q[row*D+c] * k[kv+j*D+c]
-						dpj += do[row*D+c] * v[kv+j*D+c]
-					}
-					pr[j] = math.Exp(p.Scale*dot - l[row])
-					dp[j] = dpj
-					rowTerm += pr[j] * dpj
-				}
-				if dl != nil {
-					rowTerm -= dl[row]
-				}
-				for j := 0; j < lim; j++ {
-					ds := pr[j] * (dp[j] - rowTerm)
-					for c := 0; c < D; c++ {
-						dq[row*D+c] += p.Scale * ds * k[kv+j*D+c]
-						dk[kv+j*D+c] += p.Scale * ds * q[row*D+c]
-						dv[kv+j*D+c] += pr[j] * do[row*D+c]
-					}
-				}
+	eachQueryRow(p, func(row, kv, lim int) {
+		rowTerm := 0.0
+		for j := 0; j < lim; j++ {
+			dot, dpj := 0.0, 0.0
+			for c := 0; c < D; c++ {
+				dot += q[row*D+c] * k[kv+j*D+c]
+				dpj += do[row*D+c] * v[kv+j*D+c]
+			}
+			pr[j] = math.Exp(p.Scale*dot - l[row])
+			dp[j] = dpj
+			rowTerm += pr[j] * dpj
+		}
+		if dl != nil {
+			rowTerm -= dl[row]
+		}
+		for j := 0; j < lim; j++ {
+			ds := pr[j] * (dp[j] - rowTerm)
+			for c := 0; c < D; c++ {
+				dq[row*D+c] += p.Scale * ds * k[kv+j*D+c]
+				dk[kv+j*D+c] += p.Scale * ds * q[row*D+c]
+				dv[kv+j*D+c] += pr[j] * do[row*D+c]
 			}
 		}
-	}
+	})
 	return dq, dk, dv
 }
 

@@ -33,7 +33,6 @@ type state struct {
 	modules  map[string]cuModule
 	funcs    map[string]*kernel
 	pool     pool
-	resident residentSet
 	gen      uint64     // counts the contexts made: a Buffer is valid only in the one it was allocated in
 	blas     blasHandle // the cuBLAS handle of this context, 0 until the first product
 	blasWork devptr     // the handle's workspace (blasWorkspace bytes)
@@ -214,7 +213,6 @@ func (s *state) reset() {
 	s.gen++
 	s.blas, s.blasWork = 0, 0 // destroyed with the context
 	s.stream, s.rec = 0, 0
-	s.resident = residentSet{}
 	s.modules, s.funcs, s.live = nil, nil, false
 }
 

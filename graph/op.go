@@ -13,6 +13,16 @@ import (
 // This file holds the pieces that every custom Gorgonia op of the project
 // needs, so that ops/softmax, ops/attention and nn write them once.
 
+// Pure gives an op, embedded in it, the answers of an op that computes a
+// new value from its inputs: the result is not a pointer into an input
+// (ReturnsPtr false), no external library is called (CallsExtern false),
+// and no input is overwritten (OverwritesInput −1).
+type Pure struct{}
+
+func (Pure) ReturnsPtr() bool     { return false }
+func (Pure) CallsExtern() bool    { return false }
+func (Pure) OverwritesInput() int { return -1 }
+
 // OpHash is the FNV-1a hash of what op writes with WriteHash: the
 // Hashcode of an op whose WriteHash describes it completely.
 func OpHash(op interface{ WriteHash(hash.Hash) }) uint32 {

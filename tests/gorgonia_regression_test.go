@@ -12,17 +12,24 @@ import (
 	"github.com/flashgorgon/flashgorgon/ops/softmax"
 )
 
-// naiveSoftmax is softmax along axis by the textbook loop: for every row
-// (o, j) of the [outer, n, inner] view, subtract the row's maximum,
-// exponentiate, divide by the sum; a row of only −Inf gives zeros.
-func naiveSoftmax(x []float64, shape []int, axis int) []float64 {
-	outer, n, inner := 1, shape[axis], 1
+// view returns the [outer, n, inner] view of shape around axis: element
+// (o, i, j) at (o·n + i)·inner + j.
+func view(shape []int, axis int) (outer, n, inner int) {
+	outer, n, inner = 1, shape[axis], 1
 	for _, s := range shape[:axis] {
 		outer *= s
 	}
 	for _, s := range shape[axis+1:] {
 		inner *= s
 	}
+	return outer, n, inner
+}
+
+// naiveSoftmax is softmax along axis by the textbook loop: for every row
+// (o, j) of the [outer, n, inner] view, subtract the row's maximum,
+// exponentiate, divide by the sum; a row of only −Inf gives zeros.
+func naiveSoftmax(x []float64, shape []int, axis int) []float64 {
+	outer, n, inner := view(shape, axis)
 	y := make([]float64, len(x))
 	for o := range outer {
 		for j := range inner {
@@ -50,13 +57,7 @@ func naiveSoftmax(x []float64, shape []int, axis int) []float64 {
 // J_ki = p_k(δ_ki − p_i): dx_i = Σ_k w_k p_k (δ_ki − p_i).
 func naiveSoftmaxGrad(x, w []float64, shape []int, axis int) []float64 {
 	p := naiveSoftmax(x, shape, axis)
-	outer, n, inner := 1, shape[axis], 1
-	for _, s := range shape[:axis] {
-		outer *= s
-	}
-	for _, s := range shape[axis+1:] {
-		inner *= s
-	}
+	outer, n, inner := view(shape, axis)
 	dx := make([]float64, len(x))
 	for o := range outer {
 		for j := range inner {

@@ -17,7 +17,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -62,12 +61,8 @@ var defaultShapes = []shape{
 
 // torchRow is one line of sdpa_cpu.py's output.
 type torchRow struct {
-	benchkit.Shape
-	Threads  int     `json:"threads"`
-	Backend  string  `json:"backend"`
-	FwdMs    float64 `json:"fwd_ms"`
-	FwdBwdMs float64 `json:"fwdbwd_ms"`
-	Error    string  `json:"error"`
+	benchkit.Torch
+	Threads int `json:"threads"`
 }
 
 func main() {
@@ -225,15 +220,8 @@ func runTorch(python, script string, shapes []shape, threads []int, reps int) []
 			log.Printf("PyTorch at %d threads: %v: %s", t, err, strings.TrimSpace(stderr.String()))
 			continue
 		}
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		for sc.Scan() {
-			var r torchRow
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				log.Printf("PyTorch output %q: %v", sc.Text(), err)
-				continue
-			}
-			rows = append(rows, r)
-		}
+		benchkit.DecodeLines(bytes.NewReader(out), func(r torchRow, _ string) { rows = append(rows, r) },
+			func(line string, err error) { log.Printf("PyTorch output %q: %v", line, err) })
 	}
 	return rows
 }

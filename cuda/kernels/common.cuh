@@ -105,7 +105,10 @@ template <typename Acc, int RM, int CN> __device__ __forceinline__ void fg_zero(
 }
 
 // fg_key_limit returns how many leading keys query row i of batch b sees: keys j < limit are
-// visible. Both masks (key lengths, causal) keep a prefix of the keys.
+// visible. Both masks (key lengths, causal) keep a prefix of the keys. This is the device copy
+// of the Go definition, internal/attnspec's KeyLimit (j < key length and, causal,
+// j <= i + Nk - Nq, with causal_offset = Nk - Nq set by the launcher); the device tests compare
+// every kernel with float64 references that use attnspec's rule.
 __device__ __forceinline__ int fg_key_limit(const fg_attn_params& p, int b, int i) {
   int lim = p.nk;
   if (p.key_lengths) {

@@ -4,7 +4,10 @@
 package benchkit
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -51,4 +54,30 @@ func Ints(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// Torch is one PyTorch timing as the PyTorch scripts print it, a JSON object a line: the
+// shape, the SDPA backend, the median forward and forward+backward times in milliseconds, and
+// the error when the backend did not run. The scripts add their own fields (dtype, threads).
+type Torch struct {
+	Shape
+	Backend  string  `json:"backend"`
+	FwdMs    float64 `json:"fwd_ms"`
+	FwdBwdMs float64 `json:"fwdbwd_ms"`
+	Error    string  `json:"error"`
+}
+
+// DecodeLines decodes every line of r as a JSON T and calls row with it and the line; a line
+// that does not decode is passed to bad instead.
+func DecodeLines[T any](r io.Reader, row func(T, string), bad func(line string, err error)) error {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			bad(sc.Text(), err)
+			continue
+		}
+		row(v, sc.Text())
+	}
+	return sc.Err()
 }

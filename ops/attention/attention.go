@@ -167,14 +167,8 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 	if q.Graph() != k.Graph() || q.Graph() != v.Graph() {
 		return nil, tensor.Dtype{}, fmt.Errorf("%s: q, k and v belong to different graphs", fn)
 	}
-	// The packed values hold B·H·Nq·(d+2) and B·H·Nq·d + 2·B·Hkv·Nk·d
-	// elements: refuse sizes whose element counts overflow.
-	qn, ok1 := size(qs[0], qs[1], qs[2], qs[3]+2)
-	kn, ok2 := size(qs[0], ks[1], ks[2], ks[3])
-	if !ok1 || !ok2 || qn+2*kn > maxElements {
-		return nil, tensor.Dtype{}, fmt.Errorf("%s: q %v, k %v: more than 2^53 elements", fn, qs, ks)
-	}
-	p := &params{B: qs[0], H: qs[1], Hkv: ks[1], Nq: qs[2], Nk: ks[2], D: qs[3], Causal: opts.Causal}
+	p := &params{B: qs[0], H: qs[1], Hkv: ks[1], Nq: qs[2], Nk: ks[2], D: qs[3], Causal: opts.Causal,
+		KeyLengths: opts.KeyLengths}
 	switch {
 	case math.IsNaN(opts.Scale) || math.IsInf(opts.Scale, 0):
 		return nil, tensor.Dtype{}, fmt.Errorf("%s: Scale must be finite, got %v", fn, opts.Scale)
@@ -183,37 +177,16 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 	default:
 		p.Scale = opts.Scale
 	}
-	if opts.KeyLengths != nil {
-		if len(opts.KeyLengths) != p.B {
-			return nil, tensor.Dtype{}, fmt.Errorf("%s: KeyLengths has %d entries %v, want one per batch element (B=%d)",
-				fn, len(opts.KeyLengths), opts.KeyLengths, p.B)
-		}
-		for b, n := range opts.KeyLengths {
-			if n < 0 || n > p.Nk {
-				return nil, tensor.Dtype{}, fmt.Errorf("%s: KeyLengths[%d] = %d is outside [0, Nk=%d]", fn, b, n, p.Nk)
-			}
-		}
+	// The sizes are checked above with the nodes' shapes named; what is
+	// left is the key lengths and the element counts.
+	if err := p.Check(); err != nil {
+		return nil, tensor.Dtype{}, fmt.Errorf("%s: q %v, k %v: %w", fn, qs, ks, err)
+	}
+	if p.KeyLengths != nil {
 		// The op keeps its own copy: ops are immutable values.
 		p.KeyLengths = append([]int(nil), opts.KeyLengths...)
 	}
 	return p, dt, nil
-}
-
-// maxElements bounds the element count of any tensor the op makes: exact
-// in float64, and far beyond what a machine can allocate.
-const maxElements = 1 << 53
-
-// size returns the product of the positive sizes xs, and false when it
-// exceeds maxElements.
-func size(xs ...int) (int, bool) {
-	n := 1
-	for _, x := range xs {
-		if x < 1 || n > maxElements/x {
-			return 0, false
-		}
-		n *= x
-	}
-	return n, true
 }
 
 // nodeDtype returns the element type of a float32 or float64 tensor node.

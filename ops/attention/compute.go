@@ -33,7 +33,7 @@ func forwardTyped[T Float](p *params, q []T, k, v, packed any) error {
 	if !ok1 || !ok2 || !ok3 {
 		return fmt.Errorf("mixed element types: q %T, k %T, v %T, out %T", q, k, v, packed)
 	}
-	oLen, lLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq
+	oLen, lLen := p.QLen(), p.LLen()
 	flashForward(p, q, kk, vv, out[:oLen], out[oLen:oLen+lLen], out[oLen+lLen:])
 	return nil
 }
@@ -66,8 +66,7 @@ func backwardTyped[T Float](p *params, q []T, k, v, packed, dPacked, grads any) 
 		return fmt.Errorf("mixed element types: q %T, k %T, v %T, packed %T, dPacked %T, grads %T",
 			q, k, v, packed, dPacked, grads)
 	}
-	oLen, lLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq
-	kLen := p.B * p.Hkv * p.Nk * p.D
+	oLen, lLen, kLen := p.QLen(), p.LLen(), p.KLen()
 	flashBackward(p, q, kk, vv, pk[:oLen], pk[oLen:oLen+lLen], pk[oLen+lLen:], dpk[:oLen], dpk[oLen:oLen+lLen],
 		out[:oLen], out[oLen:oLen+kLen], out[oLen+kLen:])
 	return nil

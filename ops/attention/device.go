@@ -1,7 +1,6 @@
 package attention
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/flashgorgon/flashgorgon/cuda"
@@ -11,17 +10,21 @@ import (
 // in use (a machine with an NVIDIA GPU and its driver, FLASHGORGON_DEVICE not "cpu"; every
 // build has the backend, cuda.Device names the device and logs the choice once), the fused
 // attention runs on it with the same layouts and the same packed results as the CPU kernels,
-// L's rounding residual included. Problems the device kernels do not cover (d > 256) run on the CPU.
+// L's rounding residual included. Failures follow the one device policy (DESIGN.md,
+// cuda.Offloaded): no device or a problem the kernels do not cover (d > 256) runs on the CPU;
+// any other device failure is the op's error.
 
 // cpuOnly, set by tests, keeps forwardCompute and backwardCompute on the CPU while a device is
 // in use, so that both paths can be compared in one process.
 var cpuOnly bool
 
-// deviceParams returns the cuda description of p over the flat slices.
-func deviceParams(p *params) cuda.AttentionParams {
-	return cuda.AttentionParams{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D,
-		Scale: p.Scale, Causal: p.Causal, KeyLengths: p.KeyLengths}
-}
+// device holds the launchers the device branch calls: the cuda package's. Tests replace them
+// (a device that fails, one that does not cover the problem) to check the failure policy
+// without a GPU.
+var device = struct {
+	enabled           func() bool
+	forward, backward func(cuda.AttentionParams) error
+}{cuda.Enabled, cuda.AttentionForward, cuda.AttentionBackward}
 
 // cut splits a []float32 or []float64 into consecutive pieces of the given lengths.
 func cut(x any, lens ...int) ([]any, error) {
@@ -47,55 +50,46 @@ func cut(x any, lens ...int) ([]any, error) {
 	return out, nil
 }
 
-// deviceForward runs forwardCompute on the device; it reports whether it did (false: the CPU
-// runs it) and the device's error.
+// deviceLaunch runs launch on the device with p's description over q, k, v and the forward's
+// packed [O | L | LRes]; more adds the direction's other slices. It reports whether the device
+// ran it (false: the CPU runs it) and the device's error.
+func deviceLaunch(p *params, q, k, v, packed any, launch func(cuda.AttentionParams) error, more func(dp *cuda.AttentionParams) error) (bool, error) {
+	if cpuOnly || !device.enabled() {
+		return false, nil
+	}
+	pk, err := cut(packed, p.QLen(), p.LLen(), p.LLen())
+	if err != nil {
+		return true, err
+	}
+	dp := cuda.AttentionParams{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
+		KeyLengths: p.KeyLengths, Q: q, K: k, V: v, O: pk[0], L: pk[1], LRes: pk[2]}
+	if more != nil {
+		if err := more(&dp); err != nil {
+			return true, err
+		}
+	}
+	return cuda.Offloaded(launch(dp))
+}
+
+// deviceForward runs forwardCompute on the device (see deviceLaunch).
 func deviceForward(p *params, q, k, v, packed any) (bool, error) {
-	if cpuOnly || !cuda.Enabled() {
-		return false, nil
-	}
-	oLen, lLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq
-	parts, err := cut(packed, oLen, lLen, lLen)
-	if err != nil {
-		return true, err
-	}
-	dp := deviceParams(p)
-	dp.Q, dp.K, dp.V = q, k, v
-	dp.O, dp.L, dp.LRes = parts[0], parts[1], parts[2]
-	return deviceDone(cuda.AttentionForward(dp))
+	return deviceLaunch(p, q, k, v, packed, device.forward, nil)
 }
 
-// deviceBackward runs backwardCompute on the device; it reports whether it did and the
-// device's error.
+// deviceBackward runs backwardCompute on the device (see deviceLaunch): dPacked is [dO | dL | 0],
+// grads [dQ | dK | dV].
 func deviceBackward(p *params, q, k, v, packed, dPacked, grads any) (bool, error) {
-	if cpuOnly || !cuda.Enabled() {
-		return false, nil
-	}
-	oLen, lLen, kLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq, p.B*p.Hkv*p.Nk*p.D
-	pk, err := cut(packed, oLen, lLen, lLen)
-	if err != nil {
-		return true, err
-	}
-	dpk, err := cut(dPacked, oLen, lLen)
-	if err != nil {
-		return true, err
-	}
-	g, err := cut(grads, oLen, kLen, kLen)
-	if err != nil {
-		return true, err
-	}
-	dp := deviceParams(p)
-	dp.Q, dp.K, dp.V = q, k, v
-	dp.O, dp.L, dp.LRes = pk[0], pk[1], pk[2]
-	dp.DO, dp.DL = dpk[0], dpk[1]
-	dp.DQ, dp.DK, dp.DV = g[0], g[1], g[2]
-	return deviceDone(cuda.AttentionBackward(dp))
-}
-
-// deviceDone turns a launcher's result into deviceForward's: problems the kernels do not
-// cover go to the CPU, other failures are the op's error.
-func deviceDone(err error) (bool, error) {
-	if errors.Is(err, cuda.ErrUnsupported) {
-		return false, nil
-	}
-	return true, err
+	return deviceLaunch(p, q, k, v, packed, device.backward, func(dp *cuda.AttentionParams) error {
+		dpk, err := cut(dPacked, p.QLen(), p.LLen())
+		if err != nil {
+			return err
+		}
+		g, err := cut(grads, p.QLen(), p.KLen(), p.KLen())
+		if err != nil {
+			return err
+		}
+		dp.DO, dp.DL = dpk[0], dpk[1]
+		dp.DQ, dp.DK, dp.DV = g[0], g[1], g[2]
+		return nil
+	})
 }

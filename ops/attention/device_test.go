@@ -1,9 +1,11 @@
 package attention
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/flashgorgon/flashgorgon/cuda"
@@ -217,4 +219,72 @@ func deviceRun[T Float](t *testing.T, p *params, q, k, v, do, dl []T) (packed, g
 		t.Fatalf("%+v: device backward ran %v: %v", *p, done, err)
 	}
 	return packed, grads
+}
+
+// TestDeviceFailurePolicy checks the one device-failure policy (cuda.Offloaded) through the
+// op on a TapeMachine, with stand-in launchers (no GPU needed): a device failure in the
+// forward or the backward is the op's error, naming the op and the CUDA error, and is not
+// computed again on the CPU; no device or a problem the kernels do not cover gives the CPU's
+// result, checked against the float64 oracle.
+func TestDeviceFailurePolicy(t *testing.T) {
+	fault := &cuda.Error{Op: "attention forward", Call: "cuLaunchKernel(fg_attn_fwd_v2_f64_d32_m32_n32_r8_c16)", Code: 719,
+		Name: "CUDA_ERROR_LAUNCH_FAILED", Msg: "unspecified launch failure"}
+	unsupported := fmt.Errorf("cuda: attention forward: D=300 over the kernels' limit 256: %w", cuda.ErrUnsupported)
+	saved, was := device, cpuOnly
+	defer func() { device, cpuOnly = saved, was }()
+	cpuOnly = false
+	pr := problem{B: 2, H: 2, Hkv: 1, Nq: 5, Nk: 7, D: 3, Opts: Options{Causal: true, KeyLengths: []int{7, 4}}}
+	rng := rand.New(rand.NewSource(8))
+	q, k, v := pr.inputs(rng)
+	do := randn(rng, pr.qLen())
+	// Each case: what the forward's and the backward's launchers return, and
+	// whether the op must fail (else it gives the CPU's result).
+	for _, c := range []struct {
+		name     string
+		fwd, bwd error
+		fails    bool
+	}{
+		{"forward fault", fault, nil, true},
+		{"backward fault after an unsupported forward", unsupported, fault, true},
+		{"no device, then lost", cuda.ErrNoDevice, fmt.Errorf("lost: %w", cuda.ErrNoDevice), false},
+		{"unsupported both ways", unsupported, unsupported, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var fwdCalls, bwdCalls int
+			device.enabled = func() bool { return true }
+			device.forward = func(cuda.AttentionParams) error { fwdCalls++; return c.fwd }
+			device.backward = func(cuda.AttentionParams) error { bwdCalls++; return c.bwd }
+			dq, dk, dv, err := gradients(pr, fused, q, k, v, do, nil)
+			if fwdCalls != 1 || bwdCalls != map[bool]int{true: 0, false: 1}[c.fwd == fault] {
+				t.Fatalf("the device launchers were called %d (forward) and %d (backward) times", fwdCalls, bwdCalls)
+			}
+			if c.fails {
+				// Gorgonia's VM wraps errors without Unwrap: the text is what reaches the caller.
+				if err == nil || !strings.Contains(err.Error(), fault.Name) || !strings.Contains(err.Error(), "attention") {
+					t.Fatalf("error %v, want the op's error naming it and the CUDA error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wq, wk, wv := pr.naive(q, k, v).backward(do, nil)
+			for _, g := range []struct {
+				name      string
+				got, want []float64
+			}{{"dq", dq, wq}, {"dk", dk, wk}, {"dv", dv, wv}} {
+				if e := maxAbsErr(g.got, g.want); e > 1e-12 {
+					t.Errorf("%s: max error %g against the float64 oracle", g.name, e)
+				}
+			}
+		})
+	}
+	// Below the VM, the compute returns the *cuda.Error itself.
+	device.forward = func(cuda.AttentionParams) error { return fault }
+	p := &params{B: pr.B, H: pr.H, Hkv: pr.Hkv, Nq: pr.Nq, Nk: pr.Nk, D: pr.D, Scale: pr.scale(),
+		Causal: pr.Opts.Causal, KeyLengths: pr.Opts.KeyLengths}
+	err := forwardCompute(p, q, k, v, make([]float64, pr.qLen()+2*pr.lLen()))
+	if ce := (*cuda.Error)(nil); !errors.As(err, &ce) || ce != fault {
+		t.Errorf("forwardCompute: error %v, want the *cuda.Error", err)
+	}
 }

@@ -147,25 +147,34 @@ func weightedSum(x, w *gorgonia.Node) (*gorgonia.Node, error) {
 	return gorgonia.Sum(p)
 }
 
-// relErr returns max_i |got_i − want_i| / max_i |want_i| (normwise relative
-// error), skipping entries where both are −Inf; any other non-finite
-// mismatch gives +Inf.
-func relErr[T, S Float](got []T, want []S) float64 {
+// eachDiff calls f(w, d) for every pair (got_i, want_i) with d = got_i − want_i,
+// skipping pairs where both are −Inf, and reports false (having stopped) at
+// a non-finite d: a mismatch of NaN or infinities.
+func eachDiff[T, S Float](got []T, want []S, f func(w, d float64)) bool {
 	if len(got) != len(want) {
-		return math.Inf(1)
+		return false
 	}
-	var num, den float64
 	for i := range got {
 		g, w := float64(got[i]), float64(want[i])
 		if math.IsInf(g, -1) && math.IsInf(w, -1) {
 			continue
 		}
-		d := math.Abs(g - w)
+		d := g - w
 		if math.IsNaN(d) || math.IsInf(d, 0) {
-			return math.Inf(1)
+			return false
 		}
-		num = math.Max(num, d)
-		den = math.Max(den, math.Abs(w))
+		f(w, d)
+	}
+	return true
+}
+
+// relErr returns max_i |got_i − want_i| / max_i |want_i| (normwise relative
+// error), skipping entries where both are −Inf; any other non-finite
+// mismatch gives +Inf.
+func relErr[T, S Float](got []T, want []S) float64 {
+	var num, den float64
+	if !eachDiff(got, want, func(w, d float64) { num, den = math.Max(num, math.Abs(d)), math.Max(den, math.Abs(w)) }) {
+		return math.Inf(1)
 	}
 	if num == 0 {
 		return 0
@@ -177,21 +186,9 @@ func relErr[T, S Float](got []T, want []S) float64 {
 // skipping entries where both are −Inf; any other non-finite mismatch gives
 // +Inf.
 func rmsErr[T, S Float](got []T, want []S) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
 	var num, den float64
-	for i := range got {
-		g, w := float64(got[i]), float64(want[i])
-		if math.IsInf(g, -1) && math.IsInf(w, -1) {
-			continue
-		}
-		d := g - w
-		if math.IsNaN(d) || math.IsInf(d, 0) {
-			return math.Inf(1)
-		}
-		num += d * d
-		den += w * w
+	if !eachDiff(got, want, func(w, d float64) { num, den = num+d*d, den+w*w }) {
+		return math.Inf(1)
 	}
 	if num == 0 {
 		return 0
@@ -227,20 +224,9 @@ func norm[T Float](x []T) float64 {
 // maxAbsErr returns max_i |got_i − want_i|, skipping entries where both are
 // −Inf; any other non-finite mismatch gives +Inf.
 func maxAbsErr[T, S Float](got []T, want []S) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
 	var m float64
-	for i := range got {
-		g, w := float64(got[i]), float64(want[i])
-		if math.IsInf(g, -1) && math.IsInf(w, -1) {
-			continue
-		}
-		d := math.Abs(g - w)
-		if math.IsNaN(d) || math.IsInf(d, 0) {
-			return math.Inf(1)
-		}
-		m = math.Max(m, d)
+	if !eachDiff(got, want, func(_, d float64) { m = math.Max(m, math.Abs(d)) }) {
+		return math.Inf(1)
 	}
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 	"github.com/flashgorgon/flashgorgon/internal/kernels/gemm"
 	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
@@ -34,43 +35,10 @@ const (
 )
 
 // params describes one attention problem over flat row-major slices; it is
-// the seam between the Gorgonia ops and the compute. A device backend gets
-// the same description (see forwardCompute and backwardCompute).
-//
-// Layout (all contiguous, row-major):
-//
-//	q, o, dq, do  [B, H, Nq, D]    element (b,h,i,c) at ((b·H+h)·Nq+i)·D+c
-//	k, v, dk, dv  [B, Hkv, Nk, D]  element (b,g,j,c) at ((b·Hkv+g)·Nk+j)·D+c
-//	lse           [B, H, Nq]       element (b,h,i)   at (b·H+h)·Nq+i
-//
-// Query head h reads key/value head h/(H/Hkv).
-type params struct {
-	B, H, Hkv, Nq, Nk, D int
-	// Scale multiplies q·k; always resolved (1/√D when the user gave 0).
-	Scale float64
-	// Causal: query i sees keys j ≤ i + Nk − Nq (bottom-right aligned).
-	Causal bool
-	// KeyLengths is nil or holds B values in [0, Nk]: batch b sees keys
-	// j < KeyLengths[b].
-	KeyLengths []int
-}
-
-// keyLimit returns how many leading keys query row i of batch b sees: keys
-// j < keyLimit(b, i) are visible, the others masked. Both masks keep a
-// prefix of the keys, so the visible set is always [0, keyLimit). It is
-// nondecreasing in i.
-func (p *params) keyLimit(b, i int) int {
-	lim := p.Nk
-	if p.KeyLengths != nil && p.KeyLengths[b] < lim {
-		lim = p.KeyLengths[b]
-	}
-	if p.Causal {
-		if c := i + p.Nk - p.Nq + 1; c < lim {
-			lim = c
-		}
-	}
-	return max(lim, 0)
-}
+// the seam between the Gorgonia ops and the compute, and the same
+// description the cuda launchers get (attnspec.Problem: layouts, Scale
+// resolved, the visibility rule as KeyLimit, KeyEnd and FirstQuery).
+type params = attnspec.Problem
 
 // runUnits calls work(w, u) for every unit u in [0, n) exactly once,
 // spread over the cores. parallel.For decides how many goroutines run; each
@@ -99,15 +67,31 @@ func runUnits[S any](n int, pool *sync.Pool, newScratch func() *S, work func(w *
 
 const log2e = math.Log2E
 
-// tilesComputed counts the score tiles the forward and the backward
-// compute (one blockQ×blockK product Q·Kᵀ each), for the test that checks
-// that fully masked blocks are skipped rather than computed and discarded.
-// One atomic add per tile, next to ~10⁵–10⁶ flops of tile products.
-var tilesComputed struct{ fwd, bwd atomic.Int64 }
+// The tiles the kernels visit. Both masks keep a prefix of the keys that
+// grows with the row (attnspec), so the (query block, key block) tiles that
+// hold a visible pair are, for query rows [i0, i1), the key blocks below
+// fwdKeyEnd, and for the key block at j0, the query blocks from
+// bwdQueryStart on. The loops take their bounds from these two functions
+// and visit nothing else; TestMaskedBlocksSkipped checks them against the
+// definition of the masks.
+
+// fwdKeyEnd returns the end of the keys that query rows [i0, i1) of batch
+// b see: the last row's KeyLimit.
+func fwdKeyEnd(p *params, b, i1 int) int { return p.KeyLimit(b, i1-1) }
+
+// bwdQueryStart returns the first row of the first query block that sees
+// the key block at j0 of batch b: the block of the key's first query, or
+// Nq when the key is padding. Later keys are seen by later rows only.
+func bwdQueryStart(p *params, b, j0 int) int {
+	if j0 >= p.KeyEnd(b) {
+		return p.Nq
+	}
+	return p.FirstQuery(b, j0) / blockQ * blockQ
+}
 
 // flashForward computes, for every batch b, head h and query row i,
 //
-//	s_ij = Scale·Σ_c q[b,h,i,c]·k[b,h/G,j,c]   over the visible keys j < keyLimit(b,i)
+//	s_ij = Scale·Σ_c q[b,h,i,c]·k[b,h/G,j,c]   over the visible keys j < KeyLimit(b,i)
 //	L[b,h,i] = log Σ_j exp(s_ij)
 //	o[b,h,i,c] = Σ_j exp(s_ij − L)·v[b,h/G,j,c]
 //
@@ -150,7 +134,7 @@ type fwdScratch[T Float] struct {
 	mOld   []T               // m before the current key block
 	l      []float64         // running sum per row
 	sum    []float64         // the current key block's sum per row
-	rowLim []int             // keyLimit per row
+	rowLim []int             // KeyLimit per row
 	nv     []int             // visible keys of the current key block per row
 }
 
@@ -180,15 +164,14 @@ func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres [
 	ninf := T(math.Inf(-1))
 	for r := 0; r < br; r++ {
 		w.m[r], w.l[r] = ninf, 0
-		w.rowLim[r] = p.keyLimit(b, i0+r)
+		w.rowLim[r] = p.KeyLimit(b, i0+r)
 	}
-	// keyLimit grows with the row: the last row bounds the keys to visit.
-	lim := w.rowLim[br-1]
+	// KeyLimit grows with the row: the last row bounds the keys to visit.
+	lim := fwdKeyEnd(p, b, i1)
 	alpha := T(p.Scale * log2e)
 	for j0 := 0; j0 < lim; j0 += blockK {
 		bc := min(blockK, lim-j0)
 		s := w.s[:br*bc]
-		tilesComputed.fwd.Add(1)
 		// S = alpha·Q·Kᵀ with Kᵀ's block: d rows of the block's length
 		// `full`, of which the first bc columns (keys below lim) are read.
 		full := min(blockK, p.Nk-j0)
@@ -383,9 +366,9 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			off := (b*p.H + h) * p.Nq * d
 			clear(partials[c][off+i0*d : off+p.Nq*d])
 		}
-		// Keys from keyEnd on are padding: no tile holds them, so
+		// Keys from KeyEnd on are padding: no tile holds them, so
 		// whatever they hold is never read (0·NaN would be NaN).
-		keyEnd := p.keyEnd(b)
+		keyEnd := p.KeyEnd(b)
 		for j := 0; j < nKB; j++ {
 			if chunkOf(j, chunks) != c {
 				continue
@@ -396,7 +379,7 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			clear(dk[kOff:kEnd])
 			clear(dv[kOff:kEnd])
 			if j0 >= keyEnd {
-				continue // nobody sees key j0, nor any later key
+				continue // nobody sees key j0, nor any later key (bwdQueryStart = Nq)
 			}
 			j1 := min(j0+blockK, keyEnd)
 			for h := kvh * g; h < (kvh+1)*g; h++ {
@@ -433,12 +416,7 @@ const reducePiece = 64
 // see chunkOf), or Nq when the chunk holds no key of batch b. Under a
 // causal mask the chunks of later key blocks skip the first query blocks,
 // so their partial rows there are neither cleared nor added.
-func partialStart(p *params, b, c int) int {
-	if j0 := c * blockK; j0 < p.keyEnd(b) {
-		return p.firstQuery(b, j0) / blockQ * blockQ
-	}
-	return p.Nq
-}
+func partialStart(p *params, b, c int) int { return bwdQueryStart(p, b, c*blockK) }
 
 // shifts holds L·log₂e per query row as hi + lo: the float64 value split
 // into two values of T, so that the float32 probabilities recomputed from
@@ -467,29 +445,6 @@ func newBwdScratch[T Float]() *bwdScratch[T] {
 	}
 }
 
-// keyEnd returns the end of batch b's keys: keys j ≥ keyEnd(b) are padding
-// (j ≥ KeyLengths[b]), seen by no query row.
-func (p *params) keyEnd(b int) int {
-	if p.KeyLengths != nil {
-		return min(p.KeyLengths[b], p.Nk)
-	}
-	return p.Nk
-}
-
-// firstQuery returns the first query row of batch b that sees key j, or Nq
-// when none does. Every later row sees it too (keyLimit grows with the
-// row): query i sees key j if and only if i ≥ firstQuery(b, j).
-func (p *params) firstQuery(b, j int) int {
-	if p.KeyLengths != nil && j >= p.KeyLengths[b] {
-		return p.Nq
-	}
-	if p.Causal {
-		// j ≤ i + Nk − Nq  ⇔  i ≥ j − (Nk − Nq)
-		return min(max(j-(p.Nk-p.Nq), 0), p.Nq)
-	}
-	return 0
-}
-
 // backwardBlock adds the contributions of keys [j0, j1) of kv head kvh and
 // query head h (batch b) to dq (all query blocks that see the keys), dk and
 // dv: see flashBackward. The keys lie in one key block (j0 a multiple of
@@ -507,7 +462,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 
 	// The query blocks that see key j0 start at the block of its first
 	// query; later keys are seen by later rows only.
-	for i0 := p.firstQuery(b, j0) / blockQ * blockQ; i0 < p.Nq; i0 += blockQ {
+	for i0 := bwdQueryStart(p, b, j0); i0 < p.Nq; i0 += blockQ {
 		i1 := min(i0+blockQ, p.Nq)
 		br := i1 - i0
 		qOff := (rowBase + i0) * d
@@ -518,15 +473,14 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		deltaB := delta[rowBase+i0 : rowBase+i1]
 
 		// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
-		// queries from firstQuery on: the columns before are masked, 0.
+		// queries from FirstQuery on: the columns before are masked, 0.
 		// Masked entries are selected, never computed from the tile
 		// products: a NaN in a key hidden from a query by the causal mask
 		// must not reach that query.
-		tilesComputed.bwd.Add(1)
 		tileGemm(ws, false, false, bc, br, d, alpha, kB, d, qtB, br, 0, pt, br) // Sᵀ = alpha·K·Qᵀ
 		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br)   // dPᵀ = V·dOᵀ
 		for jj := 0; jj < bc; jj++ {
-			w.first[jj] = min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
+			w.first[jj] = min(max(p.FirstQuery(b, j0+jj)-i0, 0), br)
 		}
 		// Pᵀ = 2^(Sᵀ − L·log₂e) and dSᵀ = Pᵀ∘(dPᵀ − D) in one pass.
 		vec.Exp2MulDiffRows(pt, dst, br, bc, br, w.first[:bc], hiB, loB, deltaB)
@@ -535,7 +489,7 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 		// dQ += scale·dS·K = scale·(dSᵀ)ᵀ·K, each query row over its
 		// visible keys only.
 		for r := 0; r < br; r++ {
-			w.nv[r] = min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
+			w.nv[r] = min(max(p.KeyLimit(b, i0+r)-j0, 0), bc)
 		}
 		gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, dqB, d)
 	}

@@ -20,10 +20,11 @@ import (
 //	    out[b,g,j,c] = x[b,g,j,c] if j < KeyLengths[b], fill otherwise
 //
 // The gradient is the same select with fill 0: masked entries get exactly
-// zero gradient. Visibility is written here from the definitions in
-// Options, not with the fused kernels' keyLimit, so that Reference stays
-// an independent twin of the fused op.
+// zero gradient. Visibility is the one rule of attnspec, as in the fused
+// kernels; Reference stays an independent twin of the fused op in how it
+// computes (Gorgonia matmuls and ops/softmax over the full score matrix).
 type maskOp struct {
+	graph.Pure
 	p     params
 	dtype tensor.Dtype
 	keys  bool
@@ -33,9 +34,10 @@ type maskOp struct {
 // masked reports whether key j is hidden from query row i of batch b (for
 // the keys form, from every row: padding only).
 func (op maskOp) masked(b, i, j int) bool {
-	padded := op.p.KeyLengths != nil && j >= op.p.KeyLengths[b]
-	future := !op.keys && op.p.Causal && j > i+(op.p.Nk-op.p.Nq)
-	return padded || future
+	if op.keys {
+		return j >= op.p.KeyEnd(b)
+	}
+	return !op.p.Visible(b, i, j)
 }
 
 func (op maskOp) shape() tensor.Shape {
@@ -114,9 +116,6 @@ func maskCopy[T Float](op maskOp, x []T) []T {
 	return out
 }
 
-func (op maskOp) ReturnsPtr() bool     { return false }
-func (op maskOp) CallsExtern() bool    { return false }
-func (op maskOp) OverwritesInput() int { return -1 }
 func (op maskOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "attention.mask %v %t %v %+v", op.dtype, op.keys, op.fill, op.p)
 }

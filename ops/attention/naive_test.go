@@ -1,10 +1,15 @@
 package attention
 
-import "math"
+import (
+	"math"
+
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
+)
 
 // This file is the independent oracle: attention written as the definition,
 // one query row at a time, in float64, with no tiling, no online softmax and
-// no code shared with the fused kernels or with Reference. It reads masked
+// no code shared with the fused kernels or with Reference but the visibility
+// rule (attnspec, tested there against its definition). It reads masked
 // keys never (every loop over keys skips them), so that it defines what the
 // op must give whatever masked keys hold.
 
@@ -18,15 +23,37 @@ type naiveProblem struct {
 	Q, K, V              []float64
 }
 
-// visible reports whether query row i of batch b sees key j.
+// visible reports whether query row i of batch b sees key j: the rule of
+// attnspec, which its own tests check against the definition.
 func (n *naiveProblem) visible(b, i, j int) bool {
-	if n.KeyLengths != nil && j >= n.KeyLengths[b] {
-		return false
+	keyLen := n.Nk
+	if n.KeyLengths != nil {
+		keyLen = n.KeyLengths[b]
 	}
-	if n.Causal && j > i+(n.Nk-n.Nq) {
-		return false
+	return j < attnspec.KeyLimit(i, n.Nq, n.Nk, keyLen, n.Causal)
+}
+
+// scores sets s[j] = Scale·q_i·k_j for the keys j that query row i of head
+// (b, h) sees, leaves the others alone, and returns the largest score (−Inf
+// when the row sees no key).
+func (n *naiveProblem) scores(b, h, i int, s []float64) float64 {
+	row := (b*n.H+h)*n.Nq + i
+	qi := n.Q[row*n.D : (row+1)*n.D]
+	kvh := h / (n.H / n.Hkv)
+	m := math.Inf(-1)
+	for j := 0; j < n.Nk; j++ {
+		if !n.visible(b, i, j) {
+			continue
+		}
+		kj := n.K[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
+		dot := 0.0
+		for c := 0; c < n.D; c++ {
+			dot += qi[c] * kj[c]
+		}
+		s[j] = n.Scale * dot
+		m = math.Max(m, s[j])
 	}
-	return true
+	return m
 }
 
 // forward returns o [B,H,Nq,D], L [B,H,Nq] and the scores
@@ -43,20 +70,7 @@ func (n *naiveProblem) forward() (o, lse []float64) {
 			kvh := h / g
 			for i := 0; i < n.Nq; i++ {
 				row := (b*n.H+h)*n.Nq + i
-				qi := n.Q[row*n.D : (row+1)*n.D]
-				m := math.Inf(-1)
-				for j := 0; j < n.Nk; j++ {
-					if !n.visible(b, i, j) {
-						continue
-					}
-					kj := n.K[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
-					dot := 0.0
-					for c := 0; c < n.D; c++ {
-						dot += qi[c] * kj[c]
-					}
-					s[j] = n.Scale * dot
-					m = math.Max(m, s[j])
-				}
+				m := n.scores(b, h, i, s)
 				if math.IsInf(m, -1) {
 					lse[row] = m
 					continue
@@ -106,19 +120,7 @@ func (n *naiveProblem) backward(do, dl []float64) (dq, dk, dv []float64) {
 				row := (b*n.H+h)*n.Nq + i
 				qi := n.Q[row*n.D : (row+1)*n.D]
 				doi := do[row*n.D : (row+1)*n.D]
-				m := math.Inf(-1)
-				for j := 0; j < n.Nk; j++ {
-					if !n.visible(b, i, j) {
-						continue
-					}
-					kj := n.K[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
-					dot := 0.0
-					for c := 0; c < n.D; c++ {
-						dot += qi[c] * kj[c]
-					}
-					s[j] = n.Scale * dot
-					m = math.Max(m, s[j])
-				}
+				m := n.scores(b, h, i, s)
 				if math.IsInf(m, -1) {
 					continue
 				}

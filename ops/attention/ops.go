@@ -40,17 +40,18 @@ import (
 // fwdOp is the fused attention forward: (q, k, v) → packed [O | L | L
 // residual] (the residual is internal: see flashForward).
 type fwdOp struct {
+	graph.Pure
 	p     params
 	dtype tensor.Dtype
 }
 
 // sizes of the packed pieces.
-func (op fwdOp) oLen() int { return op.p.B * op.p.H * op.p.Nq * op.p.D }
-func (op fwdOp) lLen() int { return op.p.B * op.p.H * op.p.Nq }
+func (op fwdOp) oLen() int { return op.p.QLen() }
+func (op fwdOp) lLen() int { return op.p.LLen() }
 
 // packedLen is the length of the forward's packed value.
 func (op fwdOp) packedLen() int { return op.oLen() + 2*op.lLen() }
-func (op fwdOp) kLen() int      { return op.p.B * op.p.Hkv * op.p.Nk * op.p.D }
+func (op fwdOp) kLen() int      { return op.p.KLen() }
 
 func (op fwdOp) qShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.H, op.p.Nq, op.p.D} }
 func (op fwdOp) kShape() tensor.Shape { return tensor.Shape{op.p.B, op.p.Hkv, op.p.Nk, op.p.D} }
@@ -130,9 +131,6 @@ func (op fwdOp) input(name string, v gorgonia.Value, want tensor.Shape) (*tensor
 	return d, nil
 }
 
-func (op fwdOp) ReturnsPtr() bool     { return false }
-func (op fwdOp) CallsExtern() bool    { return false }
-func (op fwdOp) OverwritesInput() int { return -1 }
 func (op fwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashattention.fwd %v %+v", op.dtype, op.p)
 }
@@ -150,7 +148,7 @@ func (op fwdOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gor
 	if len(inputs) != 3 {
 		return nil, fmt.Errorf("%v: SymDiff got %d inputs, want 3", op, len(inputs))
 	}
-	g, err := gorgonia.ApplyOp(bwdOp{op}, inputs[0], inputs[1], inputs[2], output, grad)
+	g, err := gorgonia.ApplyOp(bwdOp{fwd: op}, inputs[0], inputs[1], inputs[2], output, grad)
 	if err != nil {
 		return nil, fmt.Errorf("%v: building the backward: %w", op, err)
 	}
@@ -185,7 +183,7 @@ func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 	if err != nil {
 		return fmt.Errorf("%v: the packed output has no gradient: %w", op, err)
 	}
-	grads, err := bwdOp{op}.Do(inputs[0].Value(), inputs[1].Value(), inputs[2].Value(), output.Value(), gout)
+	grads, err := bwdOp{fwd: op}.Do(inputs[0].Value(), inputs[1].Value(), inputs[2].Value(), output.Value(), gout)
 	if err != nil {
 		return err
 	}
@@ -207,7 +205,10 @@ func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 
 // bwdOp is the fused attention backward:
 // (q, k, v, packed [O | L | residual], dPacked [dO | dL | 0]) → [dQ | dK | dV].
-type bwdOp struct{ fwd fwdOp }
+type bwdOp struct {
+	graph.Pure
+	fwd fwdOp
+}
 
 func (op bwdOp) Arity() int { return 5 }
 func (op bwdOp) Type() hm.Type {
@@ -262,9 +263,6 @@ func (op bwdOp) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
 	return nil
 }
 
-func (op bwdOp) ReturnsPtr() bool     { return false }
-func (op bwdOp) CallsExtern() bool    { return false }
-func (op bwdOp) OverwritesInput() int { return -1 }
 func (op bwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashattention.bwd %v %+v", op.fwd.dtype, op.fwd.p)
 }
@@ -403,6 +401,7 @@ func (op takeOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, ou
 //
 //	out[off+i] = in[i], out[j] = 0 elsewhere
 type scatterOp struct {
+	graph.Pure
 	off    int
 	shape  tensor.Shape
 	dstLen int
@@ -471,9 +470,6 @@ func (op scatterOp) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
 	}
 	return nil
 }
-func (op scatterOp) ReturnsPtr() bool     { return false }
-func (op scatterOp) CallsExtern() bool    { return false }
-func (op scatterOp) OverwritesInput() int { return -1 }
 func (op scatterOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashattention.scatter %s %d %v %d", op.what, op.off, op.shape, op.dstLen)
 }

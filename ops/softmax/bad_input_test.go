@@ -51,7 +51,7 @@ func TestBadInput(t *testing.T) {
 	r1 := tensor.New(tensor.WithShape(3), tensor.WithBacking(make([]float64, 3)))
 	r2 := tensor.New(tensor.WithShape(2), tensor.WithBacking(make([]float64, 2)))
 	t32 := tensor.New(tensor.WithShape(3, 2), tensor.WithBacking(make([]float64, 6)))
-	sm, lsm, lse := fwdOp{kindSoftmax, 1, 2}, fwdOp{kindLogSoftmax, 1, 2}, fwdOp{kindLogSumExp, 1, 2}
+	sm, lsm, lse := fwdOp{kind: kindSoftmax, axis: 1, dims: 2}, fwdOp{kind: kindLogSoftmax, axis: 1, dims: 2}, fwdOp{kind: kindLogSumExp, axis: 1, dims: 2}
 	do := func(op gorgonia.Op, in ...gorgonia.Value) func() error {
 		return func() error { _, err := op.Do(in...); return err }
 	}
@@ -65,9 +65,9 @@ func TestBadInput(t *testing.T) {
 		{"forward/nil input", do(sm, nil), []string{"x has no value"}},
 		{"forward/nil dense", do(sm, (*tensor.Dense)(nil)), []string{"x has no value"}},
 		{"forward/int input", do(sm, i64), []string{"x (shape (2, 3)) has dtype int", "want float32 or float64"}},
-		{"forward/int scalar", do(fwdOp{kindSoftmax, 0, 1}, gorgonia.NewI(3)), []string{"x is a *gorgonia.I", "want a dense tensor"}},
+		{"forward/int scalar", do(fwdOp{kind: kindSoftmax, axis: 0, dims: 1}, gorgonia.NewI(3)), []string{"x is a *gorgonia.I", "want a dense tensor"}},
 		{"forward/wrong rank", do(lse, r1), []string{"LogSumExp{axis=1}", "x has shape (3), want rank 2"}},
-		{"forward/scalar input", do(fwdOp{kindSoftmax, 0, 1}, gorgonia.NewF64(1)), []string{"x has shape (), want rank 1"}},
+		{"forward/scalar input", do(fwdOp{kind: kindSoftmax, axis: 0, dims: 1}, gorgonia.NewF64(1)), []string{"x has shape (), want rank 1"}},
 		{"forward prealloc/wrong rank", func() error { _, err := sm.UsePreallocDo(f64, r1); return err }, []string{"want rank 2"}},
 		{"backward/dtype mismatch", do(bwdOp(sm), f64, f32), []string{"SoftmaxGrad{axis=1}", "dy has shape (2, 3) and dtype float32", "want shape (2, 3) and dtype float64"}},
 		{"backward/shape mismatch", do(bwdOp(lsm), f64, t32), []string{"LogSoftmaxGrad{axis=1}", "dy has shape (3, 2)", "want shape (2, 3)"}},

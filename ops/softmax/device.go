@@ -1,9 +1,6 @@
 package softmax
 
 import (
-	"errors"
-	"log"
-
 	"github.com/flashgorgon/flashgorgon/cuda"
 	"github.com/flashgorgon/flashgorgon/graph"
 )
@@ -12,11 +9,20 @@ import (
 // machine with an NVIDIA GPU and its driver, FLASHGORGON_DEVICE not "cpu"; every build has
 // the backend, cuda.Device names the device and logs the choice once), the softmax-family
 // kernels run there with the CPU kernels' semantics (edge cases included, statistics in
-// float64). forward and backward return no error, so a device failure is logged and the CPU computes the result.
+// float64). Failures follow the one device policy (DESIGN.md, cuda.Offloaded): no device or a
+// problem the kernels do not cover runs on the CPU; any other device failure is the op's error.
 
 // cpuOnly, set by tests, keeps forward and backward on the CPU while a device is in use, so
 // that both paths can be compared in one process.
 var cpuOnly bool
+
+// device holds the launchers the device branch calls: the cuda package's. Tests replace them
+// (a device that fails, one that does not cover the problem) to check the failure policy
+// without a GPU.
+var device = struct {
+	enabled           func() bool
+	forward, backward func(cuda.SoftmaxParams) error
+}{cuda.Enabled, cuda.SoftmaxForward, cuda.SoftmaxBackward}
 
 func deviceKind(k kind) cuda.SoftmaxKind {
 	switch k {
@@ -28,30 +34,25 @@ func deviceKind(k kind) cuda.SoftmaxKind {
 	return cuda.Softmax
 }
 
-// deviceForward runs forward on the device and reports whether it did.
-func deviceForward[T graph.Float](k kind, x, y []T, l layout) bool {
-	if cpuOnly || !cuda.Enabled() {
-		return false
+// deviceForward runs forward on the device; it reports whether it did (false: the CPU runs
+// it) and the device's error.
+func deviceForward[T graph.Float](k kind, x, y []T, l layout) (bool, error) {
+	if cpuOnly || !device.enabled() {
+		return false, nil
 	}
-	return deviceDone(k, "forward", cuda.SoftmaxForward(cuda.SoftmaxParams{Kind: deviceKind(k),
+	return cuda.Offloaded(device.forward(cuda.SoftmaxParams{Kind: deviceKind(k),
 		Outer: l.outer, N: l.n, Inner: l.inner, X: x, Y: y}))
 }
 
-// deviceBackward runs backward on the device and reports whether it did.
-func deviceBackward[T graph.Float](k kind, x, y, dy, dx []T, l layout) bool {
-	if cpuOnly || !cuda.Enabled() {
-		return false
+// deviceBackward runs backward on the device; it reports whether it did and the device's
+// error.
+func deviceBackward[T graph.Float](k kind, x, y, dy, dx []T, l layout) (bool, error) {
+	if cpuOnly || !device.enabled() {
+		return false, nil
 	}
 	p := cuda.SoftmaxParams{Kind: deviceKind(k), Outer: l.outer, N: l.n, Inner: l.inner, Y: y, DY: dy, DX: dx}
 	if k == kindLogSumExp {
 		p.X = x
 	}
-	return deviceDone(k, "backward", cuda.SoftmaxBackward(p))
-}
-
-func deviceDone(k kind, dir string, err error) bool {
-	if err != nil && !errors.Is(err, cuda.ErrUnsupported) {
-		log.Printf("flashgorgon: %v %s on %s failed, computing it on the CPU: %v", k, dir, cuda.Device(), err)
-	}
-	return err == nil
+	return cuda.Offloaded(device.backward(p))
 }

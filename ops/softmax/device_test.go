@@ -1,12 +1,15 @@
 package softmax
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/flashgorgon/flashgorgon/cuda"
+	"github.com/flashgorgon/flashgorgon/graph"
 )
 
 // onCPU runs f with the device branch switched off.
@@ -60,8 +63,8 @@ func TestDeviceVersusCPU(t *testing.T) {
 				wantDx := referenceGrad(k, x, dy, shape, axis)
 
 				y, cy := make([]float64, ySize), make([]float64, ySize)
-				if !deviceForward(k, x, y, l) {
-					t.Fatalf("%s: the device forward did not run", name)
+				if ran, err := deviceForward(k, x, y, l); !ran || err != nil {
+					t.Fatalf("%s: the device forward did not run: %v", name, err)
 				}
 				onCPU(func() { forward(k, x, cy, l) })
 				if err := compare(y, want, 1e-12, 1e-14); err != nil {
@@ -71,8 +74,8 @@ func TestDeviceVersusCPU(t *testing.T) {
 					t.Errorf("%s float64 CPU forward: %v", name, err)
 				}
 				dx, cdx := make([]float64, l.outer*l.n*l.inner), make([]float64, l.outer*l.n*l.inner)
-				if !deviceBackward(k, x, want, dy, dx, l) {
-					t.Fatalf("%s: the device backward did not run", name)
+				if ran, err := deviceBackward(k, x, want, dy, dx, l); !ran || err != nil {
+					t.Fatalf("%s: the device backward did not run: %v", name, err)
 				}
 				onCPU(func() { backward(k, x, want, dy, cdx, l) })
 				if err := compare(dx, wantDx, 1e-11, 1e-14); err != nil {
@@ -83,8 +86,8 @@ func TestDeviceVersusCPU(t *testing.T) {
 				}
 
 				x32, y32 := narrow(x), make([]float32, ySize)
-				if !deviceForward(k, x32, y32, l) {
-					t.Fatalf("%s: the float32 device forward did not run", name)
+				if ran, err := deviceForward(k, x32, y32, l); !ran || err != nil {
+					t.Fatalf("%s: the float32 device forward did not run: %v", name, err)
 				}
 				want32 := reference(k, widen(x32), shape, axis)
 				if err := compare(y32, want32, 1e-6, 1e-44); err != nil {
@@ -93,4 +96,71 @@ func TestDeviceVersusCPU(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDeviceFailurePolicy checks the one device-failure policy (cuda.Offloaded) through the
+// ops on a TapeMachine, with stand-in launchers (no GPU needed): a device failure in the
+// forward or the backward is the op's error, naming the op and the CUDA error (the op's Do
+// returns it wrapped: errors.As finds the *cuda.Error there), and is not computed again on
+// the CPU; no device or a problem the kernels do not cover gives the CPU's
+// result, checked against the float64 reference loops.
+func TestDeviceFailurePolicy(t *testing.T) {
+	fault := &cuda.Error{Op: "softmax forward", Call: "cuLaunchKernel(fg_softmax_fwd_rows_f64)", Code: 719,
+		Name: "CUDA_ERROR_LAUNCH_FAILED", Msg: "unspecified launch failure"}
+	unsupported := fmt.Errorf("cuda: softmax forward: too large: %w", cuda.ErrUnsupported)
+	defer func(was bool, d any) { cpuOnly = was; device = d.(typeOfDevice) }(cpuOnly, device)
+	cpuOnly = false
+	shape, axis := []int{3, 5}, 1
+	rng := rand.New(rand.NewSource(5))
+	x, w := randSlice(rng, 15, 2), randSlice(rng, 15, 1)
+	for _, c := range []struct {
+		name           string
+		fwdErr, bwdErr error
+		wantErr        string // "" means the CPU's result
+	}{
+		{"forward fails", fault, nil, "CUDA_ERROR_LAUNCH_FAILED"},
+		{"backward fails", unsupported, fault, "CUDA_ERROR_LAUNCH_FAILED"},
+		{"unsupported", unsupported, unsupported, ""},
+		{"no device", cuda.ErrNoDevice, fmt.Errorf("lost: %w", cuda.ErrNoDevice), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls int
+			device.enabled = func() bool { return true }
+			device.forward = func(cuda.SoftmaxParams) error { calls++; return c.fwdErr }
+			device.backward = func(cuda.SoftmaxParams) error { calls++; return c.bwdErr }
+			if c.fwdErr == fault { // the op itself returns the *cuda.Error wrapped
+				_, err := fwdOp{kind: kindSoftmax, axis: axis, dims: 2}.Do(graph.NewTensor(shape, x))
+				var ce *cuda.Error
+				if !errors.As(err, &ce) || ce != fault {
+					t.Fatalf("Do: error %v, want one wrapping the *cuda.Error", err)
+				}
+				calls = 0
+			}
+			y, dx, err := runTape(kindSoftmax, x, w, shape, axis)
+			if calls != 2 && !(c.fwdErr == fault && calls == 1) {
+				t.Fatalf("the device launchers were called %d times", calls)
+			}
+			if c.wantErr != "" {
+				// Gorgonia's VM wraps errors without Unwrap: the text is what reaches the caller.
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "Softmax") {
+					t.Fatalf("error %v, want the op's error naming it and the CUDA error %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := compare(y, reference(kindSoftmax, x, shape, axis), 1e-12, 1e-14); err != nil {
+				t.Errorf("y: %v", err)
+			}
+			if err := compare(dx, referenceGrad(kindSoftmax, x, w, shape, axis), 1e-11, 1e-14); err != nil {
+				t.Errorf("dx: %v", err)
+			}
+		})
+	}
+}
+
+type typeOfDevice = struct {
+	enabled           func() bool
+	forward, backward func(cuda.SoftmaxParams) error
 }

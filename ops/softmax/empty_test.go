@@ -3,6 +3,7 @@ package softmax
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func checkEmptyResult(v gorgonia.Value, dt tensor.Dtype, out []int, rows bool) e
 	if v.Dtype() != dt {
 		return fmt.Errorf("dtype %v, want %v", v.Dtype(), dt)
 	}
-	if !sameShape(v.Shape(), out) && !(len(out) == 0 && v.Shape().IsScalar()) {
+	if !slices.Equal(v.Shape(), out) && !(len(out) == 0 && v.Shape().IsScalar()) {
 		return fmt.Errorf("shape %v, want %v", v.Shape(), tensor.Shape(out))
 	}
 	if !rows {
@@ -70,7 +71,7 @@ func TestEmptyDo(t *testing.T) {
 				for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 					t.Run(fmt.Sprintf("%v%v/axis%d/%v", k, shape, axis, dt), func(t *testing.T) {
 						out, rows := emptyWant(k, shape, axis)
-						op := fwdOp{k, axis, len(shape)}
+						op := fwdOp{kind: k, axis: axis, dims: len(shape)}
 						x := emptyValue(dt, shape)
 						var y gorgonia.Value
 						err := noPanic(t, func() (err error) { y, err = op.Do(x); return err })
@@ -166,7 +167,7 @@ func TestEmptyBuild(t *testing.T) {
 					if err != nil {
 						t.Fatalf("log-sum-exp over an empty axis with rows left: %v", err)
 					}
-					if !sameShape(y.Shape(), out) && !(len(out) == 0 && y.IsScalar()) {
+					if !slices.Equal(y.Shape(), out) && !(len(out) == 0 && y.IsScalar()) {
 						t.Errorf("shape %v, want %v", y.Shape(), tensor.Shape(out))
 					}
 					loss := y

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -202,7 +203,7 @@ func checkFamily[T graph.Float](t *testing.T, name string, k kind, x, dy []T, sh
 		t.Fatalf("%s: built a result of shape %v, which has no elements", name, yn.Shape())
 	case !empty && err != nil:
 		t.Fatalf("%s: %v", name, err)
-	case err == nil && !sameShape(yn.Shape(), out) && !(len(out) == 0 && yn.IsScalar()):
+	case err == nil && !slices.Equal(yn.Shape(), out) && !(len(out) == 0 && yn.IsScalar()):
 		t.Fatalf("%s: node shape %v, want %v", name, yn.Shape(), tensor.Shape(out))
 	}
 
@@ -216,7 +217,7 @@ func checkFamily[T graph.Float](t *testing.T, name string, k kind, x, dy []T, sh
 	if err != nil {
 		t.Fatalf("%s forward: %v", name, err)
 	}
-	if !sameShape(y.Shape(), out) && !(len(out) == 0 && y.Shape().IsScalar()) {
+	if !slices.Equal(y.Shape(), out) && !(len(out) == 0 && y.Shape().IsScalar()) {
 		t.Fatalf("%s forward: shape %v, want %v", name, y.Shape(), tensor.Shape(out))
 	}
 	if len(x) > 0 && !sameBits(dataOf[T](xv), x) {
@@ -245,7 +246,7 @@ func checkFamily[T graph.Float](t *testing.T, name string, k kind, x, dy []T, sh
 	if err != nil {
 		t.Fatalf("%s backward: %v", name, err)
 	}
-	if !sameShape(dx.Shape(), shape) {
+	if !slices.Equal(dx.Shape(), shape) {
 		t.Fatalf("%s backward: shape %v, want %v", name, dx.Shape(), tensor.Shape(shape))
 	}
 	scale := rowScale(k, widenAny(dy), shape, a)
@@ -280,30 +281,11 @@ func backwardTol(dt tensor.Dtype) tol {
 // matches only NaN, ±Inf only itself, anything else within t (scale[i]
 // added to |want| when scale is not nil).
 func compareFamily[T graph.Float](k kind, got []T, want, scale []float64, t tol) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%d values, want %d", len(got), len(want))
-	}
+	rounded := make([]float64, len(want))
 	for i, w := range want {
-		w = float64(T(w)) // the float32 result is the float64 one rounded once
-		g := float64(got[i])
-		s := 0.0
-		if scale != nil {
-			s = scale[i]
-		}
-		switch {
-		case math.IsNaN(w) || math.IsNaN(g):
-			if math.IsNaN(w) != math.IsNaN(g) {
-				return fmt.Errorf("[%d] = %v, want %v", i, g, w)
-			}
-		case math.IsInf(w, 0) || math.IsInf(g, 0):
-			if g != w {
-				return fmt.Errorf("[%d] = %v, want %v", i, g, w)
-			}
-		case math.Abs(g-w) > t.rel*(math.Abs(w)+s)+t.abs:
-			return fmt.Errorf("[%d] = %v, want %v (diff %.3g, row scale %.3g)", i, g, w, math.Abs(g-w), s)
-		}
+		rounded[i] = float64(T(w)) // the float32 result is the float64 one rounded once
 	}
-	return nil
+	return compareScaled(got, rounded, scale, t.rel, t.abs)
 }
 
 // naiveFamily computes k's output y and the gradient dx of Σ dy∘y for x of

@@ -142,9 +142,9 @@ func (s stat) finish() (inv, logd, lse float64) {
 //
 // This function is the one place the forward compute happens: the device
 // implementation (device.go) takes over here, before the CPU loops.
-func forward[T graph.Float](k kind, x, y []T, l layout) {
-	if deviceForward(k, x, y, l) {
-		return
+func forward[T graph.Float](k kind, x, y []T, l layout) error {
+	if ran, err := deviceForward(k, x, y, l); ran {
+		return err
 	}
 	if l.inner == 1 {
 		bl := blockLenOf[T]()
@@ -152,7 +152,7 @@ func forward[T graph.Float](k kind, x, y []T, l layout) {
 			split(l, func(lo, hi int) {
 				forwardStreamed(x, y, l.n, lo, hi, make([]T, 2*l.n))
 			})
-			return
+			return nil
 		}
 		split(l, func(lo, hi int) {
 			var mb []float64 // softmax: the running maximum after each block
@@ -163,13 +163,14 @@ func forward[T graph.Float](k kind, x, y []T, l layout) {
 				forwardRow(k, x[o*l.n:(o+1)*l.n], y, o, mb)
 			}
 		})
-		return
+		return nil
 	}
 	split(l, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			forwardPanel(k, x, y, l, t)
 		}
 	})
+	return nil
 }
 
 // blockBytes is the size of the blocks a contiguous row is taken in: a
@@ -349,9 +350,9 @@ func forwardPanel[T graph.Float](k kind, x, y []T, l layout, t int) {
 //
 // This function is the one place the backward compute happens: the device
 // implementation (device.go) takes over here, before the CPU loops.
-func backward[T graph.Float](k kind, x, y, dy, dx []T, l layout) {
-	if deviceBackward(k, x, y, dy, dx, l) {
-		return
+func backward[T graph.Float](k kind, x, y, dy, dx []T, l layout) error {
+	if ran, err := deviceBackward(k, x, y, dy, dx, l); ran {
+		return err
 	}
 	if l.inner == 1 {
 		split(l, func(lo, hi int) {
@@ -368,13 +369,14 @@ func backward[T graph.Float](k kind, x, y, dy, dx []T, l layout) {
 				}
 			}
 		})
-		return
+		return nil
 	}
 	split(l, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			backwardPanel(k, x, y, dy, dx, l, t)
 		}
 	})
+	return nil
 }
 
 func softmaxGradRow[T graph.Float](y, dy, dx []T) { vec.SoftmaxGrad(dx, y, dy) }

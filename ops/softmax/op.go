@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/chewxy/hm"
@@ -106,6 +107,7 @@ func apply(k kind, x *gorgonia.Node, axis int) (*gorgonia.Node, error) {
 // input of rank dims. It holds no state: one value serves every run and
 // every graph.
 type fwdOp struct {
+	graph.Pure
 	kind kind
 	axis int
 	dims int
@@ -234,17 +236,18 @@ func runForward[T graph.Float](op fwdOp, x gorgonia.Value, prealloc gorgonia.Val
 	xs := dataOf[T](x)
 	if outShape.IsScalar() {
 		var y [1]T
-		forward(op.kind, xs, y[:], l)
+		if err := forward(op.kind, xs, y[:], l); err != nil {
+			return nil, fmt.Errorf("%v: %w", op, err)
+		}
 		return scalarValue(y[0]), nil
 	}
 	y := output[T](prealloc, outShape, x.Dtype(), xs)
-	forward(op.kind, xs, y.Data().([]T), l)
+	if err := forward(op.kind, xs, y.Data().([]T), l); err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
 	return y, nil
 }
 
-func (op fwdOp) ReturnsPtr() bool     { return false }
-func (op fwdOp) CallsExtern() bool    { return false }
-func (op fwdOp) OverwritesInput() int { return -1 }
 func (op fwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashgorgon.%v{axis=%d,dims=%d}", op.kind, op.axis, op.dims)
 }
@@ -311,7 +314,7 @@ func (op fwdOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, out
 		return err
 	}
 	acc, ok := xg.(*tensor.Dense)
-	if !ok || acc.IsMaterializable() || acc.Dtype() != dx.Dtype() || !sameShape(acc.Shape(), dx.Shape()) {
+	if !ok || acc.IsMaterializable() || acc.Dtype() != dx.Dtype() || !slices.Equal(acc.Shape(), dx.Shape()) {
 		return fmt.Errorf("%v: DoDiff: the input's gradient %T (shape %v, dtype %v) cannot take a gradient of shape %v, dtype %v",
 			op, xg, xg.Shape(), xg.Dtype(), dx.Shape(), dx.Dtype())
 	}
@@ -392,7 +395,7 @@ func (op bwdOp) do(prealloc gorgonia.Value, in []gorgonia.Value) (gorgonia.Value
 		if op.kind == kindLogSumExp {
 			want = reducedShape(full, op.axis)
 		}
-		if !sameShape(v.Shape(), want) || v.Dtype() != vals[0].Dtype() {
+		if !slices.Equal(v.Shape(), want) || v.Dtype() != vals[0].Dtype() {
 			return nil, fmt.Errorf("%v: %s has shape %v and dtype %v, want shape %v and dtype %v",
 				op, names[i+1], v.Shape(), v.Dtype(), want, vals[0].Dtype())
 		}
@@ -422,13 +425,12 @@ func runBackward[T graph.Float](op bwdOp, vals []gorgonia.Value, prealloc gorgon
 		y, dy = data[0], data[1]
 	}
 	dx := output[T](prealloc, vals[0].Shape(), vals[0].Dtype(), data...)
-	backward(op.kind, x, y, dy, dx.Data().([]T), l)
+	if err := backward(op.kind, x, y, dy, dx.Data().([]T), l); err != nil {
+		return nil, fmt.Errorf("%v: %w", op, err)
+	}
 	return dx, nil
 }
 
-func (op bwdOp) ReturnsPtr() bool     { return false }
-func (op bwdOp) CallsExtern() bool    { return false }
-func (op bwdOp) OverwritesInput() int { return -1 }
 func (op bwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "flashgorgon.%vGrad{axis=%d,dims=%d}", op.kind, op.axis, op.dims)
 }
@@ -482,7 +484,7 @@ func dataOf[T graph.Float](v gorgonia.Value) []T {
 // output returns prealloc when it is a dense tensor of the wanted shape and
 // dtype whose memory is none of the inputs', and a new tensor otherwise.
 func output[T graph.Float](prealloc gorgonia.Value, shape tensor.Shape, dt tensor.Dtype, inputs ...[]T) *tensor.Dense {
-	if p, ok := prealloc.(*tensor.Dense); ok && p.Dtype() == dt && sameShape(p.Shape(), shape) && !p.IsMaterializable() && !graph.Empty(shape) {
+	if p, ok := prealloc.(*tensor.Dense); ok && p.Dtype() == dt && slices.Equal(p.Shape(), shape) && !p.IsMaterializable() && !graph.Empty(shape) {
 		if data, ok := p.Data().([]T); ok && len(data) == shape.TotalSize() && !aliases(data, inputs) {
 			return p
 		}
@@ -497,18 +499,6 @@ func aliases[T any](a []T, others [][]T) bool {
 		}
 	}
 	return false
-}
-
-func sameShape(a, b tensor.Shape) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // scalarValue wraps a reduced scalar as Gorgonia's scalar value of its type.

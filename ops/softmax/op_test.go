@@ -41,16 +41,39 @@ func weightedLoss[T graph.Float](g *gorgonia.ExprGraph, y *gorgonia.Node, w []T)
 	return gorgonia.Sum(p)
 }
 
+// checkTape runs k on x (shape, axis) with upstream gradient w on a
+// TapeMachine and compares y and dx with the float64 reference loops on the
+// same inputs, within tol = {rtol, atol} of y, then of dx.
+func checkTape[T graph.Float](t *testing.T, name string, k kind, x, w []T, shape []int, axis int, tol [4]float64) {
+	t.Helper()
+	y, dx, err := runTape(k, x, w, shape, axis)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := compare(y, reference(k, widenAny(x), shape, axis), tol[0], tol[1]); err != nil {
+		t.Errorf("%s forward: %v", name, err)
+	}
+	if err := compare(dx, referenceGrad(k, widenAny(x), widenAny(w), shape, axis), tol[2], tol[3]); err != nil {
+		t.Errorf("%s backward: %v", name, err)
+	}
+}
+
+// weightedGraph builds, on a new graph, y = k(x) along axis and the loss
+// Σ w∘y, with x an input node holding x.
+func weightedGraph[T graph.Float](k kind, x, w []T, shape []int, axis int) (xn, y, loss *gorgonia.Node, err error) {
+	g := gorgonia.NewGraph()
+	xn = graph.Input(g, "x", graph.NewTensor(shape, x))
+	if y, err = apply1(k, xn, axis); err != nil {
+		return nil, nil, nil, err
+	}
+	loss, err = weightedLoss(g, y, w)
+	return xn, y, loss, err
+}
+
 // runTape runs k on x (shape, axis) forward and backward on a TapeMachine
 // with upstream gradient w and returns y and dx.
 func runTape[T graph.Float](k kind, x, w []T, shape []int, axis int) (y, dx []T, err error) {
-	g := gorgonia.NewGraph()
-	xn := graph.Input(g, "x", graph.NewTensor(shape, x))
-	yn, err := apply1(k, xn, axis)
-	if err != nil {
-		return nil, nil, err
-	}
-	loss, err := weightedLoss(g, yn, w)
+	xn, yn, loss, err := weightedGraph(k, x, w, shape, axis)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -259,34 +282,11 @@ func TestEdgeCases(t *testing.T) {
 		for _, k := range kinds {
 			shape, axis := layoutCase.shape, layoutCase.axis
 			w := randSlice(rng, size(outShape(k, shape, axis)), 1)
-			want := reference(k, layoutCase.x, shape, axis)
-			wantDx := referenceGrad(k, layoutCase.x, w, shape, axis)
 			name := fmt.Sprintf("%v %s", k, layoutCase.name)
-
-			y, dx, err := runTape(k, layoutCase.x, w, shape, axis)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if err := compare(y, want, 1e-15, 0); err != nil {
-				t.Errorf("%s forward: %v", name, err)
-			}
-			if err := compare(dx, wantDx, 1e-14, 1e-300); err != nil {
-				t.Errorf("%s backward: %v", name, err)
-			}
+			checkTape(t, name, k, layoutCase.x, w, shape, axis, [4]float64{1e-15, 0, 1e-14, 1e-300})
 			// float32: ±1e30 and ±1e4 are exactly representable as
 			// float32, so the same expectations hold in float32.
-			want32 := reference(k, widen(narrow(layoutCase.x)), shape, axis)
-			wantDx32 := referenceGrad(k, widen(narrow(layoutCase.x)), widen(narrow(w)), shape, axis)
-			y32, dx32, err := runTape(k, narrow(layoutCase.x), narrow(w), shape, axis)
-			if err != nil {
-				t.Fatalf("%s float32: %v", name, err)
-			}
-			if err := compare(y32, want32, 1e-6, 0); err != nil {
-				t.Errorf("%s float32 forward: %v", name, err)
-			}
-			if err := compare(dx32, wantDx32, 1e-6, 1e-7); err != nil {
-				t.Errorf("%s float32 backward: %v", name, err)
-			}
+			checkTape(t, name+" float32", k, narrow(layoutCase.x), narrow(w), shape, axis, [4]float64{1e-6, 0, 1e-6, 1e-7})
 		}
 	}
 	// Spelled out for the cases the issue names.
@@ -344,17 +344,11 @@ func TestLispMachine(t *testing.T) {
 			name := fmt.Sprintf("%v%v axis %d", k, c.shape, c.axis)
 			x := randSlice(rng, size(c.shape), 2)
 			w := randSlice(rng, size(outShape(k, c.shape, c.axis)), 1)
-			g := gorgonia.NewGraph()
-			xt := graph.NewTensor(c.shape, x)
-			xn := graph.Input(g, "x", xt)
-			y, err := apply1(k, xn, c.axis)
+			xn, y, loss, err := weightedGraph(k, x, w, c.shape, c.axis)
 			if err != nil {
 				t.Fatal(err)
 			}
-			loss, err := weightedLoss(g, y, w)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := xn.Graph()
 			for run := range 2 {
 				copy(x, randSlice(rng, len(x), 2))
 				zeroGrad(xn) // machines add into the input's gradient
@@ -395,16 +389,11 @@ func TestTapeMachineRepeated(t *testing.T) {
 			name := fmt.Sprintf("%v%v axis %d", k, c.shape, c.axis)
 			x := make([]float32, size(c.shape))
 			w := narrow(randSlice(rng, size(outShape(k, c.shape, c.axis)), 1))
-			g := gorgonia.NewGraph()
-			xn := graph.Input(g, "x", graph.NewTensor(c.shape, x))
-			y, err := apply1(k, xn, c.axis)
+			xn, y, loss, err := weightedGraph(k, x, w, c.shape, c.axis)
 			if err != nil {
 				t.Fatal(err)
 			}
-			loss, err := weightedLoss(g, y, w)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := xn.Graph()
 			if _, err := gorgonia.Grad(loss, xn); err != nil {
 				t.Fatal(err)
 			}
@@ -501,7 +490,7 @@ func TestUsePrealloc(t *testing.T) {
 		{"is the input", xt, false},
 		{"nil", nil, false},
 	} {
-		v, err := fwdOp{kindSoftmax, 1, 2}.UsePreallocDo(c.prealloc, xt)
+		v, err := fwdOp{kind: kindSoftmax, axis: 1, dims: 2}.UsePreallocDo(c.prealloc, xt)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -518,7 +507,7 @@ func TestUsePrealloc(t *testing.T) {
 	y := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(want))
 	dy := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{1, 0, -1, 2, 0.5, 0}))
 	dx := tensor.New(tensor.WithShape(2, 3), tensor.Of(tensor.Float64))
-	v, err := bwdOp{kindSoftmax, 1, 2}.UsePreallocDo(dx, y, dy)
+	v, err := bwdOp{kind: kindSoftmax, axis: 1, dims: 2}.UsePreallocDo(dx, y, dy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,11 +185,20 @@ func scatter(dst []float64, idx []int, v []float64) {
 // compare reports the first entry where got and want differ by more than
 // atol + rtol·|want|; NaN matches only NaN and ±Inf only itself.
 func compare[T ~float32 | ~float64](got []T, want []float64, rtol, atol float64) error {
+	return compareScaled(got, want, nil, rtol, atol)
+}
+
+// compareScaled is compare with scale[i] added to |want[i]| (scale nil: 0).
+func compareScaled[T ~float32 | ~float64](got []T, want, scale []float64, rtol, atol float64) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("%d values, want %d", len(got), len(want))
 	}
 	for i, w := range want {
 		g := float64(got[i])
+		s := 0.0
+		if scale != nil {
+			s = scale[i]
+		}
 		switch {
 		case math.IsNaN(w) || math.IsNaN(g):
 			if math.IsNaN(w) != math.IsNaN(g) {
@@ -199,8 +208,8 @@ func compare[T ~float32 | ~float64](got []T, want []float64, rtol, atol float64)
 			if g != w {
 				return fmt.Errorf("[%d] = %v, want %v", i, g, w)
 			}
-		case math.Abs(g-w) > atol+rtol*math.Abs(w):
-			return fmt.Errorf("[%d] = %v, want %v (diff %.3g)", i, g, w, math.Abs(g-w))
+		case math.Abs(g-w) > atol+rtol*(math.Abs(w)+s):
+			return fmt.Errorf("[%d] = %v, want %v (diff %.3g, row scale %.3g)", i, g, w, math.Abs(g-w), s)
 		}
 	}
 	return nil

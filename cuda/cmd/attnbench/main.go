@@ -15,9 +15,11 @@
 //
 // With -prec (default exact,tf32,bf16) it also times the float32 forward of every tensor-core
 // kernel of those precisions (cuda.Precision; each checked on sampled rows of O and L against
-// float64) and prints a second table: the forward by precision (the kernel AttentionForward
-// runs for each) beside the FMA kernel and PyTorch's forwards; the log lines name and time
-// every variant.
+// float64) and prints a second table: the forward by precision (the kernel
+// AttentionForwardBuffers runs for each) beside the FMA kernel and PyTorch's forwards; the log
+// lines name the kernels. The harness (bench.go) uses the package's public API only: device
+// Buffers, AttentionForwardBuffers and AttentionBackwardBuffers, and cuda.Timer (CUDA events)
+// as the clock.
 //
 // TFLOP/s use FlashAttention's convention (shared/ANCHORS.md): forward 4·B·H·N²·d, halved when
 // causal; forward+backward 3.5× the forward. Only the matrix products count: our backward,
@@ -25,7 +27,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -42,13 +43,10 @@ import (
 
 type shape = benchkit.Shape
 
+// torchRow is one line of sdpa_bench.py's output.
 type torchRow struct {
-	shape
-	DType    string  `json:"dtype"`
-	Backend  string  `json:"backend"`
-	FwdMs    float64 `json:"fwd_ms"`
-	FwdBwdMs float64 `json:"fwdbwd_ms"`
-	Error    string  `json:"error"`
+	benchkit.Torch
+	DType string `json:"dtype"`
 }
 
 func main() {
@@ -88,20 +86,20 @@ func main() {
 	}
 
 	type ours struct {
-		res cuda.BenchResult
+		res benchResult
 		err error
 	}
 	mine := make([]ours, len(shapes))
 	for i, s := range shapes {
 		start := time.Now()
-		r, err := cuda.BenchAttention(cuda.BenchCase{B: s.B, H: s.H, N: s.N, D: s.D, Causal: s.Causal, F64: *f64,
-			Reps: *reps, Variant1: s.N <= 1024, Precisions: precisions})
+		r, err := benchAttention(benchCase{B: s.B, H: s.H, N: s.N, D: s.D, Causal: s.Causal, F64: *f64,
+			Reps: *reps, CheckRows: 8, Precisions: precisions})
 		mine[i] = ours{r, err}
-		log.Printf("ours %+v: fwd %.3f ms, fwd+bwd %.3f ms, v1 fwd %.3f ms, check %.2g, err %v (%.1fs)",
-			s, r.FwdMs, r.FwdBwdMs, r.FwdV1Ms, r.CheckErr, err, time.Since(start).Seconds())
+		log.Printf("ours %+v: fwd %.3f ms, fwd+bwd %.3f ms, check %.2g, err %v (%.1fs)",
+			s, r.FwdMs, r.FwdBwdMs, r.CheckErr, err, time.Since(start).Seconds())
 		for _, pr := range r.Prec {
-			log.Printf("ours %+v: %v fwd %.3f ms = %.1f TFLOP/s (variant %d, %s), check %.2g", s, pr.Precision, pr.FwdMs,
-				s.FwdFLOPs()/(pr.FwdMs*1e-3)/1e12, pr.Variant, pr.Kernel, pr.CheckErr)
+			log.Printf("ours %+v: %v fwd %.3f ms = %.1f TFLOP/s (%s), check %.2g", s, pr.Precision, pr.FwdMs,
+				s.FwdFLOPs()/(pr.FwdMs*1e-3)/1e12, pr.Kernel, pr.CheckErr)
 		}
 	}
 
@@ -117,15 +115,12 @@ func main() {
 		if err := cmd.Start(); err != nil {
 			log.Fatalf("attnbench: %s %s: %v", *python, *torchScript, err)
 		}
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var r torchRow
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				log.Printf("attnbench: torch output %q: %v", sc.Text(), err)
-				continue
-			}
-			log.Printf("torch %s", sc.Text())
-			torch[key(r.shape, r.DType, r.Backend)] = r
+		err = benchkit.DecodeLines(out, func(r torchRow, line string) {
+			log.Printf("torch %s", line)
+			torch[key(r.Shape, r.DType, r.Backend)] = r
+		}, func(line string, err error) { log.Printf("attnbench: torch output %q: %v", line, err) })
+		if err != nil {
+			log.Printf("attnbench: reading the PyTorch output: %v", err)
 		}
 		if err := cmd.Wait(); err != nil {
 			log.Printf("attnbench: PyTorch benchmark: %v", err)
@@ -183,15 +178,11 @@ func main() {
 	}
 	fmt.Println()
 	if len(precisions) > 0 {
-		precisionTable(shapes, precisions, func(i int) cuda.BenchResult { return mine[i].res }, func(i int) error { return mine[i].err }, torch)
+		precisionTable(shapes, precisions, func(i int) benchResult { return mine[i].res }, func(i int) error { return mine[i].err }, torch)
 	}
 	for i, s := range shapes {
 		if mine[i].err != nil {
 			fmt.Printf("ours %+v: %v\n", s, mine[i].err)
-		}
-		if mine[i].res.FwdV1Ms > 0 {
-			fmt.Printf("forward variant 1 (one thread per row) at %+v: %.3f ms = %s TFLOP/s (variant 2: %.3f ms)\n",
-				s, mine[i].res.FwdV1Ms, num(s.FwdFLOPs()/(mine[i].res.FwdV1Ms*1e-3)/1e12), mine[i].res.FwdMs)
 		}
 	}
 	if len(shapes) > 0 && mine[0].err == nil {
@@ -215,7 +206,7 @@ func main() {
 // precisionTable prints the forward of every precision of ours beside the FMA kernel and
 // PyTorch's forwards: TFLOP/s, and the largest error of the sampled rows of O and L against
 // float64 (relative to max(1, |value|)).
-func precisionTable(shapes []shape, precs []cuda.Precision, res func(int) cuda.BenchResult, errs func(int) error, torch map[string]torchRow) {
+func precisionTable(shapes []shape, precs []cuda.Precision, res func(int) benchResult, errs func(int) error, torch map[string]torchRow) {
 	fmt.Printf("Forward by precision, TFLOP/s (error of sampled rows of O, L against float64)\n\n")
 	hdr := "| d | N | B | causal | ours fma fwd (check) |"
 	sep := "|---|---|---|---|---|"
@@ -243,11 +234,9 @@ func precisionTable(shapes []shape, precs []cuda.Precision, res func(int) cuda.B
 			return s.FwdFLOPs() / (ms * 1e-3) / 1e12
 		}
 		row := fmt.Sprintf("| %d | %d | %d | %v | %s (%.1e) |", s.D, s.N, s.B, s.Causal, num(tf(r.FwdMs)), r.CheckErr)
-		byPrec := map[cuda.Precision]cuda.PrecisionResult{}
+		byPrec := map[cuda.Precision]precisionResult{}
 		for _, pr := range r.Prec {
-			if pr.Variant == 2 { // the kernel AttentionForward runs
-				byPrec[pr.Precision] = pr
-			}
+			byPrec[pr.Precision] = pr
 		}
 		for _, p := range precs {
 			pr, ok := byPrec[p]
