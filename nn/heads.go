@@ -66,7 +66,12 @@ func (k headsOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 
 func moveHeads[T float](k headsOp, y, x []T) {
 	if !k.split && k.h*k.d != k.c {
-		clear(y) // the columns outside [off, off+h·d) are 0
+		// The columns outside [off, off+h·d) of each row are 0.
+		for r := 0; r < k.b*k.t; r++ {
+			row := y[r*k.c : (r+1)*k.c]
+			clear(row[:k.off])
+			clear(row[k.off+k.h*k.d:])
+		}
 	}
 	parallel.For(k.b*k.h, 1, func(lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
