@@ -158,7 +158,7 @@ func geluGradOutGo(dst, x, e, g []float32) {
 	dst, e, g = dst[:len(x)], e[:len(x)], g[:len(x)]
 	for i, v := range x {
 		s := 1 / (1 + e[i])
-		se := s * e[i] // 1 − s = e/(1 + e)
+		se := s * e[i]  // 1 − s = e/(1 + e)
 		if !(se <= 1) { // e = +Inf: e/(1 + e) → 1 (s·e would be 0·Inf)
 			se = 1
 		}
