@@ -3,16 +3,16 @@
 package vec
 
 import (
-	"math"
-
 	"github.com/flashgorgon/flashgorgon/internal/isa"
 )
 
 // The assembly of nn's kernels (nn_amd64.s), on whole vectors as the other
 // kernels: n a multiple of 16 (AVX-512) or 8 (AVX2) and at least one
-// vector; the column sums take a block of 4 vectors of columns (64 or 32)
+// vector. The row kernels (norms, affine) loop over rows ≥ 1 rows of d
+// entries, d such a multiple, so that a call costs one dispatch per block
+// of rows; the column sums take a block of 4 vectors of columns (64 or 32)
 // over rows ≥ 1 rows, stride elements apart. The Go wrappers below do the
-// tails and the loops over rows.
+// tails.
 
 //go:noescape
 func geluArgAVX512(dst, x *float32, n int, k, c float32)
@@ -33,46 +33,34 @@ func geluGradOutAVX512(dst, x, e, gr *float32, n int, k2, k3 float32)
 func geluGradOutAVX2(dst, x, e, gr *float32, n int, k2, k3 float32)
 
 //go:noescape
-func sumSqDevAVX512(x *float32, n int, mu float64) float64
+func normRowsAVX512(y, x *float32, rows, d, center int, nf, eps float64)
 
 //go:noescape
-func sumSqDevAVX2(x *float32, n int, mu float64) float64
+func normRowsAVX2(y, x *float32, rows, d, center int, nf, eps float64)
 
 //go:noescape
-func sumDotDevAVX512(gr, x *float32, n int, mu float64) (sg, sgx float64)
+func normGradRowsAVX512(dx, x, gr *float32, rows, d, center int, nf, eps float64)
 
 //go:noescape
-func sumDotDevAVX2(gr, x *float32, n int, mu float64) (sg, sgx float64)
+func normGradRowsAVX2(dx, x, gr *float32, rows, d, center int, nf, eps float64)
 
 //go:noescape
-func shiftScaleAVX512(dst, x *float32, n int, mu, r float64)
+func mulAddRowsAVX512(dst, x, y, z *float32, rows, d int)
 
 //go:noescape
-func shiftScaleAVX2(dst, x *float32, n int, mu, r float64)
+func mulAddRowsAVX2(dst, x, y, z *float32, rows, d int)
 
 //go:noescape
-func normGradRowAVX512(dst, gr, x *float32, n int, mu, a, b, c float64)
+func mulRowsAVX512(dst, x, y *float32, rows, d int)
 
 //go:noescape
-func normGradRowAVX2(dst, gr, x *float32, n int, mu, a, b, c float64)
+func mulRowsAVX2(dst, x, y *float32, rows, d int)
 
 //go:noescape
-func mulAddRowAVX512(dst, x, y, z *float32, n int)
+func addRowsAVX512(dst, x, y *float32, rows, d int)
 
 //go:noescape
-func mulAddRowAVX2(dst, x, y, z *float32, n int)
-
-//go:noescape
-func mulRowAVX512(dst, x, y *float32, n int)
-
-//go:noescape
-func mulRowAVX2(dst, x, y *float32, n int)
-
-//go:noescape
-func addRowAVX512(dst, x, y *float32, n int)
-
-//go:noescape
-func addRowAVX2(dst, x, y *float32, n int)
+func addRowsAVX2(dst, x, y *float32, rows, d int)
 
 //go:noescape
 func colSumAVX512(acc *float64, x *float32, rows, stride int)
@@ -121,58 +109,38 @@ func (v wide) geluGradOut(dst, x, e, g *float32, n int) {
 	geluGradOutAVX2(dst, x, e, g, n, geluK2, geluK3)
 }
 
-func (v wide) sumSqDev(x *float32, n int, mu float64) float64 {
+func (v wide) normRows(y, x *float32, rows, d, center int, eps float64) {
 	if v {
-		return sumSqDevAVX512(x, n, mu)
-	}
-	return sumSqDevAVX2(x, n, mu)
-}
-
-func (v wide) sumDotDev(g, x *float32, n int, mu float64) (float64, float64) {
-	if v {
-		return sumDotDevAVX512(g, x, n, mu)
-	}
-	return sumDotDevAVX2(g, x, n, mu)
-}
-
-func (v wide) shiftScale(dst, x *float32, n int, mu, r float64) {
-	if v {
-		shiftScaleAVX512(dst, x, n, mu, r)
+		normRowsAVX512(y, x, rows, d, center, float64(d), eps)
 		return
 	}
-	shiftScaleAVX2(dst, x, n, mu, r)
+	normRowsAVX2(y, x, rows, d, center, float64(d), eps)
 }
 
-func (v wide) normGradRow(dst, g, x *float32, n int, mu, a, b, c float64) {
+func (v wide) normGradRows(dx, x, g *float32, rows, d, center int, eps float64) {
 	if v {
-		normGradRowAVX512(dst, g, x, n, mu, a, b, c)
+		normGradRowsAVX512(dx, x, g, rows, d, center, float64(d), eps)
 		return
 	}
-	normGradRowAVX2(dst, g, x, n, mu, a, b, c)
+	normGradRowsAVX2(dx, x, g, rows, d, center, float64(d), eps)
 }
 
-func (v wide) mulAddRow(dst, x, y, z *float32, n int) {
-	if v {
-		mulAddRowAVX512(dst, x, y, z, n)
-		return
+// affineRows runs y = x·γ + β (either may be nil, not both) on rows of d.
+func (v wide) affineRows(y, x, gamma, beta *float32, rows, d int) {
+	switch {
+	case gamma != nil && beta != nil && bool(v):
+		mulAddRowsAVX512(y, x, gamma, beta, rows, d)
+	case gamma != nil && beta != nil:
+		mulAddRowsAVX2(y, x, gamma, beta, rows, d)
+	case gamma != nil && bool(v):
+		mulRowsAVX512(y, x, gamma, rows, d)
+	case gamma != nil:
+		mulRowsAVX2(y, x, gamma, rows, d)
+	case bool(v):
+		addRowsAVX512(y, x, beta, rows, d)
+	default:
+		addRowsAVX2(y, x, beta, rows, d)
 	}
-	mulAddRowAVX2(dst, x, y, z, n)
-}
-
-func (v wide) mulRow(dst, x, y *float32, n int) {
-	if v {
-		mulRowAVX512(dst, x, y, n)
-		return
-	}
-	mulRowAVX2(dst, x, y, n)
-}
-
-func (v wide) addRow(dst, x, y *float32, n int) {
-	if v {
-		addRowAVX512(dst, x, y, n)
-		return
-	}
-	addRowAVX2(dst, x, y, n)
 }
 
 func (v wide) colSum(acc *float64, x, y *float32, rows, stride int) {
@@ -201,6 +169,14 @@ var (
 	nnKernelsAVX2   = wide(false).nnKernels()
 )
 
+// flag is 1 for true, 0 for false (the assembly's int flags).
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func asmNNKernels(l isa.Level) *nnKernels32 {
 	switch l {
 	case isa.AVX512:
@@ -209,28 +185,6 @@ func asmNNKernels(l isa.Level) *nnKernels32 {
 		return nnKernelsAVX2
 	}
 	return nil
-}
-
-// rowStats is rowStatsGo on the assembly: μ from sum, Σ(x − μ)² from
-// sumSqDev, both in float64; nb is the row's vector part.
-func (s wide) rowStats(x []float32, nb int, center bool, eps float64) (mu, r float64) {
-	n := float64(len(x))
-	if center {
-		sum := sumGo(x[nb:])
-		if nb > 0 {
-			sum += s.sum(&x[0], nb)
-		}
-		mu = sum / n
-	}
-	var ss float64
-	for _, v := range x[nb:] {
-		c := float64(v) - mu
-		ss += c * c
-	}
-	if nb > 0 {
-		ss += s.sumSqDev(&x[0], nb, mu)
-	}
-	return mu, 1 / math.Sqrt(ss/n+eps)
 }
 
 func (s wide) nnKernels() *nnKernels32 {
@@ -258,45 +212,20 @@ func (s wide) nnKernels() *nnKernels32 {
 			}
 			geluGradOutGo(dst[n:], x[n:], e[n:], g[n:])
 		},
+		// Rows of a length that is not a multiple of the vector width run
+		// in Go (nn's rows are multiples of 16 in practice).
 		normRows: func(y, x []float32, d int, center bool, eps float64) {
-			nb := body(d)
-			for r := 0; r+d <= len(x); r += d {
-				xr, yr := x[r:r+d], y[r:r+d]
-				mu, inv := s.rowStats(xr, nb, center, eps)
-				if nb > 0 {
-					s.shiftScale(&yr[0], &xr[0], nb, mu, inv)
-				}
-				for j := nb; j < d; j++ {
-					yr[j] = float32((float64(xr[j]) - mu) * inv)
-				}
+			if rows := len(x) / d; rows == 0 || d%w != 0 {
+				normRowsGo(y, x, d, center, eps)
+			} else {
+				s.normRows(&y[0], &x[0], rows, d, flag(center), eps)
 			}
 		},
 		normGradRows: func(dx, x, g []float32, d int, center bool, eps float64) {
-			nb, n := body(d), float64(d)
-			for r := 0; r+d <= len(x); r += d {
-				xr, gr, dr := x[r:r+d], g[r:r+d], dx[r:r+d]
-				mu, inv := s.rowStats(xr, nb, center, eps)
-				var sg, sgx float64 // Σ g, Σ g·(x − μ)
-				if nb > 0 {
-					sg, sgx = s.sumDotDev(&gr[0], &xr[0], nb, mu)
-				}
-				for j := nb; j < d; j++ {
-					gv := float64(gr[j])
-					sg += gv
-					sgx += gv * (float64(xr[j]) - mu)
-				}
-				// dx = r·(g − mean(g) − x̂·mean(g∘x̂)) = a·g + b·(x − μ) + c.
-				mg := sg / n
-				if !center {
-					mg = 0
-				}
-				a, b, c := inv, -inv*inv*inv*sgx/n, -inv*mg
-				if nb > 0 {
-					s.normGradRow(&dr[0], &gr[0], &xr[0], nb, mu, a, b, c)
-				}
-				for j := nb; j < d; j++ {
-					dr[j] = float32(a*float64(gr[j]) + b*(float64(xr[j])-mu) + c)
-				}
+			if rows := len(x) / d; rows == 0 || d%w != 0 {
+				normGradRowsGo(dx, x, g, d, center, eps)
+			} else {
+				s.normGradRows(&dx[0], &x[0], &g[0], rows, d, flag(center), eps)
 			}
 		},
 		affineRows: func(y, x, gamma, beta []float32) {
@@ -304,28 +233,19 @@ func (s wide) nnKernels() *nnKernels32 {
 			if gamma == nil {
 				d = len(beta)
 			}
-			nb := body(d)
-			for r := 0; r+d <= len(x); r += d {
-				xr, yr := x[r:r+d], y[r:r+d]
-				if nb > 0 {
-					switch {
-					case gamma != nil && beta != nil:
-						s.mulAddRow(&yr[0], &xr[0], &gamma[0], &beta[0], nb)
-					case gamma != nil:
-						s.mulRow(&yr[0], &xr[0], &gamma[0], nb)
-					default:
-						s.addRow(&yr[0], &xr[0], &beta[0], nb)
-					}
-				}
-				var g, b []float32
-				if gamma != nil {
-					g = gamma[nb:]
-				}
-				if beta != nil {
-					b = beta[nb:]
-				}
-				affineRowsGo(yr[nb:], xr[nb:], g, b)
+			rows := len(x) / max(d, 1)
+			if rows == 0 || d%w != 0 {
+				affineRowsGo(y, x, gamma, beta)
+				return
 			}
+			var g, b *float32
+			if gamma != nil {
+				g = &gamma[0]
+			}
+			if beta != nil {
+				b = &beta[0]
+			}
+			s.affineRows(&y[0], &x[0], g, b, rows, d)
 		},
 		colSums: func(acc []float64, x, y []float32, d int) {
 			rows := len(x) / d

@@ -104,159 +104,281 @@ loop:
 	VZEROUPPER
 	RET
 
-// func sumSqDevAVX512(x *float32, n int, mu float64) float64
-// Σ (x − mu)² in float64
-TEXT ·sumSqDevAVX512(SB), NOSPLIT, $0-32
-	MOVQ         x+0(FP), SI
-	MOVQ         n+8(FP), CX
-	VBROADCASTSD mu+16(FP), Z31
-	SHRQ         $4, CX
-	VPXORQ Z14, Z14, Z14
-	VPXORQ Z13, Z13, Z13
+// func normRowsAVX512(y, x *float32, rows, d, center int, nf, eps float64)
+// Each row of d: mu = Σx/nf (0 without center), r = 1/√(Σ(x − mu)²/nf + eps),
+// y = (x − mu)·r, all in float64 and rounded once, as rowStatsGo.
+TEXT ·normRowsAVX512(SB), NOSPLIT, $0-56
+	MOVQ   y+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   rows+16(FP), R8
+	MOVQ   d+24(FP), R9
+	MOVQ   center+32(FP), R10
+	MOVSD  nf+40(FP), X8
+	MOVSD  eps+48(FP), X9
+	MOVQ   $0x3ff0000000000000, AX
+	MOVQ   AX, X10
+	MOVQ   R9, R11
+	SHLQ   $2, R11
+	SHRQ   $4, R9
 
-loop:
-	VCVTPS2PD (SI), Z0
-	VCVTPS2PD 32(SI), Z1
-	VSUBPD      Z31, Z0, Z0
-	VSUBPD      Z31, Z1, Z1
-	VFMADD231PD Z0, Z0, Z14
-	VFMADD231PD Z1, Z1, Z13
-	ADDQ        $64, SI
+row:
+	VXORPD X11, X11, X11
+	CMPQ   R10, $0
+	JEQ    fnomean
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	MOVQ   SI, AX
+	MOVQ   R9, CX
+
+fmean:
+	VCVTPS2PD (AX), Z0
+	VCVTPS2PD 32(AX), Z1
+	VADDPD Z0, Z4, Z4
+	VADDPD Z1, Z5, Z5
+	ADDQ   $64, AX
+	DECQ   CX
+	JNZ    fmean
+	VADDPD        Z5, Z4, Z4
+	VEXTRACTF64X4 $1, Z4, Y5
+	VADDPD        Y5, Y4, Y4
+	VEXTRACTF128  $1, Y4, X5
+	VADDPD        X5, X4, X4
+	VUNPCKHPD     X4, X4, X5
+	VADDSD        X5, X4, X4
+	VDIVSD X8, X4, X11
+
+fnomean:
+	VBROADCASTSD X11, Z15
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	MOVQ         SI, AX
+	MOVQ         R9, CX
+
+fss:
+	VCVTPS2PD (AX), Z0
+	VCVTPS2PD 32(AX), Z1
+	VSUBPD      Z15, Z0, Z0
+	VSUBPD      Z15, Z1, Z1
+	VFMADD231PD Z0, Z0, Z4
+	VFMADD231PD Z1, Z1, Z5
+	ADDQ        $64, AX
 	DECQ        CX
-	JNZ         loop
-	VADDPD        Z13, Z14, Z14
-	VEXTRACTF64X4 $1, Z14, Y13
-	VADDPD        Y13, Y14, Y14
-	VEXTRACTF128  $1, Y14, X13
-	VADDPD        X13, X14, X14
-	VUNPCKHPD     X14, X14, X13
-	VADDSD        X13, X14, X14
-	MOVSD         X14, ret+24(FP)
+	JNZ         fss
+	VADDPD        Z5, Z4, Z4
+	VEXTRACTF64X4 $1, Z4, Y5
+	VADDPD        Y5, Y4, Y4
+	VEXTRACTF128  $1, Y4, X5
+	VADDPD        X5, X4, X4
+	VUNPCKHPD     X4, X4, X5
+	VADDSD        X5, X4, X4
+	VDIVSD  X8, X4, X4
+	VADDSD  X9, X4, X4
+	VSQRTSD X4, X4, X4
+	VDIVSD  X4, X10, X12
+	VBROADCASTSD X12, Z14
+	MOVQ         SI, AX
+	MOVQ         DI, BX
+	MOVQ         R9, CX
+
+out:
+	VCVTPS2PD (AX), Z0
+	VCVTPS2PD 32(AX), Z1
+	VSUBPD Z15, Z0, Z0
+	VSUBPD Z15, Z1, Z1
+	VMULPD Z14, Z0, Z0
+	VMULPD Z14, Z1, Z1
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, (BX)
+	VCVTPD2PS Z1, Y1
+	VMOVUPS   Y1, 32(BX)
+	ADDQ $64, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  out
+	ADDQ R11, SI
+	ADDQ R11, DI
+	DECQ R8
+	JNZ  row
 	VZEROUPPER
 	RET
 
-// func sumDotDevAVX512(g, x *float32, n int, mu float64) (sg, sgx float64)
-// sg = Σ g, sgx = Σ g·(x − mu), in float64
-TEXT ·sumDotDevAVX512(SB), NOSPLIT, $0-48
-	MOVQ         gr+0(FP), SI
-	MOVQ         x+8(FP), DX
-	MOVQ         n+16(FP), CX
-	VBROADCASTSD mu+24(FP), Z31
-	SHRQ         $4, CX
-	VPXORQ Z14, Z14, Z14
-	VPXORQ Z13, Z13, Z13
-	VPXORQ Z12, Z12, Z12
-	VPXORQ Z11, Z11, Z11
+// func normGradRowsAVX512(dx, x, gr *float32, rows, d, center int, nf, eps float64)
+// Each row: mu, r as normRowsAVX512; sg = Σ g, sgx = Σ g·(x − mu);
+// dx = a·g + b·(x − mu) + c with a = r, b = −r³·sgx/nf, c = −r·sg/nf (0
+// without center): r·(g − mean(g) − x̂·mean(g∘x̂)), in float64, rounded once.
+TEXT ·normGradRowsAVX512(SB), NOSPLIT, $0-64
+	MOVQ   dx+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   gr+16(FP), DX
+	MOVQ   rows+24(FP), R8
+	MOVQ   d+32(FP), R9
+	MOVQ   center+40(FP), R10
+	MOVSD  nf+48(FP), X8
+	MOVSD  eps+56(FP), X9
+	MOVQ   $0x3ff0000000000000, AX
+	MOVQ   AX, X10
+	MOVQ   R9, R11
+	SHLQ   $2, R11
+	SHRQ   $4, R9
 
-loop:
-	VCVTPS2PD (SI), Z0
-	VCVTPS2PD 32(SI), Z1
-	VCVTPS2PD (DX), Z2
-	VCVTPS2PD 32(DX), Z3
-	VADDPD      Z0, Z14, Z14
-	VADDPD      Z1, Z13, Z13
-	VSUBPD      Z31, Z2, Z2
-	VSUBPD      Z31, Z3, Z3
-	VFMADD231PD Z2, Z0, Z12
-	VFMADD231PD Z3, Z1, Z11
-	ADDQ        $64, SI
-	ADDQ        $64, DX
+row:
+	VXORPD X11, X11, X11
+	CMPQ   R10, $0
+	JEQ    bnomean
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	MOVQ   SI, AX
+	MOVQ   R9, CX
+
+bmean:
+	VCVTPS2PD (AX), Z0
+	VCVTPS2PD 32(AX), Z1
+	VADDPD Z0, Z4, Z4
+	VADDPD Z1, Z5, Z5
+	ADDQ   $64, AX
+	DECQ   CX
+	JNZ    bmean
+	VADDPD        Z5, Z4, Z4
+	VEXTRACTF64X4 $1, Z4, Y5
+	VADDPD        Y5, Y4, Y4
+	VEXTRACTF128  $1, Y4, X5
+	VADDPD        X5, X4, X4
+	VUNPCKHPD     X4, X4, X5
+	VADDSD        X5, X4, X4
+	VDIVSD X8, X4, X11
+
+bnomean:
+	VBROADCASTSD X11, Z15
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	MOVQ         SI, AX
+	MOVQ         R9, CX
+
+bss:
+	VCVTPS2PD (AX), Z0
+	VCVTPS2PD 32(AX), Z1
+	VSUBPD      Z15, Z0, Z0
+	VSUBPD      Z15, Z1, Z1
+	VFMADD231PD Z0, Z0, Z4
+	VFMADD231PD Z1, Z1, Z5
+	ADDQ        $64, AX
 	DECQ        CX
-	JNZ         loop
-	VADDPD        Z13, Z14, Z14
-	VEXTRACTF64X4 $1, Z14, Y13
-	VADDPD        Y13, Y14, Y14
-	VEXTRACTF128  $1, Y14, X13
-	VADDPD        X13, X14, X14
-	VUNPCKHPD     X14, X14, X13
-	VADDSD        X13, X14, X14
-	MOVSD         X14, sg+32(FP)
-	VADDPD        Z11, Z12, Z12
-	VEXTRACTF64X4 $1, Z12, Y11
-	VADDPD        Y11, Y12, Y12
-	VEXTRACTF128  $1, Y12, X11
-	VADDPD        X11, X12, X12
-	VUNPCKHPD     X12, X12, X11
-	VADDSD        X11, X12, X12
-	MOVSD         X12, sgx+40(FP)
-	VZEROUPPER
-	RET
+	JNZ         bss
+	VADDPD        Z5, Z4, Z4
+	VEXTRACTF64X4 $1, Z4, Y5
+	VADDPD        Y5, Y4, Y4
+	VEXTRACTF128  $1, Y4, X5
+	VADDPD        X5, X4, X4
+	VUNPCKHPD     X4, X4, X5
+	VADDSD        X5, X4, X4
+	VDIVSD  X8, X4, X4
+	VADDSD  X9, X4, X4
+	VSQRTSD X4, X4, X4
+	VDIVSD  X4, X10, X12
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ R9, CX
 
-// func shiftScaleAVX512(dst, x *float32, n int, mu, r float64)
-// dst = (x − mu)·r in float64, rounded once
-TEXT ·shiftScaleAVX512(SB), NOSPLIT, $0-40
-	MOVQ         dst+0(FP), DI
-	MOVQ         x+8(FP), SI
-	MOVQ         n+16(FP), CX
-	VBROADCASTSD mu+24(FP), Z31
-	VBROADCASTSD r+32(FP), Z30
-	SHRQ         $4, CX
+dot:
+	VCVTPS2PD (BX), Z0
+	VCVTPS2PD 32(BX), Z1
+	VCVTPS2PD (AX), Z2
+	VCVTPS2PD 32(AX), Z3
+	VADDPD      Z0, Z4, Z4
+	VADDPD      Z1, Z5, Z5
+	VSUBPD      Z15, Z2, Z2
+	VSUBPD      Z15, Z3, Z3
+	VFMADD231PD Z2, Z0, Z6
+	VFMADD231PD Z3, Z1, Z7
+	ADDQ        $64, AX
+	ADDQ        $64, BX
+	DECQ        CX
+	JNZ         dot
+	VADDPD        Z5, Z4, Z4
+	VEXTRACTF64X4 $1, Z4, Y5
+	VADDPD        Y5, Y4, Y4
+	VEXTRACTF128  $1, Y4, X5
+	VADDPD        X5, X4, X4
+	VUNPCKHPD     X4, X4, X5
+	VADDSD        X5, X4, X4
+	VADDPD        Z7, Z6, Z6
+	VEXTRACTF64X4 $1, Z6, Y7
+	VADDPD        Y7, Y6, Y6
+	VEXTRACTF128  $1, Y6, X7
+	VADDPD        X7, X6, X6
+	VUNPCKHPD     X6, X6, X7
+	VADDSD        X7, X6, X6
+	VXORPD X13, X13, X13
+	CMPQ   R10, $0
+	JEQ    nomg
+	VDIVSD X8, X4, X13
 
-loop:
-	VCVTPS2PD (SI), Z0
-	VCVTPS2PD 32(SI), Z1
-	VSUBPD Z31, Z0, Z0
-	VSUBPD Z31, Z1, Z1
-	VMULPD Z30, Z0, Z0
-	VMULPD Z30, Z1, Z1
+nomg:
+	VMULSD X12, X13, X13
+	VMULSD X12, X12, X14
+	VMULSD X12, X14, X14
+	VMULSD X6, X14, X14
+	VDIVSD X8, X14, X14
+	VXORPD X0, X0, X0
+	VSUBSD X14, X0, X14
+	VSUBSD X13, X0, X13
+	VBROADCASTSD X12, Z12
+	VBROADCASTSD X14, Z14
+	VBROADCASTSD X13, Z13
+	MOVQ         SI, AX
+	MOVQ         DX, BX
+	MOVQ         DI, R12
+	MOVQ         R9, CX
+
+out:
+	VCVTPS2PD (AX), Z0
+	VCVTPS2PD 32(AX), Z1
+	VCVTPS2PD (BX), Z2
+	VCVTPS2PD 32(BX), Z3
+	VSUBPD      Z15, Z0, Z0
+	VSUBPD      Z15, Z1, Z1
+	VMULPD      Z14, Z0, Z0
+	VMULPD      Z14, Z1, Z1
+	VFMADD231PD Z12, Z2, Z0
+	VFMADD231PD Z12, Z3, Z1
+	VADDPD      Z13, Z0, Z0
+	VADDPD      Z13, Z1, Z1
 	VCVTPD2PS Z0, Y0
-	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y0, (R12)
 	VCVTPD2PS Z1, Y1
-	VMOVUPS   Y1, 32(DI)
-	ADDQ $64, SI
-	ADDQ $64, DI
+	VMOVUPS   Y1, 32(R12)
+	ADDQ $64, AX
+	ADDQ $64, BX
+	ADDQ $64, R12
 	DECQ CX
-	JNZ  loop
+	JNZ  out
+	ADDQ R11, SI
+	ADDQ R11, DX
+	ADDQ R11, DI
+	DECQ R8
+	JNZ  row
 	VZEROUPPER
 	RET
 
-// func normGradRowAVX512(dst, g, x *float32, n int, mu, a, b, c float64)
-// dst = a·g + b·(x − mu) + c in float64, rounded once
-TEXT ·normGradRowAVX512(SB), NOSPLIT, $0-64
-	MOVQ         dst+0(FP), DI
-	MOVQ         gr+8(FP), SI
-	MOVQ         x+16(FP), DX
-	MOVQ         n+24(FP), CX
-	VBROADCASTSD mu+32(FP), Z31
-	VBROADCASTSD a+40(FP), Z30
-	VBROADCASTSD b+48(FP), Z29
-	VBROADCASTSD c+56(FP), Z28
-	SHRQ         $4, CX
-
-loop:
-	VCVTPS2PD (DX), Z0
-	VCVTPS2PD 32(DX), Z1
-	VCVTPS2PD (SI), Z2
-	VCVTPS2PD 32(SI), Z3
-	VSUBPD      Z31, Z0, Z0
-	VSUBPD      Z31, Z1, Z1
-	VMULPD      Z29, Z0, Z0
-	VMULPD      Z29, Z1, Z1
-	VFMADD231PD Z30, Z2, Z0
-	VFMADD231PD Z30, Z3, Z1
-	VADDPD      Z28, Z0, Z0
-	VADDPD      Z28, Z1, Z1
-	VCVTPD2PS Z0, Y0
-	VMOVUPS   Y0, (DI)
-	VCVTPD2PS Z1, Y1
-	VMOVUPS   Y1, 32(DI)
-	ADDQ $64, SI
-	ADDQ $64, DX
-	ADDQ $64, DI
-	DECQ CX
-	JNZ  loop
-	VZEROUPPER
-	RET
-
-// func mulAddRowAVX512(dst, x, y, z *float32, n int)
-// dst = x·y + z (two roundings)
-TEXT ·mulAddRowAVX512(SB), NOSPLIT, $0-40
+// func mulAddRowsAVX512(dst, x, y, z *float32, rows, d int)
+// each row r of d: dst[r] = x[r]·y + z (the rows of y, z repeat)
+TEXT ·mulAddRowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ z+24(FP), BX
-	MOVQ n+32(FP), CX
-	SHRQ $4, CX
+	MOVQ y+16(FP), R9
+	MOVQ z+24(FP), R10
+	MOVQ rows+32(FP), R8
+	MOVQ d+40(FP), R11
+	SHRQ $4, R11
+
+row:
+	MOVQ R9, DX
+	MOVQ R10, BX
+	MOVQ R11, CX
 
 loop:
 	VMOVUPS (SI), Z0
@@ -269,16 +391,24 @@ loop:
 	ADDQ    $64, DI
 	DECQ    CX
 	JNZ     loop
+	DECQ    R8
+	JNZ     row
 	VZEROUPPER
 	RET
 
-// func mulRowAVX512(dst, x, y *float32, n int)
-TEXT ·mulRowAVX512(SB), NOSPLIT, $0-32
+// func mulRowsAVX512(dst, x, y *float32, rows, d int)
+// each row r of d: dst[r] = x[r]·y (the rows of y repeat)
+TEXT ·mulRowsAVX512(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ n+24(FP), CX
-	SHRQ $4, CX
+	MOVQ y+16(FP), R9
+	MOVQ rows+24(FP), R8
+	MOVQ d+32(FP), R11
+	SHRQ $4, R11
+
+row:
+	MOVQ R9, DX
+	MOVQ R11, CX
 
 loop:
 	VMOVUPS (SI), Z0
@@ -289,16 +419,24 @@ loop:
 	ADDQ    $64, DI
 	DECQ    CX
 	JNZ     loop
+	DECQ    R8
+	JNZ     row
 	VZEROUPPER
 	RET
 
-// func addRowAVX512(dst, x, y *float32, n int)
-TEXT ·addRowAVX512(SB), NOSPLIT, $0-32
+// func addRowsAVX512(dst, x, y *float32, rows, d int)
+// each row r of d: dst[r] = x[r] + y (the rows of y repeat)
+TEXT ·addRowsAVX512(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ n+24(FP), CX
-	SHRQ $4, CX
+	MOVQ y+16(FP), R9
+	MOVQ rows+24(FP), R8
+	MOVQ d+32(FP), R11
+	SHRQ $4, R11
+
+row:
+	MOVQ R9, DX
+	MOVQ R11, CX
 
 loop:
 	VMOVUPS (SI), Z0
@@ -309,6 +447,8 @@ loop:
 	ADDQ    $64, DI
 	DECQ    CX
 	JNZ     loop
+	DECQ    R8
+	JNZ     row
 	VZEROUPPER
 	RET
 
@@ -584,153 +724,269 @@ loop:
 	VZEROUPPER
 	RET
 
-// func sumSqDevAVX2(x *float32, n int, mu float64) float64
-// Σ (x − mu)² in float64
-TEXT ·sumSqDevAVX2(SB), NOSPLIT, $0-32
-	MOVQ         x+0(FP), SI
-	MOVQ         n+8(FP), CX
-	VBROADCASTSD mu+16(FP), Y15
-	SHRQ         $3, CX
-	VXORPD Y12, Y12, Y12
-	VXORPD Y11, Y11, Y11
+// func normRowsAVX2(y, x *float32, rows, d, center int, nf, eps float64)
+// Each row of d: mu = Σx/nf (0 without center), r = 1/√(Σ(x − mu)²/nf + eps),
+// y = (x − mu)·r, all in float64 and rounded once, as rowStatsGo.
+TEXT ·normRowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ   y+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   rows+16(FP), R8
+	MOVQ   d+24(FP), R9
+	MOVQ   center+32(FP), R10
+	MOVSD  nf+40(FP), X8
+	MOVSD  eps+48(FP), X9
+	MOVQ   $0x3ff0000000000000, AX
+	MOVQ   AX, X10
+	MOVQ   R9, R11
+	SHLQ   $2, R11
+	SHRQ   $3, R9
 
-loop:
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
+row:
+	VXORPD X11, X11, X11
+	CMPQ   R10, $0
+	JEQ    fnomean
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	MOVQ   SI, AX
+	MOVQ   R9, CX
+
+fmean:
+	VCVTPS2PD (AX), Y0
+	VCVTPS2PD 16(AX), Y1
+	VADDPD Y0, Y4, Y4
+	VADDPD Y1, Y5, Y5
+	ADDQ   $32, AX
+	DECQ   CX
+	JNZ    fmean
+	VADDPD       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPD       X5, X4, X4
+	VUNPCKHPD    X4, X4, X5
+	VADDSD       X5, X4, X4
+	VDIVSD X8, X4, X11
+
+fnomean:
+	VBROADCASTSD X11, Y15
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	MOVQ         SI, AX
+	MOVQ         R9, CX
+
+fss:
+	VCVTPS2PD (AX), Y0
+	VCVTPS2PD 16(AX), Y1
 	VSUBPD      Y15, Y0, Y0
 	VSUBPD      Y15, Y1, Y1
-	VFMADD231PD Y0, Y0, Y12
-	VFMADD231PD Y1, Y1, Y11
-	ADDQ        $32, SI
+	VFMADD231PD Y0, Y0, Y4
+	VFMADD231PD Y1, Y1, Y5
+	ADDQ        $32, AX
 	DECQ        CX
-	JNZ         loop
-	VADDPD       Y11, Y12, Y12
-	VEXTRACTF128 $1, Y12, X11
-	VADDPD       X11, X12, X12
-	VUNPCKHPD    X12, X12, X11
-	VADDSD       X11, X12, X12
-	MOVSD        X12, ret+24(FP)
-	VZEROUPPER
-	RET
+	JNZ         fss
+	VADDPD       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPD       X5, X4, X4
+	VUNPCKHPD    X4, X4, X5
+	VADDSD       X5, X4, X4
+	VDIVSD  X8, X4, X4
+	VADDSD  X9, X4, X4
+	VSQRTSD X4, X4, X4
+	VDIVSD  X4, X10, X12
+	VBROADCASTSD X12, Y14
+	MOVQ         SI, AX
+	MOVQ         DI, BX
+	MOVQ         R9, CX
 
-// func sumDotDevAVX2(g, x *float32, n int, mu float64) (sg, sgx float64)
-// sg = Σ g, sgx = Σ g·(x − mu), in float64
-TEXT ·sumDotDevAVX2(SB), NOSPLIT, $0-48
-	MOVQ         gr+0(FP), SI
-	MOVQ         x+8(FP), DX
-	MOVQ         n+16(FP), CX
-	VBROADCASTSD mu+24(FP), Y15
-	SHRQ         $3, CX
-	VXORPD Y12, Y12, Y12
-	VXORPD Y11, Y11, Y11
-	VXORPD Y10, Y10, Y10
-	VXORPD Y9, Y9, Y9
-
-loop:
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VCVTPS2PD (DX), Y2
-	VCVTPS2PD 16(DX), Y3
-	VADDPD      Y0, Y12, Y12
-	VADDPD      Y1, Y11, Y11
-	VSUBPD      Y15, Y2, Y2
-	VSUBPD      Y15, Y3, Y3
-	VFMADD231PD Y2, Y0, Y10
-	VFMADD231PD Y3, Y1, Y9
-	ADDQ        $32, SI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         loop
-	VADDPD       Y11, Y12, Y12
-	VEXTRACTF128 $1, Y12, X11
-	VADDPD       X11, X12, X12
-	VUNPCKHPD    X12, X12, X11
-	VADDSD       X11, X12, X12
-	MOVSD        X12, sg+32(FP)
-	VADDPD       Y9, Y10, Y10
-	VEXTRACTF128 $1, Y10, X9
-	VADDPD       X9, X10, X10
-	VUNPCKHPD    X10, X10, X9
-	VADDSD       X9, X10, X10
-	MOVSD        X10, sgx+40(FP)
-	VZEROUPPER
-	RET
-
-// func shiftScaleAVX2(dst, x *float32, n int, mu, r float64)
-// dst = (x − mu)·r in float64, rounded once
-TEXT ·shiftScaleAVX2(SB), NOSPLIT, $0-40
-	MOVQ         dst+0(FP), DI
-	MOVQ         x+8(FP), SI
-	MOVQ         n+16(FP), CX
-	VBROADCASTSD mu+24(FP), Y15
-	VBROADCASTSD r+32(FP), Y14
-	SHRQ         $3, CX
-
-loop:
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
+out:
+	VCVTPS2PD (AX), Y0
+	VCVTPS2PD 16(AX), Y1
 	VSUBPD Y15, Y0, Y0
 	VSUBPD Y15, Y1, Y1
 	VMULPD Y14, Y0, Y0
 	VMULPD Y14, Y1, Y1
 	VCVTPD2PSY Y0, X0
-	VMOVUPS    X0, (DI)
+	VMOVUPS    X0, (BX)
 	VCVTPD2PSY Y1, X1
-	VMOVUPS    X1, 16(DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
+	VMOVUPS    X1, 16(BX)
+	ADDQ $32, AX
+	ADDQ $32, BX
 	DECQ CX
-	JNZ  loop
+	JNZ  out
+	ADDQ R11, SI
+	ADDQ R11, DI
+	DECQ R8
+	JNZ  row
 	VZEROUPPER
 	RET
 
-// func normGradRowAVX2(dst, g, x *float32, n int, mu, a, b, c float64)
-// dst = a·g + b·(x − mu) + c in float64, rounded once
-TEXT ·normGradRowAVX2(SB), NOSPLIT, $0-64
-	MOVQ         dst+0(FP), DI
-	MOVQ         gr+8(FP), SI
-	MOVQ         x+16(FP), DX
-	MOVQ         n+24(FP), CX
-	VBROADCASTSD mu+32(FP), Y15
-	VBROADCASTSD a+40(FP), Y14
-	VBROADCASTSD b+48(FP), Y13
-	VBROADCASTSD c+56(FP), Y12
-	SHRQ         $3, CX
+// func normGradRowsAVX2(dx, x, gr *float32, rows, d, center int, nf, eps float64)
+// Each row: mu, r as normRowsAVX2; sg = Σ g, sgx = Σ g·(x − mu);
+// dx = a·g + b·(x − mu) + c with a = r, b = −r³·sgx/nf, c = −r·sg/nf (0
+// without center): r·(g − mean(g) − x̂·mean(g∘x̂)), in float64, rounded once.
+TEXT ·normGradRowsAVX2(SB), NOSPLIT, $0-64
+	MOVQ   dx+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   gr+16(FP), DX
+	MOVQ   rows+24(FP), R8
+	MOVQ   d+32(FP), R9
+	MOVQ   center+40(FP), R10
+	MOVSD  nf+48(FP), X8
+	MOVSD  eps+56(FP), X9
+	MOVQ   $0x3ff0000000000000, AX
+	MOVQ   AX, X10
+	MOVQ   R9, R11
+	SHLQ   $2, R11
+	SHRQ   $3, R9
 
-loop:
-	VCVTPS2PD (DX), Y0
-	VCVTPS2PD 16(DX), Y1
-	VCVTPS2PD (SI), Y2
-	VCVTPS2PD 16(SI), Y3
+row:
+	VXORPD X11, X11, X11
+	CMPQ   R10, $0
+	JEQ    bnomean
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	MOVQ   SI, AX
+	MOVQ   R9, CX
+
+bmean:
+	VCVTPS2PD (AX), Y0
+	VCVTPS2PD 16(AX), Y1
+	VADDPD Y0, Y4, Y4
+	VADDPD Y1, Y5, Y5
+	ADDQ   $32, AX
+	DECQ   CX
+	JNZ    bmean
+	VADDPD       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPD       X5, X4, X4
+	VUNPCKHPD    X4, X4, X5
+	VADDSD       X5, X4, X4
+	VDIVSD X8, X4, X11
+
+bnomean:
+	VBROADCASTSD X11, Y15
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	MOVQ         SI, AX
+	MOVQ         R9, CX
+
+bss:
+	VCVTPS2PD (AX), Y0
+	VCVTPS2PD 16(AX), Y1
 	VSUBPD      Y15, Y0, Y0
 	VSUBPD      Y15, Y1, Y1
-	VMULPD      Y13, Y0, Y0
-	VMULPD      Y13, Y1, Y1
-	VFMADD231PD Y14, Y2, Y0
-	VFMADD231PD Y14, Y3, Y1
-	VADDPD      Y12, Y0, Y0
-	VADDPD      Y12, Y1, Y1
+	VFMADD231PD Y0, Y0, Y4
+	VFMADD231PD Y1, Y1, Y5
+	ADDQ        $32, AX
+	DECQ        CX
+	JNZ         bss
+	VADDPD       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPD       X5, X4, X4
+	VUNPCKHPD    X4, X4, X5
+	VADDSD       X5, X4, X4
+	VDIVSD  X8, X4, X4
+	VADDSD  X9, X4, X4
+	VSQRTSD X4, X4, X4
+	VDIVSD  X4, X10, X12
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ R9, CX
+
+dot:
+	VCVTPS2PD (BX), Y0
+	VCVTPS2PD 16(BX), Y1
+	VCVTPS2PD (AX), Y2
+	VCVTPS2PD 16(AX), Y3
+	VADDPD      Y0, Y4, Y4
+	VADDPD      Y1, Y5, Y5
+	VSUBPD      Y15, Y2, Y2
+	VSUBPD      Y15, Y3, Y3
+	VFMADD231PD Y2, Y0, Y6
+	VFMADD231PD Y3, Y1, Y7
+	ADDQ        $32, AX
+	ADDQ        $32, BX
+	DECQ        CX
+	JNZ         dot
+	VADDPD       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPD       X5, X4, X4
+	VUNPCKHPD    X4, X4, X5
+	VADDSD       X5, X4, X4
+	VADDPD       Y7, Y6, Y6
+	VEXTRACTF128 $1, Y6, X7
+	VADDPD       X7, X6, X6
+	VUNPCKHPD    X6, X6, X7
+	VADDSD       X7, X6, X6
+	VXORPD X13, X13, X13
+	CMPQ   R10, $0
+	JEQ    nomg
+	VDIVSD X8, X4, X13
+
+nomg:
+	VMULSD X12, X13, X13
+	VMULSD X12, X12, X14
+	VMULSD X12, X14, X14
+	VMULSD X6, X14, X14
+	VDIVSD X8, X14, X14
+	VXORPD X0, X0, X0
+	VSUBSD X14, X0, X14
+	VSUBSD X13, X0, X13
+	VBROADCASTSD X12, Y12
+	VBROADCASTSD X14, Y14
+	VBROADCASTSD X13, Y13
+	MOVQ         SI, AX
+	MOVQ         DX, BX
+	MOVQ         DI, R12
+	MOVQ         R9, CX
+
+out:
+	VCVTPS2PD (AX), Y0
+	VCVTPS2PD 16(AX), Y1
+	VCVTPS2PD (BX), Y2
+	VCVTPS2PD 16(BX), Y3
+	VSUBPD      Y15, Y0, Y0
+	VSUBPD      Y15, Y1, Y1
+	VMULPD      Y14, Y0, Y0
+	VMULPD      Y14, Y1, Y1
+	VFMADD231PD Y12, Y2, Y0
+	VFMADD231PD Y12, Y3, Y1
+	VADDPD      Y13, Y0, Y0
+	VADDPD      Y13, Y1, Y1
 	VCVTPD2PSY Y0, X0
-	VMOVUPS    X0, (DI)
+	VMOVUPS    X0, (R12)
 	VCVTPD2PSY Y1, X1
-	VMOVUPS    X1, 16(DI)
-	ADDQ $32, SI
-	ADDQ $32, DX
-	ADDQ $32, DI
+	VMOVUPS    X1, 16(R12)
+	ADDQ $32, AX
+	ADDQ $32, BX
+	ADDQ $32, R12
 	DECQ CX
-	JNZ  loop
+	JNZ  out
+	ADDQ R11, SI
+	ADDQ R11, DX
+	ADDQ R11, DI
+	DECQ R8
+	JNZ  row
 	VZEROUPPER
 	RET
 
-// func mulAddRowAVX2(dst, x, y, z *float32, n int)
-// dst = x·y + z (two roundings)
-TEXT ·mulAddRowAVX2(SB), NOSPLIT, $0-40
+// func mulAddRowsAVX2(dst, x, y, z *float32, rows, d int)
+// each row r of d: dst[r] = x[r]·y + z (the rows of y, z repeat)
+TEXT ·mulAddRowsAVX2(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ z+24(FP), BX
-	MOVQ n+32(FP), CX
-	SHRQ $3, CX
+	MOVQ y+16(FP), R9
+	MOVQ z+24(FP), R10
+	MOVQ rows+32(FP), R8
+	MOVQ d+40(FP), R11
+	SHRQ $3, R11
+
+row:
+	MOVQ R9, DX
+	MOVQ R10, BX
+	MOVQ R11, CX
 
 loop:
 	VMOVUPS (SI), Y0
@@ -743,16 +999,24 @@ loop:
 	ADDQ    $32, DI
 	DECQ    CX
 	JNZ     loop
+	DECQ    R8
+	JNZ     row
 	VZEROUPPER
 	RET
 
-// func mulRowAVX2(dst, x, y *float32, n int)
-TEXT ·mulRowAVX2(SB), NOSPLIT, $0-32
+// func mulRowsAVX2(dst, x, y *float32, rows, d int)
+// each row r of d: dst[r] = x[r]·y (the rows of y repeat)
+TEXT ·mulRowsAVX2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ n+24(FP), CX
-	SHRQ $3, CX
+	MOVQ y+16(FP), R9
+	MOVQ rows+24(FP), R8
+	MOVQ d+32(FP), R11
+	SHRQ $3, R11
+
+row:
+	MOVQ R9, DX
+	MOVQ R11, CX
 
 loop:
 	VMOVUPS (SI), Y0
@@ -763,16 +1027,24 @@ loop:
 	ADDQ    $32, DI
 	DECQ    CX
 	JNZ     loop
+	DECQ    R8
+	JNZ     row
 	VZEROUPPER
 	RET
 
-// func addRowAVX2(dst, x, y *float32, n int)
-TEXT ·addRowAVX2(SB), NOSPLIT, $0-32
+// func addRowsAVX2(dst, x, y *float32, rows, d int)
+// each row r of d: dst[r] = x[r] + y (the rows of y repeat)
+TEXT ·addRowsAVX2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DX
-	MOVQ n+24(FP), CX
-	SHRQ $3, CX
+	MOVQ y+16(FP), R9
+	MOVQ rows+24(FP), R8
+	MOVQ d+32(FP), R11
+	SHRQ $3, R11
+
+row:
+	MOVQ R9, DX
+	MOVQ R11, CX
 
 loop:
 	VMOVUPS (SI), Y0
@@ -783,6 +1055,8 @@ loop:
 	ADDQ    $32, DI
 	DECQ    CX
 	JNZ     loop
+	DECQ    R8
+	JNZ     row
 	VZEROUPPER
 	RET
 

@@ -24,7 +24,7 @@ func forEachNNLevel(t *testing.T, f func(t *testing.T)) {
 }
 
 // nnLengths are row lengths around the vector widths and blocks.
-var nnLengths = []int{1, 7, 16, 17, 64, 127, 129, 300}
+var nnLengths = []int{1, 7, 16, 17, 64, 127, 129, 256, 300}
 
 func randF32(rng *rand.Rand, n int, scale, offset float64) []float32 {
 	x := make([]float32, n)
