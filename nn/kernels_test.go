@@ -79,3 +79,42 @@ func testColSumAnyCores[T float](t *testing.T, dt tensor.Dtype) {
 		}
 	}
 }
+
+// TestScatterAdd checks the embedding gradient against a naive loop, with
+// repeated indices and widths around the vector kernels' blocks of 16, at
+// several core counts (the same bits: each entry adds its rows in order).
+func TestScatterAdd(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	for _, d := range []int{1, 5, 16, 64, 70} {
+		const v, m = 7, 300
+		table, g := newDense(tensor.Float32, v, d), newDense(tensor.Float32, m, d)
+		gs := floats[float32](g)
+		for i := range gs {
+			gs[i] = float32(rng.NormFloat64())
+		}
+		idxT := tensor.New(tensor.WithShape(m), tensor.Of(tensor.Int))
+		idx := idxT.Data().([]int)
+		for i := range idx {
+			idx[i] = rng.Intn(v)
+		}
+		want := make([]float32, v*d)
+		for i, row := range idx {
+			for j := 0; j < d; j++ {
+				want[row*d+j] += gs[i*d+j]
+			}
+		}
+		for _, procs := range []int{1, 2, 5} {
+			old := runtime.GOMAXPROCS(procs)
+			out, err := run(scatterAddOp{}, table, idxT, g)
+			runtime.GOMAXPROCS(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range floats[float32](out) {
+				if x != want[i] {
+					t.Fatalf("d=%d GOMAXPROCS=%d entry %d: %g, want %g", d, procs, i, x, want[i])
+				}
+			}
+		}
+	}
+}
