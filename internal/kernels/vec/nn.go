@@ -2,6 +2,7 @@ package vec
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
 )
@@ -47,6 +48,7 @@ type nnKernels32 struct {
 	normGradRows func(dx, x, g []float32, d int, center bool, eps float64)
 	affineRows   func(y, x, gamma, beta []float32)
 	colSums      func(acc []float64, x, y []float32, d int)
+	copyRows     func(dst, src []float32, rows, d, ds, ss int) // checked: rows ≥ 1, in bounds
 	adamW        func(p, g, m, v []float32, h *AdamWStep)
 }
 
@@ -68,6 +70,7 @@ var genericNN32 = nnKernels32{
 	normGradRows: normGradRowsGo[float32],
 	affineRows:   affineRowsGo[float32],
 	colSums:      colSumsGo[float32],
+	copyRows:     copyRowsGo,
 	adamW:        adamWGo[float32],
 }
 
@@ -332,6 +335,38 @@ func colSumsFrom[T Float](acc []float64, x, y []T, d, j0 int) {
 		for i, v := range s {
 			acc[j+i] += v
 		}
+	}
+}
+
+// CopyRows copies rows blocks of d entries between strided layouts:
+//
+//	dst[r·ds + j] = src[r·ss + j]    r < rows, j < d
+//
+// (the moves of attention heads between the rows of a projection and the
+// [B, H, T, d] layout). The blocks must not overlap. Values are moved as
+// bits, so float64 runs the float32 code on twice the entries.
+func CopyRows[T Float](dst, src []T, rows, d, ds, ss int) {
+	if rows <= 0 || d <= 0 {
+		return
+	}
+	_, _ = dst[(rows-1)*ds+d-1], src[(rows-1)*ss+d-1] // bounds, once
+	if is32[T]() {
+		nk32.copyRows(f32(dst), f32(src), rows, d, ds, ss)
+		return
+	}
+	d32 := f32Bits(f64(dst))
+	s32 := f32Bits(f64(src))
+	nk32.copyRows(d32, s32, rows, 2*d, 2*ds, 2*ss)
+}
+
+// f32Bits views a []float64 as the []float32 of its bits (twice as long).
+func f32Bits(x []float64) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(x))), 2*len(x))
+}
+
+func copyRowsGo(dst, src []float32, rows, d, ds, ss int) {
+	for r := 0; r < rows; r++ {
+		copy(dst[r*ds:r*ds+d], src[r*ss:r*ss+d])
 	}
 }
 

@@ -63,6 +63,12 @@ func addRowsAVX512(dst, x, y *float32, rows, d int)
 func addRowsAVX2(dst, x, y *float32, rows, d int)
 
 //go:noescape
+func copyRowsAVX512(dst, src *float32, rows, d, ds, ss int)
+
+//go:noescape
+func copyRowsAVX2(dst, src *float32, rows, d, ds, ss int)
+
+//go:noescape
 func colSumAVX512(acc *float64, x *float32, rows, stride int)
 
 //go:noescape
@@ -141,6 +147,14 @@ func (v wide) affineRows(y, x, gamma, beta *float32, rows, d int) {
 	default:
 		addRowsAVX2(y, x, beta, rows, d)
 	}
+}
+
+func (v wide) copyRows(dst, src *float32, rows, d, ds, ss int) {
+	if v {
+		copyRowsAVX512(dst, src, rows, d, ds, ss)
+		return
+	}
+	copyRowsAVX2(dst, src, rows, d, ds, ss)
 }
 
 func (v wide) colSum(acc *float64, x, y *float32, rows, stride int) {
@@ -246,6 +260,13 @@ func (s wide) nnKernels() *nnKernels32 {
 				b = &beta[0]
 			}
 			s.affineRows(&y[0], &x[0], g, b, rows, d)
+		},
+		copyRows: func(dst, src []float32, rows, d, ds, ss int) {
+			if d%w != 0 {
+				copyRowsGo(dst, src, rows, d, ds, ss)
+				return
+			}
+			s.copyRows(&dst[0], &src[0], rows, d, ds, ss)
 		},
 		colSums: func(acc []float64, x, y []float32, d int) {
 			rows := len(x) / d

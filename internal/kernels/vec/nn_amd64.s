@@ -452,6 +452,38 @@ loop:
 	VZEROUPPER
 	RET
 
+// func copyRowsAVX512(dst, src *float32, rows, d, ds, ss int)
+// dst[r·ds + j] = src[r·ss + j] for r < rows, j < d (d a multiple of the width)
+TEXT ·copyRowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ d+24(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ ss+40(FP), R11
+	SHLQ $2, R10
+	SHLQ $2, R11
+	SHRQ $4, R9
+
+row:
+	MOVQ DI, AX
+	MOVQ SI, BX
+	MOVQ R9, CX
+
+loop:
+	VMOVUPS (BX), Z0
+	VMOVUPS Z0, (AX)
+	ADDQ    $64, AX
+	ADDQ    $64, BX
+	DECQ    CX
+	JNZ     loop
+	ADDQ    R10, DI
+	ADDQ    R11, SI
+	DECQ    R8
+	JNZ     row
+	VZEROUPPER
+	RET
+
 // func colSumAVX512(acc *float64, x *float32, rows, stride int)
 // acc[j] += Σ_r x[r·stride + j] for the 64 columns j of one block, in float64
 TEXT ·colSumAVX512(SB), NOSPLIT, $0-32
@@ -1055,6 +1087,38 @@ loop:
 	ADDQ    $32, DI
 	DECQ    CX
 	JNZ     loop
+	DECQ    R8
+	JNZ     row
+	VZEROUPPER
+	RET
+
+// func copyRowsAVX2(dst, src *float32, rows, d, ds, ss int)
+// dst[r·ds + j] = src[r·ss + j] for r < rows, j < d (d a multiple of the width)
+TEXT ·copyRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ d+24(FP), R9
+	MOVQ ds+32(FP), R10
+	MOVQ ss+40(FP), R11
+	SHLQ $2, R10
+	SHLQ $2, R11
+	SHRQ $3, R9
+
+row:
+	MOVQ DI, AX
+	MOVQ SI, BX
+	MOVQ R9, CX
+
+loop:
+	VMOVUPS (BX), Y0
+	VMOVUPS Y0, (AX)
+	ADDQ    $32, AX
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     loop
+	ADDQ    R10, DI
+	ADDQ    R11, SI
 	DECQ    R8
 	JNZ     row
 	VZEROUPPER

@@ -279,3 +279,36 @@ func BenchmarkNNRows(b *testing.B) {
 		})
 	}
 }
+
+func TestCopyRows(t *testing.T) {
+	forEachNNLevel(t, func(t *testing.T) {
+		for _, d := range nnLengths {
+			for _, st := range [][2]int{{d, d + 3}, {2*d + 5, d}} {
+				const rows = 3
+				ds, ss := st[0], st[1]
+				src32 := make([]float32, (rows-1)*ss+d)
+				src64 := make([]float64, len(src32))
+				for i := range src32 {
+					src32[i], src64[i] = float32(i)+0.5, float64(i)+0.25
+				}
+				dst32 := make([]float32, (rows-1)*ds+d)
+				dst64 := make([]float64, len(dst32))
+				for i := range dst32 {
+					dst32[i], dst64[i] = -1, -1
+				}
+				CopyRows(dst32, src32, rows, d, ds, ss)
+				CopyRows(dst64, src64, rows, d, ds, ss)
+				for i := range dst32 {
+					r, j := i/ds, i%ds
+					want32, want64 := float32(-1), -1.0 // the gaps between rows stay
+					if j < d {
+						want32, want64 = src32[r*ss+j], src64[r*ss+j]
+					}
+					if dst32[i] != want32 || dst64[i] != want64 {
+						t.Fatalf("d=%d ds=%d ss=%d entry %d: %g, %g; want %g, %g", d, ds, ss, i, dst32[i], dst64[i], want32, want64)
+					}
+				}
+			}
+		}
+	})
+}
