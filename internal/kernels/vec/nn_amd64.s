@@ -3,14 +3,17 @@
 #include "textflag.h"
 
 // The float32 kernels of nn's layers (nn.go) in AVX-512 (16 lanes, ZMM) and
-// AVX2+FMA (8 lanes, YMM). n is a multiple of the vector width and at least
-// one vector; nn_amd64.go does the tails. Operand order is Go's: the
+// AVX2+FMA (8 lanes, YMM), the same code in both widths. n (or d, the row
+// length of the row kernels) is a multiple of the vector width and at least
+// one vector; nn_amd64.go does the rest in Go. Operand order is Go's: the
 // destination last, `VSUBPS B, A, D` computes D = A − B, and VMINPS returns
-// its first operand when either is NaN. Float32 arithmetic keeps the order
-// and roundings of the Go loops (no fused multiply-add), so the assembly and
-// the Go kernels agree bit for bit; the float64 ones (norm rows, column
-// sums, AdamW) use FMA only where the product is exact or the result is
-// rounded to float32 afterwards.
+// its first operand when either is NaN. The float32 arithmetic of GELU's
+// argument and output, of the affine rows and of AdamW keeps the order and
+// roundings of the Go loops (no fused multiply-add), so those agree with the
+// Go kernels bit for bit; the column sums do too (products of float32 are
+// exact in float64, rows added in the same order). The norm rows compute in
+// float64 and round once to float32, with FMA and another summation order
+// than the Go loops.
 
 // ---------------------------------------------------------------- AVX512
 
