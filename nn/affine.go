@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -81,27 +82,12 @@ func affineFwd[T float](k affineOp, y []T, in []*tensor.Dense) {
 		beta = floats[T](in[i])
 	}
 	d := in[0].Shape()[in[0].Dims()-1]
-	rows := len(x) / d
-	parallel.For(rows, 64, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
-			switch {
-			case gamma != nil && beta != nil:
-				for j := range xr {
-					yr[j] = xr[j]*gamma[j] + beta[j]
-				}
-			case gamma != nil:
-				for j := range xr {
-					yr[j] = xr[j] * gamma[j]
-				}
-			case beta != nil:
-				for j := range xr {
-					yr[j] = xr[j] + beta[j]
-				}
-			default:
-				copy(yr, xr)
-			}
-		}
+	if gamma == nil && beta == nil {
+		copy(y, x)
+		return
+	}
+	parallel.For(len(x)/d, rowsGrain(d), func(lo, hi int) {
+		vec.AffineRows(y[lo*d:hi*d], x[lo*d:hi*d], gamma, beta)
 	})
 }
 
@@ -168,8 +154,11 @@ func (k colSumOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	return nil
 }
 
-// colSum splits the columns over cores (each worker owns whole columns, so no
-// reduction across workers is needed) and sums rows in float64.
+// colSum sums fixed blocks of rows (colSumBlocks: a number that depends
+// only on the shape) on the cores, each block's column sums from 0 in row
+// order into a float64 partial of its own (vec.ColSums), then adds the
+// partials in block order and rounds once: the same bits for any number of
+// cores.
 func colSum[T float](k colSumOp, s []T, in []*tensor.Dense) {
 	d := len(s)
 	g := floats[T](in[len(in)-1])
@@ -178,25 +167,34 @@ func colSum[T float](k colSumOp, s []T, in []*tensor.Dense) {
 		x = floats[T](in[0])
 	}
 	rows := len(g) / d
-	parallel.For(d, 16, func(lo, hi int) {
-		acc := make([]float64, hi-lo)
-		for r := 0; r < rows; r++ {
-			gr := g[r*d+lo : r*d+hi]
+	nb, per := colSumBlocks(rows, d)
+	part := make([]float64, nb*d)
+	parallel.For(nb, 1, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			r0, r1 := b*per*d, min((b+1)*per, rows)*d
 			if x != nil {
-				xr := x[r*d+lo : r*d+hi]
-				for j := range gr {
-					acc[j] += float64(gr[j]) * float64(xr[j])
-				}
+				vec.ColSums(part[b*d:(b+1)*d], x[r0:r1], g[r0:r1], d)
 			} else {
-				for j := range gr {
-					acc[j] += float64(gr[j])
-				}
+				vec.ColSums(part[b*d:(b+1)*d], g[r0:r1], nil, d)
 			}
 		}
-		for j := range acc {
-			s[lo+j] = T(acc[j])
-		}
 	})
+	for j := range s {
+		acc := part[j]
+		for b := 1; b < nb; b++ {
+			acc += part[b*d+j]
+		}
+		s[j] = T(acc)
+	}
+}
+
+// colSumBlocks splits rows of length d into nb ≤ 16 blocks of per rows
+// (the last may be shorter), each of at least rowGrain entries when there
+// are enough: enough blocks for 16 cores, a partial of d float64 each.
+func colSumBlocks(rows, d int) (nb, per int) {
+	per = max(rowsGrain(d), (rows+15)/16)
+	nb = (rows + per - 1) / per
+	return max(nb, 1), per
 }
 
 func (k colSumOp) grads() []gradSpec { return nil }

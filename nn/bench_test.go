@@ -8,17 +8,20 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// BenchmarkTrainStep times one training step (forward, backward, AdamW) of a
-// character-level GPT of the sizes the examples use, in float32.
+// BenchmarkTrainStep times one training step (forward, backward, clipping,
+// AdamW) of a character-level GPT of the sizes the examples use, in float32;
+// the last two are the configurations of scripts/train-bench.sh.
 func BenchmarkTrainStep(b *testing.B) {
 	for _, tc := range []struct {
-		layers, width, ctx, batch int
+		layers, width, heads, ctx, batch int
 	}{
-		{2, 64, 64, 16},
-		{4, 128, 128, 16},
+		{2, 64, 4, 64, 16},
+		{4, 128, 4, 128, 16},
+		{2, 64, 4, 64, 32},
+		{4, 256, 8, 256, 16},
 	} {
-		b.Run(fmt.Sprintf("L%d_D%d_T%d_B%d", tc.layers, tc.width, tc.ctx, tc.batch), func(b *testing.B) {
-			cfg := Config{Vocab: 96, Context: tc.ctx, Layers: tc.layers, Heads: 4, Width: tc.width, MLPRatio: 4}
+		b.Run(fmt.Sprintf("L%d_D%d_H%d_T%d_B%d", tc.layers, tc.width, tc.heads, tc.ctx, tc.batch), func(b *testing.B) {
+			cfg := Config{Vocab: 96, Context: tc.ctx, Layers: tc.layers, Heads: tc.heads, Width: tc.width, MLPRatio: 4}
 			rng := rand.New(rand.NewSource(1))
 			m, err := NewGPT(cfg, tensor.Float32, rng)
 			if err != nil {
@@ -66,5 +69,44 @@ func BenchmarkGELU(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*len(xs))/b.Elapsed().Seconds()/1e6, "Melem/s")
 		})
+	}
+}
+
+// BenchmarkMatMulGPT times nn's matrix products at the shapes of a GPT
+// training step (float32): the forward x·W, and the two gradients g·Wᵀ and
+// xᵀ·g, for the MLP's first layer of the two configurations of
+// scripts/train-bench.sh (M = batch·context rows, width D, hidden 4·D).
+func BenchmarkMatMulGPT(b *testing.B) {
+	for _, tc := range []struct{ m, in, out int }{
+		{2048, 64, 256}, {2048, 64, 192}, {2048, 256, 64}, {2048, 64, 96},
+		{4096, 256, 1024}, {4096, 1024, 256},
+	} {
+		x, w, g := newDense(tensor.Float32, tc.m, tc.in), newDense(tensor.Float32, tc.in, tc.out), newDense(tensor.Float32, tc.m, tc.out)
+		for _, t := range []*tensor.Dense{x, w, g} {
+			d := floats[float32](t)
+			for i := range d {
+				d[i] = float32(i%13)*0.1 - 0.6
+			}
+		}
+		for _, p := range []struct {
+			name string
+			k    matmulOp
+			a, b *tensor.Dense
+			out  tensor.Shape
+		}{
+			{"xW", matmulOp{}, x, w, tensor.Shape{tc.m, tc.out}},
+			{"gWt", matmulOp{tB: true}, g, w, tensor.Shape{tc.m, tc.in}},
+			{"xtg", matmulOp{tA: true}, x, g, tensor.Shape{tc.in, tc.out}},
+		} {
+			b.Run(fmt.Sprintf("M%d_%dx%d/%s", tc.m, tc.in, tc.out, p.name), func(b *testing.B) {
+				out := newDense(tensor.Float32, p.out...)
+				for i := 0; i < b.N; i++ {
+					if err := p.k.do(out, []*tensor.Dense{p.a, p.b}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(2*tc.m*tc.in*tc.out*b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }

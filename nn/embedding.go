@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -116,15 +117,18 @@ func (k scatterAddOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 func (k scatterAddOp) grads() []gradSpec { return nil }
 
 // scatterAdd splits the D columns over cores so that two workers never add
-// into the same entry.
+// into the same entry; each entry adds its rows in index order (the same
+// bits for any number of cores). A worker adds whole rows of its columns
+// with vec.AffineRows (dst = dst + g), in column ranges of a multiple of 16
+// so that the vector kernels cover them.
 func scatterAdd[T float](dt, g []T, idx []int, d int) {
 	clear(dt) // out may hold a previous value (a machine's buffer)
-	parallel.For(d, 16, func(lo, hi int) {
+	cols := (d + 15) / 16
+	parallel.For(cols, max(1, rowGrain/(16*max(len(idx), 1))), func(lo, hi int) {
+		lo, hi = lo*16, min(hi*16, d)
 		for m, v := range idx {
-			dst, src := dt[v*d+lo:v*d+hi], g[m*d+lo:m*d+hi]
-			for j := range dst {
-				dst[j] += src[j]
-			}
+			dst := dt[v*d+lo : v*d+hi]
+			vec.AffineRows(dst, dst, nil, g[m*d+lo:m*d+hi])
 		}
 	})
 }

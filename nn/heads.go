@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -66,19 +67,24 @@ func (k headsOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 
 func moveHeads[T float](k headsOp, y, x []T) {
 	if !k.split && k.h*k.d != k.c {
-		clear(y) // the columns outside [off, off+h·d) are 0
+		// The columns outside [off, off+h·d) of each row are 0.
+		for r := 0; r < k.b*k.t; r++ {
+			row := y[r*k.c : (r+1)*k.c]
+			clear(row[:k.off])
+			clear(row[k.off+k.h*k.d:])
+		}
 	}
-	parallel.For(k.b*k.h, 1, func(lo, hi int) {
+	// One head of one sequence: T rows of d, at a stride of C in the row
+	// layout and of d in the head layout.
+	parallel.For(k.b*k.h, max(1, rowGrain/max(k.t*k.d, 1)), func(lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
 			b, i := bh/k.h, bh%k.h
-			for t := 0; t < k.t; t++ {
-				row := (b*k.t+t)*k.c + k.off + i*k.d
-				head := (bh*k.t + t) * k.d
-				if k.split {
-					copy(y[head:head+k.d], x[row:row+k.d])
-				} else {
-					copy(y[row:row+k.d], x[head:head+k.d])
-				}
+			row := b*k.t*k.c + k.off + i*k.d
+			head := bh * k.t * k.d
+			if k.split {
+				vec.CopyRows(y[head:], x[row:], k.t, k.d, k.d, k.c)
+			} else {
+				vec.CopyRows(y[row:], x[head:], k.t, k.d, k.c, k.d)
 			}
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -56,33 +57,17 @@ func (k normOp) grads() []gradSpec {
 	return []gradSpec{{op: opBase{normGradOp(k)}, args: []int{0, argGrad}}}
 }
 
-// rowStats returns μ (0 without centering) and r = 1/√(var + eps) of one row,
-// accumulated in float64.
-func rowStats[T float](x []T, center bool, eps float64) (mu, r float64) {
-	n := float64(len(x))
-	if center {
-		for _, v := range x {
-			mu += float64(v)
-		}
-		mu /= n
-	}
-	var ss float64
-	for _, v := range x {
-		c := float64(v) - mu
-		ss += c * c
-	}
-	return mu, 1 / math.Sqrt(ss/n+eps)
-}
+// rowGrain is the fewest entries of a row kernel worth a goroutine (a few
+// µs of one core); rowsGrain turns it into rows of length d.
+const rowGrain = 8192
 
+func rowsGrain(d int) int { return max(1, rowGrain/max(d, 1)) }
+
+// normFwd normalizes the rows of x (vec.NormRows: statistics in float64,
+// each row on its own, so the result does not depend on the number of cores).
 func normFwd[T float](k normOp, y, x []T, d int) {
-	parallel.For(len(x)/d, 32, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
-			mu, inv := rowStats(xr, k.center, k.eps)
-			for j, v := range xr {
-				yr[j] = T((float64(v) - mu) * inv)
-			}
-		}
+	parallel.For(len(x)/d, rowsGrain(d), func(lo, hi int) {
+		vec.NormRows(y[lo*d:hi*d], x[lo*d:hi*d], d, k.center, k.eps)
 	})
 }
 
@@ -124,26 +109,8 @@ func (k normGradOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 func (k normGradOp) grads() []gradSpec { return nil }
 
 func normBwd[T float](k normGradOp, dx, x, g []T, d int) {
-	n := float64(d)
-	parallel.For(len(x)/d, 32, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, gr, dr := x[r*d:(r+1)*d], g[r*d:(r+1)*d], dx[r*d:(r+1)*d]
-			mu, inv := rowStats(xr, k.center, k.eps)
-			var sg, sgx float64
-			for j, v := range xr {
-				gv := float64(gr[j])
-				sg += gv
-				sgx += gv * (float64(v) - mu) * inv
-			}
-			mg, mgx := sg/n, sgx/n
-			if !k.center {
-				mg = 0
-			}
-			for j, v := range xr {
-				xh := (float64(v) - mu) * inv
-				dr[j] = T(inv * (float64(gr[j]) - mg - xh*mgx))
-			}
-		}
+	parallel.For(len(x)/d, rowsGrain(d), func(lo, hi int) {
+		vec.NormGradRows(dx[lo*d:hi*d], x[lo*d:hi*d], g[lo*d:hi*d], d, k.center, k.eps)
 	})
 }
 

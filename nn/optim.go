@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
@@ -153,17 +154,12 @@ func (o *AdamW) step(grads []*tensor.Dense, lr float64) {
 	}
 }
 
+// adamw updates one parameter (vec.AdamW: float64 arithmetic, each entry
+// on its own) in blocks over the cores.
 func adamw[T float](o *AdamW, p, g, m, v []T, lr, decay, c1, c2 float64) {
-	b1, b2, eps := o.Beta1, o.Beta2, o.Eps
-	parallel.For(len(p), 8192, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			gi := float64(g[i])
-			mi := b1*float64(m[i]) + (1-b1)*gi
-			vi := b2*float64(v[i]) + (1-b2)*gi*gi
-			m[i], v[i] = T(mi), T(vi)
-			pi := float64(p[i]) * (1 - decay)
-			p[i] = T(pi - lr*(mi/c1)/(math.Sqrt(vi/c2)+eps))
-		}
+	h := vec.AdamWStep{Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, LR: lr, Decay: decay, C1: c1, C2: c2}
+	parallel.For(len(p), 16384, func(lo, hi int) {
+		vec.AdamW(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], &h)
 	})
 }
 
@@ -188,9 +184,7 @@ func ClipGradNorm(grads []*tensor.Dense, maxNorm float64) float64 {
 		}
 		switch d := g.Data().(type) {
 		case []float32:
-			for _, x := range d {
-				ss += float64(x) * float64(x)
-			}
+			ss += vec.Dot(d, d) // products and sum in float64
 		case []float64:
 			for _, x := range d {
 				ss += x * x
@@ -208,9 +202,7 @@ func ClipGradNorm(grads []*tensor.Dense, maxNorm float64) float64 {
 		}
 		switch d := g.Data().(type) {
 		case []float32:
-			for i := range d {
-				d[i] = float32(float64(d[i]) * scale)
-			}
+			vec.Scale(d, float32(scale))
 		case []float64:
 			for i := range d {
 				d[i] *= scale
