@@ -72,7 +72,8 @@ for tb in "$bin"/*-*.test; do
   name=$(basename "$tb" .test)
   dir=${name/-//}
   start=$(date +%s)
-  (cd "$dir" && timeout ${TEST_TIMEOUT:-240} "$PWD/../../$tb" -test.v -test.count=1) >"$out/tests-$name.log" 2>&1
+  abs=$PWD/$tb  # the binary runs from its package directory, as go test does
+  (cd "$dir" && timeout ${TEST_TIMEOUT:-240} "$abs" -test.v -test.count=1) >"$out/tests-$name.log" 2>&1
   rc=$?
   note "$dir tests on the device: rc=$rc, $(grep -c -- '--- PASS' "$out/tests-$name.log") passed, $(grep -c -- '--- FAIL' "$out/tests-$name.log") failed, $(grep -c -- '--- SKIP' "$out/tests-$name.log") skipped, $(( $(date +%s) - start ))s"
   grep -- '--- FAIL' "$out/tests-$name.log" | head -10 | while read -r l; do echo "  $dir: $l"; done >>"$out/failures.txt"
