@@ -302,7 +302,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-data", filepath.Join(dir, "missing", "corpus.txt")}, "reading -data file"},
 		{[]string{"-data", dir}, "is a folder: give a text file"},
 		{[]string{"-data", empty}, "empty"},
-		{[]string{"-data", short}, "too short for -context 64"},
+		{[]string{"-data", short}, "too short for -context"},
 		{[]string{"-data", data, "-context", "5000"}, "too short for -context 5000"},
 		{[]string{"-data", data, "-val_frac", "0.001"}, "held out by -val_frac 0.001) is too short"},
 		{[]string{"-data", data, "-out", filepath.Join(file, "sub")}, "-out " + filepath.Join(file, "sub")},
