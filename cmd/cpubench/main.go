@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +78,7 @@ func main() {
 	reps := flag.Int("reps", 3, "timed repetitions per case (median reported)")
 	shapeList := flag.String("shapes", "", "B,H,N,d,causal(0|1) shapes separated by ';' (default: BenchmarkAttention's five)")
 	doSoftmax := flag.Bool("softmax", true, "also time the softmax op on (4096,4096) float32")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of our runs (not PyTorch's) to this file")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("cpubench: ")
@@ -106,6 +108,22 @@ func main() {
 	var torch []torchRow
 	if *torchScript != "" {
 		torch = runTorch(*python, *torchScript, shapes, threads, *reps)
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				log.Print(err)
+			}
+		}()
 	}
 
 	fmt.Println("| threads | B,H,N,d,causal | ours fwd / fwd+bwd GFLOP/s | torch FLASH fwd / fwd+bwd | ours ÷ FLASH | torch MATH fwd / fwd+bwd | ours ÷ MATH |")

@@ -2,6 +2,7 @@ package attention
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -133,16 +134,41 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	kt := getBuf[T](len(k))
 	defer putBuf(kt)
 	transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
-	runUnits(bh*nQB, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
-		// The most expensive query blocks (last, under a causal mask) first.
-		head, qb := u%bh, nQB-1-u/bh
+	gq := forwardGroup(bh, nQB, runtime.GOMAXPROCS(0))
+	nG := (nQB + gq - 1) / gq
+	runUnits(bh*nG, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
+		// The most expensive groups of query blocks (last, under a causal
+		// mask) first.
+		head, gi := u%bh, nG-1-u/bh
 		b, h := head/p.H, head%p.H
-		i0 := qb * blockQ
-		forwardBlock(p, w, q, kt, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
+		qb0 := gi * gq
+		forwardBlocks(p, w, q, kt, v, o, lse, lres, b, h, qb0, min(qb0+gq, nQB))
 	})
 }
 
-// fwdScratch holds one worker's buffers for the forward.
+// maxGroup is the largest number of query blocks a forward unit holds.
+const maxGroup = 4
+
+// forwardGroup returns how many consecutive query blocks of one head a
+// forward unit takes (1…maxGroup) for bh heads of nQB query blocks on the
+// given number of workers: the most that still leaves at least
+// 4 units per worker. A unit walks the key/value blocks once for all its
+// query blocks, so each K and V block is read from memory or the shared
+// L3 cache once per group and reused from the core's L2 cache by the
+// group's other blocks: with K, V of 1 MiB per head (N = 4096, d = 64)
+// one query block per unit streamed 2 MiB through the core's cache per
+// 128 query rows. The grouping never changes a result (every row's
+// arithmetic is the same in any group), only the order of the work.
+func forwardGroup(bh, nQB, workers int) int {
+	g := maxGroup
+	for g > 1 && bh*((nQB+g-1)/g) < 4*workers {
+		g /= 2
+	}
+	return min(g, max(nQB, 1))
+}
+
+// fwdScratch holds one worker's buffers for the forward: the score tile
+// and, per query block of a group (maxGroup × blockQ rows), the row state.
 type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
 	s      []T               // score / probability tile, blockQ×blockK
@@ -155,83 +181,147 @@ type fwdScratch[T Float] struct {
 }
 
 func newFwdScratch[T Float]() *fwdScratch[T] {
+	const rows = maxGroup * blockQ
 	return &fwdScratch[T]{
 		s:      make([]T, blockQ*blockK),
-		m:      make([]T, blockQ),
+		m:      make([]T, rows),
 		mOld:   make([]T, blockQ),
-		l:      make([]float64, blockQ),
+		l:      make([]float64, rows),
 		sum:    make([]float64, blockQ),
-		rowLim: make([]int, blockQ),
+		rowLim: make([]int, rows),
 		nv:     make([]int, blockQ),
 	}
 }
 
-// forwardBlock computes rows [i0, i1) of head (b, h): see flashForward. kt
-// holds K in transposed blocks (transposeBlocks).
-func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres []T, b, h, i0, i1 int) {
-	d, br := p.D, i1-i0
+// forwardBlocks computes the query blocks [qb0, qb1) of head (b, h): see
+// flashForward. kt holds K in transposed blocks (transposeBlocks). The
+// key/value blocks are walked once, each applied to every query block of
+// the group that sees it while it is in the cache.
+func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres []T, b, h, qb0, qb1 int) {
+	d := p.D
 	kvh := h / (p.H / p.Hkv)
-	qOff := ((b*p.H+h)*p.Nq + i0) * d
 	kvOff := (b*p.Hkv + kvh) * p.Nk * d
-	qT := q[qOff : qOff+br*d]
-	oT := o[qOff : qOff+br*d]
-	zeroRow(oT)
-
 	ninf := T(math.Inf(-1))
-	for r := 0; r < br; r++ {
+	i0 := qb0 * blockQ
+	i1 := min(qb1*blockQ, p.Nq)
+	qOff := ((b*p.H+h)*p.Nq + i0) * d
+	zeroRow(o[qOff : qOff+(i1-i0)*d])
+	for r := 0; r < i1-i0; r++ {
 		w.m[r], w.l[r] = ninf, 0
 		w.rowLim[r] = p.keyLimit(b, i0+r)
 	}
-	// keyLimit grows with the row: the last row bounds the keys to visit.
-	lim := w.rowLim[br-1]
-	alpha := T(p.Scale * log2e)
+	// keyLimit grows with the row: the group's last row bounds the keys
+	// to visit, each block's last row the keys of that block.
+	lim := w.rowLim[i1-i0-1]
 	for j0 := 0; j0 < lim; j0 += blockK {
-		bc := min(blockK, lim-j0)
-		s := w.s[:br*bc]
-		tilesComputed.fwd.Add(1)
-		// S = alpha·Q·Kᵀ with Kᵀ's block: d rows of the block's length
-		// `full`, of which the first bc columns (keys below lim) are read.
-		full := min(blockK, p.Nk-j0)
-		tileGemm(&w.ws, false, false, br, bc, d, alpha, qT, d, kt[kvOff+j0*d:kvOff+(j0+full)*d], full, 0, s, bc)
-		// P = 2^(S − m) with the running maximum m updated, one pass
-		// per tile (vec.OnlineExp2Rows); then the rows whose maximum grew
-		// rescale their output and sum by 2^(m_old − m_new).
-		for r := 0; r < br; r++ {
-			w.nv[r] = min(max(w.rowLim[r]-j0, 0), bc)
-		}
-		copy(w.mOld[:br], w.m[:br])
-		vec.OnlineExp2Rows(s, bc, br, bc, w.nv[:br], w.m[:br], w.sum[:br])
-		for r := 0; r < br; r++ {
-			if w.nv[r] == 0 { // this row sees none of these keys
-				continue
+		for qb := qb0; qb < qb1; qb++ {
+			r0 := (qb - qb0) * blockQ
+			r1 := min(r0+blockQ, i1-i0)
+			if w.rowLim[r1-1] <= j0 {
+				continue // no row of this query block sees these keys
 			}
-			if mOld, mNew := w.mOld[r], w.m[r]; mNew != mOld {
-				if a := exp2(mOld - mNew); a != 1 {
-					scaleRow(oT[r*d:(r+1)*d], a)
-					w.l[r] *= float64(a)
-				}
-			}
-			w.l[r] += w.sum[r]
+			forwardTile(p, w, q, kt, v, o, b, h, i0+r0, i0+r1, r0, j0, min(blockK, lim-j0), kvOff)
 		}
-		// O += P·V, each row of P over its visible keys only (see
-		// gemmPrefix: a NaN in a key that the causal mask hides from the
-		// row must not reach it as 0·NaN).
-		gemmPrefix(&w.ws, false, br, d, w.nv[:br], 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, oT, d)
 	}
 
 	lOff := (b*p.H+h)*p.Nq + i0
-	for r := 0; r < br; r++ {
+	for r := 0; r < i1-i0; r++ {
+		oR := o[qOff+r*d : qOff+(r+1)*d]
 		if w.l[r] == 0 { // no visible key: o stays 0
 			lse[lOff+r], lres[lOff+r] = ninf, 0
 			continue
 		}
-		scaleRow(oT[r*d:(r+1)*d], T(1/w.l[r]))
+		scaleRow(oR, T(1/w.l[r]))
 		// L = ln Σ exp(s) = (m + log₂ ℓ)·ln 2, m in log₂ units.
 		L := (float64(w.m[r]) + math.Log2(w.l[r])) * math.Ln2
 		lse[lOff+r] = T(L)
 		lres[lOff+r] = T(L - float64(T(L)))
 	}
 }
+
+// forwardTile applies keys [j0, j0+bc) (one key block, or its part below the
+// group's key limit) to query rows [i0, i1) of head (b, h), whose row state
+// starts at w's row rs: the online-softmax step of flashForward.
+func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0, i1, rs, j0, bc, kvOff int) {
+	d, br := p.D, i1-i0
+	qOff := ((b*p.H+h)*p.Nq + i0) * d
+	qT := q[qOff : qOff+br*d]
+	oT := o[qOff : qOff+br*d]
+	m, l, rowLim := w.m[rs:rs+br], w.l[rs:rs+br], w.rowLim[rs:rs+br]
+	nv := w.nv[:br]
+	for r := range nv {
+		nv[r] = min(max(rowLim[r]-j0, 0), bc)
+	}
+	s := w.s[:br*bc]
+	tilesComputed.fwd.Add(1)
+	// S = alpha·Q·Kᵀ with Kᵀ's block: d rows of the block's length
+	// `full`, of which the first bc columns (keys below the limit) are
+	// read. Each band of rows computes only the key columns its rows see
+	// (see scoreBands): on the diagonal of a causal mask the first rows
+	// see few keys.
+	full := min(blockK, p.Nk-j0)
+	ktB := kt[kvOff+j0*d : kvOff+(j0+full)*d]
+	alpha := T(p.Scale * log2e)
+	for r0 := 0; r0 < br; {
+		r1, cols := scoreBand(nv, r0, bc)
+		if cols > 0 {
+			tileGemm(&w.ws, false, false, r1-r0, cols, d, alpha, qT[r0*d:], d, ktB, full, 0, s[r0*bc:], bc)
+		}
+		r0 = r1
+	}
+	// P = 2^(S − m) with the running maximum m updated, one pass per tile
+	// (vec.OnlineExp2Rows; it reads no entry beyond a row's nv and sets
+	// those to 0); then the rows whose maximum grew rescale their output
+	// and sum by 2^(m_old − m_new).
+	mOld := w.mOld[:br]
+	copy(mOld, m)
+	vec.OnlineExp2Rows(s, bc, br, bc, nv, m, w.sum[:br])
+	for r := 0; r < br; r++ {
+		if nv[r] == 0 { // this row sees none of these keys
+			continue
+		}
+		if mo, mn := mOld[r], m[r]; mn != mo {
+			if a := exp2(mo - mn); a != 1 {
+				scaleRow(oT[r*d:(r+1)*d], a)
+				l[r] *= float64(a)
+			}
+		}
+		l[r] += w.sum[r]
+	}
+	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
+	// a NaN in a key that the causal mask hides from the row must not
+	// reach it as 0·NaN).
+	gemmPrefix(&w.ws, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, oT, d)
+}
+
+// scoreBand returns the end r1 of the band of score rows starting at r0 and
+// the number of key columns cols that its product computes: the band's
+// rows see at most nv[r1−1] ≤ cols of the tile's bc keys (nv is
+// nondecreasing). cols is a multiple of scoreCols below bc (the
+// micro-kernel's column strip) or bc; rows go in bands of scoreCols, and
+// consecutive bands of the same cols are one product. A tile no mask
+// crosses is one band; on the diagonal tile of a causal mask the first
+// half of the rows computes half of the columns. cols = 0: no row of the
+// band sees a key (its scores are never read).
+func scoreBand(nv []int, r0, bc int) (r1, cols int) {
+	colsOf := func(r1 int) int {
+		return min(bc, (nv[r1-1]+scoreCols-1)/scoreCols*scoreCols)
+	}
+	r1 = min(r0+scoreCols, len(nv))
+	cols = colsOf(r1)
+	for r1 < len(nv) {
+		next := min(r1+scoreCols, len(nv))
+		if colsOf(next) != cols {
+			break
+		}
+		r1 = next
+	}
+	return r1, cols
+}
+
+// scoreCols is the granularity of scoreBand: the AVX-512 micro-kernel's
+// column strip (64 float32 values).
+const scoreCols = 64
 
 // Backward parallelism. A unit of work is (b, kv head, chunk): it owns the
 // dK and dV rows of the key/value blocks of its chunk (chunkOf) of that kv
