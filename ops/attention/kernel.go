@@ -319,6 +319,29 @@ func scoreBand(nv []int, r0, bc int) (r1, cols int) {
 	return r1, cols
 }
 
+// keyBand returns the end r1 of the band of key rows of a transposed
+// backward tile starting at r0 and the first query column c0 its products
+// compute: key row r is seen by the columns c ≥ first[r] (first is
+// nondecreasing, at most br), so the band's rows need the columns from
+// first[r0] on; c0 is first[r0] rounded down to a multiple of scoreCols
+// (whole column strips of the micro-kernel), or br when no column sees the
+// band. Rows go in bands of scoreCols; consecutive bands of the same c0 are
+// one product. A tile no mask crosses is one band with c0 = 0.
+func keyBand(first []int, r0, br int) (r1, c0 int) {
+	startOf := func(r int) int {
+		if first[r] >= br {
+			return br
+		}
+		return first[r] / scoreCols * scoreCols
+	}
+	c0 = startOf(r0)
+	r1 = min(r0+scoreCols, len(first))
+	for r1 < len(first) && startOf(r1) == c0 {
+		r1 = min(r1+scoreCols, len(first))
+	}
+	return r1, c0
+}
+
 // scoreCols is the granularity of scoreBand: the AVX-512 micro-kernel's
 // column strip (64 float32 values).
 const scoreCols = 64
@@ -454,12 +477,25 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	transposeBlocks(tr.q, q, bh, p.Nq, d, blockQ)
 	transposeBlocks(tr.do, do, bh, p.Nq, d, blockQ)
 
-	runUnits(p.B*p.Hkv*chunks, &bwdPools[poolIndex[T]()], newBwdScratch[T], func(w *bwdScratch[T], u int) {
-		// Chunk-major order: under a causal mask with one block per
-		// chunk the most expensive units (the first key blocks, seen
-		// by the most queries) are taken first, and the cheap ones
-		// fill the gaps at the end.
-		c, bk := u/(p.B*p.Hkv), u%(p.B*p.Hkv)
+	nUnits := p.B * p.Hkv * chunks
+	headMajor := nUnits >= 8*runtime.GOMAXPROCS(0)
+	gk := backwardGroup(d, int(sizeOf(elem)))
+	runUnits(nUnits, &bwdPools[poolIndex[T]()], newBwdScratch[T], func(w *bwdScratch[T], u int) {
+		// Chunk-major order where the units are few per worker: under a
+		// causal mask with one block per chunk the most expensive units
+		// (the first key blocks, seen by the most queries) are taken
+		// first, and the cheap ones fill the gaps at the end. Where each
+		// worker has many units (8 or more), head-major order instead:
+		// a worker's consecutive units then mostly share a head, whose Q,
+		// dO and their transposed copies stay in its L2 cache (a quarter
+		// of the units' traffic to L3 at N = 1024 on 2 workers). The
+		// order never changes a result: each unit writes its own rows.
+		var c, bk int
+		if headMajor {
+			bk, c = u/chunks, u%chunks
+		} else {
+			c, bk = u/(p.B*p.Hkv), u%(p.B*p.Hkv)
+		}
 		b, kvh := bk/p.Hkv, bk%p.Hkv
 		// The unit is the only writer of its heads' rows of partials[c]
 		// and of its key blocks' rows of dk and dv: it clears them here,
@@ -473,9 +509,11 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			off := (b*p.H + h) * p.Nq * d
 			clear(partials[c][off+i0*d : off+p.Nq*d])
 		}
-		// Keys from keyEnd on are padding: no tile holds them, so
-		// whatever they hold is never read (0·NaN would be NaN).
+		// The chunk's key blocks in increasing order, their dk, dv rows
+		// cleared. Keys from keyEnd on are padding: no tile holds them,
+		// so whatever they hold is never read (0·NaN would be NaN).
 		keyEnd := p.keyEnd(b)
+		js := w.blocks[:0]
 		for j := 0; j < nKB; j++ {
 			if chunkOf(j, chunks) != c {
 				continue
@@ -485,12 +523,16 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			kEnd := ((b*p.Hkv+kvh)*p.Nk + min(j0+blockK, p.Nk)) * d
 			clear(dk[kOff:kEnd])
 			clear(dv[kOff:kEnd])
-			if j0 >= keyEnd {
-				continue // nobody sees key j0, nor any later key
+			if j0 < keyEnd { // else nobody sees key j0
+				js = append(js, j)
 			}
-			j1 := min(j0+blockK, keyEnd)
+		}
+		// Groups of up to gk key blocks walk the query blocks once.
+		for len(js) > 0 {
+			grp := js[:min(gk, len(js))]
+			js = js[len(grp):]
 			for h := kvh * g; h < (kvh+1)*g; h++ {
-				backwardBlock(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
+				backwardBlocks(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, grp, keyEnd)
 			}
 		}
 	})
@@ -546,6 +588,8 @@ type bwdScratch[T Float] struct {
 	pt, dst []T               // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ)
 	first   []int             // per key of the tile: its first query column (blockK)
 	nv      []int             // per query of the tile: its visible keys (blockQ)
+	blocks  []int             // the unit's key blocks
+	start   []int             // per key block of a group: its first query block's row
 }
 
 func newBwdScratch[T Float]() *bwdScratch[T] {
@@ -554,6 +598,7 @@ func newBwdScratch[T Float]() *bwdScratch[T] {
 		dst:   make([]T, blockK*blockQ),
 		first: make([]int, blockK),
 		nv:    make([]int, blockQ),
+		start: make([]int, 4),
 	}
 }
 
@@ -580,12 +625,49 @@ func (p *params) firstQuery(b, j int) int {
 	return 0
 }
 
-// backwardBlock adds the contributions of keys [j0, j1) of kv head kvh and
-// query head h (batch b) to dq (all query blocks that see the keys), dk and
-// dv: see flashBackward. The keys lie in one key block (j0 a multiple of
+// backwardGroup returns how many key blocks of a chunk the backward walks
+// the query blocks with at once (1…4): as many as keep their K, V, dK and
+// dV blocks (4·blockK·d elements each) within 512 KiB, so that they stay
+// in the core's L2 cache beside the query side's blocks, which are then
+// read once per group instead of once per key block.
+func backwardGroup(d, elemSize int) int {
+	return min(4, max(1, (512<<10)/(4*blockK*d*elemSize)))
+}
+
+// backwardBlocks adds the contributions of the key blocks js (increasing,
+// none of them padding from its start) of kv head kvh and query head h
+// (batch b) to dq (all query blocks that see the keys), dk and dv: see
+// flashBackward. Keys from keyEnd on are never read. The query blocks are
+// walked once for the whole group, each applied to every key block of the
+// group that it sees while the query block is in the cache; for each
+// output the contributions add in the order of a walk block by block
+// (for a dq block the key blocks in increasing order, for a dk or dv
+// block the query blocks in increasing order), so the grouping never
+// changes a result.
+func backwardBlocks[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh int, js []int, keyEnd int) {
+	// The query blocks that see key j0 start at the block of its first
+	// query; later keys are seen by later rows only.
+	start := w.start[:len(js)]
+	for x, j := range js {
+		start[x] = p.firstQuery(b, j*blockK) / blockQ * blockQ
+	}
+	for i0 := start[0]; i0 < p.Nq; i0 += blockQ {
+		for x, j := range js {
+			if i0 < start[x] {
+				continue
+			}
+			j0 := j * blockK
+			backwardTile(p, w, q, k, v, do, tr, lse2, delta, dq, dk, dv, b, h, kvh, j0, min(j0+blockK, keyEnd), i0)
+		}
+	}
+}
+
+// backwardTile adds the contributions of keys [j0, j1) of kv head kvh and
+// query rows [i0, i0+blockQ) of query head h (batch b) to dq, dk and dv:
+// see flashBackward. The keys lie in one key block (j0 a multiple of
 // blockK) and are all non-padding; keys of the block from j1 on are never
 // read.
-func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
+func backwardTile[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1, i0 int) {
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
 	kB, vB := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
@@ -595,40 +677,56 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 	rowBase := (b*p.H + h) * p.Nq
 	ws := &w.ws
 
-	// The query blocks that see key j0 start at the block of its first
-	// query; later keys are seen by later rows only.
-	for i0 := p.firstQuery(b, j0) / blockQ * blockQ; i0 < p.Nq; i0 += blockQ {
-		i1 := min(i0+blockQ, p.Nq)
-		br := i1 - i0
-		qOff := (rowBase + i0) * d
-		qB, doB, dqB := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
-		qtB, dotB := tr.q[qOff:qOff+br*d], tr.do[qOff:qOff+br*d] // d×br
-		pt, dst := w.pt[:bc*br], w.dst[:bc*br]
-		hiB, loB := lse2.hi[rowBase+i0:rowBase+i1], lse2.lo[rowBase+i0:rowBase+i1]
-		deltaB := delta[rowBase+i0 : rowBase+i1]
+	i1 := min(i0+blockQ, p.Nq)
+	br := i1 - i0
+	qOff := (rowBase + i0) * d
+	qB, doB, dqB := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
+	qtB, dotB := tr.q[qOff:qOff+br*d], tr.do[qOff:qOff+br*d] // d×br
+	pt, dst := w.pt[:bc*br], w.dst[:bc*br]
+	hiB, loB := lse2.hi[rowBase+i0:rowBase+i1], lse2.lo[rowBase+i0:rowBase+i1]
+	deltaB := delta[rowBase+i0 : rowBase+i1]
 
-		// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
-		// queries from firstQuery on: the columns before are masked, 0.
-		// Masked entries are selected, never computed from the tile
-		// products: a NaN in a key hidden from a query by the causal mask
-		// must not reach that query.
-		tilesComputed.bwd.Add(1)
-		tileGemm(ws, false, false, bc, br, d, alpha, kB, d, qtB, br, 0, pt, br) // Sᵀ = alpha·K·Qᵀ
-		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br)   // dPᵀ = V·dOᵀ
-		for jj := 0; jj < bc; jj++ {
-			w.first[jj] = min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
-		}
-		// Pᵀ = 2^(Sᵀ − L·log₂e) and dSᵀ = Pᵀ∘(dPᵀ − D) in one pass.
-		vec.Exp2MulDiffRows(pt, dst, br, bc, br, w.first[:bc], hiB, loB, deltaB)
-		tileGemm(ws, false, false, bc, d, br, 1, pt, br, doB, d, 1, dvB, d)     // dV += Pᵀ·dO
-		tileGemm(ws, false, false, bc, d, br, scale, dst, br, qB, d, 1, dkB, d) // dK += scale·dSᵀ·Q
-		// dQ += scale·dS·K = scale·(dSᵀ)ᵀ·K, each query row over its
-		// visible keys only.
-		for r := 0; r < br; r++ {
-			w.nv[r] = min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
-		}
-		gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, dqB, d)
+	// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
+	// queries from firstQuery on: the columns before are masked, 0.
+	// Masked entries are selected, never computed from the tile
+	// products: a NaN in a key hidden from a query by the causal mask
+	// must not reach that query.
+	tilesComputed.bwd.Add(1)
+	first := w.first[:bc]
+	for jj := range first {
+		first[jj] = min(max(p.firstQuery(b, j0+jj)-i0, 0), br)
 	}
+	// Sᵀ = alpha·K·Qᵀ and dPᵀ = V·dOᵀ, each band of key rows over the
+	// query columns that see its keys only (see keyBand): on the diagonal
+	// of a causal mask the last keys are seen by the last queries only.
+	for r0 := 0; r0 < bc; {
+		r1, c0 := keyBand(first, r0, br)
+		if c0 < br {
+			tileGemm(ws, false, false, r1-r0, br-c0, d, alpha, kB[r0*d:], d, qtB[c0:], br, 0, pt[r0*br+c0:], br)
+			tileGemm(ws, false, false, r1-r0, br-c0, d, 1, vB[r0*d:], d, dotB[c0:], br, 0, dst[r0*br+c0:], br)
+		}
+		r0 = r1
+	}
+	// Pᵀ = 2^(Sᵀ − L·log₂e) and dSᵀ = Pᵀ∘(dPᵀ − D) in one pass; it sets
+	// the masked entries (c < first[r]) to 0 without reading them.
+	vec.Exp2MulDiffRows(pt, dst, br, bc, br, first, hiB, loB, deltaB)
+	// dV += Pᵀ·dO and dK += scale·dSᵀ·Q, each band over the queries that
+	// see its keys (the others' Pᵀ and dSᵀ entries are 0: leaving them
+	// out drops exact zeros only).
+	for r0 := 0; r0 < bc; {
+		r1, c0 := keyBand(first, r0, br)
+		if c0 < br {
+			tileGemm(ws, false, false, r1-r0, d, br-c0, 1, pt[r0*br+c0:], br, doB[c0*d:], d, 1, dvB[r0*d:], d)
+			tileGemm(ws, false, false, r1-r0, d, br-c0, scale, dst[r0*br+c0:], br, qB[c0*d:], d, 1, dkB[r0*d:], d)
+		}
+		r0 = r1
+	}
+	// dQ += scale·dS·K = scale·(dSᵀ)ᵀ·K, each query row over its visible
+	// keys only.
+	for r := 0; r < br; r++ {
+		w.nv[r] = min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
+	}
+	gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, dqB, d)
 }
 
 // sizeOf returns the size in bytes of one element of type T.
