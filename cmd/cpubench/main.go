@@ -11,7 +11,10 @@
 // Ours: the fused op through package machine (buffers planned once), float32, GOMAXPROCS = threads, inputs
 // standard normal, the median of -reps runs after a warm-up; forward+backward is one run of
 // the graph with the gradient of Σ o∘w. PyTorch: sdpa_cpu.py with torch.set_num_threads(threads),
-// the FLASH and MATH backends, float32, timed the same way. GFLOP/s use FlashAttention's
+// the FLASH and MATH backends, float32, timed the same way, on each shape right before ours
+// (one sdpa_cpu.py process per thread count reads the shapes from its stdin), so that a
+// shared machine's load weighs on both sides of a ratio alike. -cpuprofile profiles our runs
+// (a machine without Go can bring the file back for `go tool pprof`). GFLOP/s use FlashAttention's
 // convention (shared/ANCHORS.md): forward 4·B·H·N²·d, halved when causal; forward+backward
 // 3.5× the forward. The softmax row is bytes read + written (2·4·rows·cols) per second.
 package main
