@@ -206,7 +206,7 @@ func BenchmarkTile(b *testing.B) {
 					if fwd {
 						forwardTile(p, fw, q, kt, v, o, 0, 0, qb*blockQ, (qb+1)*blockQ, 0, kb*blockK, blockK, 0)
 					} else {
-						backwardTile(p, bw, q, k, v, do, &tr, &lse2, delta, dq, dk, dv, 0, 0, 0, kb*blockK, (kb+1)*blockK, qb*blockQ)
+						backwardTile(p, bw, q, k, v, do, &tr, &lse2, delta, dq, dk, dv, 0, 0, 0, kb*blockK, (kb+1)*blockK, qb*blockQ, false)
 					}
 				}
 				products := 5.0

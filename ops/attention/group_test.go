@@ -13,13 +13,16 @@ import (
 // causal with Nq = Nk and Nq < Nk, key lengths that end inside a chunk's
 // group, grouped-query heads. With 1 and 2 goroutines allowed the forward
 // groups 4 and 2 query blocks; with 64, one. Every run must give the same
-// bits: the grouping only reorders independent work.
+// bits: the grouping only reorders independent work. dq, dk and dv start
+// as NaN (the kernels overwrite dq's rows instead of clearing them first).
 func TestGroupedBlocks(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, pr := range []problem{
 		{B: 2, H: 16, Hkv: 8, Nq: 520, Nk: 520, D: 4, Opts: Options{Causal: true}},
 		{B: 2, H: 16, Hkv: 8, Nq: 400, Nk: 520, D: 5, Opts: Options{KeyLengths: []int{300, 520}}},
 		{B: 1, H: 16, Hkv: 16, Nq: 300, Nk: 700, D: 3, Opts: Options{Causal: true}},
+		// Rows no key reaches (causal Nq > Nk, key length 0): dq = 0.
+		{B: 4, H: 16, Hkv: 16, Nq: 700, Nk: 300, D: 3, Opts: Options{Causal: true, KeyLengths: []int{300, 0, 200, 130}}},
 	} {
 		t.Run(pr.String(), func(t *testing.T) {
 			p := &params{B: pr.B, H: pr.H, Hkv: pr.Hkv, Nq: pr.Nq, Nk: pr.Nk, D: pr.D,
@@ -44,7 +47,8 @@ func TestGroupedBlocks(t *testing.T) {
 				runtime.GOMAXPROCS(procs)
 				o, l, lr := make([]float64, pr.qLen()), make([]float64, pr.lLen()), make([]float64, pr.lLen())
 				flashForward(p, q, k, v, o, l, lr)
-				dq, dk, dv := make([]float64, pr.qLen()), make([]float64, pr.kLen()), make([]float64, pr.kLen())
+				// The outputs start as NaN: every entry must be written.
+				dq, dk, dv := nans(pr.qLen()), nans(pr.kLen()), nans(pr.kLen())
 				flashBackward(p, q, k, v, o, l, lr, do, nil, dq, dk, dv)
 				got := [][]float64{o, l, dq, dk, dv}
 				if first == nil {
@@ -73,4 +77,12 @@ func TestGroupedBlocks(t *testing.T) {
 			}
 		})
 	}
+}
+
+func nans(n int) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = math.NaN()
+	}
+	return x
 }

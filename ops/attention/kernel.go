@@ -291,7 +291,7 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
 	// a NaN in a key that the causal mask hides from the row must not
 	// reach it as 0·NaN).
-	gemmPrefix(&w.ws, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, oT, d)
+	gemmPrefix(&w.ws, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
 }
 
 // scoreBand returns the end r1 of the band of score rows starting at r0 and
@@ -498,16 +498,17 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 		}
 		b, kvh := bk/p.Hkv, bk%p.Hkv
 		// The unit is the only writer of its heads' rows of partials[c]
-		// and of its key blocks' rows of dk and dv: it clears them here,
-		// on its own core, before adding into them: all of dq's rows
-		// (chunk 0), the rows from partialStart on of a partial buffer.
-		i0 := 0
-		if c > 0 {
-			i0 = partialStart(p, b, c)
-		}
-		for h := kvh * g; h < (kvh+1)*g; h++ {
-			off := (b*p.H + h) * p.Nq * d
-			clear(partials[c][off+i0*d : off+p.Nq*d])
+		// and of its key blocks' rows of dk and dv, on its own core. The
+		// rows of partials[c] from partialStart on are written first by
+		// the tiles of the chunk's first key block (c: see chunkOf), which
+		// overwrite instead of adding (backwardBlocks); of dq (chunk 0)
+		// the rows before, which no key reaches, are cleared here.
+		if c == 0 {
+			i0 := partialStart(p, b, 0)
+			for h := kvh * g; h < (kvh+1)*g; h++ {
+				off := (b*p.H + h) * p.Nq * d
+				clear(partials[0][off : off+i0*d])
+			}
 		}
 		// The chunk's key blocks in increasing order, their dk, dv rows
 		// cleared. Keys from keyEnd on are padding: no tile holds them,
@@ -528,11 +529,11 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			}
 		}
 		// Groups of up to gk key blocks walk the query blocks once.
-		for len(js) > 0 {
+		for firstGroup := true; len(js) > 0; firstGroup = false {
 			grp := js[:min(gk, len(js))]
 			js = js[len(grp):]
 			for h := kvh * g; h < (kvh+1)*g; h++ {
-				backwardBlocks(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, grp, keyEnd)
+				backwardBlocks(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, grp, keyEnd, firstGroup)
 			}
 		}
 	})
@@ -643,8 +644,10 @@ func backwardGroup(d, elemSize int) int {
 // output the contributions add in the order of a walk block by block
 // (for a dq block the key blocks in increasing order, for a dk or dv
 // block the query blocks in increasing order), so the grouping never
-// changes a result.
-func backwardBlocks[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh int, js []int, keyEnd int) {
+// changes a result. With firstGroup set, js[0] is the unit's first key block
+// and its tiles overwrite dq's rows (from js[0]'s first query block on, the
+// rows every later tile of the unit adds to) instead of adding to them.
+func backwardBlocks[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh int, js []int, keyEnd int, firstGroup bool) {
 	// The query blocks that see key j0 start at the block of its first
 	// query; later keys are seen by later rows only.
 	start := w.start[:len(js)]
@@ -657,7 +660,7 @@ func backwardBlocks[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *t
 				continue
 			}
 			j0 := j * blockK
-			backwardTile(p, w, q, k, v, do, tr, lse2, delta, dq, dk, dv, b, h, kvh, j0, min(j0+blockK, keyEnd), i0)
+			backwardTile(p, w, q, k, v, do, tr, lse2, delta, dq, dk, dv, b, h, kvh, j0, min(j0+blockK, keyEnd), i0, firstGroup && x == 0)
 		}
 	}
 }
@@ -666,8 +669,9 @@ func backwardBlocks[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *t
 // query rows [i0, i0+blockQ) of query head h (batch b) to dq, dk and dv:
 // see flashBackward. The keys lie in one key block (j0 a multiple of
 // blockK) and are all non-padding; keys of the block from j1 on are never
-// read.
-func backwardTile[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1, i0 int) {
+// read. With overDQ set the tile's rows of dq are overwritten (set to the
+// tile's contribution) instead of added to.
+func backwardTile[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1, i0 int, overDQ bool) {
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
 	kB, vB := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
@@ -726,7 +730,7 @@ func backwardTile[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tra
 	for r := 0; r < br; r++ {
 		w.nv[r] = min(max(p.keyLimit(b, i0+r)-j0, 0), bc)
 	}
-	gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, dqB, d)
+	gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, overDQ, dqB, d)
 }
 
 // sizeOf returns the size in bytes of one element of type T.
