@@ -11,21 +11,27 @@
 // Ours: the fused op through package machine (buffers planned once), float32, GOMAXPROCS = threads, inputs
 // standard normal, the median of -reps runs after a warm-up; forward+backward is one run of
 // the graph with the gradient of Σ o∘w. PyTorch: sdpa_cpu.py with torch.set_num_threads(threads),
-// the FLASH and MATH backends, float32, timed the same way. GFLOP/s use FlashAttention's
+// the FLASH and MATH backends, float32, timed the same way, on each shape right before ours
+// (one sdpa_cpu.py process per thread count reads the shapes from its stdin), so that a
+// shared machine's load weighs on both sides of a ratio alike. -cpuprofile profiles our runs
+// (a machine without Go can bring the file back for `go tool pprof`). GFLOP/s use FlashAttention's
 // convention (shared/ANCHORS.md): forward 4·B·H·N²·d, halved when causal; forward+backward
 // 3.5× the forward. The softmax row is bytes read + written (2·4·rows·cols) per second.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math/rand"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,8 +67,12 @@ var defaultShapes = []shape{
 
 // torchRow is one line of sdpa_cpu.py's output.
 type torchRow struct {
-	benchkit.Torch
-	Threads int `json:"threads"`
+	benchkit.Shape
+	Threads  int     `json:"threads"`
+	Backend  string  `json:"backend"`
+	FwdMs    float64 `json:"fwd_ms"`
+	FwdBwdMs float64 `json:"fwdbwd_ms"`
+	Error    string  `json:"error"`
 }
 
 func main() {
@@ -72,6 +82,7 @@ func main() {
 	reps := flag.Int("reps", 3, "timed repetitions per case (median reported)")
 	shapeList := flag.String("shapes", "", "B,H,N,d,causal(0|1) shapes separated by ';' (default: BenchmarkAttention's five)")
 	doSoftmax := flag.Bool("softmax", true, "also time the softmax op on (4096,4096) float32")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of our runs (not PyTorch's) to this file")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("cpubench: ")
@@ -98,16 +109,34 @@ func main() {
 	fmt.Printf("- CPU: %s (%d logical CPUs)\n- kernels: %s; %s\n- command: %s\n\n",
 		cpuModel(), runtime.NumCPU(), isa.Describe(), runtime.Version(), strings.Join(os.Args, " "))
 
-	var torch []torchRow
-	if *torchScript != "" {
-		torch = runTorch(*python, *torchScript, shapes, threads, *reps)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				log.Print(err)
+			}
+		}()
 	}
 
 	fmt.Println("| threads | B,H,N,d,causal | ours fwd / fwd+bwd GFLOP/s | torch FLASH fwd / fwd+bwd | ours ÷ FLASH | torch MATH fwd / fwd+bwd | ours ÷ MATH |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, t := range threads {
 		runtime.GOMAXPROCS(t)
+		var tp *torchProc
+		if *torchScript != "" {
+			tp = startTorch(*python, *torchScript, t, *reps)
+		}
 		for _, s := range shapes {
+			// PyTorch on this shape right before ours: a shared machine's
+			// load then weighs on both sides of the ratio alike.
+			torch := tp.run(s)
 			fwd := s.FwdFLOPs() / timeAttention(s, false, *reps).Seconds() / 1e9
 			fb := benchkit.FwdBwdFactor * s.FwdFLOPs() / timeAttention(s, true, *reps).Seconds() / 1e9
 			row := fmt.Sprintf("| %d | %s | %.1f / %.1f", t, s, fwd, fb)
@@ -125,6 +154,7 @@ func main() {
 			}
 			fmt.Println(row + " |")
 		}
+		tp.close()
 	}
 	if *doSoftmax {
 		fmt.Println()
@@ -203,27 +233,76 @@ func median(reps int, f func()) time.Duration {
 	return ts[len(ts)/2]
 }
 
-// runTorch runs sdpa_cpu.py once per thread count and collects its rows; a failure is
-// reported and leaves the PyTorch columns empty.
-func runTorch(python, script string, shapes []shape, threads []int, reps int) []torchRow {
-	js, err := json.Marshal(shapes)
+// torchProc is sdpa_cpu.py running at one thread count, reading shapes from its stdin ("-"
+// mode) and answering each with one row per backend. A nil *torchProc (no -torch, or a
+// failure) answers nothing: the PyTorch columns stay empty.
+type torchProc struct {
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	stderr  bytes.Buffer
+	threads int
+}
+
+// startTorch starts sdpa_cpu.py with torch.set_num_threads(threads).
+func startTorch(python, script string, threads, reps int) *torchProc {
+	tp := &torchProc{threads: threads}
+	tp.cmd = exec.Command(python, script, "--threads", strconv.Itoa(threads), "--reps", strconv.Itoa(reps), "-")
+	tp.cmd.Stderr = &tp.stderr
+	var err error
+	if tp.in, err = tp.cmd.StdinPipe(); err != nil {
+		log.Fatal(err)
+	}
+	out, err := tp.cmd.StdoutPipe()
+	if err != nil {
+		log.Fatal(err)
+	}
+	tp.out = bufio.NewScanner(out)
+	if err := tp.cmd.Start(); err != nil {
+		log.Printf("PyTorch at %d threads: %v", threads, err)
+		return nil
+	}
+	return tp
+}
+
+// run times shape s on every backend (two rows: FLASH and MATH); on a failure it reports it,
+// stops the process and answers nothing from then on.
+func (tp *torchProc) run(s shape) []torchRow {
+	if tp == nil || tp.cmd == nil {
+		return nil
+	}
+	js, err := json.Marshal([]shape{s})
 	if err != nil {
 		log.Fatal(err)
 	}
 	var rows []torchRow
-	for _, t := range threads {
-		cmd := exec.Command(python, script, "--threads", strconv.Itoa(t), "--reps", strconv.Itoa(reps), string(js))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			log.Printf("PyTorch at %d threads: %v: %s", t, err, strings.TrimSpace(stderr.String()))
-			continue
+	if _, err := fmt.Fprintf(tp.in, "%s\n", js); err == nil {
+		for len(rows) < 2 && tp.out.Scan() {
+			var r torchRow
+			if err := json.Unmarshal(tp.out.Bytes(), &r); err != nil {
+				log.Printf("PyTorch output %q: %v", tp.out.Text(), err)
+				continue
+			}
+			rows = append(rows, r)
 		}
-		benchkit.DecodeLines(bytes.NewReader(out), func(r torchRow, _ string) { rows = append(rows, r) },
-			func(line string, err error) { log.Printf("PyTorch output %q: %v", line, err) })
+	}
+	if len(rows) < 2 {
+		log.Printf("PyTorch at %d threads on %v: %d rows: %s", tp.threads, s, len(rows), strings.TrimSpace(tp.stderr.String()))
+		tp.close()
 	}
 	return rows
+}
+
+// close ends the process (end of its input) and waits for it.
+func (tp *torchProc) close() {
+	if tp == nil || tp.cmd == nil {
+		return
+	}
+	tp.in.Close()
+	if err := tp.cmd.Wait(); err != nil {
+		log.Printf("PyTorch at %d threads: %v: %s", tp.threads, err, strings.TrimSpace(tp.stderr.String()))
+	}
+	tp.cmd = nil
 }
 
 func findTorch(rows []torchRow, s shape, threads int, backend string) (torchRow, bool) {

@@ -2,14 +2,19 @@
 """Times PyTorch's CPU scaled_dot_product_attention for cpubench (cmd/cpubench).
 
 Usage: sdpa_cpu.py --threads T [--reps R] '<json list of {"b","h","n","d","causal"}>'
+       sdpa_cpu.py --threads T [--reps R] -    (one such JSON list per line of stdin, answered in turn)
 
 With torch.set_num_threads(T), for every shape and the FLASH and MATH backends, float32, it
 times the forward (no grad) and the forward+backward (gradient of sum(o*w)) the way cpubench
 times ours: one warm-up, then the median of R runs. One JSON object per line:
   {"b", "h", "n", "d", "causal", "threads", "backend", "fwd_ms", "fwdbwd_ms", "error"}
+With "-" it reads the lists from stdin and answers each before reading the next, so that a
+caller can time its own kernels on the same shape right after (cpubench interleaves them: a
+shared machine's load then weighs on both sides of a ratio alike).
 """
 import argparse
 import json
+import sys
 import time
 
 import torch
@@ -37,7 +42,19 @@ def main():
     ap.add_argument("shapes")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    for s in json.loads(args.shapes):
+    if args.shapes == "-":
+        while True:
+            line = sys.stdin.readline()
+            if not line:
+                break
+            if line.strip():
+                run(json.loads(line), args)
+    else:
+        run(json.loads(args.shapes), args)
+
+
+def run(shapes, args):
+    for s in shapes:
         gen = torch.Generator().manual_seed(1)
         shape = (s["b"], s["h"], s["n"], s["d"])
         q, k, v = (torch.randn(shape, generator=gen).requires_grad_() for _ in range(3))

@@ -141,3 +141,80 @@ func BenchmarkKernel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTile times one tile step on one goroutine, float32, d = 64, on
+// one head of N = 4096 (K and V 1 MiB each): the forward's forwardTile (S =
+// Q·Kᵀ, the online softmax, O += P·V) and the backward's backwardTile (five
+// products and the exp step). "hot" repeats one tile, whose operands stay
+// in the core's caches; "walk1" visits the tiles as a unit of one block
+// does (forward: the key blocks of one query block, then the next query
+// block; backward: the query blocks of one key block), so that the
+// streamed operands (K and V, or Q, dO and their transposes) come from L3
+// or memory; "walk4" as a unit of four blocks does (forwardBlocks,
+// backwardBlocks), reusing them from L2 four times. GFLOP/s count the
+// tile's products (2 in the forward, 5 in the backward). The gap between
+// hot and walk is what the machine's caches cost the kernels.
+func BenchmarkTile(b *testing.B) {
+	const n, d, nb = 4096, 64, 4096 / 128
+	rng := rand.New(rand.NewSource(1))
+	rnd := func(k int) []float32 { return convert[float32](randn(rng, k)) }
+	p := &params{B: 1, H: 1, Hkv: 1, Nq: n, Nk: n, D: d, Scale: 0.125}
+	q, k, v, do := rnd(n*d), rnd(n*d), rnd(n*d), rnd(n*d)
+	kt, o, dq, dk, dv := make([]float32, n*d), make([]float32, n*d), make([]float32, n*d), make([]float32, n*d), make([]float32, n*d)
+	transposeBlocks(kt, k, 1, n, d, blockK)
+	tr := transposed[float32]{q: make([]float32, n*d), do: make([]float32, n*d)}
+	transposeBlocks(tr.q, q, 1, n, d, blockQ)
+	transposeBlocks(tr.do, do, 1, n, d, blockQ)
+	lse2 := shifts[float32]{hi: make([]float32, n), lo: make([]float32, n)}
+	delta := rnd(n)
+	// order(t) gives the t-th tile (query block, key block) of a walk.
+	orders := []struct {
+		name  string
+		order func(t int, fwd bool) (qb, kb int)
+	}{
+		{"hot", func(int, bool) (int, int) { return 0, 0 }},
+		{"walk1", func(t int, fwd bool) (int, int) {
+			outer, inner := (t/nb)%nb, t%nb
+			if fwd {
+				return outer, inner
+			}
+			return inner, outer
+		}},
+		{"walk4", func(t int, fwd bool) (int, int) {
+			g, r := (t/(4*nb))%(nb/4), t%(4*nb)
+			walked, inGroup := r/4, g*4+r%4
+			if fwd {
+				return inGroup, walked
+			}
+			return walked, inGroup
+		}},
+	}
+	for _, fwd := range []bool{true, false} {
+		for _, ord := range orders {
+			name := "bwd/" + ord.name
+			if fwd {
+				name = "fwd/" + ord.name
+			}
+			b.Run(name, func(b *testing.B) {
+				fw, bw := newFwdScratch[float32](), newBwdScratch[float32]()
+				for r := range fw.rowLim {
+					fw.rowLim[r], fw.m[r], fw.l[r] = n, 0, 0
+				}
+				b.ResetTimer()
+				for t := 0; t < b.N; t++ {
+					qb, kb := ord.order(t, fwd)
+					if fwd {
+						forwardTile(p, fw, q, kt, v, o, 0, 0, qb*blockQ, (qb+1)*blockQ, 0, kb*blockK, blockK, 0)
+					} else {
+						backwardTile(p, bw, q, k, v, do, &tr, &lse2, delta, dq, dk, dv, 0, 0, 0, kb*blockK, (kb+1)*blockK, qb*blockQ, false)
+					}
+				}
+				products := 5.0
+				if fwd {
+					products = 2
+				}
+				b.ReportMetric(products*2*blockQ*blockK*d*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

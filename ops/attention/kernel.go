@@ -2,6 +2,7 @@ package attention
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -91,7 +92,7 @@ func bwdQueryStart(p *params, b, j0 int) int {
 
 // flashForward computes, for every batch b, head h and query row i,
 //
-//	s_ij = Scale·Σ_c q[b,h,i,c]·k[b,h/G,j,c]   over the visible keys j < KeyLimit(b,i)
+//	s_ij = Scale·Σ_c q[b,h,i,c]·k[b,h/G,j,c]   over the visible keys j < keyLimit(b,i)
 //	L[b,h,i] = log Σ_j exp(s_ij)
 //	o[b,h,i,c] = Σ_j exp(s_ij − L)·v[b,h/G,j,c]
 //
@@ -117,16 +118,41 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	kt := getBuf[T](len(k))
 	defer putBuf(kt)
 	transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
-	runUnits(bh*nQB, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
-		// The most expensive query blocks (last, under a causal mask) first.
-		head, qb := u%bh, nQB-1-u/bh
+	gq := forwardGroup(bh, nQB, runtime.GOMAXPROCS(0))
+	nG := (nQB + gq - 1) / gq
+	runUnits(bh*nG, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
+		// The most expensive groups of query blocks (last, under a causal
+		// mask) first.
+		head, gi := u%bh, nG-1-u/bh
 		b, h := head/p.H, head%p.H
-		i0 := qb * blockQ
-		forwardBlock(p, w, q, kt, v, o, lse, lres, b, h, i0, min(i0+blockQ, p.Nq))
+		qb0 := gi * gq
+		forwardBlocks(p, w, q, kt, v, o, lse, lres, b, h, qb0, min(qb0+gq, nQB))
 	})
 }
 
-// fwdScratch holds one worker's buffers for the forward.
+// maxGroup is the largest number of query blocks a forward unit holds.
+const maxGroup = 4
+
+// forwardGroup returns how many consecutive query blocks of one head a
+// forward unit takes (1…maxGroup) for bh heads of nQB query blocks on the
+// given number of workers: the most that still leaves at least
+// 4 units per worker. A unit walks the key/value blocks once for all its
+// query blocks, so each K and V block is read from memory or the shared
+// L3 cache once per group and reused from the core's L2 cache by the
+// group's other blocks: with K, V of 1 MiB per head (N = 4096, d = 64)
+// one query block per unit streamed 2 MiB through the core's cache per
+// 128 query rows. The grouping never changes a result (every row's
+// arithmetic is the same in any group), only the order of the work.
+func forwardGroup(bh, nQB, workers int) int {
+	g := maxGroup
+	for g > 1 && bh*((nQB+g-1)/g) < 4*workers {
+		g /= 2
+	}
+	return min(g, max(nQB, 1))
+}
+
+// fwdScratch holds one worker's buffers for the forward: the score tile
+// and, per query block of a group (maxGroup × blockQ rows), the row state.
 type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
 	s      []T               // score / probability tile, blockQ×blockK
@@ -134,87 +160,174 @@ type fwdScratch[T Float] struct {
 	mOld   []T               // m before the current key block
 	l      []float64         // running sum per row
 	sum    []float64         // the current key block's sum per row
-	rowLim []int             // KeyLimit per row
+	rowLim []int             // keyLimit per row
 	nv     []int             // visible keys of the current key block per row
 }
 
 func newFwdScratch[T Float]() *fwdScratch[T] {
+	const rows = maxGroup * blockQ
 	return &fwdScratch[T]{
 		s:      make([]T, blockQ*blockK),
-		m:      make([]T, blockQ),
+		m:      make([]T, rows),
 		mOld:   make([]T, blockQ),
-		l:      make([]float64, blockQ),
+		l:      make([]float64, rows),
 		sum:    make([]float64, blockQ),
-		rowLim: make([]int, blockQ),
+		rowLim: make([]int, rows),
 		nv:     make([]int, blockQ),
 	}
 }
 
-// forwardBlock computes rows [i0, i1) of head (b, h): see flashForward. kt
-// holds K in transposed blocks (transposeBlocks).
-func forwardBlock[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres []T, b, h, i0, i1 int) {
-	d, br := p.D, i1-i0
+// forwardBlocks computes the query blocks [qb0, qb1) of head (b, h): see
+// flashForward. kt holds K in transposed blocks (transposeBlocks). The
+// key/value blocks are walked once, each applied to every query block of
+// the group that sees it while it is in the cache.
+func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres []T, b, h, qb0, qb1 int) {
+	d := p.D
 	kvh := h / (p.H / p.Hkv)
-	qOff := ((b*p.H+h)*p.Nq + i0) * d
 	kvOff := (b*p.Hkv + kvh) * p.Nk * d
-	qT := q[qOff : qOff+br*d]
-	oT := o[qOff : qOff+br*d]
-	zeroRow(oT)
-
 	ninf := T(math.Inf(-1))
-	for r := 0; r < br; r++ {
+	i0 := qb0 * blockQ
+	i1 := min(qb1*blockQ, p.Nq)
+	qOff := ((b*p.H+h)*p.Nq + i0) * d
+	zeroRow(o[qOff : qOff+(i1-i0)*d])
+	for r := 0; r < i1-i0; r++ {
 		w.m[r], w.l[r] = ninf, 0
 		w.rowLim[r] = p.KeyLimit(b, i0+r)
 	}
-	// KeyLimit grows with the row: the last row bounds the keys to visit.
+	// keyLimit grows with the row: the group's last row bounds the keys
+	// to visit, each block's last row the keys of that block.
 	lim := fwdKeyEnd(p, b, i1)
-	alpha := T(p.Scale * log2e)
 	for j0 := 0; j0 < lim; j0 += blockK {
-		bc := min(blockK, lim-j0)
-		s := w.s[:br*bc]
-		// S = alpha·Q·Kᵀ with Kᵀ's block: d rows of the block's length
-		// `full`, of which the first bc columns (keys below lim) are read.
-		full := min(blockK, p.Nk-j0)
-		tileGemm(&w.ws, false, false, br, bc, d, alpha, qT, d, kt[kvOff+j0*d:kvOff+(j0+full)*d], full, 0, s, bc)
-		// P = 2^(S − m) with the running maximum m updated, one pass
-		// per tile (vec.OnlineExp2Rows); then the rows whose maximum grew
-		// rescale their output and sum by 2^(m_old − m_new).
-		for r := 0; r < br; r++ {
-			w.nv[r] = min(max(w.rowLim[r]-j0, 0), bc)
-		}
-		copy(w.mOld[:br], w.m[:br])
-		vec.OnlineExp2Rows(s, bc, br, bc, w.nv[:br], w.m[:br], w.sum[:br])
-		for r := 0; r < br; r++ {
-			if w.nv[r] == 0 { // this row sees none of these keys
-				continue
+		for qb := qb0; qb < qb1; qb++ {
+			r0 := (qb - qb0) * blockQ
+			r1 := min(r0+blockQ, i1-i0)
+			if w.rowLim[r1-1] <= j0 {
+				continue // no row of this query block sees these keys
 			}
-			if mOld, mNew := w.mOld[r], w.m[r]; mNew != mOld {
-				if a := exp2(mOld - mNew); a != 1 {
-					scaleRow(oT[r*d:(r+1)*d], a)
-					w.l[r] *= float64(a)
-				}
-			}
-			w.l[r] += w.sum[r]
+			forwardTile(p, w, q, kt, v, o, b, h, i0+r0, i0+r1, r0, j0, min(blockK, lim-j0), kvOff)
 		}
-		// O += P·V, each row of P over its visible keys only (see
-		// gemmPrefix: a NaN in a key that the causal mask hides from the
-		// row must not reach it as 0·NaN).
-		gemmPrefix(&w.ws, false, br, d, w.nv[:br], 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, oT, d)
 	}
 
 	lOff := (b*p.H+h)*p.Nq + i0
-	for r := 0; r < br; r++ {
+	for r := 0; r < i1-i0; r++ {
+		oR := o[qOff+r*d : qOff+(r+1)*d]
 		if w.l[r] == 0 { // no visible key: o stays 0
 			lse[lOff+r], lres[lOff+r] = ninf, 0
 			continue
 		}
-		scaleRow(oT[r*d:(r+1)*d], T(1/w.l[r]))
+		scaleRow(oR, T(1/w.l[r]))
 		// L = ln Σ exp(s) = (m + log₂ ℓ)·ln 2, m in log₂ units.
 		L := (float64(w.m[r]) + math.Log2(w.l[r])) * math.Ln2
 		lse[lOff+r] = T(L)
 		lres[lOff+r] = T(L - float64(T(L)))
 	}
 }
+
+// forwardTile applies keys [j0, j0+bc) (one key block, or its part below the
+// group's key limit) to query rows [i0, i1) of head (b, h), whose row state
+// starts at w's row rs: the online-softmax step of flashForward.
+func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0, i1, rs, j0, bc, kvOff int) {
+	d, br := p.D, i1-i0
+	qOff := ((b*p.H+h)*p.Nq + i0) * d
+	qT := q[qOff : qOff+br*d]
+	oT := o[qOff : qOff+br*d]
+	m, l, rowLim := w.m[rs:rs+br], w.l[rs:rs+br], w.rowLim[rs:rs+br]
+	nv := w.nv[:br]
+	for r := range nv {
+		nv[r] = min(max(rowLim[r]-j0, 0), bc)
+	}
+	s := w.s[:br*bc]
+	// S = alpha·Q·Kᵀ with Kᵀ's block: d rows of the block's length
+	// `full`, of which the first bc columns (keys below the limit) are
+	// read. Each band of rows computes only the key columns its rows see
+	// (see scoreBands): on the diagonal of a causal mask the first rows
+	// see few keys.
+	full := min(blockK, p.Nk-j0)
+	ktB := kt[kvOff+j0*d : kvOff+(j0+full)*d]
+	alpha := T(p.Scale * log2e)
+	for r0 := 0; r0 < br; {
+		r1, cols := scoreBand(nv, r0, bc)
+		if cols > 0 {
+			tileGemm(&w.ws, false, false, r1-r0, cols, d, alpha, qT[r0*d:], d, ktB, full, 0, s[r0*bc:], bc)
+		}
+		r0 = r1
+	}
+	// P = 2^(S − m) with the running maximum m updated, one pass per tile
+	// (vec.OnlineExp2Rows; it reads no entry beyond a row's nv and sets
+	// those to 0); then the rows whose maximum grew rescale their output
+	// and sum by 2^(m_old − m_new).
+	mOld := w.mOld[:br]
+	copy(mOld, m)
+	vec.OnlineExp2Rows(s, bc, br, bc, nv, m, w.sum[:br])
+	for r := 0; r < br; r++ {
+		if nv[r] == 0 { // this row sees none of these keys
+			continue
+		}
+		if mo, mn := mOld[r], m[r]; mn != mo {
+			if a := exp2(mo - mn); a != 1 {
+				scaleRow(oT[r*d:(r+1)*d], a)
+				l[r] *= float64(a)
+			}
+		}
+		l[r] += w.sum[r]
+	}
+	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
+	// a NaN in a key that the causal mask hides from the row must not
+	// reach it as 0·NaN).
+	gemmPrefix(&w.ws, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
+}
+
+// scoreBand returns the end r1 of the band of score rows starting at r0 and
+// the number of key columns cols that its product computes: the band's
+// rows see at most nv[r1−1] ≤ cols of the tile's bc keys (nv is
+// nondecreasing). cols is a multiple of scoreCols below bc (the
+// micro-kernel's column strip) or bc; rows go in bands of scoreCols, and
+// consecutive bands of the same cols are one product. A tile no mask
+// crosses is one band; on the diagonal tile of a causal mask the first
+// half of the rows computes half of the columns. cols = 0: no row of the
+// band sees a key (its scores are never read).
+func scoreBand(nv []int, r0, bc int) (r1, cols int) {
+	colsOf := func(r1 int) int {
+		return min(bc, (nv[r1-1]+scoreCols-1)/scoreCols*scoreCols)
+	}
+	r1 = min(r0+scoreCols, len(nv))
+	cols = colsOf(r1)
+	for r1 < len(nv) {
+		next := min(r1+scoreCols, len(nv))
+		if colsOf(next) != cols {
+			break
+		}
+		r1 = next
+	}
+	return r1, cols
+}
+
+// keyBand returns the end r1 of the band of key rows of a transposed
+// backward tile starting at r0 and the first query column c0 its products
+// compute: key row r is seen by the columns c ≥ first[r] (first is
+// nondecreasing, at most br), so the band's rows need the columns from
+// first[r0] on; c0 is first[r0] rounded down to a multiple of scoreCols
+// (whole column strips of the micro-kernel), or br when no column sees the
+// band. Rows go in bands of scoreCols; consecutive bands of the same c0 are
+// one product. A tile no mask crosses is one band with c0 = 0.
+func keyBand(first []int, r0, br int) (r1, c0 int) {
+	startOf := func(r int) int {
+		if first[r] >= br {
+			return br
+		}
+		return first[r] / scoreCols * scoreCols
+	}
+	c0 = startOf(r0)
+	r1 = min(r0+scoreCols, len(first))
+	for r1 < len(first) && startOf(r1) == c0 {
+		r1 = min(r1+scoreCols, len(first))
+	}
+	return r1, c0
+}
+
+// scoreCols is the granularity of scoreBand: the AVX-512 micro-kernel's
+// column strip (64 float32 values).
+const scoreCols = 64
 
 // Backward parallelism. A unit of work is (b, kv head, chunk): it owns the
 // dK and dV rows of the key/value blocks of its chunk (chunkOf) of that kv
@@ -347,28 +460,44 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	transposeBlocks(tr.q, q, bh, p.Nq, d, blockQ)
 	transposeBlocks(tr.do, do, bh, p.Nq, d, blockQ)
 
-	runUnits(p.B*p.Hkv*chunks, &bwdPools[poolIndex[T]()], newBwdScratch[T], func(w *bwdScratch[T], u int) {
-		// Chunk-major order: under a causal mask with one block per
-		// chunk the most expensive units (the first key blocks, seen
-		// by the most queries) are taken first, and the cheap ones
-		// fill the gaps at the end.
-		c, bk := u/(p.B*p.Hkv), u%(p.B*p.Hkv)
+	nUnits := p.B * p.Hkv * chunks
+	headMajor := nUnits >= 8*runtime.GOMAXPROCS(0)
+	gk := backwardGroup(d, int(sizeOf(elem)))
+	runUnits(nUnits, &bwdPools[poolIndex[T]()], newBwdScratch[T], func(w *bwdScratch[T], u int) {
+		// Chunk-major order where the units are few per worker: under a
+		// causal mask with one block per chunk the most expensive units
+		// (the first key blocks, seen by the most queries) are taken
+		// first, and the cheap ones fill the gaps at the end. Where each
+		// worker has many units (8 or more), head-major order instead:
+		// a worker's consecutive units then mostly share a head, whose Q,
+		// dO and their transposed copies stay in its L2 cache (a quarter
+		// of the units' traffic to L3 at N = 1024 on 2 workers). The
+		// order never changes a result: each unit writes its own rows.
+		var c, bk int
+		if headMajor {
+			bk, c = u/chunks, u%chunks
+		} else {
+			c, bk = u/(p.B*p.Hkv), u%(p.B*p.Hkv)
+		}
 		b, kvh := bk/p.Hkv, bk%p.Hkv
 		// The unit is the only writer of its heads' rows of partials[c]
-		// and of its key blocks' rows of dk and dv: it clears them here,
-		// on its own core, before adding into them: all of dq's rows
-		// (chunk 0), the rows from partialStart on of a partial buffer.
-		i0 := 0
-		if c > 0 {
-			i0 = partialStart(p, b, c)
+		// and of its key blocks' rows of dk and dv, on its own core. The
+		// rows of partials[c] from partialStart on are written first by
+		// the tiles of the chunk's first key block (c: see chunkOf), which
+		// overwrite instead of adding (backwardBlocks); of dq (chunk 0)
+		// the rows before, which no key reaches, are cleared here.
+		if c == 0 {
+			i0 := partialStart(p, b, 0)
+			for h := kvh * g; h < (kvh+1)*g; h++ {
+				off := (b*p.H + h) * p.Nq * d
+				clear(partials[0][off : off+i0*d])
+			}
 		}
-		for h := kvh * g; h < (kvh+1)*g; h++ {
-			off := (b*p.H + h) * p.Nq * d
-			clear(partials[c][off+i0*d : off+p.Nq*d])
-		}
-		// Keys from KeyEnd on are padding: no tile holds them, so
-		// whatever they hold is never read (0·NaN would be NaN).
+		// The chunk's key blocks in increasing order, their dk, dv rows
+		// cleared. Keys from keyEnd on are padding: no tile holds them,
+		// so whatever they hold is never read (0·NaN would be NaN).
 		keyEnd := p.KeyEnd(b)
+		js := w.blocks[:0]
 		for j := 0; j < nKB; j++ {
 			if chunkOf(j, chunks) != c {
 				continue
@@ -378,12 +507,16 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 			kEnd := ((b*p.Hkv+kvh)*p.Nk + min(j0+blockK, p.Nk)) * d
 			clear(dk[kOff:kEnd])
 			clear(dv[kOff:kEnd])
-			if j0 >= keyEnd {
-				continue // nobody sees key j0, nor any later key (bwdQueryStart = Nq)
+			if j0 < keyEnd { // else nobody sees key j0
+				js = append(js, j)
 			}
-			j1 := min(j0+blockK, keyEnd)
+		}
+		// Groups of up to gk key blocks walk the query blocks once.
+		for firstGroup := true; len(js) > 0; firstGroup = false {
+			grp := js[:min(gk, len(js))]
+			js = js[len(grp):]
 			for h := kvh * g; h < (kvh+1)*g; h++ {
-				backwardBlock(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, j0, j1)
+				backwardBlocks(p, w, q, k, v, do, &tr, &lse2, delta, partials[c], dk, dv, b, h, kvh, grp, keyEnd, firstGroup)
 			}
 		}
 	})
@@ -434,6 +567,8 @@ type bwdScratch[T Float] struct {
 	pt, dst []T               // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ)
 	first   []int             // per key of the tile: its first query column (blockK)
 	nv      []int             // per query of the tile: its visible keys (blockQ)
+	blocks  []int             // the unit's key blocks
+	start   []int             // per key block of a group: its first query block's row
 }
 
 func newBwdScratch[T Float]() *bwdScratch[T] {
@@ -442,15 +577,56 @@ func newBwdScratch[T Float]() *bwdScratch[T] {
 		dst:   make([]T, blockK*blockQ),
 		first: make([]int, blockK),
 		nv:    make([]int, blockQ),
+		start: make([]int, 4),
 	}
 }
 
-// backwardBlock adds the contributions of keys [j0, j1) of kv head kvh and
-// query head h (batch b) to dq (all query blocks that see the keys), dk and
-// dv: see flashBackward. The keys lie in one key block (j0 a multiple of
+// backwardGroup returns how many key blocks of a chunk the backward walks
+// the query blocks with at once (1…4): as many as keep their K, V, dK and
+// dV blocks (4·blockK·d elements each) within 512 KiB, so that they stay
+// in the core's L2 cache beside the query side's blocks, which are then
+// read once per group instead of once per key block.
+func backwardGroup(d, elemSize int) int {
+	return min(4, max(1, (512<<10)/(4*blockK*d*elemSize)))
+}
+
+// backwardBlocks adds the contributions of the key blocks js (increasing,
+// none of them padding from its start) of kv head kvh and query head h
+// (batch b) to dq (all query blocks that see the keys), dk and dv: see
+// flashBackward. Keys from keyEnd on are never read. The query blocks are
+// walked once for the whole group, each applied to every key block of the
+// group that it sees while the query block is in the cache; for each
+// output the contributions add in the order of a walk block by block
+// (for a dq block the key blocks in increasing order, for a dk or dv
+// block the query blocks in increasing order), so the grouping never
+// changes a result. With firstGroup set, js[0] is the unit's first key block
+// and its tiles overwrite dq's rows (from js[0]'s first query block on, the
+// rows every later tile of the unit adds to) instead of adding to them.
+func backwardBlocks[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh int, js []int, keyEnd int, firstGroup bool) {
+	// The query blocks that see key j0 start at the block of its first
+	// query; later keys are seen by later rows only.
+	start := w.start[:len(js)]
+	for x, j := range js {
+		start[x] = bwdQueryStart(p, b, j*blockK)
+	}
+	for i0 := start[0]; i0 < p.Nq; i0 += blockQ {
+		for x, j := range js {
+			if i0 < start[x] {
+				continue
+			}
+			j0 := j * blockK
+			backwardTile(p, w, q, k, v, do, tr, lse2, delta, dq, dk, dv, b, h, kvh, j0, min(j0+blockK, keyEnd), i0, firstGroup && x == 0)
+		}
+	}
+}
+
+// backwardTile adds the contributions of keys [j0, j1) of kv head kvh and
+// query rows [i0, i0+blockQ) of query head h (batch b) to dq, dk and dv:
+// see flashBackward. The keys lie in one key block (j0 a multiple of
 // blockK) and are all non-padding; keys of the block from j1 on are never
-// read.
-func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1 int) {
+// read. With overDQ set the tile's rows of dq are overwritten (set to the
+// tile's contribution) instead of added to.
+func backwardTile[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *transposed[T], lse2 *shifts[T], delta, dq, dk, dv []T, b, h, kvh, j0, j1, i0 int, overDQ bool) {
 	d, bc := p.D, j1-j0
 	kvOff := ((b*p.Hkv+kvh)*p.Nk + j0) * d
 	kB, vB := k[kvOff:kvOff+bc*d], v[kvOff:kvOff+bc*d]
@@ -460,39 +636,55 @@ func backwardBlock[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tr
 	rowBase := (b*p.H + h) * p.Nq
 	ws := &w.ws
 
-	// The query blocks that see key j0 start at the block of its first
-	// query; later keys are seen by later rows only.
-	for i0 := bwdQueryStart(p, b, j0); i0 < p.Nq; i0 += blockQ {
-		i1 := min(i0+blockQ, p.Nq)
-		br := i1 - i0
-		qOff := (rowBase + i0) * d
-		qB, doB, dqB := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
-		qtB, dotB := tr.q[qOff:qOff+br*d], tr.do[qOff:qOff+br*d] // d×br
-		pt, dst := w.pt[:bc*br], w.dst[:bc*br]
-		hiB, loB := lse2.hi[rowBase+i0:rowBase+i1], lse2.lo[rowBase+i0:rowBase+i1]
-		deltaB := delta[rowBase+i0 : rowBase+i1]
+	i1 := min(i0+blockQ, p.Nq)
+	br := i1 - i0
+	qOff := (rowBase + i0) * d
+	qB, doB, dqB := q[qOff:qOff+br*d], do[qOff:qOff+br*d], dq[qOff:qOff+br*d]
+	qtB, dotB := tr.q[qOff:qOff+br*d], tr.do[qOff:qOff+br*d] // d×br
+	pt, dst := w.pt[:bc*br], w.dst[:bc*br]
+	hiB, loB := lse2.hi[rowBase+i0:rowBase+i1], lse2.lo[rowBase+i0:rowBase+i1]
+	deltaB := delta[rowBase+i0 : rowBase+i1]
 
-		// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
-		// queries from FirstQuery on: the columns before are masked, 0.
-		// Masked entries are selected, never computed from the tile
-		// products: a NaN in a key hidden from a query by the causal mask
-		// must not reach that query.
-		tileGemm(ws, false, false, bc, br, d, alpha, kB, d, qtB, br, 0, pt, br) // Sᵀ = alpha·K·Qᵀ
-		tileGemm(ws, false, false, bc, br, d, 1, vB, d, dotB, br, 0, dst, br)   // dPᵀ = V·dOᵀ
-		for jj := 0; jj < bc; jj++ {
-			w.first[jj] = min(max(p.FirstQuery(b, j0+jj)-i0, 0), br)
-		}
-		// Pᵀ = 2^(Sᵀ − L·log₂e) and dSᵀ = Pᵀ∘(dPᵀ − D) in one pass.
-		vec.Exp2MulDiffRows(pt, dst, br, bc, br, w.first[:bc], hiB, loB, deltaB)
-		tileGemm(ws, false, false, bc, d, br, 1, pt, br, doB, d, 1, dvB, d)     // dV += Pᵀ·dO
-		tileGemm(ws, false, false, bc, d, br, scale, dst, br, qB, d, 1, dkB, d) // dK += scale·dSᵀ·Q
-		// dQ += scale·dS·K = scale·(dSᵀ)ᵀ·K, each query row over its
-		// visible keys only.
-		for r := 0; r < br; r++ {
-			w.nv[r] = min(max(p.KeyLimit(b, i0+r)-j0, 0), bc)
-		}
-		gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, dqB, d)
+	// Pᵀ = exp(Sᵀ − L), recomputed. Row jj (key j0+jj) is seen by the
+	// queries from FirstQuery on: the columns before are masked, 0.
+	// Masked entries are selected, never computed from the tile
+	// products: a NaN in a key hidden from a query by the causal mask
+	// must not reach that query.
+	first := w.first[:bc]
+	for jj := range first {
+		first[jj] = min(max(p.FirstQuery(b, j0+jj)-i0, 0), br)
 	}
+	// Sᵀ = alpha·K·Qᵀ and dPᵀ = V·dOᵀ, each band of key rows over the
+	// query columns that see its keys only (see keyBand): on the diagonal
+	// of a causal mask the last keys are seen by the last queries only.
+	for r0 := 0; r0 < bc; {
+		r1, c0 := keyBand(first, r0, br)
+		if c0 < br {
+			tileGemm(ws, false, false, r1-r0, br-c0, d, alpha, kB[r0*d:], d, qtB[c0:], br, 0, pt[r0*br+c0:], br)
+			tileGemm(ws, false, false, r1-r0, br-c0, d, 1, vB[r0*d:], d, dotB[c0:], br, 0, dst[r0*br+c0:], br)
+		}
+		r0 = r1
+	}
+	// Pᵀ = 2^(Sᵀ − L·log₂e) and dSᵀ = Pᵀ∘(dPᵀ − D) in one pass; it sets
+	// the masked entries (c < first[r]) to 0 without reading them.
+	vec.Exp2MulDiffRows(pt, dst, br, bc, br, first, hiB, loB, deltaB)
+	// dV += Pᵀ·dO and dK += scale·dSᵀ·Q, each band over the queries that
+	// see its keys (the others' Pᵀ and dSᵀ entries are 0: leaving them
+	// out drops exact zeros only).
+	for r0 := 0; r0 < bc; {
+		r1, c0 := keyBand(first, r0, br)
+		if c0 < br {
+			tileGemm(ws, false, false, r1-r0, d, br-c0, 1, pt[r0*br+c0:], br, doB[c0*d:], d, 1, dvB[r0*d:], d)
+			tileGemm(ws, false, false, r1-r0, d, br-c0, scale, dst[r0*br+c0:], br, qB[c0*d:], d, 1, dkB[r0*d:], d)
+		}
+		r0 = r1
+	}
+	// dQ += scale·dS·K = scale·(dSᵀ)ᵀ·K, each query row over its visible
+	// keys only.
+	for r := 0; r < br; r++ {
+		w.nv[r] = min(max(p.KeyLimit(b, i0+r)-j0, 0), bc)
+	}
+	gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, overDQ, dqB, d)
 }
 
 // sizeOf returns the size in bytes of one element of type T.

@@ -38,11 +38,12 @@ func tileGemm[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, 
 	}
 }
 
-// gemmPrefix adds to c the product op(a)·b where row r of op(a) uses only
-// its first n[r] columns:
+// gemmPrefix adds to c (over = false) or sets c to (over = true) the
+// product op(a)·b where row r of op(a) uses only its first n[r] columns:
 //
 //	c[r*ldc+j] += alpha·Σ_{l<n[r]} op(a)[r,l]·b[l*ldb+j]    (r < m, j < nc)
 //
+// (with over, c's rows are first set to 0: a row with n[r] = 0 gets zeros);
 // with op(a) = a (row r at a[r*lda:]) or, when tA is set, aᵀ (a stored
 // [k, m], row r of op(a) is column r of a). n[r] is the number of keys row
 // r sees in the tile (a causal mask and padding hide a suffix of the keys),
@@ -60,7 +61,11 @@ func tileGemm[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, 
 // run the micro-kernel on mostly empty register tiles (it computes mr rows
 // at a time): the diagonal tile then cost about three ordinary tiles.
 // Which path a row takes depends on the mask only, never on the values.
-func gemmPrefix[T Float](w *gemm.Workspace[T], tA bool, m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+func gemmPrefix[T Float](w *gemm.Workspace[T], tA bool, m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, over bool, c []T, ldc int) {
+	beta := T(1)
+	if over {
+		beta = 0
+	}
 	for r0 := 0; r0 < m; {
 		r1 := r0 + 1
 		for r1 < m && n[r1] == n[r0] {
@@ -70,12 +75,17 @@ func gemmPrefix[T Float](w *gemm.Workspace[T], tA bool, m, nc int, n []int, alph
 			r1 = min(r0+prefixGroup, m)
 		}
 		k0 := n[r0] // the group's common prefix (n is nondecreasing)
-		if k0 > 0 {
+		switch {
+		case k0 > 0:
 			aOff := r0 * lda
 			if tA {
 				aOff = r0
 			}
-			tileGemm(w, tA, false, r1-r0, nc, k0, alpha, a[aOff:], lda, b, ldb, 1, c[r0*ldc:], ldc)
+			tileGemm(w, tA, false, r1-r0, nc, k0, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc)
+		case over:
+			for r := r0; r < r1; r++ {
+				clear(c[r*ldc : r*ldc+nc])
+			}
 		}
 		for r := r0; r < r1; r++ {
 			cr := c[r*ldc : r*ldc+nc]
