@@ -39,7 +39,7 @@ note "tools: $(head -1 "$out/tools.log"); $(grep -m1 ^torch "$out/tools.log" || 
 if [ -x "$bin/cuda.test" ]; then
   testbin=$PWD/$bin/cuda.test  # run from cuda/, the package directory, as go test does
   start=$(date +%s)
-  (cd cuda && timeout ${TEST_TIMEOUT:-240} "$testbin" -test.v -test.count=1 ${TEST_RUN:+-test.run "$TEST_RUN"}) >"$out/tests.log" 2>&1
+  (cd cuda && timeout ${TEST_TIMEOUT:-330} "$testbin" -test.v -test.count=1 ${TEST_RUN:+-test.run "$TEST_RUN"}) >"$out/tests.log" 2>&1
   rc=$?
   pass=$(grep -c -- '--- PASS' "$out/tests.log"); fail=$(grep -c -- '--- FAIL' "$out/tests.log"); skip=$(grep -c -- '--- SKIP' "$out/tests.log")
   note "tests: rc=$rc, $pass passed, $fail failed, $skip skipped, $(( $(date +%s) - start ))s"
@@ -73,7 +73,7 @@ for tb in "$bin"/*-*.test; do
   dir=${name/-//}
   start=$(date +%s)
   abs=$PWD/$tb  # the binary runs from its package directory, as go test does
-  (cd "$dir" && timeout ${TEST_TIMEOUT:-240} "$abs" -test.v -test.count=1) >"$out/tests-$name.log" 2>&1
+  (cd "$dir" && timeout ${TEST_TIMEOUT:-330} "$abs" -test.v -test.count=1) >"$out/tests-$name.log" 2>&1
   rc=$?
   note "$dir tests on the device: rc=$rc, $(grep -c -- '--- PASS' "$out/tests-$name.log") passed, $(grep -c -- '--- FAIL' "$out/tests-$name.log") failed, $(grep -c -- '--- SKIP' "$out/tests-$name.log") skipped, $(( $(date +%s) - start ))s"
   grep -- '--- FAIL' "$out/tests-$name.log" | head -10 | while read -r l; do echo "  $dir: $l"; done >>"$out/failures.txt"
