@@ -341,7 +341,7 @@ func TestTooBigForMemory(t *testing.T) {
 	data := corpus(t)
 	for _, args := range [][]string{
 		{"-batch", "1000000000000"},
-		{"-width", "4000002", "-context", "16"},
+		{"-width", "4000002", "-heads", "2", "-context", "16"},
 		{"-eval_batches", "1000000000000000"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
