@@ -39,14 +39,11 @@ func (k gatherOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err := checkFloat(k.name(), table.Dtype()); err != nil {
 		return err
 	}
-	idx, ok := idxT.Data().([]int)
-	if !ok {
-		return fmt.Errorf("%s: indices have dtype %v, want int", k.name(), idxT.Dtype())
+	idx, err := indicesOf(k.name(), idxT, table.Shape()[0])
+	if err != nil {
+		return err
 	}
-	v, d := table.Shape()[0], table.Shape()[1]
-	if err := checkIndices(idx, v); err != nil {
-		return fmt.Errorf("%s: %w", k.name(), err)
-	}
+	d := table.Shape()[1]
 	switch table.Dtype() {
 	case tensor.Float32:
 		gather(floats[float32](out), floats[float32](table), idx, d)
@@ -57,6 +54,19 @@ func (k gatherOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 }
 func (k gatherOp) grads() []gradSpec {
 	return []gradSpec{{op: opBase{scatterAddOp{}}, args: []int{0, 1, argGrad}}, {}}
+}
+
+// indicesOf returns the int indices of idxT, each checked to lie in [0, v),
+// or an error naming the op.
+func indicesOf(op string, idxT *tensor.Dense, v int) ([]int, error) {
+	idx, ok := idxT.Data().([]int)
+	if !ok {
+		return nil, fmt.Errorf("%s: indices have dtype %v, want int", op, idxT.Dtype())
+	}
+	if err := checkIndices(idx, v); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return idx, nil
 }
 
 func checkIndices(idx []int, v int) error {
@@ -98,14 +108,11 @@ func (k scatterAddOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err := sameDtype(k.name(), table, g); err != nil {
 		return err
 	}
-	idx, ok := idxT.Data().([]int)
-	if !ok {
-		return fmt.Errorf("%s: indices have dtype %v, want int", k.name(), idxT.Dtype())
+	idx, err := indicesOf(k.name(), idxT, table.Shape()[0])
+	if err != nil {
+		return err
 	}
-	v, d := table.Shape()[0], table.Shape()[1]
-	if err := checkIndices(idx, v); err != nil {
-		return fmt.Errorf("%s: %w", k.name(), err)
-	}
+	d := table.Shape()[1]
 	switch table.Dtype() {
 	case tensor.Float32:
 		scatterAdd(floats[float32](out), floats[float32](g), idx, d)

@@ -8,6 +8,11 @@ import (
 	"sync"
 )
 
+// Workers returns how many goroutines For may use at most: kernels that
+// size their units of work for the workers (so that each has several) ask
+// here rather than reading GOMAXPROCS themselves.
+func Workers() int { return runtime.GOMAXPROCS(0) }
+
 // For calls body(lo, hi) on disjoint ranges that cover [0, n) exactly once,
 // in parallel when the work is large enough to pay for goroutines.
 //
@@ -22,7 +27,7 @@ func For(n, grain int, body func(lo, hi int)) {
 	if grain < 1 {
 		grain = 1
 	}
-	workers := runtime.GOMAXPROCS(0)
+	workers := Workers()
 	if max := (n + grain - 1) / grain; workers > max {
 		workers = max
 	}

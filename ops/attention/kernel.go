@@ -2,7 +2,6 @@ package attention
 
 import (
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -118,7 +117,7 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	kt := getBuf[T](len(k))
 	defer putBuf(kt)
 	transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
-	gq := forwardGroup(bh, nQB, runtime.GOMAXPROCS(0))
+	gq := forwardGroup(bh, nQB, parallel.Workers())
 	nG := (nQB + gq - 1) / gq
 	runUnits(bh*nG, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
 		// The most expensive groups of query blocks (last, under a causal
@@ -461,7 +460,7 @@ func flashBackward[T Float](p *params, q, k, v, o, lse, lres, do, dlse, dq, dk, 
 	transposeBlocks(tr.do, do, bh, p.Nq, d, blockQ)
 
 	nUnits := p.B * p.Hkv * chunks
-	headMajor := nUnits >= 8*runtime.GOMAXPROCS(0)
+	headMajor := nUnits >= 8*parallel.Workers()
 	gk := backwardGroup(d, int(sizeOf(elem)))
 	runUnits(nUnits, &bwdPools[poolIndex[T]()], newBwdScratch[T], func(w *bwdScratch[T], u int) {
 		// Chunk-major order where the units are few per worker: under a
