@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"sync"
@@ -62,7 +63,7 @@ type normKey struct {
 // or cuBLAS cannot be loaded (matrix products need it).
 func CUDA() (Backend, error) {
 	if !cuda.Enabled() {
-		return nil, fmt.Errorf("machine: no CUDA device (%s)", cuda.Device())
+		return nil, errors.New("machine: no CUDA device in use (the cuda package logs why)")
 	}
 	if err := cuda.BLAS(); err != nil {
 		return nil, fmt.Errorf("machine: %s: %w", cuda.Device(), err)
