@@ -8,7 +8,8 @@
 # GPT_BINARY is `go build -o … ./examples/gpt` (the GPU machine has no Go: build it elsewhere);
 # CORPUS a text file for -data. Both sides are timed the same way: the steps after a warm-up
 # step (ours: steady_tokens_per_s of the result line, the first step, the evaluation and the
-# checkpoint excluded; PyTorch: every step after one warm-up step). Ours over the whole run (graph
+# checkpoint excluded; PyTorch: every step after one warm-up step). On a GPU, PyTorch compiled
+# (torch.compile, modes default and reduce-overhead) is timed too. Ours over the whole run (graph
 # planning, first step, one evaluation batch, checkpoint) is printed beside it. Two
 # configurations: examples/gpt's earlier default (2 layers, width 64, 4 heads, context 64,
 # batch 32) and a larger one (4 layers, width 256, 8 heads, context 256, batch 16).
@@ -29,9 +30,9 @@ ours() { # env... -- layers width heads ctx batch steps
     -lr 1e-3 -min_lr 1e-4 -warmup 0 -eval_every 1000000 -eval_batches 1 -sample_len 1 -quiet -out "$tmp/out" 2>&1 |
     sed -n 's/.* tokens_per_s=\([0-9.]*\) steady_tokens_per_s=\([0-9.]*\).*/\2 \1/p'
 }
-torch() { # device threads layers width heads ctx batch steps
+torch() { # device threads layers width heads ctx batch steps [compile mode]
   python3 cmd/trainbench/gpt_twin.py --device "$1" --threads "$2" --layers "$3" --width "$4" --heads "$5" \
-    --context "$6" --batch "$7" --steps "$8" 2>/dev/null | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tokens_per_s"]))'
+    --context "$6" --batch "$7" --steps "$8" ${9:+--compile "$9"} 2>>"$tmp/torch.err" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tokens_per_s"]))'
 }
 
 echo "# train-bench $(date -u '+%Y-%m-%d %H:%M UTC'): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
@@ -39,6 +40,7 @@ echo "# train-bench $(date -u '+%Y-%m-%d %H:%M UTC'): $(grep -m1 'model name' /p
 echo
 echo "| config (layers, width, heads, context, batch) | device | ours tokens/s | ours, whole run | PyTorch eager tokens/s | ours ÷ PyTorch |"
 echo "|---|---|---|---|---|---|"
+compiled=()
 for cfg in "${configs[@]}"; do
   set -- $cfg
   for t in ${threads//,/ }; do
@@ -52,5 +54,23 @@ for cfg in "${configs[@]}"; do
     p=$(torch cuda 0 "$@")
     r=$(python3 -c "print(f'{$o/$p:.2f}')" 2>/dev/null || echo -)
     echo "| $1, $2, $3, $4, $5 | GPU | $o | $w | $p | $r |"
+    for mode in default reduce-overhead; do
+      c=$(torch cuda 0 "$@" "$mode" || echo -)
+      rc=$(python3 -c "print(f'{$o/$c:.2f}')" 2>/dev/null || echo -)
+      compiled+=("| $1, $2, $3, $4, $5 | $mode | $o | $c | $rc |")
+    done
   fi
 done
+if [ ${#compiled[@]} -gt 0 ]; then
+  echo
+  echo "GPU against torch.compile (mode; the optimizer step eager):"
+  echo
+  echo "| config (layers, width, heads, context, batch) | torch.compile mode | ours tokens/s | PyTorch compiled tokens/s | ours ÷ PyTorch |"
+  echo "|---|---|---|---|---|"
+  printf '%s\n' "${compiled[@]}"
+fi
+if [ -s "$tmp/torch.err" ]; then
+  echo
+  echo "PyTorch's standard error (last lines):"
+  tail -n 15 "$tmp/torch.err" | sed 's/^/    /'
+fi

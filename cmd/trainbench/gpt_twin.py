@@ -2,7 +2,7 @@
 """PyTorch twin of nn.GPT (examples/gpt's model) for training-throughput comparisons.
 
 Usage: gpt_twin.py --device cpu|cuda --threads T --layers L --width W --heads H --context C
-                   --batch B --steps S [--vocab V]
+                   --batch B --steps S [--vocab V] [--compile default|reduce-overhead]
 
 Same architecture and sizes as nn.NewGPT with LayerNorm: token and learned position embeddings;
 L pre-norm blocks x += proj(attn(ln1(x))) with one fused QKV projection (bias) and causal
@@ -10,7 +10,8 @@ scaled-dot-product attention, x += fc2(gelu_tanh(fc1(ln2(x)))) with hidden 4·W;
 a head without bias (no weight tying); cross-entropy; AdamW (betas 0.9, 0.95, eps 1e-8, decay 0.1
 on matrices and embeddings) with global-norm clipping at 1.0; float32, eager mode. Random tokens
 (the throughput does not depend on them). Prints one JSON line: {"tokens_per_s", ...}, timed over
-all S steps after one warm-up step. (The logits were not cross-checked against a checkpoint of
+all S steps after one warm-up step (three with --compile: torch.compile(model, mode=...) compiles
+forward and backward on the first calls; the optimizer step stays eager in both modes). (The logits were not cross-checked against a checkpoint of
 ours in this script's first version: it measures the same work, not the same numbers.)
 """
 import argparse
@@ -59,6 +60,7 @@ def main():
                           ("batch", 32), ("steps", 50), ("vocab", 128)]:
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--compile", default="", help="torch.compile mode: default or reduce-overhead")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -71,18 +73,20 @@ def main():
     rest = [p for n, p in m.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    fwd = torch.compile(m, mode=a.compile) if a.compile else m
     x = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
     y = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
 
     def step():
-        loss = F.cross_entropy(m(x).view(-1, a.vocab), y.view(-1))
+        loss = F.cross_entropy(fwd(x).view(-1, a.vocab), y.view(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         opt.step()
         return loss
 
-    step()  # warm-up
+    for _ in range(3 if a.compile else 1):  # warm-up (and compilation)
+        step()
     if dev.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -93,7 +97,7 @@ def main():
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     print(json.dumps({"device": a.device, "threads": a.threads, "layers": a.layers, "width": a.width,
-                      "heads": a.heads, "context": a.context, "batch": a.batch, "steps": a.steps,
+                      "heads": a.heads, "compile": a.compile, "context": a.context, "batch": a.batch, "steps": a.steps,
                       "params": sum(p.numel() for p in m.parameters()),
                       "tokens_per_s": a.steps * a.batch * a.context / dt}))
 
