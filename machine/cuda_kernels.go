@@ -50,9 +50,14 @@ type (
 // nil kernel for an instance it does not cover (the node then runs on the host).
 func cudaKernels(c *cudaBackend) Registry {
 	return Registry{
-		"gorgonia.elemBinOp":   c.elemBin,
-		"gorgonia.elemUnaryOp": c.elemUnary,
-		"gorgonia.sumOp":       c.sum,
+		"gorgonia.elemBinOp":   c.pointwise,
+		"gorgonia.elemUnaryOp": c.pointwise,
+		"gorgonia.linAlgBinOp": c.linAlg,
+		"gorgonia.transposeOp": c.move,
+		"gorgonia.sliceOp":     c.move,
+		"gorgonia.sliceIncrOp": c.move,
+		"gorgonia.concatOp":    c.move,
+		"gorgonia.sumOp":       c.sumAny,
 		"gorgonia.sizeOp":      c.constant,
 		"gorgonia.reshapeOp":   c.copyOp,
 		"gorgonia.repeatOp":    c.repeat,
@@ -105,40 +110,6 @@ func floats(out Operand, in ...Operand) bool {
 
 // flat is the index space of a contiguous copy of n elements.
 func flat(n int) ([4]int, [4]int) { return [4]int{1, 1, 1, n}, [4]int{0, 0, 0, 1} }
-
-// elemBin: same-shape addition and Hadamard product (residuals, dropout masks, the loss's
-// weights).
-func (c *cudaBackend) elemBin(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	s := op.String()
-	if len(in) != 2 || !floats(out, in...) || !in[0].Shape.Eq(out.Shape) || !in[1].Shape.Eq(out.Shape) {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case strings.HasPrefix(s, "+ "):
-		return func() error { return cuda.Add(y, x[0], x[1]) }, nil
-	case strings.HasPrefix(s, "⊙ "):
-		return func() error { return cuda.Mul(y, x[0], x[1]) }, nil
-	}
-	return nil, nil
-}
-
-// elemUnary: negation.
-func (c *cudaBackend) elemUnary(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	if op.String() != "neg" || len(in) != 1 || !floats(out, in...) || size(in[0].Shape) != size(out.Shape) {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
-		return nil, err
-	}
-	shape, stride := flat(y.Len())
-	p := cuda.StridedParams{Shape: shape, X: x[0], Y: y, XStride: stride, YStride: stride, Alpha: -1}
-	return func() error { return cuda.Strided(p) }, nil
-}
 
 // copyOp: a reshape the machine does not share as a view (a scalar's), a contiguous copy.
 func (c *cudaBackend) copyOp(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {

@@ -74,16 +74,24 @@ func TestCUDAMatchesCPU(t *testing.T) {
 	}
 }
 
-// TestCUDAHostOps lists the ops of a GPT's training graph that have no
-// CUDA kernel and run on the host with copies: there should be none.
+// TestCUDAHostOps lists the ops that have no CUDA kernel and run on the host
+// with copies, in a GPT's training graph and in the graphs of Gorgonia's own
+// general-purpose ops (TestCUDAMatchesCPU checks their values): there should
+// be none.
 func TestCUDAHostOps(t *testing.T) {
 	needGPU(t)
-	m, _, _, _ := onMachine(t, gpt(gptConfig, 2), tensor.Float32, machine.OnDevice("cuda"))
-	r := m.Report()
-	for _, h := range r.HostOps {
-		t.Errorf("runs on the host: %s", h)
+	for _, name := range []string{"nn/gpt", "gorgonia/arithmetic", "gorgonia/mlp", "gorgonia/batched"} {
+		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+			t.Run(name+"/"+dt.String(), func(t *testing.T) {
+				m, _, _, _ := onMachine(t, named(name), dt, machine.OnDevice("cuda"))
+				r := m.Report()
+				for _, h := range r.HostOps {
+					t.Errorf("runs on the host: %s", h)
+				}
+				t.Logf("%d of %d ops run on %s", r.DeviceKernels, r.Ops, r.Device)
+			})
+		}
 	}
-	t.Logf("%d of %d ops run on %s", r.DeviceKernels, r.Ops, r.Device)
 }
 
 // TestCUDAMemoryFlat: device memory in use does not grow from run to run.

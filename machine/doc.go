@@ -64,12 +64,18 @@
 // products (cuBLAS), norms (the gradient reading its forward's row
 // statistics), heads split and merge, gather and scatter-add; ops/softmax's
 // family; ops/attention's forward and backward on views of the packed values
-// (cuda.AttentionForwardBuffers) and the packing of its gradient; Gorgonia's
-// same-shape add and Hadamard product, negation, sums (deterministic, in
-// float64), SizeOf, scalar reshape and the repeats of a loss's gradient
-// (strided copies, cuda.Strided). The ops learn their parameters from the
+// (cuda.AttentionForwardBuffers) and the packing of its gradient; and
+// Gorgonia's own ops: elementwise arithmetic and functions (+ − ⊙ ÷ ^ with
+// same-size or scalar operands; tanh, sigmoid, exp, ln, sqrt, … through
+// cuda.Unary and cuda.Binary), matrix × matrix, × vector and batched products
+// (cuBLAS), sums over leading axes (deterministic, in float64) or trailing
+// ones, SizeOf, scalar reshape, and data movement (repeat, transpose, slice,
+// concat and sliceIncr as strided copies, cuda.Strided, whose layouts the
+// machine derives by running the op once on the host over inputs that hold
+// their own positions: layout.go). The ops learn their parameters from the
 // op (NNSpecer for nn's, DeviceSpec methods for softmax and attention).
-// TestCUDAHostOps lists a GPT's ops that have no kernel: none. Kernels queue
+// TestCUDAHostOps lists the ops without a kernel in a GPT's graph and in
+// graphs of Gorgonia's general-purpose ops: none. Kernels queue
 // on the device's one stream; a run waits for the device only where the host
 // reads a value (Value, Read, a host op's inputs).
 //

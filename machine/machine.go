@@ -86,6 +86,7 @@ type step struct {
 	kernel Kernel                   // device implementation, or nil
 	into   IntoDoer                 // the op's DoInto, or nil
 	pd     gorgonia.UsePreallocDoer // the op's UsePreallocDo, or nil: Do and copy
+	zero   bool                     // pd adds into out: zero out first (addsIntoPrealloc)
 	args   []gorgonia.Value         // host values of the inputs
 	out    gorgonia.Value           // host value the result goes to
 	down   []int                    // args to download before a host op (device backends)
@@ -492,7 +493,7 @@ func (m *Machine) build() error {
 		case ok1:
 			st.into = into
 		case ok2:
-			st.pd = pd
+			st.pd, st.zero = pd, addsIntoPrealloc[OpKind(op)]
 		default:
 			m.report.Copied = append(m.report.Copied, describe(v))
 		}
@@ -615,6 +616,11 @@ func (m *Machine) exec(st *step) error {
 	case st.pd != nil:
 		// Gorgonia's UsePreallocDo refuses some operand kinds (as in the
 		// TapeMachine, Do then computes the result, copied below).
+		if st.zero {
+			if z, ok := st.out.(interface{ Zero() }); ok {
+				z.Zero()
+			}
+		}
 		if r, err = st.pd.UsePreallocDo(st.out, st.args...); err != nil {
 			r, err = st.op.Do(st.args...) // a new value: copied and recorded below
 		}
@@ -639,6 +645,16 @@ func (m *Machine) exec(st *step) error {
 		}
 	}
 	return nil
+}
+
+// addsIntoPrealloc lists the Gorgonia ops whose UsePreallocDo adds into the value it is given
+// instead of overwriting it: they assume the fresh, zeroed value the TapeMachine allocates.
+// The machine reuses buffers, so it zeroes their output first (without this, Slice's gradient
+// summed what its buffer held before: TestMatchesTapeMachine's gorgonia cases caught it).
+var addsIntoPrealloc = map[string]bool{
+	"gorgonia.sliceIncrOp":   true,
+	"gorgonia.maxPoolDiffOp": true,
+	"gorgonia.avgPoolDiffOp": true,
 }
 
 // sameMemory reports whether a and b are dense tensors over the same

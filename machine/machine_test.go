@@ -256,6 +256,8 @@ var cases = []struct {
 		s := gorgonia.Must(gorgonia.Sum(y, 0))  // [6]
 		return gorgonia.Must(gorgonia.Concat(0, m, s)), nil
 	})},
+	{"gorgonia/mlp", gorgoniaMLP},
+	{"gorgonia/batched", gorgoniaBatched},
 	{"attention/causal", attn(2, 2, 2, 17, 17, 5, attention.Options{Causal: true}, false)},
 	{"attention/causal-nq<nk", attn(1, 2, 2, 5, 17, 4, attention.Options{Causal: true}, false)},
 	{"attention/padding", attn(2, 2, 2, 9, 17, 3, attention.Options{KeyLengths: []int{17, 6}}, false)},
