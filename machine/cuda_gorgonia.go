@@ -50,14 +50,15 @@ func (c *cudaBackend) pointwise(op gorgonia.Op, out Operand, in []Operand) (Kern
 }
 
 // linAlg: Gorgonia's products on cuBLAS, row-major, from the op's String (A × B, Aᵀ × B,
-// A × Bᵀ, A × b, A ××× B):
+// A × Bᵀ, A × b, a ⊗ b, A ××× B):
 //
 //	matrix × matrix   C [M,N] = op(A) op(B)
 //	matrix × vector   c [M]   = op(A) b           (b as a [K,1] matrix)
+//	outer             C [M,N] = a bᵀ               ([M,1] × [1,N]; Gorgonia's Mul of a column
+//	                                               and a row)
 //	batched           C [B,M,N] = op(A_i) op(B_i)  (the last two axes; strided-batched)
 //
-// Dot and outer products of vectors run on the host (Gorgonia's gradient of the outer product
-// fails to build in v0.9.18, so no graph here could test them).
+// Dot products of vectors run on the host.
 func (c *cudaBackend) linAlg(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
 	if len(in) != 2 || !floats(out, in...) {
 		return nil, nil
@@ -86,6 +87,11 @@ func (c *cudaBackend) linAlg(op gorgonia.Op, out Operand, in []Operand) (Kernel,
 			return nil, nil
 		}
 		p.M, p.N, p.K = o[0], 1, b[0]
+	case strings.Contains(s, "⊗"): // outer: a [M] (or [M,1]) with b [N] (or [1,N])
+		if len(o) != 2 || in[0].Size() != o[0] || in[1].Size() != o[1] {
+			return nil, nil
+		}
+		p.M, p.N, p.K, p.TransA, p.TransB = o[0], o[1], 1, false, false
 	default:
 		return nil, nil
 	}
