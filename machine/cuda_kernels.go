@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/cuda"
+	"github.com/flashgorgon/flashgorgon/graph"
 )
 
 // NNSpec is what a device kernel needs to know of one of nn's ops, which give it through
@@ -30,10 +31,11 @@ type NNSpec struct {
 	Off, C         int
 }
 
-// NNSpecer is implemented by nn's ops.
+// NNSpecer is implemented by the descriptions of nn's ops (graph.DefOf).
 type NNSpecer interface{ DeviceSpec() NNSpec }
 
-// The device descriptions that ops/softmax and ops/attention give.
+// The device descriptions that ops/softmax and ops/attention give (their ops'
+// graph.OpDef).
 type (
 	softmaxSpecer interface {
 		DeviceSpec(x tensor.Shape) cuda.SoftmaxBuffers
@@ -294,7 +296,7 @@ func (c *cudaBackend) repeat(op gorgonia.Op, out Operand, in []Operand) (Kernel,
 
 // nnSpec returns the description of one of nn's ops.
 func nnSpec(op gorgonia.Op) (NNSpec, bool) {
-	s, ok := op.(NNSpecer)
+	s, ok := graph.DefOf(op).(NNSpecer)
 	if !ok {
 		return NNSpec{}, false
 	}
@@ -518,7 +520,7 @@ func (c *cudaBackend) scatterAdd(op gorgonia.Op, out Operand, in []Operand) (Ker
 // softmax: the softmax family forward (input x) and backward (inputs y, dy; x, y, dy for
 // log-sum-exp).
 func (c *cudaBackend) softmax(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	s, ok := op.(softmaxSpecer)
+	s, ok := graph.DefOf(op).(softmaxSpecer)
 	if !ok || !floats(out, in...) {
 		return nil, nil
 	}
@@ -549,7 +551,7 @@ func (c *cudaBackend) softmax(op gorgonia.Op, out Operand, in []Operand) (Kernel
 // attention: the fused forward (q, k, v → [O | L | LRes]) and backward (q, k, v, packed,
 // dPacked → [dQ | dK | dV]) on views of the packed buffers.
 func (c *cudaBackend) attention(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	s, ok := op.(attentionSpecer)
+	s, ok := graph.DefOf(op).(attentionSpecer)
 	if !ok || !floats(out, in...) {
 		return nil, nil
 	}
@@ -621,7 +623,7 @@ func (c *cudaBackend) attention(op gorgonia.Op, out Operand, in []Operand) (Kern
 // attnScatter: zeros with the input at [off, off+size) (the gradient of a piece of attention's
 // packed value).
 func (c *cudaBackend) attnScatter(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	s, ok := op.(scatterSpecer)
+	s, ok := graph.DefOf(op).(scatterSpecer)
 	if !ok || len(in) != 1 || !floats(out, in...) {
 		return nil, nil
 	}
