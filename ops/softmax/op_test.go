@@ -490,7 +490,7 @@ func TestUsePrealloc(t *testing.T) {
 		{"is the input", xt, false},
 		{"nil", nil, false},
 	} {
-		v, err := fwdOp{kind: kindSoftmax, axis: 1, dims: 2}.UsePreallocDo(c.prealloc, xt)
+		v, err := graph.NewOp(fwdOp{kind: kindSoftmax, axis: 1, dims: 2}).UsePreallocDo(c.prealloc, xt)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -507,7 +507,7 @@ func TestUsePrealloc(t *testing.T) {
 	y := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(want))
 	dy := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{1, 0, -1, 2, 0.5, 0}))
 	dx := tensor.New(tensor.WithShape(2, 3), tensor.Of(tensor.Float64))
-	v, err := bwdOp{kind: kindSoftmax, axis: 1, dims: 2}.UsePreallocDo(dx, y, dy)
+	v, err := graph.NewOp(bwdOp{kind: kindSoftmax, axis: 1, dims: 2}).UsePreallocDo(dx, y, dy)
 	if err != nil {
 		t.Fatal(err)
 	}
