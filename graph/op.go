@@ -196,7 +196,7 @@ func (o Op) name(i int) string {
 
 func (o Op) InferShape(ds ...gorgonia.DimSizer) (tensor.Shape, error) {
 	if len(ds) != o.def.Arity() {
-		return nil, fmt.Errorf("%v: %d inputs, want %d", o, len(ds), o.def.Arity())
+		return nil, fmt.Errorf("%v: got %d inputs, want %d", o, len(ds), o.def.Arity())
 	}
 	shapes := make([]tensor.Shape, len(ds))
 	for i, d := range ds {
@@ -213,7 +213,7 @@ func (o Op) InferShape(ds ...gorgonia.DimSizer) (tensor.Shape, error) {
 // tensors with the output's shape.
 func (o Op) inputs(vs []gorgonia.Value) ([]*tensor.Dense, tensor.Shape, error) {
 	if len(vs) != o.def.Arity() {
-		return nil, nil, fmt.Errorf("%v: %d inputs, want %d", o, len(vs), o.def.Arity())
+		return nil, nil, fmt.Errorf("%v: got %d inputs, want %d", o, len(vs), o.def.Arity())
 	}
 	in := make([]*tensor.Dense, len(vs))
 	shapes := make([]tensor.Shape, len(vs))
@@ -258,7 +258,7 @@ func (o Op) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	}
 	if o.shared() {
 		off, _ := o.ViewOffset()
-		return view(in[0], off, shape), nil
+		return view(o, in[0], off, shape)
 	}
 	out := tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(in[0].Dtype()))
 	if err := o.def.Forward(out, in); err != nil {
@@ -267,19 +267,24 @@ func (o Op) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	return scalarOrTensor(out), nil
 }
 
-// view returns elements [off, off+size(shape)) of the contiguous d as a
-// tensor of the given shape sharing d's memory (capacity clipped, so that
-// nothing can append into the rest of d).
-func view(d *tensor.Dense, off int, shape tensor.Shape) *tensor.Dense {
+// view returns elements [off, off+size(shape)) of the contiguous float
+// tensor d as a tensor of the given shape sharing d's memory (capacity
+// clipped, so that nothing can append into the rest of d).
+func view(op fmt.Stringer, d *tensor.Dense, off int, shape tensor.Shape) (*tensor.Dense, error) {
 	n := shape.TotalSize()
-	var backing any
-	switch s := d.Data().(type) {
-	case []float32:
-		backing = s[off : off+n : off+n]
-	case []float64:
-		backing = s[off : off+n : off+n]
+	if off < 0 || off+n > d.Shape().TotalSize() {
+		return nil, fmt.Errorf("%v: elements [%d, %d) of an input of shape %v", op, off, off+n, d.Shape())
 	}
-	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(backing))
+	var backing any
+	switch d.Dtype() {
+	case tensor.Float32:
+		backing = d.Float32s()[off : off+n : off+n]
+	case tensor.Float64:
+		backing = d.Float64s()[off : off+n : off+n]
+	default:
+		return nil, fmt.Errorf("%v: dtype %v is not supported", op, d.Dtype())
+	}
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.WithBacking(backing)), nil
 }
 
 // scalarOrTensor returns a rank-0 float tensor as Gorgonia's scalar value.
@@ -454,16 +459,6 @@ func (o Op) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output 
 	return nil
 }
 
-// Pure gives an op, embedded in it, the answers of an op that computes a
-// new value from its inputs: the result is not a pointer into an input
-// (ReturnsPtr false), no external library is called (CallsExtern false),
-// and no input is overwritten (OverwritesInput −1).
-type Pure struct{}
-
-func (Pure) ReturnsPtr() bool     { return false }
-func (Pure) CallsExtern() bool    { return false }
-func (Pure) OverwritesInput() int { return -1 }
-
 // OpHash is the FNV-1a hash of what op writes with WriteHash: the
 // Hashcode of an op whose WriteHash describes it completely.
 func OpHash(op interface{ WriteHash(hash.Hash) }) uint32 {
@@ -476,30 +471,6 @@ func OpHash(op interface{ WriteHash(hash.Hash) }) uint32 {
 // the type variable a", for ops generic over float32 and float64.
 func TensorType(dims int) hm.Type {
 	return gorgonia.TensorType{Dims: dims, Of: hm.TypeVariable('a')}
-}
-
-// AddGradInto is the DoDiff (LispMachine) of a one-input op whose input
-// gradient is a function of its output's gradient alone:
-//
-//	∂input[off+i] += grad(∂output)[i]
-//
-// grad nil means the output's gradient itself. op names the op in errors.
-func AddGradInto(op fmt.Stringer, input, output *gorgonia.Node, off int, grad func(gorgonia.Value) (gorgonia.Value, error)) error {
-	gout, err := output.Grad()
-	if err != nil {
-		return fmt.Errorf("%v: output has no gradient: %w", op, err)
-	}
-	dst, err := input.Grad()
-	if err != nil {
-		return fmt.Errorf("%v: input has no gradient slot: %w", op, err)
-	}
-	src := gout
-	if grad != nil {
-		if src, err = grad(gout); err != nil {
-			return err
-		}
-	}
-	return AddInto(dst, src, off)
 }
 
 // AddInto adds the dense tensor src, flattened, into the dense tensor dst
