@@ -294,6 +294,21 @@ func (c *cudaBackend) repeat(op gorgonia.Op, out Operand, in []Operand) (Kernel,
 	return func() error { return cuda.Strided(p) }, nil
 }
 
+// nnOperands starts the maker of one of nn's ops: the op's parameters and the device buffers
+// of out and in, with ok true when in holds arity(sp) operands of out's float dtype (ok false:
+// the maker does not cover this instance).
+func nnOperands(op gorgonia.Op, out Operand, in []Operand, arity func(NNSpec) int) (sp NNSpec, y *cuda.Buffer, x []*cuda.Buffer, ok bool, err error) {
+	sp, ok = nnSpec(op)
+	if !ok || len(in) != arity(sp) || !floats(out, in...) {
+		return sp, nil, nil, false, nil
+	}
+	y, x, err = operands(out, in)
+	return sp, y, x, err == nil, err
+}
+
+// arity is the arity function of an op with n inputs.
+func arity(n int) func(NNSpec) int { return func(NNSpec) int { return n } }
+
 // nnSpec returns the description of one of nn's ops.
 func nnSpec(op gorgonia.Op) (NNSpec, bool) {
 	s, ok := graph.DefOf(op).(NNSpecer)
@@ -313,12 +328,8 @@ func lastAxis(s tensor.Shape) (rows, d int) {
 }
 
 func (c *cudaBackend) affine(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	sp, ok := nnSpec(op)
-	if !ok || !floats(out, in...) || len(in) != 1+btoi(sp.Scale)+btoi(sp.Shift) {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
+	sp, y, x, ok, err := nnOperands(op, out, in, func(sp NNSpec) int { return 1 + btoi(sp.Scale) + btoi(sp.Shift) })
+	if !ok || err != nil {
 		return nil, err
 	}
 	var gamma, beta *cuda.Buffer
@@ -340,12 +351,8 @@ func btoi(b bool) int {
 }
 
 func (c *cudaBackend) colSum(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	sp, ok := nnSpec(op)
-	if !ok || !floats(out, in...) || len(in) != 1+btoi(sp.Prod) {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
+	sp, y, x, ok, err := nnOperands(op, out, in, func(sp NNSpec) int { return 1 + btoi(sp.Prod) })
+	if !ok || err != nil {
 		return nil, err
 	}
 	rows, d := lastAxis(in[0].Shape)
@@ -361,12 +368,8 @@ func (c *cudaBackend) colSum(op gorgonia.Op, out Operand, in []Operand) (Kernel,
 }
 
 func (c *cudaBackend) gelu(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	sp, ok := nnSpec(op)
-	if !ok || !floats(out, in...) || len(in) != 1+btoi(sp.Grad) {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
+	sp, y, x, ok, err := nnOperands(op, out, in, func(sp NNSpec) int { return 1 + btoi(sp.Grad) })
+	if !ok || err != nil {
 		return nil, err
 	}
 	if sp.Grad {
@@ -377,12 +380,8 @@ func (c *cudaBackend) gelu(op gorgonia.Op, out Operand, in []Operand) (Kernel, e
 
 // matmul: C = op(A)·op(B) by cuBLAS, float32 products in float32.
 func (c *cudaBackend) matmul(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	sp, ok := nnSpec(op)
-	if !ok || len(in) != 2 || !floats(out, in...) || len(in[0].Shape) != 2 || len(in[1].Shape) != 2 || len(out.Shape) != 2 {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
+	sp, y, x, ok, err := nnOperands(op, out, in, arity(2))
+	if !ok || err != nil || len(in[0].Shape) != 2 || len(in[1].Shape) != 2 || len(out.Shape) != 2 {
 		return nil, err
 	}
 	k := in[0].Shape[1]
@@ -395,12 +394,8 @@ func (c *cudaBackend) matmul(op gorgonia.Op, out Operand, in []Operand) (Kernel,
 
 // norm: x̂ of LayerNorm or RMSNorm (nn's normOp; its gain and bias are an affine op).
 func (c *cudaBackend) norm(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	sp, ok := nnSpec(op)
-	if !ok || len(in) != 1 || !floats(out, in...) {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
+	sp, y, x, ok, err := nnOperands(op, out, in, arity(1))
+	if !ok || err != nil {
 		return nil, err
 	}
 	rows, d := lastAxis(in[0].Shape)
@@ -419,12 +414,8 @@ func (c *cudaBackend) norm(op gorgonia.Op, out Operand, in []Operand) (Kernel, e
 // normGrad: dx of x̂ from x and g = ∂x̂, with the row statistics of the forward over the same
 // x, or recomputed first (as nn does) when there is none on the device.
 func (c *cudaBackend) normGrad(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	sp, ok := nnSpec(op)
-	if !ok || len(in) != 2 || !floats(out, in...) {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
+	sp, y, x, ok, err := nnOperands(op, out, in, arity(2))
+	if !ok || err != nil {
 		return nil, err
 	}
 	rows, d := lastAxis(in[0].Shape)
@@ -462,12 +453,8 @@ func (c *cudaBackend) normParams(rows, d int, sp NNSpec, x *cuda.Buffer) (cuda.N
 // the index space [B, H, T, D] (the scatter direction zeroes its output first when the heads
 // do not cover every column).
 func (c *cudaBackend) heads(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
-	sp, ok := nnSpec(op)
-	if !ok || len(in) != 1 || !floats(out, in...) {
-		return nil, nil
-	}
-	y, x, err := operands(out, in)
-	if err != nil {
+	sp, y, x, ok, err := nnOperands(op, out, in, arity(1))
+	if !ok || err != nil {
 		return nil, err
 	}
 	rowsStride := [4]int{sp.T * sp.C, sp.D, sp.C, 1}
