@@ -87,16 +87,7 @@ func TestDeviceSeam(t *testing.T) {
 				dev := &fakeDevice{host: machine.CPU()}
 				m, loss, _, grads := onMachine(t, named(c), dt, machine.WithBackend(dev))
 				gotLoss, gotGrads := results(t, m, loss, grads)
-				if gotLoss != wantLoss {
-					t.Fatalf("loss %v on the device, %v on the CPU", gotLoss, wantLoss)
-				}
-				for i := range wantGrads {
-					for j := range wantGrads[i] {
-						if gotGrads[i][j] != wantGrads[i][j] {
-							t.Fatalf("gradient %d [%d]: %v on the device, %v on the CPU", i, j, gotGrads[i][j], wantGrads[i][j])
-						}
-					}
-				}
+				sameResults(t, "on the device", "on the CPU", gotLoss, wantLoss, gotGrads, wantGrads)
 				r := m.Report()
 				if r.DeviceKernels == 0 || len(r.HostOps) == 0 || dev.uploads == 0 || dev.downloads == 0 {
 					t.Fatalf("device kernels %d, host ops %d, uploads %d, downloads %d: want all > 0",
