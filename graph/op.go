@@ -19,7 +19,7 @@ import (
 // OpDef is the small description of an op from which NewOp makes the
 // gorgonia.Op. For y = f(x₁, …, xₙ) it says:
 //
-//	String()       the op's name for errors and graph printouts ("Softmax{axis=1,dims=2}")
+//	String()       the op's name for errors and graph printouts ("Softmax{axis=1}")
 //	Arity()        n
 //	Type()         the Gorgonia type, e.g. hm.NewFnType(TensorType(2), TensorType(2))
 //	Shape(in)      shape(y) from shape(x₁), …, shape(xₙ), or an error naming them
@@ -40,10 +40,11 @@ import (
 // The values NewOp's Do and DoInto give Forward are contiguous dense
 // tensors: views are materialized, and a Gorgonia scalar (*F32, *F64) is a
 // rank-0 tensor (its one element is Float32s()[0]). A scalar output is
-// returned as Gorgonia's scalar value. Optional methods extend the
-// contract: InputNames (errors name the inputs), ViewOffset (the output is
-// a piece of input 0, see Op.ViewOffset), Prealloc (UsePreallocDo may reuse
-// the TapeMachine's buffer), OpKind (the machine's registry key).
+// returned as Gorgonia's scalar value. Optional methods of the description
+// extend the contract: InputNames() []string (errors name the inputs),
+// View() (off int, shared bool) (the output is elements [off, off+size) of
+// input 0, see Op.ViewOffset), Prealloc() bool (UsePreallocDo may reuse the
+// TapeMachine's buffer), OpKind() string (the machine's registry key).
 type OpDef interface {
 	String() string
 	Arity() int
@@ -121,11 +122,8 @@ type Op struct{ def OpDef }
 // NewOp returns the op that def describes.
 func NewOp(def OpDef) Op { return Op{def} }
 
-// Def returns the description (for a device's registry: the machine reads
-// a device kernel's parameters from it).
-func (o Op) Def() OpDef { return o.def }
-
-// DefOf returns op's description when op is an Op, and op itself otherwise.
+// DefOf returns op's description when op is an Op, and op itself otherwise:
+// a device's registry reads a kernel's parameters from it.
 func DefOf(op gorgonia.Op) any {
 	if o, ok := op.(Op); ok {
 		return o.def

@@ -518,3 +518,28 @@ func TestUsePrealloc(t *testing.T) {
 		t.Errorf("backward into prealloc: %v", err)
 	}
 }
+
+// TestOpHashes: ops that differ in a parameter (kind, axis, rank, forward
+// or backward) hash apart, so Gorgonia never merges their nodes; equal
+// ones hash alike.
+func TestOpHashes(t *testing.T) {
+	var defs []graph.OpDef
+	for _, k := range kinds {
+		for _, axis := range []int{0, 1} {
+			for _, dims := range []int{2, 3} {
+				defs = append(defs, fwdOp{kind: k, axis: axis, dims: dims}, bwdOp{kind: k, axis: axis, dims: dims})
+			}
+		}
+	}
+	seen := map[uint32]graph.OpDef{}
+	for _, d := range defs {
+		h := graph.NewOp(d).Hashcode()
+		if other, dup := seen[h]; dup {
+			t.Errorf("%#v and %#v hash alike (%x)", d, other, h)
+		}
+		seen[h] = d
+		if again := graph.NewOp(d).Hashcode(); again != h {
+			t.Errorf("%#v hashes to %x and %x", d, h, again)
+		}
+	}
+}
