@@ -229,15 +229,11 @@ func (s *state) colsum(kp *colsumParams, dt dtype) error {
 // come from).
 func Gather(y, table, idx *Buffer, d int) error {
 	const op = "embedding gather"
-	DT, dt, err := floatOf(op, "table", table)
+	dt, ops, err := embedding(op, "table", table, idx, "y", y, d)
 	if err != nil {
 		return err
 	}
-	if d < 1 || table.n%d != 0 {
-		return fmt.Errorf("cuda: %s: table %v is not [V, %d]", op, table, d)
-	}
 	m := idx.Len()
-	ops := []operand{{name: "table", b: table, dt: DT, n: table.n}, {name: "idx", b: idx, dt: Int32, n: m}, {name: "y", b: y, dt: DT, n: m * d}}
 	return launchOn(op, ops, func(s *state) error {
 		if m == 0 {
 			return nil
@@ -256,15 +252,11 @@ func Gather(y, table, idx *Buffer, d int) error {
 // Indices outside [0, V) are skipped.
 func ScatterAdd(dtable, idx, dy *Buffer, d int, accumulate bool) error {
 	const op = "embedding scatter-add"
-	DT, dt, err := floatOf(op, "dtable", dtable)
+	dt, ops, err := embedding(op, "dtable", dtable, idx, "dy", dy, d)
 	if err != nil {
 		return err
 	}
-	if d < 1 || dtable.n%d != 0 {
-		return fmt.Errorf("cuda: %s: dtable %v is not [V, %d]", op, dtable, d)
-	}
 	m := idx.Len()
-	ops := []operand{{name: "dtable", b: dtable, dt: DT, n: dtable.n}, {name: "idx", b: idx, dt: Int32, n: m}, {name: "dy", b: dy, dt: DT, n: m * d}}
 	return launchOn(op, ops, func(s *state) error {
 		v := dtable.n / d
 		if v == 0 {
@@ -276,6 +268,21 @@ func ScatterAdd(dtable, idx, dy *Buffer, d int, accumulate bool) error {
 		}
 		return s.startNN("fg_scatter", dt, [3]int{min(v, 1<<20), 1, 1}, ewThreads, unsafe.Pointer(&kp))
 	})
+}
+
+// embedding checks an embedding table [V, d] (named tname) and returns its element type and
+// the operands of a gather or a scatter-add: the table, idx Int32 [M] and rows [M, d] (named
+// rname).
+func embedding(op, tname string, table, idx *Buffer, rname string, rows *Buffer, d int) (dtype, []operand, error) {
+	DT, dt, err := floatOf(op, tname, table)
+	if err != nil {
+		return 0, nil, err
+	}
+	if d < 1 || table.n%d != 0 {
+		return 0, nil, fmt.Errorf("cuda: %s: %s %v is not [V, %d]", op, tname, table, d)
+	}
+	m := idx.Len()
+	return dt, []operand{{name: tname, b: table, dt: DT, n: table.n}, {name: "idx", b: idx, dt: Int32, n: m}, {name: rname, b: rows, dt: DT, n: m * d}}, nil
 }
 
 // ---- LayerNorm / RMSNorm ---------------------------------------------------------------------
@@ -311,7 +318,23 @@ type NormParams struct {
 // NormWorkspace returns the Float64 elements of work NormBackward needs for DGamma and DBeta.
 func NormWorkspace(rows, d int) int { return 2 * ColSumWorkspace(rows, d) }
 
-func (p *NormParams) check(op string, backward bool) (dtype, []operand, error) {
+// check names the launch (op) and checks p: the element type and the operands of the
+// forward or the backward.
+func (p *NormParams) check(backward bool) (op string, dt dtype, ops []operand, err error) {
+	op = "layer norm forward"
+	switch {
+	case p.RMS && backward:
+		op = "rms norm backward"
+	case p.RMS:
+		op = "rms norm forward"
+	case backward:
+		op = "layer norm backward"
+	}
+	dt, ops, err = p.operands(op, backward)
+	return op, dt, ops, err
+}
+
+func (p *NormParams) operands(op string, backward bool) (dtype, []operand, error) {
 	DT, dt, err := floatOf(op, "X", p.X)
 	if err != nil {
 		return 0, nil, err
@@ -337,24 +360,21 @@ func (p *NormParams) check(op string, backward bool) (dtype, []operand, error) {
 	return dt, ops, nil
 }
 
-func (p *NormParams) kernel() normParams {
+// startRows launches the row kernel name (fg_norm_fwd, fg_norm_bwd) over p's rows.
+func (p *NormParams) startRows(s *state, name string, dt dtype) error {
 	kp := normParams{x: p.X.ptr, y: ptrOf(p.Y), gamma: ptrOf(p.Gamma), beta: ptrOf(p.Beta), mean: p.Mean.ptr, rstd: p.Rstd.ptr,
 		dy: ptrOf(p.DY), dx: ptrOf(p.DX), rows: int64(p.Rows), d: int64(p.D), eps: p.Eps}
 	if !p.RMS {
 		kp.center = 1
 	}
-	return kp
+	return s.startNN(name, dt, [3]int{ceilDiv(p.Rows, normRowsPerBlock), 1, 1}, 32*normRowsPerBlock, unsafe.Pointer(&kp))
 }
 
 const normRowsPerBlock = 4 // FG_NORM_WARPS: a warp per row
 
 // NormForward computes Mean, Rstd and (when set) Y as p describes.
 func NormForward(p NormParams) error {
-	op := "layer norm forward"
-	if p.RMS {
-		op = "rms norm forward"
-	}
-	dt, ops, err := p.check(op, false)
+	op, dt, ops, err := p.check(false)
 	if err != nil {
 		return err
 	}
@@ -362,18 +382,13 @@ func NormForward(p NormParams) error {
 		if p.Rows == 0 {
 			return nil
 		}
-		kp := p.kernel()
-		return s.startNN("fg_norm_fwd", dt, [3]int{ceilDiv(p.Rows, normRowsPerBlock), 1, 1}, 32*normRowsPerBlock, unsafe.Pointer(&kp))
+		return p.startRows(s, "fg_norm_fwd", dt)
 	})
 }
 
 // NormBackward computes DX, DGamma and DBeta (those set) as p describes.
 func NormBackward(p NormParams) error {
-	op := "layer norm backward"
-	if p.RMS {
-		op = "rms norm backward"
-	}
-	dt, ops, err := p.check(op, true)
+	op, dt, ops, err := p.check(true)
 	if err != nil {
 		return err
 	}
@@ -389,9 +404,8 @@ func NormBackward(p NormParams) error {
 			}
 			return nil
 		}
-		kp := p.kernel()
 		if p.DX != nil && p.Rows > 0 {
-			if err := s.startNN("fg_norm_bwd", dt, [3]int{ceilDiv(p.Rows, normRowsPerBlock), 1, 1}, 32*normRowsPerBlock, unsafe.Pointer(&kp)); err != nil {
+			if err := p.startRows(s, "fg_norm_bwd", dt); err != nil {
 				return err
 			}
 		}
@@ -612,16 +626,11 @@ func GradNormWorkspace(grads ...*Buffer) int {
 // gradients may be Float32 or Float64, each its own.
 func GradNorm(norm, work *Buffer, grads ...*Buffer) error {
 	const op = "gradient norm"
-	ops := []operand{{name: "norm", b: norm, dt: Float64, n: 1}, {name: "work", b: work, dt: Float64, n: GradNormWorkspace(grads...), atLeast: true}}
-	dts := make([]dtype, len(grads))
-	for i, g := range grads {
-		DT, dt, err := floatOf(op, fmt.Sprintf("grads[%d]", i), g)
-		if err != nil {
-			return err
-		}
-		dts[i] = dt
-		ops = append(ops, operand{name: fmt.Sprintf("grads[%d]", i), b: g, dt: DT, n: g.n})
+	gs, dts, err := gradOperands(op, grads)
+	if err != nil {
+		return err
 	}
+	ops := append([]operand{{name: "norm", b: norm, dt: Float64, n: 1}, {name: "work", b: work, dt: Float64, n: GradNormWorkspace(grads...), atLeast: true}}, gs...)
 	return launchOn(op, ops, func(s *state) error {
 		off := int64(0)
 		for i, g := range grads {
@@ -640,6 +649,22 @@ func GradNorm(norm, work *Buffer, grads ...*Buffer) error {
 	})
 }
 
+// gradOperands checks that every gradient is a Float32 or Float64 buffer and returns them as
+// operands ("grads[i]"), with their element types.
+func gradOperands(op string, grads []*Buffer) ([]operand, []dtype, error) {
+	ops := make([]operand, len(grads))
+	dts := make([]dtype, len(grads))
+	for i, g := range grads {
+		name := fmt.Sprintf("grads[%d]", i)
+		DT, dt, err := floatOf(op, name, g)
+		if err != nil {
+			return nil, nil, err
+		}
+		ops[i], dts[i] = operand{name: name, b: g, dt: DT, n: g.n}, dt
+	}
+	return ops, dts, nil
+}
+
 // ClipByNorm scales the gradients in place when their global norm (norm[0], from GradNorm)
 // exceeds maxNorm, as nn.ClipGradNorm does: g ← g·(maxNorm/norm) when maxNorm > 0 and
 // maxNorm < norm < +Inf, else nothing changes. The test runs on the device, so the host need
@@ -649,16 +674,11 @@ func ClipByNorm(norm *Buffer, maxNorm float64, grads ...*Buffer) error {
 	if math.IsNaN(maxNorm) {
 		return fmt.Errorf("cuda: %s: maxNorm is NaN", op)
 	}
-	ops := []operand{{name: "norm", b: norm, dt: Float64, n: 1}}
-	dts := make([]dtype, len(grads))
-	for i, g := range grads {
-		DT, dt, err := floatOf(op, fmt.Sprintf("grads[%d]", i), g)
-		if err != nil {
-			return err
-		}
-		dts[i] = dt
-		ops = append(ops, operand{name: fmt.Sprintf("grads[%d]", i), b: g, dt: DT, n: g.n})
+	gs, dts, err := gradOperands(op, grads)
+	if err != nil {
+		return err
 	}
+	ops := append([]operand{{name: "norm", b: norm, dt: Float64, n: 1}}, gs...)
 	return launchOn(op, ops, func(s *state) error {
 		if !(maxNorm > 0) {
 			return nil

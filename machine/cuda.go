@@ -462,21 +462,16 @@ func (o *cudaAdamW) Step(s AdamWStep) error {
 }
 
 func (o *cudaAdamW) LoadMoments(i int, m, v gorgonia.Value) error {
-	if i < 0 || i >= len(o.ms) {
-		return fmt.Errorf("machine: AdamW moments of parameter %d of %d", i, len(o.ms))
-	}
-	for _, x := range []struct {
-		b *cuda.Buffer
-		v gorgonia.Value
-	}{{o.ms[i], m}, {o.vs[i], v}} {
-		if err := o.c.Upload(Operand{Buf: &cudaBuffer{b: x.b, dt: x.v.Dtype()}, Shape: x.v.Shape()}, x.v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.moments(i, m, v, o.c.Upload)
 }
 
 func (o *cudaAdamW) StoreMoments(i int, m, v gorgonia.Value) error {
+	return o.moments(i, m, v, func(dev Operand, host gorgonia.Value) error { return o.c.Download(host, dev) })
+}
+
+// moments moves parameter i's moments between the device and the host values m and v, each
+// way as move does (an upload or a download).
+func (o *cudaAdamW) moments(i int, m, v gorgonia.Value, move func(dev Operand, host gorgonia.Value) error) error {
 	if i < 0 || i >= len(o.ms) {
 		return fmt.Errorf("machine: AdamW moments of parameter %d of %d", i, len(o.ms))
 	}
@@ -484,7 +479,7 @@ func (o *cudaAdamW) StoreMoments(i int, m, v gorgonia.Value) error {
 		b *cuda.Buffer
 		v gorgonia.Value
 	}{{o.ms[i], m}, {o.vs[i], v}} {
-		if err := o.c.Download(x.v, Operand{Buf: &cudaBuffer{b: x.b, dt: x.v.Dtype()}, Shape: x.v.Shape()}); err != nil {
+		if err := move(Operand{Buf: &cudaBuffer{b: x.b, dt: x.v.Dtype()}, Shape: x.v.Shape()}, x.v); err != nil {
 			return err
 		}
 	}

@@ -31,8 +31,8 @@
 // # Run
 //
 // RunAll runs the op nodes in order. Each writes into its planned buffer:
-// through IntoDoer (the ops of nn, ops/attention), gorgonia.UsePreallocDoer
-// (ops/softmax, Gorgonia's arithmetic), or, for an op with neither or a
+// through IntoDoer (every op made with graph.NewOp: nn's, ops/softmax's,
+// ops/attention's), gorgonia.UsePreallocDoer (Gorgonia's arithmetic), or, for an op with neither or a
 // scalar result, its Do followed by a copy; Report.Copied lists those nodes
 // (for a GPT: Gorgonia's scalar sum, negation, size and reshape of the
 // loss, none of ours). A run allocates nothing in the machine itself; the
@@ -73,7 +73,8 @@
 // concat and sliceIncr as strided copies, cuda.Strided, whose layouts the
 // machine derives by running the op once on the host over inputs that hold
 // their own positions: layout.go). The ops learn their parameters from the
-// op (NNSpecer for nn's, DeviceSpec methods for softmax and attention).
+// op's description, graph.DefOf (NNSpecer for nn's, DeviceSpec methods for
+// softmax and attention).
 // TestCUDAHostOps lists the ops without a kernel in a GPT's graph and in
 // graphs of Gorgonia's general-purpose ops: none. Kernels queue
 // on the device's one stream; a run waits for the device only where the host

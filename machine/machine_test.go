@@ -372,6 +372,22 @@ func results(t *testing.T, m *machine.Machine, loss *gorgonia.Node, grads []*gor
 	return flat(t, lv)[0], out
 }
 
+// sameResults fails t unless two runs gave the same loss and gradients to
+// the bit; got and want name the runs in the message.
+func sameResults(t *testing.T, got, want string, gotLoss, wantLoss float64, gotGrads, wantGrads [][]float64) {
+	t.Helper()
+	if gotLoss != wantLoss {
+		t.Fatalf("loss %v %s, %v %s", gotLoss, got, wantLoss, want)
+	}
+	for i := range wantGrads {
+		for j := range wantGrads[i] {
+			if gotGrads[i][j] != wantGrads[i][j] {
+				t.Fatalf("gradient %d [%d]: %v %s, %v %s", i, j, gotGrads[i][j], got, wantGrads[i][j], want)
+			}
+		}
+	}
+}
+
 // tolerance is the largest |machine − reference| allowed for a value of
 // magnitude scale: the machine runs the same ops in the same order, so the
 // float64 results agree to rounding and float32 to a few ulp.

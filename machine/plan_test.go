@@ -48,16 +48,7 @@ func TestReset(t *testing.T) {
 		t.Fatal("Value after Reset: no error")
 	}
 	l2, g2 := results(t, m, loss, grads)
-	if l1 != l2 {
-		t.Fatalf("loss %v after Reset, %v before", l2, l1)
-	}
-	for i := range g1 {
-		for j := range g1[i] {
-			if g1[i][j] != g2[i][j] {
-				t.Fatalf("gradient %d [%d]: %v after Reset, %v before", i, j, g2[i][j], g1[i][j])
-			}
-		}
-	}
+	sameResults(t, "after Reset", "before", l2, l1, g2, g1)
 	// The kept values are bound to their nodes on the CPU.
 	if v := grads[0].Value(); v == nil || flat(t, v)[0] != g1[0][0] {
 		t.Fatalf("node value %v, machine value %v", v, g1[0][0])

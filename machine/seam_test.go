@@ -8,6 +8,8 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/flashgorgon/flashgorgon/cuda"
+	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/machine"
 )
 
@@ -87,16 +89,7 @@ func TestDeviceSeam(t *testing.T) {
 				dev := &fakeDevice{host: machine.CPU()}
 				m, loss, _, grads := onMachine(t, named(c), dt, machine.WithBackend(dev))
 				gotLoss, gotGrads := results(t, m, loss, grads)
-				if gotLoss != wantLoss {
-					t.Fatalf("loss %v on the device, %v on the CPU", gotLoss, wantLoss)
-				}
-				for i := range wantGrads {
-					for j := range wantGrads[i] {
-						if gotGrads[i][j] != wantGrads[i][j] {
-							t.Fatalf("gradient %d [%d]: %v on the device, %v on the CPU", i, j, gotGrads[i][j], wantGrads[i][j])
-						}
-					}
-				}
+				sameResults(t, "on the device", "on the CPU", gotLoss, wantLoss, gotGrads, wantGrads)
 				r := m.Report()
 				if r.DeviceKernels == 0 || len(r.HostOps) == 0 || dev.uploads == 0 || dev.downloads == 0 {
 					t.Fatalf("device kernels %d, host ops %d, uploads %d, downloads %d: want all > 0",
@@ -177,4 +170,69 @@ func TestResident(t *testing.T) {
 	want(read(c, y), 11, 22, 33)
 	w.Value().Data().([]float64)[0] = 100
 	want(read(c, y), 110, 22, 33)
+}
+
+// TestDeviceDescriptions checks the seam between the ops and a device's
+// kernels on the ops of every test graph and its gradient: each op that the
+// CUDA registry covers describes its parameters through its graph.OpDef
+// (graph.DefOf) as the makers read them, and attention's pieces are views.
+// A CUDA run needs a GPU; this needs none.
+func TestDeviceDescriptions(t *testing.T) {
+	type (
+		softmaxSpecer interface {
+			DeviceSpec(tensor.Shape) cuda.SoftmaxBuffers
+		}
+		attentionSpecer interface {
+			DeviceSpec() cuda.AttentionBuffers
+			KeyLengths() []int
+		}
+		scatterSpecer interface{ ScatterOffset() int }
+	)
+	seen := map[string]bool{}
+	for _, c := range cases {
+		g := gorgonia.NewGraph()
+		loss, wrt, err := c.build(g, tensor.Float64)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if _, err := gorgonia.Grad(loss, wrt...); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, n := range g.AllNodes() {
+			op := n.Op()
+			if op == nil {
+				continue
+			}
+			kind, def := machine.OpKind(op), graph.DefOf(op)
+			var ok bool
+			switch {
+			case kind == "nn.gatherOp" || kind == "nn.scatterAddOp":
+				ok = true // no parameters
+			case strings.HasPrefix(kind, "nn."):
+				_, ok = def.(machine.NNSpecer)
+			case strings.HasPrefix(kind, "softmax."):
+				_, ok = def.(softmaxSpecer)
+			case kind == "attention.fwdOp" || kind == "attention.bwdOp":
+				_, ok = def.(attentionSpecer)
+			case kind == "attention.scatterOp":
+				_, ok = def.(scatterSpecer)
+			case kind == "attention.takeOp":
+				v, is := op.(machine.Viewer)
+				_, ok = v.ViewOffset()
+				ok = ok && is
+			default:
+				continue
+			}
+			seen[kind] = true
+			if !ok {
+				t.Errorf("%s: %v (%s) gives no device description (description %T)", c.name, op, kind, def)
+			}
+		}
+	}
+	for _, k := range []string{"nn.matmulOp", "nn.normOp", "nn.normGradOp", "nn.geluOp", "nn.affineOp", "nn.headsOp",
+		"softmax.fwdOp", "softmax.bwdOp", "attention.fwdOp", "attention.bwdOp", "attention.takeOp", "attention.scatterOp"} {
+		if !seen[k] {
+			t.Errorf("no test graph has an op of kind %s", k)
+		}
+	}
 }

@@ -19,6 +19,22 @@ import (
 )
 
 // smallState returns two parameters and an AdamW that has taken two steps.
+// firstCheckpoint saves smallState(t, 1) at step 1 in a new directory and
+// returns the file's path, the state and the bytes saved.
+func firstCheckpoint(t *testing.T) (path string, ps []*Param, opt *AdamW, saved []byte) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "ckpt.safetensors")
+	ps, opt = smallState(t, 1)
+	if err := SaveCheckpoint(path, ps, opt, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, ps, opt, saved
+}
+
 func smallState(t *testing.T, seed int64) ([]*Param, *AdamW) {
 	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
@@ -135,13 +151,8 @@ func TestCrashingSaveHelper(t *testing.T) {
 }
 
 func TestInterruptedSaveKeepsPrevious(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ckpt.safetensors")
-	ps, opt := smallState(t, 1)
-	if err := SaveCheckpoint(path, ps, opt, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := os.ReadFile(path)
+	path, ps, opt, before := firstCheckpoint(t)
+	dir := filepath.Dir(path)
 
 	// 1. A write error midway: SaveCheckpoint fails, cleans up its temporary
 	// file and leaves the previous checkpoint.
@@ -216,13 +227,7 @@ func TestSaveRefusesNonFinite(t *testing.T) {
 		{"NaN second moment", func(_ []*Param, o *AdamW) { floats[float64](o.v[1])[3] = math.NaN() }, `"optim.v.layer.bias" (32) holds NaN at flat index 3`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "ckpt.safetensors")
-			ps, opt := smallState(t, 1)
-			if err := SaveCheckpoint(path, ps, opt, 1, nil); err != nil {
-				t.Fatal(err)
-			}
-			before, _ := os.ReadFile(path)
+			path, ps, opt, before := firstCheckpoint(t)
 			tc.poison(ps, opt)
 			err := SaveCheckpoint(path, ps, opt, 2, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -231,7 +236,7 @@ func TestSaveRefusesNonFinite(t *testing.T) {
 			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
 				t.Fatal("a refused save changed the previous checkpoint")
 			}
-			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
 				t.Fatalf("files left behind: %v", entries)
 			}
 			if err := SaveCheckpoint(path, ps, opt, 2, nil, AllowNonFinite()); err != nil {

@@ -35,15 +35,11 @@ func (k gatherOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape{in[1][0], in[0][1]}, nil
 }
 func (k gatherOp) do(out *tensor.Dense, in []*tensor.Dense) error {
-	table, idxT := in[0], in[1]
-	if err := checkFloat(k.name(), table.Dtype()); err != nil {
-		return err
-	}
-	idx, err := indicesOf(k.name(), idxT, table.Shape()[0])
+	table := in[0]
+	idx, d, err := embedArgs(k.name(), in)
 	if err != nil {
 		return err
 	}
-	d := table.Shape()[1]
 	switch table.Dtype() {
 	case tensor.Float32:
 		gather(floats[float32](out), floats[float32](table), idx, d)
@@ -54,6 +50,21 @@ func (k gatherOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 }
 func (k gatherOp) grads() []gradSpec {
 	return []gradSpec{{op: opBase{scatterAddOp{}}, args: []int{0, 1, argGrad}}, {}}
+}
+
+// embedArgs checks the inputs of a gather (table [V, D], idx) or a
+// scatter-add (table, idx, g): the tables and g of one float dtype, every
+// index in [0, V). It returns the indices and D.
+func embedArgs(op string, in []*tensor.Dense) ([]int, int, error) {
+	table := in[0]
+	if err := sameDtype(op, append([]*tensor.Dense{table}, in[2:]...)...); err != nil {
+		return nil, 0, err
+	}
+	idx, err := indicesOf(op, in[1], table.Shape()[0])
+	if err != nil {
+		return nil, 0, err
+	}
+	return idx, table.Shape()[1], nil
 }
 
 // indicesOf returns the int indices of idxT, each checked to lie in [0, v),
@@ -104,15 +115,11 @@ func (k scatterAddOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return in[0].Clone(), nil
 }
 func (k scatterAddOp) do(out *tensor.Dense, in []*tensor.Dense) error {
-	table, idxT, g := in[0], in[1], in[2]
-	if err := sameDtype(k.name(), table, g); err != nil {
-		return err
-	}
-	idx, err := indicesOf(k.name(), idxT, table.Shape()[0])
+	table, g := in[0], in[2]
+	idx, d, err := embedArgs(k.name(), in)
 	if err != nil {
 		return err
 	}
-	d := table.Shape()[1]
 	switch table.Dtype() {
 	case tensor.Float32:
 		scatterAdd(floats[float32](out), floats[float32](g), idx, d)

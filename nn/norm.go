@@ -39,20 +39,7 @@ func (k normOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	}
 	return in[0].Clone(), nil
 }
-func (k normOp) do(out *tensor.Dense, in []*tensor.Dense) error {
-	if err := sameDtype(k.name(), in...); err != nil {
-		return err
-	}
-	x := in[0]
-	d := x.Shape()[x.Dims()-1]
-	switch x.Dtype() {
-	case tensor.Float32:
-		normFwd(k, floats[float32](out), floats[float32](x), d)
-	default:
-		normFwd(k, floats[float64](out), floats[float64](x), d)
-	}
-	return nil
-}
+func (k normOp) do(out *tensor.Dense, in []*tensor.Dense) error { return normDo(k.name(), k, out, in) }
 func (k normOp) grads() []gradSpec {
 	return []gradSpec{{op: opBase{normGradOp(k)}, args: []int{0, argGrad}}}
 }
@@ -63,11 +50,36 @@ const rowGrain = 8192
 
 func rowsGrain(d int) int { return max(1, rowGrain/max(d, 1)) }
 
-// normFwd normalizes the rows of x (vec.NormRows: statistics in float64,
-// each row on its own, so the result does not depend on the number of cores).
-func normFwd[T float](k normOp, y, x []T, d int) {
+// normDo runs the forward (in = x: x̂ of each row, vec.NormRows) or the
+// backward (in = x, g: ∂L/∂x, vec.NormGradRows) over the rows of x [..., d],
+// split over the cores. The statistics are in float64, each row on its own,
+// so the result does not depend on the number of cores.
+func normDo(name string, k normOp, out *tensor.Dense, in []*tensor.Dense) error {
+	if err := sameDtype(name, in...); err != nil {
+		return err
+	}
+	if out.Dtype() == tensor.Float32 {
+		normRows[float32](k, out, in)
+	} else {
+		normRows[float64](k, out, in)
+	}
+	return nil
+}
+
+func normRows[T float](k normOp, out *tensor.Dense, in []*tensor.Dense) {
+	s := in[0].Shape()
+	d := s[len(s)-1]
+	y, x := floats[T](out), floats[T](in[0])
+	var g []T
+	if len(in) == 2 {
+		g = floats[T](in[1])
+	}
 	parallel.For(len(x)/d, rowsGrain(d), func(lo, hi int) {
-		vec.NormRows(y[lo*d:hi*d], x[lo*d:hi*d], d, k.center, k.eps)
+		if g == nil {
+			vec.NormRows(y[lo*d:hi*d], x[lo*d:hi*d], d, k.center, k.eps)
+		} else {
+			vec.NormGradRows(y[lo*d:hi*d], x[lo*d:hi*d], g[lo*d:hi*d], d, k.center, k.eps)
+		}
 	})
 }
 
@@ -93,26 +105,9 @@ func (k normGradOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return in[0].Clone(), nil
 }
 func (k normGradOp) do(out *tensor.Dense, in []*tensor.Dense) error {
-	if err := sameDtype(k.name(), in...); err != nil {
-		return err
-	}
-	x := in[0]
-	d := x.Shape()[x.Dims()-1]
-	switch x.Dtype() {
-	case tensor.Float32:
-		normBwd(k, floats[float32](out), floats[float32](x), floats[float32](in[1]), d)
-	default:
-		normBwd(k, floats[float64](out), floats[float64](x), floats[float64](in[1]), d)
-	}
-	return nil
+	return normDo(k.name(), normOp(k), out, in)
 }
 func (k normGradOp) grads() []gradSpec { return nil }
-
-func normBwd[T float](k normGradOp, dx, x, g []T, d int) {
-	parallel.For(len(x)/d, rowsGrain(d), func(lo, hi int) {
-		vec.NormGradRows(dx[lo*d:hi*d], x[lo*d:hi*d], g[lo*d:hi*d], d, k.center, k.eps)
-	})
-}
 
 // DefaultNormEps is the eps of LayerNorm and RMSNorm when none is given.
 const DefaultNormEps = 1e-5

@@ -1,16 +1,14 @@
 package nn
 
-// This file holds the plumbing shared by nn's Gorgonia ops: every op states
-// its forward computation (Do) and, for each input, the op that computes that
-// input's gradient from (inputs, output, upstream gradient). From that one
-// table the op gets both of Gorgonia's differentiation interfaces: SymDiff
-// (used by gorgonia.Grad and the TapeMachine) builds the gradient nodes, and
-// DoDiff (used by the LispMachine) runs the same gradient ops on values.
+// This file adapts nn's ops to graph.NewOp, the project's one way to define a
+// Gorgonia op. An nn op is a kernel: its forward computation and, for each
+// input, the op that computes that input's gradient from (inputs, output,
+// upstream gradient), a table that opBase turns into graph's gradient
+// formula (graph.Expr): gorgonia.Grad, the TapeMachine, the LispMachine and
+// the machine all run it from there.
 
 import (
 	"fmt"
-	"hash"
-	"hash/fnv"
 
 	"github.com/chewxy/hm"
 	"gorgonia.org/gorgonia"
@@ -33,11 +31,11 @@ const (
 // selected arguments. A nil op means the gradient is the upstream gradient
 // itself (the input enters the output through an identity).
 type gradSpec struct {
-	op   gorgonia.Op
+	op   graph.OpDef
 	args []int
 }
 
-// kernel is what a concrete op provides; opBase turns it into a gorgonia.Op.
+// kernel is what a concrete op provides; opBase turns it into a graph.OpDef.
 type kernel interface {
 	name() string                                   // unique description, with every parameter
 	arity() int                                     // number of inputs
@@ -47,78 +45,47 @@ type kernel interface {
 	grads() []gradSpec                              // one entry per input; a zero entry (nil op, nil args) = not differentiable
 }
 
-// opBase adapts a kernel to gorgonia.Op, gorgonia.SDOp and gorgonia.ADOp.
+// opBase adapts a kernel to graph.Differentiable.
 type opBase struct{ k kernel }
 
-func (o opBase) Arity() int    { return o.k.arity() }
-func (o opBase) Type() hm.Type { return o.k.typ() }
-func (o opBase) InferShape(ds ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes := make([]tensor.Shape, len(ds))
-	for i, d := range ds {
-		s, ok := d.(tensor.Shape)
-		if !ok {
-			return nil, fmt.Errorf("%s: input %d has no concrete shape (%T)", o.k.name(), i, d)
-		}
-		shapes[i] = s
-	}
-	return o.k.shape(shapes)
-}
-func (o opBase) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
-	in, shape, err := o.inputs(vs)
-	if err != nil {
-		return nil, err
-	}
-	out := newDense(in[0].Dtype(), shape...)
-	if err := o.k.do(out, in); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// DoInto is Do writing into out, a contiguous tensor of the output's shape
-// and dtype that shares memory with no other live value (machine.IntoDoer:
-// the machine's planned buffer). Gorgonia's TapeMachine never calls it; its
-// UsePreallocDo would hand the op a register that a live view may share.
-func (o opBase) DoInto(out gorgonia.Value, vs ...gorgonia.Value) error {
-	in, shape, err := o.inputs(vs)
-	if err != nil {
-		return err
-	}
-	d, ok := out.(*tensor.Dense)
-	if !ok || d.IsMaterializable() || d.Dtype() != in[0].Dtype() || !d.Shape().Eq(shape) {
-		return fmt.Errorf("%s: output %T of dtype %v and shape %v, want a contiguous %v tensor of shape %v",
-			o.k.name(), out, out.Dtype(), out.Shape(), in[0].Dtype(), shape)
-	}
-	return o.k.do(d, in)
-}
+func (o opBase) String() string                                      { return o.k.name() }
+func (o opBase) Arity() int                                          { return o.k.arity() }
+func (o opBase) Type() hm.Type                                       { return o.k.typ() }
+func (o opBase) Shape(in []tensor.Shape) (tensor.Shape, error)       { return o.k.shape(in) }
+func (o opBase) Forward(out *tensor.Dense, in []*tensor.Dense) error { return o.k.do(out, in) }
 
 // OpKind names the kernel, for a device's registry (machine.OpKind).
 func (o opBase) OpKind() string { return fmt.Sprintf("%T", o.k) }
 
-// inputs checks the values of a call and returns them as contiguous dense
-// tensors with the output's shape.
-func (o opBase) inputs(vs []gorgonia.Value) ([]*tensor.Dense, tensor.Shape, error) {
-	if len(vs) != o.k.arity() {
-		return nil, nil, fmt.Errorf("%s: got %d inputs, want %d", o.k.name(), len(vs), o.k.arity())
-	}
-	in := make([]*tensor.Dense, len(vs))
-	shapes := make([]tensor.Shape, len(vs))
-	for i, v := range vs {
-		d, ok := v.(*tensor.Dense)
-		if !ok {
-			return nil, nil, fmt.Errorf("%s: input %d is a %T, want *tensor.Dense", o.k.name(), i, v)
+// Grad is the kernel's table as graph's formula.
+func (o opBase) Grad(in []*graph.Expr, out, dout *graph.Expr) []*graph.Expr {
+	specs := o.k.grads()
+	grads := make([]*graph.Expr, len(in))
+	for i := range grads {
+		if i >= len(specs) {
+			continue
 		}
-		if d.IsMaterializable() {
-			d = d.Materialize().(*tensor.Dense)
+		s := specs[i]
+		switch {
+		case s.op == nil && s.args == nil: // not differentiable
+		case s.op == nil:
+			grads[i] = dout
+		default:
+			args := make([]*graph.Expr, len(s.args))
+			for j, a := range s.args {
+				switch a {
+				case argOut:
+					args[j] = out
+				case argGrad:
+					args[j] = dout
+				default:
+					args[j] = in[a]
+				}
+			}
+			grads[i] = graph.Apply(graph.NewOp(s.op), args...)
 		}
-		in[i] = d
-		shapes[i] = d.Shape()
 	}
-	shape, err := o.k.shape(shapes)
-	if err != nil {
-		return nil, nil, err
-	}
-	return in, shape, nil
+	return grads
 }
 
 // run applies kernel k to in on a new output tensor.
@@ -127,119 +94,16 @@ func run(k kernel, in ...*tensor.Dense) (*tensor.Dense, error) {
 	for i, d := range in {
 		vs[i] = d
 	}
-	v, err := opBase{k}.Do(vs...)
+	v, err := graph.NewOp(opBase{k}).Do(vs...)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*tensor.Dense), nil
 }
-func (o opBase) ReturnsPtr() bool      { return false }
-func (o opBase) CallsExtern() bool     { return false }
-func (o opBase) OverwritesInput() int  { return -1 }
-func (o opBase) WriteHash(h hash.Hash) { fmt.Fprint(h, o.k.name()) }
-func (o opBase) Hashcode() uint32 {
-	h := fnv.New32a()
-	o.WriteHash(h)
-	return h.Sum32()
-}
-func (o opBase) String() string { return o.k.name() }
-
-func (o opBase) DiffWRT(n int) []bool {
-	specs := o.k.grads()
-	out := make([]bool, n)
-	for i := range out {
-		out[i] = i < len(specs) && (specs[i].op != nil || specs[i].args != nil)
-	}
-	return out
-}
-
-// SymDiff builds, for each differentiable input, the node computing its
-// gradient; the others get nil.
-func (o opBase) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	specs := o.k.grads()
-	out := make(gorgonia.Nodes, len(inputs))
-	for i := range inputs {
-		if i >= len(specs) {
-			continue
-		}
-		s := specs[i]
-		switch {
-		case s.op == nil && s.args == nil:
-			continue
-		case s.op == nil:
-			out[i] = grad
-		default:
-			args := make([]*gorgonia.Node, len(s.args))
-			for j, a := range s.args {
-				switch a {
-				case argOut:
-					args[j] = output
-				case argGrad:
-					args[j] = grad
-				default:
-					args[j] = inputs[a]
-				}
-			}
-			n, err := gorgonia.ApplyOp(s.op, args...)
-			if err != nil {
-				return nil, fmt.Errorf("%s: building the gradient of input %d: %w", o.k.name(), i, err)
-			}
-			out[i] = n
-		}
-	}
-	return out, nil
-}
-
-// DoDiff computes the same gradients as SymDiff on values and adds them to
-// the inputs' gradients (the LispMachine's dual values).
-func (o opBase) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
-	specs := o.k.grads()
-	gout, err := output.Grad()
-	if err != nil {
-		return fmt.Errorf("%s: output has no gradient: %w", o.k.name(), err)
-	}
-	for i, in := range inputs {
-		if i >= len(specs) || (specs[i].op == nil && specs[i].args == nil) {
-			continue
-		}
-		s := specs[i]
-		var g gorgonia.Value
-		if s.op == nil {
-			g = gout
-		} else {
-			vals := make([]gorgonia.Value, len(s.args))
-			for j, a := range s.args {
-				switch a {
-				case argOut:
-					vals[j] = output.Value()
-				case argGrad:
-					vals[j] = gout
-				default:
-					vals[j] = inputs[a].Value()
-				}
-			}
-			if g, err = s.op.Do(vals...); err != nil {
-				return fmt.Errorf("%s: gradient of input %d: %w", o.k.name(), i, err)
-			}
-		}
-		dst, err := in.Grad()
-		if err != nil {
-			return fmt.Errorf("%s: input %d has no gradient slot: %w", o.k.name(), i, err)
-		}
-		if dn, gn := dst.Shape().TotalSize(), g.Shape().TotalSize(); dn != gn {
-			return fmt.Errorf("%s: gradient of input %d has %d elements (shape %v), the input %d (shape %v)",
-				o.k.name(), i, gn, g.Shape(), dn, dst.Shape())
-		}
-		if err := graph.AddInto(dst, g, 0); err != nil {
-			return fmt.Errorf("%s: accumulating the gradient of input %d: %w", o.k.name(), i, err)
-		}
-	}
-	return nil
-}
 
 // apply wraps ApplyOp for a kernel.
 func apply(k kernel, children ...*gorgonia.Node) (*gorgonia.Node, error) {
-	return gorgonia.ApplyOp(opBase{k}, children...)
+	return gorgonia.ApplyOp(graph.NewOp(opBase{k}), children...)
 }
 
 // newDense allocates a zeroed tensor of dtype dt and the given shape.

@@ -82,17 +82,17 @@ func build(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorgonia
 		return nil, nil, err
 	}
 	fwd := fwdOp{p: *p, dtype: dt}
-	packed, err := gorgonia.ApplyOp(fwd, q, k, v)
+	packed, err := apply(fwd, q, k, v)
 	if err != nil {
 		return nil, nil, fmt.Errorf("attention.Attention: %w", err)
 	}
 	total := fwd.packedLen()
-	o, err = gorgonia.ApplyOp(takeOp{off: 0, shape: fwd.qShape(), srcLen: total, view: forwardViews, what: "o"}, packed)
+	o, err = apply(takeOp{off: 0, shape: fwd.qShape(), srcLen: total, view: forwardViews, what: "o"}, packed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("attention.Attention: %w", err)
 	}
 	if withLSE {
-		lse, err = gorgonia.ApplyOp(takeOp{off: fwd.oLen(), shape: fwd.lShape(), srcLen: total, view: forwardViews, what: "lse"}, packed)
+		lse, err = apply(takeOp{off: fwd.oLen(), shape: fwd.lShape(), srcLen: total, view: forwardViews, what: "lse"}, packed)
 		if err != nil {
 			return nil, nil, fmt.Errorf("attention.Attention: %w", err)
 		}

@@ -2,10 +2,8 @@ package attention
 
 import (
 	"fmt"
-	"hash"
 
 	"github.com/chewxy/hm"
-	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
@@ -24,7 +22,6 @@ import (
 // kernels; Reference stays an independent twin of the fused op in how it
 // computes (Gorgonia matmuls and ops/softmax over the full score matrix).
 type maskOp struct {
-	graph.Pure
 	p     params
 	dtype tensor.Dtype
 	keys  bool
@@ -48,43 +45,50 @@ func (op maskOp) shape() tensor.Shape {
 	return tensor.Shape{p.B * p.Hkv, p.H / p.Hkv * p.Nq, p.Nk}
 }
 
+func (op maskOp) String() string {
+	what := "scores"
+	if op.keys {
+		what = "keys"
+	}
+	return fmt.Sprintf("mask{%s %v causal=%t keyLengths=%v fill=%v}", what, op.shape(), op.p.Causal, op.p.KeyLengths, op.fill)
+}
 func (op maskOp) Arity() int { return 1 }
 func (op maskOp) Type() hm.Type {
 	n := len(op.shape())
 	return hm.NewFnType(graph.TensorType(n), graph.TensorType(n))
 }
-func (op maskOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) { return op.shape(), nil }
-
-func (op maskOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
-	if len(vs) != 1 {
-		return nil, fmt.Errorf("%v: got %d inputs, want 1", op, len(vs))
+func (op maskOp) Shape(in []tensor.Shape) (tensor.Shape, error) {
+	if !in[0].Eq(op.shape()) {
+		return nil, fmt.Errorf("%v: input has shape %v, want %v", op, in[0], op.shape())
 	}
-	d, ok := vs[0].(*tensor.Dense)
-	if !ok {
-		return nil, fmt.Errorf("%v: input is a %T, want a dense tensor", op, vs[0])
-	}
-	if d.Dtype() != op.dtype || !d.Shape().Eq(op.shape()) {
-		return nil, fmt.Errorf("%v: input is %v%v, want %v%v", op, d.Dtype(), d.Shape(), op.dtype, op.shape())
-	}
-	if d.IsMaterializable() {
-		d = d.Materialize().(*tensor.Dense)
-	}
-	var backing any
-	switch x := d.Data().(type) {
-	case []float32:
-		backing = maskCopy(op, x)
-	case []float64:
-		backing = maskCopy(op, x)
-	default:
-		return nil, fmt.Errorf("%v: dtype %v is not supported", op, d.Dtype())
-	}
-	return tensor.New(tensor.WithShape(op.shape()...), tensor.WithBacking(backing)), nil
+	return op.shape(), nil
 }
 
-// maskCopy returns a copy of x with the masked entries set to op.fill.
-func maskCopy[T Float](op maskOp, x []T) []T {
+func (op maskOp) Forward(out *tensor.Dense, in []*tensor.Dense) error {
+	if d := in[0]; d.Dtype() != op.dtype {
+		return fmt.Errorf("%v: input is %v%v, want %v%v", op, d.Dtype(), d.Shape(), op.dtype, op.shape())
+	}
+	switch x := in[0].Data().(type) {
+	case []float32:
+		maskCopy(op, out.Data().([]float32), x)
+	case []float64:
+		maskCopy(op, out.Data().([]float64), x)
+	default:
+		return fmt.Errorf("%v: dtype %v is not supported", op, in[0].Dtype())
+	}
+	return nil
+}
+
+// Grad is the select of the gradient: the same mask with fill 0.
+func (op maskOp) Grad(_ []*graph.Expr, _, dout *graph.Expr) []*graph.Expr {
+	op.fill = 0
+	return []*graph.Expr{graph.Apply(graph.NewOp(op), dout)}
+}
+
+// maskCopy copies x into out with the masked entries set to op.fill.
+func maskCopy[T Float](op maskOp, out, x []T) {
 	p := op.p
-	out := append([]T(nil), x...)
+	copy(out, x)
 	fill := T(op.fill)
 	if op.keys {
 		for b := 0; b < p.B; b++ {
@@ -99,7 +103,7 @@ func maskCopy[T Float](op maskOp, x []T) []T {
 				}
 			}
 		}
-		return out
+		return
 	}
 	rows := p.H / p.Hkv * p.Nq
 	for bk := 0; bk < p.B*p.Hkv; bk++ {
@@ -113,39 +117,4 @@ func maskCopy[T Float](op maskOp, x []T) []T {
 			}
 		}
 	}
-	return out
-}
-
-func (op maskOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "attention.mask %v %t %v %+v", op.dtype, op.keys, op.fill, op.p)
-}
-func (op maskOp) Hashcode() uint32 { return graph.OpHash(op) }
-func (op maskOp) String() string {
-	what := "scores"
-	if op.keys {
-		what = "keys"
-	}
-	return fmt.Sprintf("mask{%s %v causal=%t keyLengths=%v fill=%v}", what, op.shape(), op.p.Causal, op.p.KeyLengths, op.fill)
-}
-
-func (op maskOp) DiffWRT(n int) []bool { return trues(n) }
-
-// gradOp is the select of the gradient: the same mask with fill 0.
-func (op maskOp) gradOp() maskOp {
-	op.fill = 0
-	return op
-}
-
-func (op maskOp) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	n, err := gorgonia.ApplyOp(op.gradOp(), grad)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
-	return gorgonia.Nodes{n}, nil
-}
-
-func (op maskOp) DoDiff(ctx gorgonia.ExecutionContext, inputs gorgonia.Nodes, output *gorgonia.Node) error {
-	return graph.AddGradInto(op, inputs[0], output, 0, func(g gorgonia.Value) (gorgonia.Value, error) {
-		return op.gradOp().Do(g)
-	})
 }

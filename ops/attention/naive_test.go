@@ -56,47 +56,62 @@ func (n *naiveProblem) scores(b, h, i int, s []float64) float64 {
 	return m
 }
 
-// forward returns o [B,H,Nq,D], L [B,H,Nq] and the scores
-// s[b][h][i][j] = Scale·q·k (NaN where masked) by the textbook formulas:
+// rows calls f for every query row (b, h, i), with its flat index row and
+// its key-value head kvh, and when the row sees a key, with
+// L = log Σ_{visible j} exp(s_ij) and the probabilities p[j] = exp(s_ij − L)
+// (stale where j is masked: f skips those). A row that sees no key gets
+// L = −Inf.
+func (n *naiveProblem) rows(f func(b, i, row, kvh int, L float64, p []float64)) {
+	g := n.H / n.Hkv
+	s := make([]float64, n.Nk)
+	p := make([]float64, n.Nk)
+	for b := 0; b < n.B; b++ {
+		for h := 0; h < n.H; h++ {
+			for i := 0; i < n.Nq; i++ {
+				m := n.scores(b, h, i, s)
+				L := m
+				if !math.IsInf(m, -1) {
+					sum := 0.0
+					for j := 0; j < n.Nk; j++ {
+						if n.visible(b, i, j) {
+							sum += math.Exp(s[j] - m)
+						}
+					}
+					L = m + math.Log(sum)
+					for j := 0; j < n.Nk; j++ {
+						if n.visible(b, i, j) {
+							p[j] = math.Exp(s[j] - L)
+						}
+					}
+				}
+				f(b, i, (b*n.H+h)*n.Nq+i, h/g, L, p)
+			}
+		}
+	}
+}
+
+// forward returns o [B,H,Nq,D] and L [B,H,Nq] by the textbook formulas:
 // L_i = log Σ_{visible j} exp(s_ij), o_i = Σ_j exp(s_ij − L_i)·v_j, and
 // o_i = 0, L_i = −Inf for a row with no visible key.
 func (n *naiveProblem) forward() (o, lse []float64) {
 	o = make([]float64, n.B*n.H*n.Nq*n.D)
 	lse = make([]float64, n.B*n.H*n.Nq)
-	g := n.H / n.Hkv
-	s := make([]float64, n.Nk)
-	for b := 0; b < n.B; b++ {
-		for h := 0; h < n.H; h++ {
-			kvh := h / g
-			for i := 0; i < n.Nq; i++ {
-				row := (b*n.H+h)*n.Nq + i
-				m := n.scores(b, h, i, s)
-				if math.IsInf(m, -1) {
-					lse[row] = m
-					continue
-				}
-				sum := 0.0
-				for j := 0; j < n.Nk; j++ {
-					if n.visible(b, i, j) {
-						sum += math.Exp(s[j] - m)
-					}
-				}
-				L := m + math.Log(sum)
-				lse[row] = L
-				oi := o[row*n.D : (row+1)*n.D]
-				for j := 0; j < n.Nk; j++ {
-					if !n.visible(b, i, j) {
-						continue
-					}
-					pij := math.Exp(s[j] - L)
-					vj := n.V[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
-					for c := 0; c < n.D; c++ {
-						oi[c] += pij * vj[c]
-					}
-				}
+	n.rows(func(b, i, row, kvh int, L float64, p []float64) {
+		lse[row] = L
+		if math.IsInf(L, -1) {
+			return
+		}
+		oi := o[row*n.D : (row+1)*n.D]
+		for j := 0; j < n.Nk; j++ {
+			if !n.visible(b, i, j) {
+				continue
+			}
+			vj := n.V[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
+			for c := 0; c < n.D; c++ {
+				oi[c] += p[j] * vj[c]
 			}
 		}
-	}
+	})
 	return o, lse
 }
 
@@ -109,61 +124,42 @@ func (n *naiveProblem) backward(do, dl []float64) (dq, dk, dv []float64) {
 	dq = make([]float64, len(n.Q))
 	dk = make([]float64, len(n.K))
 	dv = make([]float64, len(n.V))
-	g := n.H / n.Hkv
-	s := make([]float64, n.Nk)
-	p := make([]float64, n.Nk)
 	dp := make([]float64, n.Nk)
-	for b := 0; b < n.B; b++ {
-		for h := 0; h < n.H; h++ {
-			kvh := h / g
-			for i := 0; i < n.Nq; i++ {
-				row := (b*n.H+h)*n.Nq + i
-				qi := n.Q[row*n.D : (row+1)*n.D]
-				doi := do[row*n.D : (row+1)*n.D]
-				m := n.scores(b, h, i, s)
-				if math.IsInf(m, -1) {
-					continue
-				}
-				sum := 0.0
-				for j := 0; j < n.Nk; j++ {
-					p[j] = 0
-					if n.visible(b, i, j) {
-						p[j] = math.Exp(s[j] - m)
-						sum += p[j]
-					}
-				}
-				pdp := 0.0
-				for j := 0; j < n.Nk; j++ {
-					if !n.visible(b, i, j) {
-						continue
-					}
-					p[j] /= sum
-					vj := n.V[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
-					dot := 0.0
-					for c := 0; c < n.D; c++ {
-						dot += doi[c] * vj[c]
-					}
-					dp[j] = dot
-					pdp += p[j] * dot
-				}
-				dli := 0.0
-				if dl != nil {
-					dli = dl[row]
-				}
-				for j := 0; j < n.Nk; j++ {
-					if !n.visible(b, i, j) {
-						continue
-					}
-					ds := p[j]*(dp[j]-pdp) + p[j]*dli
-					base := ((b*n.Hkv+kvh)*n.Nk + j) * n.D
-					for c := 0; c < n.D; c++ {
-						dv[base+c] += p[j] * doi[c]
-						dq[row*n.D+c] += n.Scale * ds * n.K[base+c]
-						dk[base+c] += n.Scale * ds * qi[c]
-					}
-				}
+	n.rows(func(b, i, row, kvh int, L float64, p []float64) {
+		if math.IsInf(L, -1) {
+			return
+		}
+		qi := n.Q[row*n.D : (row+1)*n.D]
+		doi := do[row*n.D : (row+1)*n.D]
+		pdp := 0.0
+		for j := 0; j < n.Nk; j++ {
+			if !n.visible(b, i, j) {
+				continue
+			}
+			vj := n.V[((b*n.Hkv+kvh)*n.Nk+j)*n.D:]
+			dot := 0.0
+			for c := 0; c < n.D; c++ {
+				dot += doi[c] * vj[c]
+			}
+			dp[j] = dot
+			pdp += p[j] * dot
+		}
+		dli := 0.0
+		if dl != nil {
+			dli = dl[row]
+		}
+		for j := 0; j < n.Nk; j++ {
+			if !n.visible(b, i, j) {
+				continue
+			}
+			ds := p[j]*(dp[j]-pdp) + p[j]*dli
+			base := ((b*n.Hkv+kvh)*n.Nk + j) * n.D
+			for c := 0; c < n.D; c++ {
+				dv[base+c] += p[j] * doi[c]
+				dq[row*n.D+c] += n.Scale * ds * n.K[base+c]
+				dk[base+c] += n.Scale * ds * qi[c]
 			}
 		}
-	}
+	})
 	return dq, dk, dv
 }

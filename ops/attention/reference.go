@@ -58,10 +58,10 @@ func reference(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorg
 		return nil, nil, wrap("reshaping q", err)
 	}
 	if p.KeyLengths != nil {
-		if k, err = gorgonia.ApplyOp(maskOp{p: *p, dtype: dt, keys: true}, k); err != nil {
+		if k, err = apply(maskOp{p: *p, dtype: dt, keys: true}, k); err != nil {
 			return nil, nil, wrap("masking the padded keys of k", err)
 		}
-		if v, err = gorgonia.ApplyOp(maskOp{p: *p, dtype: dt, keys: true}, v); err != nil {
+		if v, err = apply(maskOp{p: *p, dtype: dt, keys: true}, v); err != nil {
 			return nil, nil, wrap("masking the padded keys of v", err)
 		}
 	}
@@ -87,7 +87,7 @@ func reference(q, k, v *gorgonia.Node, opts Options, withLSE bool) (o, lse *gorg
 		return nil, nil, wrap("scaling", err)
 	}
 	if p.Causal || p.KeyLengths != nil {
-		if s, err = gorgonia.ApplyOp(maskOp{p: *p, dtype: dt, fill: math.Inf(-1)}, s); err != nil {
+		if s, err = apply(maskOp{p: *p, dtype: dt, fill: math.Inf(-1)}, s); err != nil {
 			return nil, nil, wrap("masking", err)
 		}
 	}

@@ -52,8 +52,8 @@ func TestBadInput(t *testing.T) {
 	r2 := tensor.New(tensor.WithShape(2), tensor.WithBacking(make([]float64, 2)))
 	t32 := tensor.New(tensor.WithShape(3, 2), tensor.WithBacking(make([]float64, 6)))
 	sm, lsm, lse := fwdOp{kind: kindSoftmax, axis: 1, dims: 2}, fwdOp{kind: kindLogSoftmax, axis: 1, dims: 2}, fwdOp{kind: kindLogSumExp, axis: 1, dims: 2}
-	do := func(op gorgonia.Op, in ...gorgonia.Value) func() error {
-		return func() error { _, err := op.Do(in...); return err }
+	do := func(d graph.OpDef, in ...gorgonia.Value) func() error {
+		return func() error { _, err := graph.NewOp(d).Do(in...); return err }
 	}
 	for _, c := range []struct {
 		name string
@@ -68,7 +68,7 @@ func TestBadInput(t *testing.T) {
 		{"forward/int scalar", do(fwdOp{kind: kindSoftmax, axis: 0, dims: 1}, gorgonia.NewI(3)), []string{"x is a *gorgonia.I", "want a dense tensor"}},
 		{"forward/wrong rank", do(lse, r1), []string{"LogSumExp{axis=1}", "x has shape (3), want rank 2"}},
 		{"forward/scalar input", do(fwdOp{kind: kindSoftmax, axis: 0, dims: 1}, gorgonia.NewF64(1)), []string{"x has shape (), want rank 1"}},
-		{"forward prealloc/wrong rank", func() error { _, err := sm.UsePreallocDo(f64, r1); return err }, []string{"want rank 2"}},
+		{"forward prealloc/wrong rank", func() error { _, err := graph.NewOp(sm).UsePreallocDo(f64, r1); return err }, []string{"want rank 2"}},
 		{"backward/dtype mismatch", do(bwdOp(sm), f64, f32), []string{"SoftmaxGrad{axis=1}", "dy has shape (2, 3) and dtype float32", "want shape (2, 3) and dtype float64"}},
 		{"backward/shape mismatch", do(bwdOp(lsm), f64, t32), []string{"LogSoftmaxGrad{axis=1}", "dy has shape (3, 2)", "want shape (2, 3)"}},
 		{"backward/arity", do(bwdOp(sm), f64), []string{"1 inputs, want 2"}},
@@ -77,14 +77,14 @@ func TestBadInput(t *testing.T) {
 		{"backward lse/y shape", do(bwdOp(lse), f64, r1, r2), []string{"y has shape (3)", "want shape (2)"}},
 		{"backward lse/dy shape", do(bwdOp(lse), f64, r2, r1), []string{"dy has shape (3)", "want shape (2)"}},
 		{"backward lse/y rank", do(bwdOp(lse), f64, f64, r2), []string{"y has shape (2, 3), want rank 1"}},
-		{"InferShape/no shapes", func() error { _, err := sm.InferShape(); return err }, []string{"0 inputs, want 1"}},
-		{"InferShape/wrong rank", func() error { _, err := sm.InferShape(tensor.Shape{4}); return err }, []string{"input shape (4), want rank 2"}},
-		{"backward InferShape/arity", func() error { _, err := bwdOp(lse).InferShape(tensor.Shape{2, 3}); return err }, []string{"1 inputs, want 3"}},
-		{"SymDiff/no inputs", func() error { _, err := sm.SymDiff(nil, x, x); return err }, []string{"SymDiff with 0 inputs"}},
-		{"SymDiff/nil input", func() error { _, err := sm.SymDiff(gorgonia.Nodes{nil}, x, x); return err }, []string{"SymDiff with 1 inputs", "an output and its gradient"}},
-		{"DoDiff/nil output", func() error { return sm.DoDiff(gorgonia.ExecutionContext{}, gorgonia.Nodes{x}, nil) }, []string{"DoDiff with 1 inputs, want 1 and an output"}},
-		{"DoDiff/nil input", func() error { return sm.DoDiff(gorgonia.ExecutionContext{}, gorgonia.Nodes{nil}, x) }, []string{"DoDiff with 1 inputs"}},
-		{"DoDiff/no gradients", func() error { return sm.DoDiff(gorgonia.ExecutionContext{}, gorgonia.Nodes{x}, x) }, []string{"DoDiff: gradient of the output"}},
+		{"InferShape/no shapes", func() error { _, err := graph.NewOp(sm).InferShape(); return err }, []string{"0 inputs, want 1"}},
+		{"InferShape/wrong rank", func() error { _, err := graph.NewOp(sm).InferShape(tensor.Shape{4}); return err }, []string{"x has shape (4), want rank 2"}},
+		{"backward InferShape/arity", func() error { _, err := graph.NewOp(bwdOp(lse)).InferShape(tensor.Shape{2, 3}); return err }, []string{"1 inputs, want 3"}},
+		{"SymDiff/no inputs", func() error { _, err := graph.NewOp(sm).SymDiff(nil, x, x); return err }, []string{"SymDiff with 0 inputs"}},
+		{"SymDiff/nil input", func() error { _, err := graph.NewOp(sm).SymDiff(gorgonia.Nodes{nil}, x, x); return err }, []string{"SymDiff with 1 inputs", "an output and its gradient"}},
+		{"DoDiff/nil output", func() error { return graph.NewOp(sm).DoDiff(gorgonia.ExecutionContext{}, gorgonia.Nodes{x}, nil) }, []string{"DoDiff with 1 inputs, want 1 and an output"}},
+		{"DoDiff/nil input", func() error { return graph.NewOp(sm).DoDiff(gorgonia.ExecutionContext{}, gorgonia.Nodes{nil}, x) }, []string{"DoDiff with 1 inputs"}},
+		{"DoDiff/no gradients", func() error { return graph.NewOp(sm).DoDiff(gorgonia.ExecutionContext{}, gorgonia.Nodes{x}, x) }, []string{"DoDiff: gradient of the output"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { wantError(t, noPanic(t, c.call), c.want...) })
 	}

@@ -129,7 +129,7 @@ func TestDeviceFailurePolicy(t *testing.T) {
 			device.forward = func(cuda.SoftmaxParams) error { calls++; return c.fwdErr }
 			device.backward = func(cuda.SoftmaxParams) error { calls++; return c.bwdErr }
 			if c.fwdErr == fault { // the op itself returns the *cuda.Error wrapped
-				_, err := fwdOp{kind: kindSoftmax, axis: axis, dims: 2}.Do(graph.NewTensor(shape, x))
+				_, err := graph.NewOp(fwdOp{kind: kindSoftmax, axis: axis, dims: 2}).Do(graph.NewTensor(shape, x))
 				var ce *cuda.Error
 				if !errors.As(err, &ce) || ce != fault {
 					t.Fatalf("Do: error %v, want one wrapping the *cuda.Error", err)

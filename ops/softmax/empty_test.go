@@ -71,7 +71,8 @@ func TestEmptyDo(t *testing.T) {
 				for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 					t.Run(fmt.Sprintf("%v%v/axis%d/%v", k, shape, axis, dt), func(t *testing.T) {
 						out, rows := emptyWant(k, shape, axis)
-						op := fwdOp{kind: k, axis: axis, dims: len(shape)}
+						def := fwdOp{kind: k, axis: axis, dims: len(shape)}
+						op := graph.NewOp(def)
 						x := emptyValue(dt, shape)
 						var y gorgonia.Value
 						err := noPanic(t, func() (err error) { y, err = op.Do(x); return err })
@@ -106,7 +107,7 @@ func TestEmptyDo(t *testing.T) {
 							args = []gorgonia.Value{x, y, dy}
 						}
 						var dx gorgonia.Value
-						err = noPanic(t, func() (err error) { dx, err = bwdOp(op).Do(args...); return err })
+						err = noPanic(t, func() (err error) { dx, err = graph.NewOp(bwdOp(def)).Do(args...); return err })
 						if err != nil {
 							t.Fatalf("backward: %v", err)
 						}

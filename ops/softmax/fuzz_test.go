@@ -208,7 +208,8 @@ func checkFamily[T graph.Float](t *testing.T, name string, k kind, x, dy []T, sh
 	}
 
 	// The ops, as a machine runs them.
-	op := fwdOp{kind: k, axis: a, dims: len(shape)}
+	def := fwdOp{kind: k, axis: a, dims: len(shape)}
+	op := graph.NewOp(def)
 	xv := tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
 	if len(x) > 0 {
 		xv = graph.NewTensor(shape, append([]T(nil), x...))
@@ -242,7 +243,7 @@ func checkFamily[T graph.Float](t *testing.T, name string, k kind, x, dy []T, sh
 	if k == kindLogSumExp {
 		args = []gorgonia.Value{xv, y, dyv}
 	}
-	dx, err := bwdOp(op).Do(args...)
+	dx, err := graph.NewOp(bwdOp(def)).Do(args...)
 	if err != nil {
 		t.Fatalf("%s backward: %v", name, err)
 	}
@@ -424,4 +425,13 @@ func sameBits[T graph.Float](a, b []T) bool {
 		}
 	}
 	return true
+}
+
+// scalarValue wraps v as Gorgonia's scalar value of its type (what a
+// machine passes for the gradient of a scalar output).
+func scalarValue[T graph.Float](v T) gorgonia.Value {
+	if f, ok := any(v).(float32); ok {
+		return gorgonia.NewF32(f)
+	}
+	return gorgonia.NewF64(float64(v))
 }

@@ -490,7 +490,7 @@ func TestUsePrealloc(t *testing.T) {
 		{"is the input", xt, false},
 		{"nil", nil, false},
 	} {
-		v, err := fwdOp{kind: kindSoftmax, axis: 1, dims: 2}.UsePreallocDo(c.prealloc, xt)
+		v, err := graph.NewOp(fwdOp{kind: kindSoftmax, axis: 1, dims: 2}).UsePreallocDo(c.prealloc, xt)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -507,7 +507,7 @@ func TestUsePrealloc(t *testing.T) {
 	y := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(want))
 	dy := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{1, 0, -1, 2, 0.5, 0}))
 	dx := tensor.New(tensor.WithShape(2, 3), tensor.Of(tensor.Float64))
-	v, err := bwdOp{kind: kindSoftmax, axis: 1, dims: 2}.UsePreallocDo(dx, y, dy)
+	v, err := graph.NewOp(bwdOp{kind: kindSoftmax, axis: 1, dims: 2}).UsePreallocDo(dx, y, dy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,5 +516,30 @@ func TestUsePrealloc(t *testing.T) {
 	}
 	if err := compare(dx.Data().([]float64), referenceGrad(kindSoftmax, x, dy.Data().([]float64), []int{2, 3}, 1), 1e-13, 1e-15); err != nil {
 		t.Errorf("backward into prealloc: %v", err)
+	}
+}
+
+// TestOpHashes: ops that differ in a parameter (kind, axis, rank, forward
+// or backward) hash apart, so Gorgonia never merges their nodes; equal
+// ones hash alike.
+func TestOpHashes(t *testing.T) {
+	var defs []graph.OpDef
+	for _, k := range kinds {
+		for _, axis := range []int{0, 1} {
+			for _, dims := range []int{2, 3} {
+				defs = append(defs, fwdOp{kind: k, axis: axis, dims: dims}, bwdOp{kind: k, axis: axis, dims: dims})
+			}
+		}
+	}
+	seen := map[uint32]graph.OpDef{}
+	for _, d := range defs {
+		h := graph.NewOp(d).Hashcode()
+		if other, dup := seen[h]; dup {
+			t.Errorf("%#v and %#v hash alike (%x)", d, other, h)
+		}
+		seen[h] = d
+		if again := graph.NewOp(d).Hashcode(); again != h {
+			t.Errorf("%#v hashes to %x and %x", d, h, again)
+		}
 	}
 }

@@ -130,16 +130,24 @@ func reference(k kind, x []float64, shape []int, axis int) []float64 {
 	rows(shape, axis, func(idx []int, r int) {
 		row := gather(x, idx)
 		p, logp, lse := refRow(row)
-		switch k {
-		case kindSoftmax:
-			scatter(out, idx, p)
-		case kindLogSoftmax:
-			scatter(out, idx, logp)
-		case kindLogSumExp:
+		if k == kindLogSumExp {
 			out[r] = lse
+		} else {
+			scatter(out, idx, pick(k, p, logp, nil))
 		}
 	})
 	return out
+}
+
+// pick returns the one of the family's three results that k computes.
+func pick[T any](k kind, softmax, logSoftmax, logSumExp T) T {
+	switch k {
+	case kindSoftmax:
+		return softmax
+	case kindLogSoftmax:
+		return logSoftmax
+	}
+	return logSumExp
 }
 
 // referenceGrad computes the gradient of Σ dy∘k(x) with respect to x.
@@ -156,14 +164,7 @@ func referenceGrad(k kind, x, dy []float64, shape []int, axis int) []float64 {
 			dyr = gather(dy, idx)
 		}
 		dsm, dlsm, dlse := refRowGrad(row, dyr, g)
-		switch k {
-		case kindSoftmax:
-			scatter(dx, idx, dsm)
-		case kindLogSoftmax:
-			scatter(dx, idx, dlsm)
-		case kindLogSumExp:
-			scatter(dx, idx, dlse)
-		}
+		scatter(dx, idx, pick(k, dsm, dlsm, dlse))
 	})
 	return dx
 }
