@@ -57,20 +57,22 @@ __device__ __forceinline__ void fg_load_tile(T* __restrict__ s, const T* __restr
   }
 }
 
-// fg_mm_abt accumulates acc[i][c] += sum_k A[(r0 + i*RS)*LDA + k] * B[(c0 + c*CS)*LDB + k] for
-// k < K: a register tile of A*B^T where both operands are stored row-major along k in shared
-// memory (rows of A and rows of B are dotted). Threads own interleaved rows and columns. The
-// accumulator type Acc may be wider than T (double sums of float products).
-template <typename T, int RM, int CN, int K, int LDA, int LDB, typename Acc>
-__device__ __forceinline__ void fg_mm_abt(Acc (&acc)[RM][CN], const T* __restrict__ A, int r0, int RS,
-                                          const T* __restrict__ B, int c0, int CS) {
+// fg_mm accumulates acc[i][c] += sum_k A[(r0 + i*RS)*LDA + k] * B_kc for k < K, a register
+// tile of a product with A stored row-major along k in shared memory, and B either stored like
+// A (BT: B_kc = B[(c0 + c*CS)*LDB + k], the tile of A*B^T: rows of A dotted with rows of B) or
+// row-major along its columns (B_kc = B[k*LDB + c0 + c*CS], the tile of A*B). Threads own
+// interleaved rows and columns. The accumulator type Acc may be wider than T (double sums of
+// float products).
+template <bool BT, typename T, int RM, int CN, int K, int LDA, int LDB, typename Acc>
+__device__ __forceinline__ void fg_mm(Acc (&acc)[RM][CN], const T* __restrict__ A, int r0, int RS,
+                                      const T* __restrict__ B, int c0, int CS) {
 #pragma unroll 4
   for (int k = 0; k < K; ++k) {
     Acc a[RM], b[CN];
 #pragma unroll
     for (int i = 0; i < RM; ++i) a[i] = A[(r0 + i * RS) * LDA + k];
 #pragma unroll
-    for (int c = 0; c < CN; ++c) b[c] = B[(c0 + c * CS) * LDB + k];
+    for (int c = 0; c < CN; ++c) b[c] = BT ? B[(c0 + c * CS) * LDB + k] : B[k * LDB + c0 + c * CS];
 #pragma unroll
     for (int i = 0; i < RM; ++i)
 #pragma unroll
@@ -78,23 +80,18 @@ __device__ __forceinline__ void fg_mm_abt(Acc (&acc)[RM][CN], const T* __restric
   }
 }
 
-// fg_mm_ab accumulates acc[i][c] += sum_k A[(r0 + i*RS)*LDA + k] * B[k*LDB + c0 + c*CS] for
-// k < K: a register tile of A*B with A row-major along k and B row-major along its columns.
+// fg_mm_abt: the tile of A*B^T (fg_mm with BT).
+template <typename T, int RM, int CN, int K, int LDA, int LDB, typename Acc>
+__device__ __forceinline__ void fg_mm_abt(Acc (&acc)[RM][CN], const T* __restrict__ A, int r0, int RS,
+                                          const T* __restrict__ B, int c0, int CS) {
+  fg_mm<true, T, RM, CN, K, LDA, LDB>(acc, A, r0, RS, B, c0, CS);
+}
+
+// fg_mm_ab: the tile of A*B (fg_mm without BT), accumulated in T.
 template <typename T, int RM, int CN, int K, int LDA, int LDB>
 __device__ __forceinline__ void fg_mm_ab(T (&acc)[RM][CN], const T* __restrict__ A, int r0, int RS,
                                          const T* __restrict__ B, int c0, int CS) {
-#pragma unroll 4
-  for (int k = 0; k < K; ++k) {
-    T a[RM], b[CN];
-#pragma unroll
-    for (int i = 0; i < RM; ++i) a[i] = A[(r0 + i * RS) * LDA + k];
-#pragma unroll
-    for (int c = 0; c < CN; ++c) b[c] = B[k * LDB + c0 + c * CS];
-#pragma unroll
-    for (int i = 0; i < RM; ++i)
-#pragma unroll
-      for (int c = 0; c < CN; ++c) acc[i][c] = fma(a[i], b[c], acc[i][c]);
-  }
+  fg_mm<false, T, RM, CN, K, LDA, LDB>(acc, A, r0, RS, B, c0, CS);
 }
 
 template <typename Acc, int RM, int CN> __device__ __forceinline__ void fg_zero(Acc (&acc)[RM][CN]) {

@@ -315,29 +315,33 @@ template <typename T> __device__ void fg_colsum_final(const fg_colsum_params& p)
 
 // ---- block reductions ------------------------------------------------------------------------------
 
-// fg_block_sum returns, in every thread of a block of FG_RED_THREADS threads, the sum of x over
-// the block: warps by butterfly, then warp 0 over the warps' sums, always in the same order.
+// fg_block_reduce returns, in every thread of a block of THREADS threads, the reduction R of x
+// over the block: warps by butterfly (R::group), then warp 0 over the warps' results, always in
+// the same order (lanes past the number of warps hold R::identity()). fg_block_sum and
+// fg_block_max are its two uses.
 #define FG_RED_THREADS 1024
-template <int THREADS> __device__ __forceinline__ double fg_block_sum(double x, double* shared) {
+template <int THREADS, typename R> __device__ __forceinline__ double fg_block_reduce(double x, double* shared) {
   const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
-  x = fg_group_sum<32>(x);
+  x = R::group(x);
   __syncthreads();
   if (lane == 0) shared[w] = x;
   __syncthreads();
-  x = lane < THREADS / 32 ? shared[lane] : 0.0;
-  x = fg_group_sum<32>(x);
-  return x;
+  x = lane < THREADS / 32 ? shared[lane] : R::identity();
+  return R::group(x);
 }
-
+struct FgSum {
+  static __device__ __forceinline__ double group(double x) { return fg_group_sum<32>(x); }
+  static __device__ __forceinline__ double identity() { return 0.0; }
+};
+struct FgMax {
+  static __device__ __forceinline__ double group(double x) { return fg_group_max<32>(x); }
+  static __device__ __forceinline__ double identity() { return -fg_inf(); }
+};
+template <int THREADS> __device__ __forceinline__ double fg_block_sum(double x, double* shared) {
+  return fg_block_reduce<THREADS, FgSum>(x, shared);
+}
 template <int THREADS> __device__ __forceinline__ double fg_block_max(double x, double* shared) {
-  const int lane = threadIdx.x & 31, w = threadIdx.x / 32;
-  x = fg_group_max<32>(x);
-  __syncthreads();
-  if (lane == 0) shared[w] = x;
-  __syncthreads();
-  x = lane < THREADS / 32 ? shared[lane] : -fg_inf();
-  x = fg_group_max<32>(x);
-  return x;
+  return fg_block_reduce<THREADS, FgMax>(x, shared);
 }
 
 // ---- cross-entropy ---------------------------------------------------------------------------------
