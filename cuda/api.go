@@ -129,8 +129,10 @@ type AttentionParams struct {
 	Causal bool
 	// KeyLengths is nil or holds B values in [0, Nk].
 	KeyLengths []int
-	// Precision selects the forward's arithmetic for float32 slices (see Precision; the zero
-	// value runs the FMA kernels). The backward and float64 problems run the FMA kernels.
+	// Precision selects the arithmetic of the forward and the backward for float32 slices (see
+	// Precision; the zero value runs the FMA kernels): the tensor-core kernels where they cover
+	// the problem (d ∈ {64, 128}, pickMMA and pickMMABwd), the FMA kernels elsewhere. float64
+	// problems always run the FMA kernels.
 	Precision Precision
 
 	Q, K, V any // inputs of both directions

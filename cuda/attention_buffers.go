@@ -17,8 +17,8 @@ type AttentionBuffers struct {
 	Scale                float64
 	Causal               bool
 	KeyLengths           *Buffer
-	// Precision selects the forward's arithmetic for Float32 operands, as
-	// AttentionParams.Precision (the zero value runs the FMA kernels).
+	// Precision selects the arithmetic of the forward and the backward for Float32 operands,
+	// as AttentionParams.Precision (the zero value runs the FMA kernels).
 	Precision Precision
 
 	Q, K, V, O, L, LRes *Buffer
@@ -87,7 +87,7 @@ func AttentionBackwardBuffers(p AttentionBuffers) error {
 	}
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
-		return s.attnBackwardKernels(&kp, dt)
+		return s.attnBackwardKernels(&kp, dt, -1, -1)
 	})
 }
 
@@ -103,6 +103,9 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	fwd := "fg_attn_fwd_v2_" + pickCfg(fwdCfgs[dt], p.D).suffix(dt)
 	if c, ok := pickMMA(&kp, dt, 0); ok {
 		fwd = c.name()
+	}
+	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1); ok {
+		return []string{fwd, "fg_attn_bwd_mma_pre", kv.name(), q.name()}, nil
 	}
 	return []string{fwd, "fg_attn_bwd_preprocess_" + dt.String(),
 		"fg_attn_bwd_dkdv_" + pickCfg(dkdvCfgs[dt], p.D).suffix(dt), "fg_attn_bwd_dq_" + pickCfg(dqCfgs[dt], p.D).suffix(dt)}, nil
