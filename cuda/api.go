@@ -237,7 +237,7 @@ func mulSizes(xs ...int) (int, error) {
 // problem returns the description of p's problem (sizes, scale, masks).
 func (p *AttentionParams) problem() attnspec.Problem {
 	return attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
-		KeyLengths: p.KeyLengths}
+		KeyLengths: p.KeyLengths, Precision: p.Precision}
 }
 
 // checkProblem validates pr for op, then the limits of the kernels: problems they do not cover
@@ -268,9 +268,6 @@ func (p *AttentionParams) check(backward bool) (dtype, error) {
 	pr := p.problem()
 	if err := checkProblem(op, &pr); err != nil {
 		return 0, err
-	}
-	if p.Precision < PrecisionFMA || p.Precision > PrecisionBF16 {
-		return 0, fmt.Errorf("cuda: %s: unknown %v (%s)", op, p.Precision, pr.Shape())
 	}
 	qLen, kLen, lLen := pr.QLen(), pr.KLen(), pr.LLen()
 	names := []string{"Q", "K", "V", "O", "L"}

@@ -166,7 +166,7 @@ func (s *state) softmaxKernel(kp *softmaxParams, dt dtype, backward bool) error 
 
 // ---- attention -------------------------------------------------------------------------------
 
-// attnBase fills the sizes, strides and options of the kernel params for p (contiguous
+// attnBase fills the sizes, strides, options and precision of the kernel params for p (contiguous
 // layouts; the kernels' fg_key_limit applies attnspec's rule from causal, causal_offset and
 // the key lengths).
 func attnBase(p *attnspec.Problem) attnParams {
@@ -182,15 +182,14 @@ func attnBase(p *attnspec.Problem) attnParams {
 	if p.Causal {
 		kp.causal, kp.causalOffset = 1, int32(p.Nk-p.Nq)
 	}
+	kp.precision = int32(p.Precision)
 	return kp
 }
 
 // kernelParams returns the kernel params of p's problem and precision, without pointers.
 func (p *AttentionParams) kernelParams() attnParams {
 	pr := p.problem()
-	kp := attnBase(&pr)
-	kp.precision = int32(p.Precision)
-	return kp
+	return attnBase(&pr)
 }
 
 // keyLengths32 converts KeyLengths for the device (check bounds them by Nk).
