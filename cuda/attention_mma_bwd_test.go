@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -104,10 +105,14 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 }
 
 func (c mmaBwdCfg) short() string {
-	if c.DQ {
-		return fmt.Sprintf("dq m%d n%d", c.BM, c.BN)
+	ldm := ""
+	if c.LDM {
+		ldm = "ldm "
 	}
-	return fmt.Sprintf("dkdv n%d m%d s%d", c.BN, c.BM, c.SB)
+	if c.DQ {
+		return fmt.Sprintf("%sdq m%d n%d", ldm, c.BM, c.BN)
+	}
+	return fmt.Sprintf("%sdkdv n%d m%d s%d", ldm, c.BN, c.BM, c.SB)
 }
 
 func pairName(pair [2]int) string {
@@ -281,7 +286,7 @@ func runMMABackward(t *testing.T, p AttentionParams, pair [2]int) [6][]float64 {
 	return [6][]float64{as64(p.O), as64(p.L), as64(p.LRes), as64(p.DQ), as64(p.DK), as64(p.DV)}
 }
 
-// TestAttentionMMABwdDeterminism runs the backward of every precision 10 times on the same
+// TestAttentionMMABwdDeterminism runs the backward of every precision 50 times on the same
 // input and requires dQ, dK, dV bit-identical to the first run's.
 func TestAttentionMMABwdDeterminism(t *testing.T) {
 	needDevice(t)
@@ -297,7 +302,7 @@ func TestAttentionMMABwdDeterminism(t *testing.T) {
 			for _, prec := range mmaPrecisions {
 				p.Precision = prec
 				var first []string
-				for run := 0; run < 10; run++ {
+				for run := 0; run < 50; run++ {
 					if err := AttentionBackward(p); err != nil {
 						t.Fatal(err)
 					}
@@ -317,7 +322,7 @@ func TestAttentionMMABwdDeterminism(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("dQ, dK, dV bit-identical over 10 runs in every precision")
+			t.Logf("dQ, dK, dV bit-identical over 50 runs in every precision")
 		})
 	}
 }
@@ -338,9 +343,10 @@ func TestPickMMABwd(t *testing.T) {
 		{"f64", PrecisionBF16, 64, f64, "", ""},
 		{"d100", PrecisionBF16, 100, f32, "", ""},
 		{"d256", PrecisionExact, 256, f32, "", ""},
-		{"bf16-d64", PrecisionBF16, 64, f32, "fg_attn_bwd_mma_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_dq_bf16_d64_m64_n64"},
-		{"exact-d128", PrecisionExact, 128, f32, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
-		{"tf32-d128", PrecisionTF32, 128, f32, "fg_attn_bwd_mma_dkdv_tf32_d128_n64_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m64_n32"},
+		{"bf16-d64", PrecisionBF16, 64, f32, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
+		{"bf16-d128", PrecisionBF16, 128, f32, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
+		{"exact-d128", PrecisionExact, 128, f32, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"tf32-d128", PrecisionTF32, 128, f32, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
@@ -383,8 +389,11 @@ func TestPickMMABwd(t *testing.T) {
 		if !c.DQ && c.BM%c.SB != 0 {
 			t.Errorf("%s: BM %d is not a multiple of SB %d", c.name(), c.BM, c.SB)
 		}
+		if c.LDM && c.Prec != PrecisionBF16 {
+			t.Errorf("%s: bfloat16 tiles for %v", c.name(), c.Prec)
+		}
 	}
-	if n := len(regexp.MustCompile(`(?m)^FG_BWD_MMA_(DKDV|DQ)\(`).FindAll(src, -1)); n != len(mmaBwdCfgs) {
+	if n := len(regexp.MustCompile(`(?m)^FG_BWD_MMA_(LDM_)?(DKDV|DQ)\(`).FindAll(src, -1)); n != len(mmaBwdCfgs) {
 		t.Errorf("attention_mma_bwd.cu instantiates %d kernels, mmaBwdCfgs lists %d", n, len(mmaBwdCfgs))
 	}
 	for _, prec := range mmaPrecisions {
@@ -398,7 +407,10 @@ func TestPickMMABwd(t *testing.T) {
 
 // ---- timing ----------------------------------------------------------------------------------
 
-var mmaBwdTime = flag.Bool("mmabwd.time", false, "time forward+backward of every precision at attnbench's shapes (TestAttentionMMABwdTiming)")
+var (
+	mmaBwdTime      = flag.Bool("mmabwd.time", false, "time forward+backward of every precision at attnbench's shapes (TestAttentionMMABwdTiming)")
+	mmaBwdTimePairs = flag.String("mmabwd.pairs", "exact,tf32,bf16", "with -mmabwd.time: the precisions whose every backward kernel pair is timed too")
+)
 
 // backwardBuffersPair is AttentionBackwardBuffers with the kernel pair at indices kv, dq of
 // mmaBwdCfgs (-1: the defaults).
@@ -418,7 +430,8 @@ func backwardBuffersPair(p AttentionBuffers, kv, dq int) error {
 // precision on device Buffers at attnbench's shapes (H = 16, B·N = 32768, d ∈ {64, 128},
 // N ∈ {1024, 4096, 16384}, causal and not; medians of 5 after a warm-up, cuda.Timer) and
 // prints TFLOP/s with attnbench's FLOP convention: forward 4·B·H·N²·d, halved when causal,
-// forward+backward 3.5× that. It also times the backward of every kernel pair of mmaBwdCfgs.
+// forward+backward 3.5× that. It also times the backward of every kernel pair of mmaBwdCfgs
+// (medians of 3) of the precisions in -mmabwd.pairs, the default pair again last.
 // Only speed is measured here; the tests above check the kernels.
 func TestAttentionMMABwdTiming(t *testing.T) {
 	if !*mmaBwdTime {
@@ -461,7 +474,7 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 					flops /= 2
 				}
 				// time returns the median milliseconds of f.
-				time := func(f func() error) float64 {
+				time := func(reps int, f func() error) float64 {
 					var ms []float64
 					err := Do(func() error {
 						tm, err := NewTimer(2)
@@ -497,13 +510,18 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 				}
 				for _, prec := range mmaPrecisions {
 					p.Precision = prec
-					fwd := time(func() error { return AttentionForwardBuffers(p) })
-					bwd := time(func() error { return AttentionBackwardBuffers(p) })
+					fwd := time(reps, func() error { return AttentionForwardBuffers(p) })
+					bwd := time(reps, func() error { return AttentionBackwardBuffers(p) })
 					names, _ := p.Kernels()
 					fmt.Printf("| %d | %d | %v | %v | %.3f | %.3f | %.3f | %.1f | %.1f | %v |\n", d, n, causal, prec, fwd, fwd+bwd, bwd,
 						flops/fwd/1e9, 3.5*flops/(fwd+bwd)/1e9, names)
-					for _, pair := range mmaBwdPairs(prec, d)[1:] {
-						ms := time(func() error { return backwardBuffersPair(p, pair[0], pair[1]) })
+					// Every other kernel pair, and the default pair again last (3 repetitions each).
+					pairs := mmaBwdPairs(prec, d)
+					if !slices.Contains(strings.Split(*mmaBwdTimePairs, ","), prec.String()) {
+						pairs = pairs[:1]
+					}
+					for _, pair := range append(pairs[1:], pairs[0]) {
+						ms := time(3, func() error { return backwardBuffersPair(p, pair[0], pair[1]) })
 						fmt.Printf("|   |   |   | %v bwd [%s] | | %.3f | %.3f | | %.1f | |\n", prec, pairName(pair), fwd+ms, ms,
 							3.5*flops/(fwd+ms)/1e9)
 					}

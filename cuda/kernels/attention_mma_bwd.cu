@@ -13,7 +13,8 @@
 // dO and the probabilities P and dS) to bfloat16 and accumulates in float32; TF32 rounds them
 // to TF32; EXACT multiplies by 3xTF32 and, because the tensor cores truncate as they accumulate,
 // runs every chain of products over 16 head columns or 16 rows only, from a zero accumulator,
-// adding the chains in float32 (as the forward). The exponentials, dP - delta and dS are
+// adding the chains in float32 (as the forward), and adds the hi·hi products of a chain last
+// (fg_bwd_3xtf32_k16). The exponentials, dP - delta and dS are
 // float32; delta is summed in double.
 //
 // Three kernels, no atomics, so the result is the same bits on every run:
@@ -102,6 +103,25 @@ template <> struct FgRowA<FG_PREC_TF32> {
   }
 };
 
+// fg_bwd_3xtf32_k16 adds to c the 3xTF32 product of a 16-k A operand (k8 steps 0 and 1 split
+// into h0 + l0 and h1 + l1) with B values b0, b1 (step 0) and b2, b3 (step 1): the four small
+// products first, then the two hi·hi. The tensor cores truncate each addition to the
+// accumulator; once the hi·hi terms are in, the accumulator has its full size, so adding
+// them last costs two truncations at that size instead of four (fg_mma_3xtf32 twice).
+__device__ __forceinline__ void fg_bwd_3xtf32_k16(float (&c)[4], const uint32_t (&h0)[4], const uint32_t (&l0)[4],
+                                                  const uint32_t (&h1)[4], const uint32_t (&l1)[4], float b0, float b1,
+                                                  float b2, float b3) {
+  uint32_t bh0, bl0, bh1, bl1, bh2, bl2, bh3, bl3;
+  fg_split_tf32(b0, bh0, bl0), fg_split_tf32(b1, bh1, bl1);
+  fg_split_tf32(b2, bh2, bl2), fg_split_tf32(b3, bh3, bl3);
+  fg_mma_tf32(c, l0[0], l0[1], l0[2], l0[3], bh0, bh1);
+  fg_mma_tf32(c, h0[0], h0[1], h0[2], h0[3], bl0, bl1);
+  fg_mma_tf32(c, l1[0], l1[1], l1[2], l1[3], bh2, bh3);
+  fg_mma_tf32(c, h1[0], h1[1], h1[2], h1[3], bl2, bl3);
+  fg_mma_tf32(c, h0[0], h0[1], h0[2], h0[3], bh0, bh1);
+  fg_mma_tf32(c, h1[0], h1[1], h1[2], h1[3], bh2, bh3);
+}
+
 template <> struct FgRowA<FG_PREC_EXACT> {
   uint32_t h0[4], l0[4], h1[4], l1[4];
   __device__ __forceinline__ FgRowA(float4 x, float4 y) {
@@ -111,8 +131,7 @@ template <> struct FgRowA<FG_PREC_EXACT> {
     fg_split_tf32(x.w, h1[2], l1[2]), fg_split_tf32(y.w, h1[3], l1[3]);
   }
   __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
-    fg_mma_3xtf32(c, h0, l0, kk.x, kk.y);
-    fg_mma_3xtf32(c, h1, l1, kk.z, kk.w);
+    fg_bwd_3xtf32_k16(c, h0, l0, h1, l1, kk.x, kk.y, kk.z, kk.w);
   }
 };
 
@@ -155,8 +174,7 @@ template <> struct FgAccA<FG_PREC_EXACT> {
     fg_split_tf32(s1[1], h1[2], l1[2]), fg_split_tf32(s1[3], h1[3], l1[3]);
   }
   __device__ __forceinline__ void mma(float (&c)[4], float b0, float b1, float b2, float b3) const {
-    fg_mma_3xtf32(c, h0, l0, b0, b1);
-    fg_mma_3xtf32(c, h1, l1, b2, b3);
+    fg_bwd_3xtf32_k16(c, h0, l0, h1, l1, b0, b1, b2, b3);
   }
 };
 
@@ -227,6 +245,114 @@ __device__ __forceinline__ void fg_bwd_store(float* dst, int64_t ld, const float
     for (int n = 0; n < D / 8; ++n)
       *(float2*)&dst[(int64_t)i * ld + 8 * n + 2 * t] =
           zero ? make_float2(0.f, 0.f) : make_float2(o[n][2 * r], o[n][2 * r + 1]);
+  }
+}
+
+// fg_bwd_pds_t turns the dK/dV kernels' S^T and dP^T of one query sub-block (queries
+// m0 + sb + 8 j + 2 t + e % 2, keys n0 + kr + 8 (e / 2) for element e of block j) into
+// P^T = exp2(S^T sl2 - L2) and dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of
+// the tile's rows in ld; outside the visible region (checked only when mask is set) both are 0.
+template <int NB>
+__device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb, int m0,
+                                             int n0, int kr, int t, int klen, bool mask, float sl2, float scale,
+                                             const fg_attn_params& p) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float2 x = ld[qi];
+      float pv = exp2f(st[j][e] * sl2 - x.x);
+      float ds = pv * (dpt[j][e] - x.y) * scale;
+      if (mask) {
+        const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
+        const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
+        pv = seen ? pv : 0.f;
+        ds = seen ? ds : 0.f;
+      }
+      st[j][e] = pv;
+      dpt[j][e] = ds;
+    }
+}
+
+// fg_bwd_ds turns the dQ kernels' S and dP of one key tile (rows r0 + 8 (e / 2), keys
+// n0 + 8 j + 2 t + e % 2) into dS = scale P (dP - delta) in dp, with P = exp2(S sl2 - L2);
+// keys at or past a row's lim get dS = 0 (checked only when the tile reaches past lim_min).
+template <int NB>
+__device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[NB][4], const float (&l2)[2],
+                                          const float (&dl)[2], const int (&lim)[2], int lim_min, int n0, int t,
+                                          float sl2, float scale) {
+  const bool mask = n0 + 8 * NB > lim_min;
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e >> 1;
+      const float pv = exp2f(s[j][e] * sl2 - l2[r]);
+      float ds = pv * (dp[j][e] - dl[r]) * scale;
+      if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
+      dp[j][e] = ds;
+    }
+}
+
+// ---- bfloat16 tiles (the BF16 kernels with ldmatrix) ------------------------------------------
+
+// fg_bwd_load_bf16 loads rows [0, ROWS) of a row-major float32 global matrix g (row stride ld_g,
+// D columns) and stores them as bfloat16 with row stride D + 8: rows r < nvalid are read, the
+// others zero-filled without a global read. Plain loads: for the tiles a block loads once.
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void fg_bwd_load_bf16(uint16_t* dst, const float* g, int64_t ld_g, int nvalid) {
+  constexpr int CH = D / 4;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const float4 x = r < nvalid ? *(const float4*)&g[(int64_t)r * ld_g + 4 * c] : make_float4(0.f, 0.f, 0.f, 0.f);
+    *(uint2*)&dst[r * (D + 8) + 4 * c] = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
+  }
+}
+
+// fg_bwd_ldm_abt is fg_bwd_abt on bfloat16 tiles (row stride D + 8, so the 8 rows of an
+// ldmatrix hit distinct banks): A rows ar0 .. ar0 + 15 of sA, B rows br0 + 8 j + g of sB. An
+// ldmatrix.x4 gives A's fragment for 16 columns (lane l addresses row l % 16, column
+// (l / 16) 8), or B's for two 8-row blocks (row (l / 16) 8 + l % 8, column (l / 8 % 2) 8).
+template <int D, int NB>
+__device__ __forceinline__ void fg_bwd_ldm_abt(float (&c)[NB][4], const uint16_t* sA, int ar0, const uint16_t* sB,
+                                               int br0, int lane) {
+  constexpr int LDH = D + 8;
+  const uint16_t* pa = sA + (ar0 + lane % 16) * LDH + (lane / 16) * 8;
+  const uint16_t* pb = sB + (br0 + (lane / 16) * 8 + lane % 8) * LDH + (lane / 8 % 2) * 8;
+#pragma unroll
+  for (int ch = 0; ch < D / 16; ++ch) {
+    uint32_t a[4];
+    fg_ldmatrix_x4(a, pa + 16 * ch);
+#pragma unroll
+    for (int jp = 0; jp < NB / 2; ++jp) {
+      uint32_t b[4];
+      fg_ldmatrix_x4(b, pb + 16 * jp * LDH + 16 * ch);
+      fg_mma_bf16(c[2 * jp], a[0], a[1], a[2], a[3], b[0], b[1]);
+      fg_mma_bf16(c[2 * jp + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
+    }
+  }
+}
+
+// fg_bwd_ldm_ab is fg_bwd_ab on a bfloat16 tile: B rows br0 .. br0 + 8 NB of sB, read by
+// ldmatrix.x4.trans, which gives the B fragments of two 8-column blocks for 16 rows (lane l
+// addresses row (l / 8 % 2) 8 + l % 8, column (l / 16) 8).
+template <int D, int NB>
+__device__ __forceinline__ void fg_bwd_ldm_ab(float (&o)[D / 8][4], const float (&s)[NB][4], const uint16_t* sB, int br0,
+                                              int lane) {
+  constexpr int LDH = D + 8;
+  const uint16_t* pb = sB + (br0 + (lane / 8 % 2) * 8 + lane % 8) * LDH + (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < NB / 2; ++kk) {
+    const FgAccA<FG_PREC_BF16> a(s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+    for (int np = 0; np < D / 16; ++np) {
+      uint32_t b[4];
+      fg_ldmatrix_x4_trans(b, pb + 16 * kk * LDH + 16 * np);
+      fg_mma_bf16(o[2 * np], a.a[0], a.a[1], a.a[2], a.a[3], b[0], b[1]);
+      fg_mma_bf16(o[2 * np + 1], a.a[0], a.a[1], a.a[2], a.a[3], b[2], b[3]);
+    }
   }
 }
 
@@ -335,24 +461,7 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
       fg_bwd_zero(dpt);
       fg_bwd_abt<P, D, NB>(st, sK, kr, sQ, sb + g, t);
       fg_bwd_abt<P, D, NB>(dpt, sV, kr, sdO, sb + g, t);
-      // P^T and dS^T: element e of block j is key n0 + kr + 8 (e / 2), query m0 + sb + 8 j + 2 t + e % 2.
-#pragma unroll
-      for (int j = 0; j < NB; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int qi = sb + 8 * j + 2 * t + (e & 1);
-          const float2 ld = sLD[qi];
-          float pv = exp2f(st[j][e] * sl2 - ld.x);
-          float ds = pv * (dpt[j][e] - ld.y) * scale;
-          if (mask) {
-            const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
-            const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
-            pv = seen ? pv : 0.f;
-            ds = seen ? ds : 0.f;
-          }
-          st[j][e] = pv;
-          dpt[j][e] = ds;
-        }
+      fg_bwd_pds_t(st, dpt, sLD, sb, m0, n0, kr, t, klen, mask, sl2, scale, p);
       fg_bwd_ab<P, D, NB>(dv, st, sdO, sb, g, t);
       fg_bwd_ab<P, D, NB>(dk, dpt, sQ, sb, g, t);
     }
@@ -429,23 +538,179 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const
     fg_bwd_zero(dp);
     fg_bwd_abt<P, D, NB>(s, sQ, qr, sK, g, t);
     fg_bwd_abt<P, D, NB>(dp, sdO, qr, sV, g, t);
-    // Element e of block j is row r0 + 8 (e / 2), key n0 + 8 j + 2 t + e % 2.
-    const bool mask = n0 + BN > lim_min;
-#pragma unroll
-    for (int j = 0; j < NB; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = e >> 1;
-        const float pv = exp2f(s[j][e] * sl2 - l2[r]);
-        float ds = pv * (dp[j][e] - dl[r]) * scale;
-        if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
-        dp[j][e] = ds;
-      }
+    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
     fg_bwd_ab<P, D, NB>(dq, dp, sK, 0, g, t);
   }
 
   float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
   fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, qr, p.nq - m0, p.nq - m0, t);
+}
+
+// fg_attn_bwd_mma_ldm_dkdv (BF16 only): fg_attn_bwd_mma_dkdv with bfloat16 tiles in shared
+// memory and fragments loaded by ldmatrix: a quarter of the shared-memory instructions of the
+// float32 tiles and half their bytes, no conversion per fragment. K and V are converted once as
+// the block loads them; each query tile is copied as float32 by cp.async into one of two
+// staging buffers (with its (L2, delta)) and converted to bfloat16 when it is its turn.
+// Shared memory: two stages of Q, dO [BM][D] float32 and (L2, delta) [BM]; K, V [BN][D+8] and
+// Q, dO [BM][D+8] bfloat16.
+template <int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_ldm_dkdv(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BN, NB = SB / 8, OB = D / 8, LDH = D + 8;
+  static_assert(D % 16 == 0 && BN % 16 == 0 && BM % SB == 0 && SB % 16 == 0, "tile sizes");
+  constexpr int STAGE = 2 * BM * D + 2 * BM;  // floats per stage: Q, dO, (L2, delta)
+  constexpr unsigned SMEM = 2 * STAGE * sizeof(float) + (2 * BN + 2 * BM) * LDH * sizeof(uint16_t);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sStage = (float*)fg_smem;
+  uint16_t* sKh = (uint16_t*)(sStage + 2 * STAGE);
+  uint16_t* sVh = sKh + BN * LDH;
+  uint16_t* sQh = sVh + BN * LDH;
+  uint16_t* sdOh = sQh + BM * LDH;
+
+  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int group = p.h / p.hkv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
+  const int m_start = i_first / BM * BM;
+  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
+  const int total = group * ntiles;
+
+  auto load_stage = [&](int it) {
+    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    float* st = sStage + (it & 1) * STAGE;
+    const int nvalid = p.nq - m0;
+    fg_mma_load_tile<BM, D, D, THREADS>(st, (const float*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
+                                        p.q_row, nvalid);
+    fg_mma_load_tile<BM, D, D, THREADS>(
+        st + BM * D, (const float*)p.do_ + b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row, p.o_row, nvalid);
+    const float* ld = (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0);
+    for (int r = threadIdx.x; r < BM; r += THREADS) {
+      const bool ok = r < nvalid;
+      const unsigned s = (unsigned)__cvta_generic_to_shared(st + 2 * BM * D + 2 * r);
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s), "l"(ok ? ld + 2 * r : ld), "r"(ok ? 8 : 0));
+    }
+  };
+
+  if (total > 0) {
+    load_stage(0);
+    fg_cp_async_commit();
+    const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+    const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+    fg_bwd_load_bf16<BN, D, THREADS>(sKh, k + (int64_t)n0 * p.k_row, p.k_row, klen - n0);
+    fg_bwd_load_bf16<BN, D, THREADS>(sVh, v + (int64_t)n0 * p.v_row, p.v_row, klen - n0);
+  }
+
+  float dk[OB][4], dv[OB][4];
+  fg_bwd_zero(dk);
+  fg_bwd_zero(dv);
+  const int kr = 16 * warp + g;
+  for (int it = 0; it < total; ++it) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // this tile landed; every warp is done with the last tile's sQh, sdOh
+    if (it + 1 < total) {
+      load_stage(it + 1);
+      fg_cp_async_commit();
+    }
+    const int m0 = m_start + (it % ntiles) * BM;
+    const float* st = sStage + (it & 1) * STAGE;
+    fg_to_bf16_tile<BM, D, LDH, THREADS>(sQh, st);
+    fg_to_bf16_tile<BM, D, LDH, THREADS>(sdOh, st + BM * D);
+    const float2* sLD = (const float2*)(st + 2 * BM * D);
+    __syncthreads();  // Q, dO in bfloat16
+    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+#pragma unroll 1
+    for (int sb = 0; sb < BM; sb += SB) {
+      float sT[NB][4], dpT[NB][4];
+      fg_bwd_zero(sT);
+      fg_bwd_zero(dpT);
+      fg_bwd_ldm_abt<D, NB>(sT, sKh, 16 * warp, sQh, sb, lane);
+      fg_bwd_ldm_abt<D, NB>(dpT, sVh, 16 * warp, sdOh, sb, lane);
+      fg_bwd_pds_t(sT, dpT, sLD, sb, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_bwd_ldm_ab<D, NB>(dv, sT, sdOh, sb, lane);
+      fg_bwd_ldm_ab<D, NB>(dk, dpT, sQh, sb, lane);
+    }
+  }
+
+  float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
+  float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
+  fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
+  fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
+}
+
+// fg_attn_bwd_mma_ldm_dq (BF16 only): fg_attn_bwd_mma_dq with bfloat16 tiles and ldmatrix, as
+// fg_attn_bwd_mma_ldm_dkdv: Q and dO converted once as the block loads them, each key tile
+// staged as float32 by cp.async (two stages) and converted when it is its turn. Shared memory:
+// two stages of K, V [BN][D] float32; Q, dO [BM][D+8] and K, V [BN][D+8] bfloat16.
+template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BM, NB = BN / 8, OB = D / 8, LDH = D + 8;
+  static_assert(D % 16 == 0 && BM % 16 == 0 && BN % 16 == 0, "tile sizes");
+  constexpr int STAGE = 2 * BN * D;
+  constexpr unsigned SMEM = 2 * STAGE * sizeof(float) + (2 * BM + 2 * BN) * LDH * sizeof(uint16_t);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sStage = (float*)fg_smem;
+  uint16_t* sQh = (uint16_t*)(sStage + 2 * STAGE);
+  uint16_t* sdOh = sQh + BM * LDH;
+  uint16_t* sKh = sdOh + BM * LDH;
+  uint16_t* sVh = sKh + BN * LDH;
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  const int r0 = m0 + 16 * warp + g;
+  int lim[2];
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+    l2[r] = x.x, dl[r] = x.y;
+  }
+  const int lim_min = min(lim[0], lim[1]);
+
+  auto load_stage = [&](int n0) {
+    float* st = sStage + ((n0 / BN) & 1) * STAGE;
+    fg_mma_load_tile<BN, D, D, THREADS>(st, k + (int64_t)n0 * p.k_row, p.k_row, kv_end - n0);
+    fg_mma_load_tile<BN, D, D, THREADS>(st + BN * D, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+  };
+  if (kv_end > 0) {
+    load_stage(0);
+    fg_cp_async_commit();
+    fg_bwd_load_bf16<BM, D, THREADS>(sQh, (const float*)p.q + b * p.q_batch + h * p.q_head + (int64_t)m0 * p.q_row,
+                                     p.q_row, p.nq - m0);
+    fg_bwd_load_bf16<BM, D, THREADS>(sdOh, (const float*)p.do_ + b * p.o_batch + h * p.o_head + (int64_t)m0 * p.o_row,
+                                     p.o_row, p.nq - m0);
+  }
+
+  float dq[OB][4];
+  fg_bwd_zero(dq);
+  for (int n0 = 0; n0 < kv_end; n0 += BN) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // this tile landed; every warp is done with the last tile's sKh, sVh
+    if (n0 + BN < kv_end) {
+      load_stage(n0 + BN);
+      fg_cp_async_commit();
+    }
+    const float* st = sStage + ((n0 / BN) & 1) * STAGE;
+    fg_to_bf16_tile<BN, D, LDH, THREADS>(sKh, st);
+    fg_to_bf16_tile<BN, D, LDH, THREADS>(sVh, st + BN * D);
+    __syncthreads();  // K, V in bfloat16
+    float s[NB][4], dp[NB][4];
+    fg_bwd_zero(s);
+    fg_bwd_zero(dp);
+    fg_bwd_ldm_abt<D, NB>(s, sQh, 16 * warp, sKh, 0, lane);
+    fg_bwd_ldm_abt<D, NB>(dp, sdOh, 16 * warp, sVh, 0, lane);
+    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    fg_bwd_ldm_ab<D, NB>(dq, dp, sKh, 0, lane);
+  }
+
+  float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
+  fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + g, p.nq - m0, p.nq - m0, t);
 }
 
 // ---- entry points ----------------------------------------------------------------------------
@@ -461,21 +726,32 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const
       fg_attn_bwd_mma_dq_##PN##_d##D##_m##BM##_n##BN(const fg_attn_params p) {                   \
     fg_attn_bwd_mma_dq<P, D, BM, BN>(p);                                                         \
   }
-// Backward variant 3 (1 and 2: the FMA kernels of attention_bwd.cu), every precision; the tile
-// sizes are mmaBwdCfgs'.
-FG_BWD_MMA_DKDV(FG_PREC_BF16, bf16, 64, 64, 64, 64)
-FG_BWD_MMA_DKDV(FG_PREC_BF16, bf16, 128, 64, 32, 32)
-FG_BWD_MMA_DKDV(FG_PREC_BF16, bf16, 128, 128, 32, 32)
+// The kernels of mmaBwdCfgs (cuda/attention_mma_bwd.go): float32 tiles, every precision.
 FG_BWD_MMA_DKDV(FG_PREC_TF32, tf32, 64, 64, 64, 64)
-FG_BWD_MMA_DKDV(FG_PREC_TF32, tf32, 128, 64, 32, 16)
-FG_BWD_MMA_DKDV(FG_PREC_TF32, tf32, 128, 128, 32, 16)
-FG_BWD_MMA_DKDV(FG_PREC_EXACT, exact, 64, 64, 64, 16)
-FG_BWD_MMA_DKDV(FG_PREC_EXACT, exact, 128, 64, 32, 16)
-FG_BWD_MMA_DQ(FG_PREC_BF16, bf16, 64, 64, 64)
-FG_BWD_MMA_DQ(FG_PREC_BF16, bf16, 128, 64, 32)
-FG_BWD_MMA_DQ(FG_PREC_BF16, bf16, 128, 128, 32)
 FG_BWD_MMA_DQ(FG_PREC_TF32, tf32, 64, 64, 64)
-FG_BWD_MMA_DQ(FG_PREC_TF32, tf32, 128, 64, 32)
+FG_BWD_MMA_DKDV(FG_PREC_TF32, tf32, 128, 128, 32, 16)
 FG_BWD_MMA_DQ(FG_PREC_TF32, tf32, 128, 128, 32)
+FG_BWD_MMA_DKDV(FG_PREC_EXACT, exact, 64, 64, 32, 16)
 FG_BWD_MMA_DQ(FG_PREC_EXACT, exact, 64, 64, 64)
+FG_BWD_MMA_DKDV(FG_PREC_EXACT, exact, 128, 64, 16, 16)
 FG_BWD_MMA_DQ(FG_PREC_EXACT, exact, 128, 64, 16)
+FG_BWD_MMA_DKDV(FG_PREC_BF16, bf16, 64, 64, 64, 64)
+FG_BWD_MMA_DQ(FG_PREC_BF16, bf16, 64, 64, 64)
+FG_BWD_MMA_DKDV(FG_PREC_BF16, bf16, 128, 64, 32, 32)
+FG_BWD_MMA_DQ(FG_PREC_BF16, bf16, 128, 64, 32)
+
+#define FG_BWD_MMA_LDM_DKDV(D, BN, BM, SB)                                                      \
+  extern "C" __global__ void __launch_bounds__(2 * BN)                                          \
+      fg_attn_bwd_mma_ldm_dkdv_bf16_d##D##_n##BN##_m##BM##_s##SB(const fg_attn_params p) {       \
+    fg_attn_bwd_mma_ldm_dkdv<D, BN, BM, SB>(p);                                                  \
+  }
+#define FG_BWD_MMA_LDM_DQ(D, BM, BN)                                                            \
+  extern "C" __global__ void __launch_bounds__(2 * BM)                                          \
+      fg_attn_bwd_mma_ldm_dq_bf16_d##D##_m##BM##_n##BN(const fg_attn_params p) {                 \
+    fg_attn_bwd_mma_ldm_dq<D, BM, BN>(p);                                                        \
+  }
+// bfloat16 tiles and ldmatrix (mmaBwdCfg.LDM).
+FG_BWD_MMA_LDM_DKDV(64, 64, 64, 64)
+FG_BWD_MMA_LDM_DQ(64, 128, 32)
+FG_BWD_MMA_LDM_DKDV(128, 64, 16, 16)
+FG_BWD_MMA_LDM_DQ(128, 128, 16)
