@@ -45,6 +45,9 @@
 // of S = A B^T: rows g and g + 1 of a phase land in opposite halves of the 32 banks) and 4-byte
 // loads down a column (B operands of dV, dK, dQ: lane (g, t) reads rows 2t, 2t+1, 2t+8, 2t+9
 // at column g of an 8-column block; rows 0, 2, 4, 6 XOR the chunk pair by 0, 2, 4, 6).
+// The BF16 kernels also come in a second form, fg_attn_bwd_mma_ldm_*: the tiles are converted
+// to bfloat16 once in shared memory (rows of D + 8 halves) and the fragments loaded by ldmatrix
+// (.trans for the B operands read down a column), a quarter of the load instructions.
 #include "mma.cuh"
 
 namespace {
