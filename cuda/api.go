@@ -129,8 +129,10 @@ type AttentionParams struct {
 	Causal bool
 	// KeyLengths is nil or holds B values in [0, Nk].
 	KeyLengths []int
-	// Precision selects the forward's arithmetic for float32 slices (see Precision; the zero
-	// value runs the FMA kernels). The backward and float64 problems run the FMA kernels.
+	// Precision selects the arithmetic of the forward and the backward for float32 slices (see
+	// Precision; the zero value runs the FMA kernels): the tensor-core kernels where they cover
+	// the problem (d ∈ {64, 128}, pickMMA and pickMMABwd), the FMA kernels elsewhere. float64
+	// problems always run the FMA kernels.
 	Precision Precision
 
 	Q, K, V any // inputs of both directions
@@ -235,7 +237,7 @@ func mulSizes(xs ...int) (int, error) {
 // problem returns the description of p's problem (sizes, scale, masks).
 func (p *AttentionParams) problem() attnspec.Problem {
 	return attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
-		KeyLengths: p.KeyLengths}
+		KeyLengths: p.KeyLengths, Precision: p.Precision}
 }
 
 // checkProblem validates pr for op, then the limits of the kernels: problems they do not cover
@@ -266,9 +268,6 @@ func (p *AttentionParams) check(backward bool) (dtype, error) {
 	pr := p.problem()
 	if err := checkProblem(op, &pr); err != nil {
 		return 0, err
-	}
-	if p.Precision < PrecisionFMA || p.Precision > PrecisionBF16 {
-		return 0, fmt.Errorf("cuda: %s: unknown %v (%s)", op, p.Precision, pr.Shape())
 	}
 	qLen, kLen, lLen := pr.QLen(), pr.KLen(), pr.LLen()
 	names := []string{"Q", "K", "V", "O", "L"}

@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"fmt"
-
 	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
@@ -17,8 +15,8 @@ type AttentionBuffers struct {
 	Scale                float64
 	Causal               bool
 	KeyLengths           *Buffer
-	// Precision selects the forward's arithmetic for Float32 operands, as
-	// AttentionParams.Precision (the zero value runs the FMA kernels).
+	// Precision selects the arithmetic of the forward and the backward for Float32 operands,
+	// as AttentionParams.Precision (the zero value runs the FMA kernels).
 	Precision Precision
 
 	Q, K, V, O, L, LRes *Buffer
@@ -29,12 +27,10 @@ type AttentionBuffers struct {
 // check validates the sizes and returns the operands of one direction.
 func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, error) {
 	// KeyLengths are on the device here: the problem is checked without them.
-	pr := attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal}
+	pr := attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
+		Precision: p.Precision}
 	if err := checkProblem(op, &pr); err != nil {
 		return 0, nil, err
-	}
-	if p.Precision < PrecisionFMA || p.Precision > PrecisionBF16 {
-		return 0, nil, fmt.Errorf("cuda: %s: unknown %v (%s)", op, p.Precision, pr.Shape())
 	}
 	qLen, kLen, lLen := pr.QLen(), pr.KLen(), pr.LLen()
 	DT, dt, err := floatOf(op, "Q", p.Q)
@@ -54,8 +50,8 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 
 // kernel returns the kernels' parameters for p (contiguous layouts).
 func (p *AttentionBuffers) kernel() attnParams {
-	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
-	kp.precision = int32(p.Precision)
+	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
+		Precision: p.Precision})
 	kp.q, kp.k, kp.v, kp.o, kp.lse = p.Q.ptr, p.K.ptr, p.V.ptr, p.O.ptr, p.L.ptr
 	kp.lres, kp.keyLengths = ptrOf(p.LRes), ptrOf(p.KeyLengths)
 	kp.do, kp.dlse, kp.dq, kp.dk, kp.dv, kp.delta = ptrOf(p.DO), ptrOf(p.DL), ptrOf(p.DQ), ptrOf(p.DK), ptrOf(p.DV), ptrOf(p.Delta)
@@ -87,7 +83,7 @@ func AttentionBackwardBuffers(p AttentionBuffers) error {
 	}
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
-		return s.attnBackwardKernels(&kp, dt)
+		return s.attnBackwardKernels(&kp, dt, -1, -1)
 	})
 }
 
@@ -103,6 +99,9 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	fwd := "fg_attn_fwd_v2_" + pickCfg(fwdCfgs[dt], p.D).suffix(dt)
 	if c, ok := pickMMA(&kp, dt, 0); ok {
 		fwd = c.name()
+	}
+	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1); ok {
+		return []string{fwd, "fg_attn_bwd_mma_pre", kv.name(), q.name()}, nil
 	}
 	return []string{fwd, "fg_attn_bwd_preprocess_" + dt.String(),
 		"fg_attn_bwd_dkdv_" + pickCfg(dkdvCfgs[dt], p.D).suffix(dt), "fg_attn_bwd_dq_" + pickCfg(dqCfgs[dt], p.D).suffix(dt)}, nil

@@ -3,52 +3,31 @@ package cuda
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
-// Precision selects the arithmetic of the float32 attention forward (AttentionParams.Precision).
-// float64 problems always run the FMA kernels, in float64, whatever is asked for.
-type Precision int32
+// Precision selects the arithmetic of the float32 attention kernels, forward and backward
+// (AttentionParams.Precision): internal/attnspec defines it once (with ops/attention's
+// Options.Precision and the problem description); float64 problems always run the FMA
+// kernels, in float64, whatever is asked for.
+type Precision = attnspec.Precision
 
-// The precisions, with the values of params.h's FG_PREC_*.
+// The precisions (attnspec's), with the values of params.h's FG_PREC_*.
 const (
-	// PrecisionFMA (the zero value, the default) runs the FMA kernels: float32 products and
-	// sums on the CUDA cores, every head dimension.
-	PrecisionFMA Precision = iota
-	// PrecisionExact runs the tensor cores at float32 accuracy by 3xTF32: each operand x of
-	// the products S = QKᵀ and O = PV is split into hi = tf32(x) and lo = tf32(x − hi), and
-	// a·b = a_lo·b_hi + a_hi·b_lo + a_hi·b_hi with float32 accumulation.
-	PrecisionExact
-	// PrecisionTF32 rounds the operands to TF32 (10 mantissa bits, to nearest, ties away from
-	// zero) and accumulates in float32.
-	PrecisionTF32
-	// PrecisionBF16 rounds the operands (q, k, v and the probabilities P) to bfloat16 (8
-	// mantissa bits, to nearest even) and accumulates in float32; the softmax, its row sums
-	// and L stay float32 (sums double).
-	PrecisionBF16
+	PrecisionFMA   = attnspec.PrecisionFMA
+	PrecisionExact = attnspec.PrecisionExact
+	PrecisionTF32  = attnspec.PrecisionTF32
+	PrecisionBF16  = attnspec.PrecisionBF16
 )
-
-func (p Precision) String() string {
-	switch p {
-	case PrecisionFMA:
-		return "fma"
-	case PrecisionExact:
-		return "exact"
-	case PrecisionTF32:
-		return "tf32"
-	case PrecisionBF16:
-		return "bf16"
-	}
-	return fmt.Sprintf("Precision(%d)", int32(p))
-}
 
 // ParsePrecision returns the Precision whose String is s.
 func ParsePrecision(s string) (Precision, error) {
-	for p := PrecisionFMA; p <= PrecisionBF16; p++ {
-		if p.String() == s {
-			return p, nil
-		}
+	p, err := attnspec.ParsePrecision(s)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
 	}
-	return 0, fmt.Errorf("cuda: unknown precision %q (want fma, exact, tf32 or bf16)", s)
+	return p, nil
 }
 
 // mmaCfg is one tensor-core forward kernel of kernels/attention_mma.cu: its forward variant

@@ -166,7 +166,7 @@ func (s *state) softmaxKernel(kp *softmaxParams, dt dtype, backward bool) error 
 
 // ---- attention -------------------------------------------------------------------------------
 
-// attnBase fills the sizes, strides and options of the kernel params for p (contiguous
+// attnBase fills the sizes, strides, options and precision of the kernel params for p (contiguous
 // layouts; the kernels' fg_key_limit applies attnspec's rule from causal, causal_offset and
 // the key lengths).
 func attnBase(p *attnspec.Problem) attnParams {
@@ -182,15 +182,14 @@ func attnBase(p *attnspec.Problem) attnParams {
 	if p.Causal {
 		kp.causal, kp.causalOffset = 1, int32(p.Nk-p.Nq)
 	}
+	kp.precision = int32(p.Precision)
 	return kp
 }
 
 // kernelParams returns the kernel params of p's problem and precision, without pointers.
 func (p *AttentionParams) kernelParams() attnParams {
 	pr := p.problem()
-	kp := attnBase(&pr)
-	kp.precision = int32(p.Precision)
-	return kp
+	return attnBase(&pr)
 }
 
 // keyLengths32 converts KeyLengths for the device (check bounds them by Nk).
@@ -322,7 +321,11 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 // operand, L included, is copied from the host. It returns
 // ErrNoDevice when no device is in use, an error wrapping ErrUnsupported for problems the
 // kernels do not cover, and a *Error when CUDA fails.
-func AttentionBackward(p AttentionParams) error {
+func AttentionBackward(p AttentionParams) error { return attentionBackward(p, -1, -1) }
+
+// attentionBackward runs the backward with the tensor-core kernels at indices dkdv and dq of
+// mmaBwdCfgs when they are not negative (see pickMMABwd).
+func attentionBackward(p AttentionParams, dkdv, dq int) error {
 	dt, err := p.check(true)
 	if err != nil {
 		return err
@@ -350,7 +353,7 @@ func AttentionBackward(p AttentionParams) error {
 				return err
 			}
 		}
-		if err := s.attnBackwardKernels(&kp, dt); err != nil {
+		if err := s.attnBackwardKernels(&kp, dt, dkdv, dq); err != nil {
 			return err
 		}
 		if err := ctxSynchronize("attention backward kernels"); err != nil {
@@ -369,8 +372,12 @@ func AttentionBackward(p AttentionParams) error {
 	})
 }
 
-// attnBackwardKernels launches the three backward kernels on buffers already on the device.
-func (s *state) attnBackwardKernels(kp *attnParams, dt dtype) error {
+// attnBackwardKernels launches the three backward kernels on buffers already on the device:
+// the tensor-core kernels pickMMABwd chooses (dkdv, dq: its indices, or -1), else the FMA ones.
+func (s *state) attnBackwardKernels(kp *attnParams, dt dtype, dkdv, dq int) error {
+	if kv, q, ok := pickMMABwd(kp, dt, dkdv, dq); ok { // attention_mma_bwd.go
+		return s.startMMABwd(kp, kv, q)
+	}
 	d := int(kp.d)
 	pre := "fg_attn_bwd_preprocess_" + dt.String()
 	rows := int(kp.b) * int(kp.h) * int(kp.nq)

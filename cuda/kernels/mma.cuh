@@ -73,6 +73,35 @@ __device__ __forceinline__ void fg_mma_3xtf32(float (&c)[4], const uint32_t (&ah
   fg_mma_tf32(c, ah[0], ah[1], ah[2], ah[3], bh0, bh1);
 }
 
+// ==== bfloat16 tiles in shared memory (moved here from attention_mma.cu for the backward,
+// attention_mma_bwd.cu, which loads its fragments the same way) ====================================
+
+__device__ __forceinline__ void fg_ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void fg_ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// fg_to_bf16_tile converts a float32 tile [ROWS][D] (row stride D) to bfloat16 with row stride
+// LDH, every thread a float4 at a time.
+template <int ROWS, int D, int LDH, int THREADS>
+__device__ __forceinline__ void fg_to_bf16_tile(uint16_t* __restrict__ dst, const float* __restrict__ src) {
+  constexpr int CH = D / 4;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const float4 x = *(const float4*)&src[r * D + 4 * c];
+    *(uint2*)&dst[r * LDH + 4 * c] = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
+  }
+}
+
 }  // namespace
 
 #endif  // FLASHGORGON_MMA_CUH

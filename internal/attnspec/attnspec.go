@@ -33,6 +33,58 @@ type Problem struct {
 	Causal bool
 	// KeyLengths is nil or holds B values in [0, Nk]: batch b sees keys j < KeyLengths[b].
 	KeyLengths []int
+	// Precision is the arithmetic of the CUDA kernels for float32 problems (see Precision);
+	// it does not change the function computed, and the CPU kernels ignore it.
+	Precision Precision
+}
+
+// Precision selects the arithmetic of the float32 attention kernels on a CUDA device, forward
+// and backward (cuda.AttentionParams.Precision, ops/attention's Options.Precision). float64
+// problems, and the CPU kernels in both types, always compute exactly in their element type
+// (float32 products, float64 sums on the CPU), whatever is asked for.
+type Precision int32
+
+// The precisions, with the values of cuda/kernels/params.h's FG_PREC_*.
+const (
+	// PrecisionFMA (the zero value, the default) runs the FMA kernels: float32 products and
+	// sums on the CUDA cores, every head dimension.
+	PrecisionFMA Precision = iota
+	// PrecisionExact runs the tensor cores at float32 accuracy by 3xTF32: each operand x of
+	// the products (S = QKᵀ, O = PV; in the backward also dP = dO·Vᵀ, dV = Pᵀ·dO, dK = dSᵀ·Q,
+	// dQ = dS·K) is split into hi = tf32(x) and lo = tf32(x − hi), and
+	// a·b = a_lo·b_hi + a_hi·b_lo + a_hi·b_hi with float32 accumulation.
+	PrecisionExact
+	// PrecisionTF32 rounds the operands to TF32 (10 mantissa bits, to nearest, ties away from
+	// zero) and accumulates in float32.
+	PrecisionTF32
+	// PrecisionBF16 rounds the operands (q, k, v, dO and the probabilities P and dS) to
+	// bfloat16 (8 mantissa bits, to nearest even) and accumulates in float32; the softmax,
+	// its row sums, L and the backward's row terms stay float32 (sums double).
+	PrecisionBF16
+)
+
+func (p Precision) String() string {
+	switch p {
+	case PrecisionFMA:
+		return "fma"
+	case PrecisionExact:
+		return "exact"
+	case PrecisionTF32:
+		return "tf32"
+	case PrecisionBF16:
+		return "bf16"
+	}
+	return fmt.Sprintf("Precision(%d)", int32(p))
+}
+
+// ParsePrecision returns the Precision whose String is s.
+func ParsePrecision(s string) (Precision, error) {
+	for p := PrecisionFMA; p <= PrecisionBF16; p++ {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown precision %q (want fma, exact, tf32 or bf16)", s)
 }
 
 // KeyLimit is the visibility rule: query i of a problem with Nq queries and Nk keys sees
@@ -98,7 +150,8 @@ func (p *Problem) Shape() string {
 const MaxElements = 1 << 53
 
 // Check returns an error naming what is wrong when p is not a valid problem: a size below 1,
-// H not a multiple of Hkv, a Scale that is 0 or not finite, key lengths (CheckKeyLengths), or
+// H not a multiple of Hkv, a Scale that is 0 or not finite, an unknown Precision, key lengths
+// (CheckKeyLengths), or
 // tensors of more than MaxElements elements.
 func (p *Problem) Check() error {
 	switch {
@@ -108,6 +161,8 @@ func (p *Problem) Check() error {
 		return fmt.Errorf("H=%d is not a multiple of Hkv=%d (%s)", p.H, p.Hkv, p.Shape())
 	case math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale == 0:
 		return fmt.Errorf("Scale=%v, want a finite non-zero value (%s)", p.Scale, p.Shape())
+	case p.Precision < PrecisionFMA || p.Precision > PrecisionBF16:
+		return fmt.Errorf("unknown %v (%s)", p.Precision, p.Shape())
 	}
 	if err := p.CheckKeyLengths(); err != nil {
 		return err

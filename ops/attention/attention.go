@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/flashgorgon/flashgorgon/cuda"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -19,6 +20,15 @@ type Options struct {
 	// KeyLengths is optional, one value in [0, Nk] per batch element: keys
 	// at index ≥ KeyLengths[b] are masked (padding).
 	KeyLengths []int
+	// Precision selects the arithmetic of float32 attention on a CUDA device
+	// (cuda.Precision): the zero value, cuda.PrecisionFMA, runs float32
+	// products and sums; cuda.PrecisionExact, PrecisionTF32 and
+	// PrecisionBF16 run the tensor-core kernels (3xTF32; operands rounded to
+	// TF32 or bfloat16, float32 accumulation) where they cover the problem.
+	// It never changes the function computed, only its rounding. The CPU
+	// kernels ignore it: on the CPU, and for float64 everywhere, the op
+	// computes in its element type (float32 products, float64 sums).
+	Precision cuda.Precision
 }
 
 // Attention returns scaled dot-product attention of q [B,H,Nq,d] over keys k
@@ -168,7 +178,7 @@ func newParams(fn string, q, k, v *gorgonia.Node, opts Options) (*params, tensor
 		return nil, tensor.Dtype{}, fmt.Errorf("%s: q, k and v belong to different graphs", fn)
 	}
 	p := &params{B: qs[0], H: qs[1], Hkv: ks[1], Nq: qs[2], Nk: ks[2], D: qs[3], Causal: opts.Causal,
-		KeyLengths: opts.KeyLengths}
+		KeyLengths: opts.KeyLengths, Precision: opts.Precision}
 	switch {
 	case math.IsNaN(opts.Scale) || math.IsInf(opts.Scale, 0):
 		return nil, tensor.Dtype{}, fmt.Errorf("%s: Scale must be finite, got %v", fn, opts.Scale)

@@ -62,7 +62,7 @@ func deviceLaunch(p *params, q, k, v, packed any, launch func(cuda.AttentionPara
 		return true, err
 	}
 	dp := cuda.AttentionParams{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
-		KeyLengths: p.KeyLengths, Q: q, K: k, V: v, O: pk[0], L: pk[1], LRes: pk[2]}
+		KeyLengths: p.KeyLengths, Precision: p.Precision, Q: q, K: k, V: v, O: pk[0], L: pk[1], LRes: pk[2]}
 	if more != nil {
 		if err := more(&dp); err != nil {
 			return true, err

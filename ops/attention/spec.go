@@ -7,7 +7,8 @@ import "github.com/flashgorgon/flashgorgon/cuda"
 // [O | L | LRes].
 func (op fwdOp) DeviceSpec() cuda.AttentionBuffers {
 	p := &op.p
-	return cuda.AttentionBuffers{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal}
+	return cuda.AttentionBuffers{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
+		Precision: p.Precision}
 }
 
 // DeviceSpec returns the forward's description (the backward reads packed [O | L | LRes] and

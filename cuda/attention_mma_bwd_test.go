@@ -1,0 +1,535 @@
+package cuda
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// Tests of the tensor-core backward (kernels/attention_mma_bwd.cu). As the forward's
+// (attention_mma_test.go), the device tests compare each precision with the float64 reference
+// of reference_test.go and bound its error by twice the error of a naive CPU computation of
+// the gradients in the same precision (refAttentionBwdNaive), plus mmaFloor.
+
+// refAttentionBwdNaive returns dQ, dK, dV computed the plain way in float32 from the float32
+// forward values o and l it is given (as the kernels are), every product and sum rounded to
+// float32 and summed in order, with the operands of the products rounded as prec rounds them
+// (r): s_ij = Σ_c r(q_ic)·r(k_jc), p_ij = exp(scale·s_ij − L_i), dp_ij = Σ_c r(do_ic)·r(v_jc),
+// δ_i = Σ_c do_ic·o_ic − dl_i, ds_ij = p_ij·(dp_ij − δ_i)·scale, dV_j = Σ_i r(p_ij)·r(do_i),
+// dK_j = Σ_i r(ds_ij)·r(q_i), dQ_i = Σ_j r(ds_ij)·r(k_j) (the sums of dK and dV run over the
+// query heads of the group, then i). dl may be nil.
+func refAttentionBwdNaive(p *AttentionParams, q, k, v, o, l, do, dl []float64, prec Precision) (dq, dk, dv []float64) {
+	r := precisionRound(prec)
+	D := p.D
+	f32 := func(x []float64, round bool) []float32 {
+		y := make([]float32, len(x))
+		for i, v := range x {
+			y[i] = float32(v)
+			if round {
+				y[i] = r(y[i])
+			}
+		}
+		return y
+	}
+	rq, rk, rv, rdo := f32(q, true), f32(k, true), f32(v, true), f32(do, true)
+	o32, do32 := f32(o, false), f32(do, false)
+	scale := float32(p.Scale)
+	dq32, dk32, dv32 := make([]float32, len(q)), make([]float32, len(k)), make([]float32, len(v))
+	pr, ds := make([]float32, p.Nk), make([]float32, p.Nk)
+	eachQueryRow(p, func(row, kv, lim int) {
+		if lim == 0 {
+			return
+		}
+		var delta float32
+		for c := 0; c < D; c++ {
+			delta += float32(do32[row*D+c] * o32[row*D+c])
+		}
+		if dl != nil {
+			delta -= float32(dl[row])
+		}
+		L := float32(l[row])
+		for j := 0; j < lim; j++ {
+			var s, dp float32
+			for c := 0; c < D; c++ {
+				s += float32(rq[row*D+c] * rk[kv+j*D+c])
+				dp += float32(rdo[row*D+c] * rv[kv+j*D+c])
+			}
+			pr[j] = float32(math.Exp(float64(float32(s*scale) - L)))
+			ds[j] = float32(float32(pr[j]*(dp-delta)) * scale)
+		}
+		for j := 0; j < lim; j++ {
+			rp, rds := r(pr[j]), r(ds[j])
+			for c := 0; c < D; c++ {
+				dq32[row*D+c] += float32(rds * rk[kv+j*D+c])
+				dk32[kv+j*D+c] += float32(rds * rq[row*D+c])
+				dv32[kv+j*D+c] += float32(rp * rdo[row*D+c])
+			}
+		}
+	})
+	return as64(dq32), as64(dk32), as64(dv32)
+}
+
+// mmaBwdPairs returns the (dK/dV, dQ) kernel pairs of mmaBwdCfgs to run for prec and d, as
+// indices: the default pair first, then every other dK/dV kernel with the default dQ kernel
+// and every other dQ kernel with the default dK/dV kernel.
+func mmaBwdPairs(prec Precision, d int) [][2]int {
+	var kvs, qs []int
+	for i, c := range mmaBwdCfgs {
+		if c.Prec != prec || c.D != d {
+			continue
+		}
+		if c.DQ {
+			qs = append(qs, i)
+		} else {
+			kvs = append(kvs, i)
+		}
+	}
+	if len(kvs) == 0 || len(qs) == 0 {
+		return nil
+	}
+	pairs := [][2]int{{kvs[0], qs[0]}}
+	for _, i := range kvs[1:] {
+		pairs = append(pairs, [2]int{i, qs[0]})
+	}
+	for _, i := range qs[1:] {
+		pairs = append(pairs, [2]int{kvs[0], i})
+	}
+	return pairs
+}
+
+func (c mmaBwdCfg) short() string {
+	ldm := ""
+	if c.LDM {
+		ldm = "ldm "
+	}
+	if c.DQ {
+		return fmt.Sprintf("%sdq m%d n%d", ldm, c.BM, c.BN)
+	}
+	return fmt.Sprintf("%sdkdv n%d m%d s%d", ldm, c.BN, c.BM, c.SB)
+}
+
+func pairName(pair [2]int) string {
+	return mmaBwdCfgs[pair[0]].short() + " + " + mmaBwdCfgs[pair[1]].short()
+}
+
+// withForwardOf sets p's O, L and LRes to the float64 forward o, l rounded to float32 (LRes:
+// L's rounding residual), so that the backward is checked on its own.
+func withForwardOf(p *AttentionParams, o, l []float64) {
+	p.O, p.L = toType(o, false), toType(l, false)
+	res := as64(p.L)
+	for i, x := range l {
+		if math.IsInf(x, -1) {
+			res[i] = 0
+		} else {
+			res[i] = x - res[i]
+		}
+	}
+	p.LRes = toType(res, false)
+}
+
+var mmaPrecisions = []Precision{PrecisionExact, PrecisionTF32, PrecisionBF16}
+
+func TestAttentionMMABwdDevice(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(13))
+	for gi, g := range mmaGrid {
+		for _, d := range []int{64, 128} {
+			c := g.c
+			c.D = d
+			c.WithDL = gi%2 == 1
+			if testing.Short() && c.Nq > 200 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/d%d", g.name, d), func(t *testing.T) {
+				pr := newAttnProblem(rng, c, false)
+				p := pr.p
+				withForwardOf(&p, pr.o, pr.l)
+				for _, prec := range mmaPrecisions {
+					p.Precision = prec
+					nq, nk, nv := refAttentionBwdNaive(&p, pr.q, pr.k, pr.v, as64(p.O), as64(p.L), pr.do, pr.dl, prec)
+					refs := [3]float64{errMeasure(nq, pr.dq), errMeasure(nk, pr.dk), errMeasure(nv, pr.dvv)}
+					pairs := mmaBwdPairs(prec, d)
+					if len(pairs) == 0 {
+						t.Fatalf("no tensor-core backward kernels for %v, d=%d", prec, d)
+					}
+					for _, pair := range pairs {
+						what := fmt.Sprintf("%v [%s]", prec, pairName(pair))
+						if err := attentionBackward(p, pair[0], pair[1]); err != nil {
+							t.Fatalf("%s: %v", what, err)
+						}
+						var errs [3]float64
+						for i, x := range []struct {
+							name      string
+							got, want []float64
+						}{{"dQ", as64(p.DQ), pr.dq}, {"dK", as64(p.DK), pr.dk}, {"dV", as64(p.DV), pr.dvv}} {
+							errs[i] = compare(t, what+" "+x.name, x.got, x.want, 2*refs[i]+mmaFloor)
+						}
+						t.Logf("%s: dQ %.2e (naive %.2e), dK %.2e (naive %.2e), dV %.2e (naive %.2e)",
+							what, errs[0], refs[0], errs[1], refs[1], errs[2], refs[2])
+						checkExactZeros(t, what, &p, pr.l)
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkExactZeros checks that rows without a visible key have dQ exactly 0 and padded keys dK
+// and dV exactly 0.
+func checkExactZeros(t *testing.T, what string, p *AttentionParams, l []float64) {
+	t.Helper()
+	D := p.D
+	dq, dk, dv := as64(p.DQ), as64(p.DK), as64(p.DV)
+	for row, x := range l {
+		if !math.IsInf(x, -1) {
+			continue
+		}
+		for c := 0; c < D; c++ {
+			if dq[row*D+c] != 0 {
+				t.Fatalf("%s: row %d sees no key, dQ[%d] = %v", what, row, c, dq[row*D+c])
+			}
+		}
+	}
+	if p.KeyLengths == nil {
+		return
+	}
+	for b := 0; b < p.B; b++ {
+		for hk := 0; hk < p.Hkv; hk++ {
+			for j := p.KeyLengths[b]; j < p.Nk; j++ {
+				at := ((b*p.Hkv+hk)*p.Nk + j) * D
+				for c := 0; c < D; c++ {
+					if dk[at+c] != 0 || dv[at+c] != 0 {
+						t.Fatalf("%s: padded key (b %d, hkv %d, j %d): dK = %v, dV = %v, want 0", what, b, hk, j, dk[at+c], dv[at+c])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttentionMMABwdMaskedKeysInert plants NaN, +Inf or −Inf in every padded key of K and V
+// and runs the forward and the backward of every precision and kernel pair: every output (O,
+// L, LRes, dQ, dK, dV) must be bit-identical to the run with random padding, and dK, dV of
+// the padded keys exactly 0.
+func TestAttentionMMABwdMaskedKeysInert(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(14))
+	for _, c := range []attnCase{
+		{2, 2, 1, 129, 127, 64, false, []int{64, 1}, true},
+		{2, 4, 2, 70, 150, 128, true, []int{99, 0}, false},
+	} {
+		for _, kind := range []string{"NaN", "+Inf", "-Inf"} {
+			t.Run(c.String()+"/"+kind, func(t *testing.T) {
+				pr := newAttnProblem(rng, c, false)
+				bad := map[string]float64{"NaN": math.NaN(), "+Inf": math.Inf(1), "-Inf": math.Inf(-1)}[kind]
+				kb, vb := append([]float64(nil), pr.k...), append([]float64(nil), pr.v...)
+				for b := 0; b < c.B; b++ {
+					for hk := 0; hk < c.Hkv; hk++ {
+						for j := c.KeyLengths[b]; j < c.Nk; j++ {
+							for x := 0; x < c.D; x++ {
+								at := ((b*c.Hkv+hk)*c.Nk+j)*c.D + x
+								kb[at], vb[at] = bad, bad
+							}
+						}
+					}
+				}
+				for _, prec := range mmaPrecisions {
+					for _, pair := range mmaBwdPairs(prec, c.D) {
+						what := fmt.Sprintf("%v [%s]", prec, pairName(pair))
+						var outs [2][6][]float64
+						for i, kv := range [2][2][]float64{{pr.k, pr.v}, {kb, vb}} {
+							p := pr.p
+							p.Precision = prec
+							p.K, p.V = toType(kv[0], false), toType(kv[1], false)
+							outs[i] = runMMABackward(t, p, pair)
+						}
+						for i, name := range []string{"O", "L", "LRes", "dQ", "dK", "dV"} {
+							for j := range outs[0][i] {
+								x, y := outs[1][i][j], outs[0][i][j]
+								if math.Float64bits(x) != math.Float64bits(y) || math.IsNaN(x) || math.IsInf(x, 1) {
+									t.Fatalf("%s: %s[%d] = %v with %s in the padded keys, %v without", what, name, j, x, kind, y)
+								}
+							}
+						}
+						p := pr.p
+						p.DK, p.DV = toType(outs[1][4], false), toType(outs[1][5], false)
+						p.DQ = toType(outs[1][3], false)
+						checkExactZeros(t, what, &p, pr.l)
+					}
+				}
+			})
+		}
+	}
+}
+
+// runMMABackward runs the forward (p.Precision's kernel) into fresh outputs, then the backward
+// with kernel pair `pair` from the device's own O, L and LRes, and returns float64 copies of
+// O, L, LRes, dQ, dK, dV.
+func runMMABackward(t *testing.T, p AttentionParams, pair [2]int) [6][]float64 {
+	t.Helper()
+	qn, kn, ln := p.B*p.H*p.Nq*p.D, p.B*p.Hkv*p.Nk*p.D, p.B*p.H*p.Nq
+	p.O, p.L, p.LRes = zeros(qn, false), zeros(ln, false), zeros(ln, false)
+	p.DQ, p.DK, p.DV = zeros(qn, false), zeros(kn, false), zeros(kn, false)
+	if err := AttentionForward(p); err != nil {
+		t.Fatalf("forward: %v", err)
+	}
+	if err := attentionBackward(p, pair[0], pair[1]); err != nil {
+		t.Fatalf("backward: %v", err)
+	}
+	return [6][]float64{as64(p.O), as64(p.L), as64(p.LRes), as64(p.DQ), as64(p.DK), as64(p.DV)}
+}
+
+// TestAttentionMMABwdDeterminism runs the backward of every precision 50 times on the same
+// input and requires dQ, dK, dV bit-identical to the first run's.
+func TestAttentionMMABwdDeterminism(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(15))
+	for _, c := range []attnCase{
+		{2, 4, 2, 300, 280, 64, true, nil, true},
+		{1, 2, 1, 150, 170, 128, false, []int{120}, false},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			pr := newAttnProblem(rng, c, false)
+			p := pr.p
+			withForwardOf(&p, pr.o, pr.l)
+			for _, prec := range mmaPrecisions {
+				p.Precision = prec
+				var first []string
+				for run := 0; run < 50; run++ {
+					if err := AttentionBackward(p); err != nil {
+						t.Fatal(err)
+					}
+					var outs []string
+					for _, x := range []any{p.DQ, p.DK, p.DV} {
+						ptr, n := hostBytes(x)
+						outs = append(outs, string(unsafe.Slice((*byte)(ptr), n)))
+					}
+					if run == 0 {
+						first = outs
+						continue
+					}
+					for i, name := range []string{"dQ", "dK", "dV"} {
+						if outs[i] != first[i] {
+							t.Fatalf("%v run %d: %s differs from run 0", prec, run, name)
+						}
+					}
+				}
+			}
+			t.Logf("dQ, dK, dV bit-identical over 50 runs in every precision")
+		})
+	}
+}
+
+// TestPickMMABwd checks the selection rule of the tensor-core backward and that every kernel
+// of mmaBwdCfgs is in the embedded PTX, instantiated once, with the shared memory its launch
+// gives within the H100's (no GPU).
+func TestPickMMABwd(t *testing.T) {
+	base := AttentionParams{B: 1, H: 2, Hkv: 1, Nq: 5, Nk: 7, D: 64, Scale: 0.125}
+	for _, c := range []struct {
+		name   string
+		prec   Precision
+		d      int
+		dt     dtype
+		kv, dq string
+	}{
+		{"default", PrecisionFMA, 64, f32, "", ""},
+		{"f64", PrecisionBF16, 64, f64, "", ""},
+		{"d100", PrecisionBF16, 100, f32, "", ""},
+		{"d256", PrecisionExact, 256, f32, "", ""},
+		{"bf16-d64", PrecisionBF16, 64, f32, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
+		{"bf16-d128", PrecisionBF16, 128, f32, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
+		{"exact-d128", PrecisionExact, 128, f32, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"tf32-d128", PrecisionTF32, 128, f32, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
+	} {
+		p := base
+		p.Precision, p.D = c.prec, c.d
+		kp := p.kernelParams()
+		kv, dq, ok := pickMMABwd(&kp, c.dt, -1, -1)
+		gotKV, gotDQ := "", ""
+		if ok {
+			gotKV, gotDQ = kv.name(), dq.name()
+		}
+		if gotKV != c.kv || gotDQ != c.dq {
+			t.Errorf("%s: pickMMABwd = %q, %q, want %q, %q", c.name, gotKV, gotDQ, c.kv, c.dq)
+		}
+	}
+	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
+	kp.qRow = 66 // a row not on 16 bytes
+	if _, _, ok := pickMMABwd(&kp, f32, -1, -1); ok {
+		t.Errorf("pickMMABwd accepts a Q row stride of 66 elements")
+	}
+
+	ptx, err := ptxSource("attention_mma_bwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("kernels/attention_mma_bwd.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range mmaBwdCfgs {
+		if seen[c.name()] {
+			t.Errorf("mmaBwdCfgs lists %s twice", c.name())
+		}
+		seen[c.name()] = true
+		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx) {
+			t.Errorf("kernel %s of mmaBwdCfgs is not in ptx/attention_mma_bwd.ptx", c.name())
+		}
+		if c.smem() > 227<<10 {
+			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
+		}
+		if !c.DQ && c.BM%c.SB != 0 {
+			t.Errorf("%s: BM %d is not a multiple of SB %d", c.name(), c.BM, c.SB)
+		}
+		if c.LDM && c.Prec != PrecisionBF16 {
+			t.Errorf("%s: bfloat16 tiles for %v", c.name(), c.Prec)
+		}
+	}
+	if n := len(regexp.MustCompile(`(?m)^FG_BWD_MMA_(LDM_)?(DKDV|DQ)\(`).FindAll(src, -1)); n != len(mmaBwdCfgs) {
+		t.Errorf("attention_mma_bwd.cu instantiates %d kernels, mmaBwdCfgs lists %d", n, len(mmaBwdCfgs))
+	}
+	for _, prec := range mmaPrecisions {
+		for _, d := range []int{64, 128} {
+			if len(mmaBwdPairs(prec, d)) == 0 {
+				t.Errorf("no dK/dV and dQ kernel pair for %v, d=%d", prec, d)
+			}
+		}
+	}
+}
+
+// ---- timing ----------------------------------------------------------------------------------
+
+var (
+	mmaBwdTime      = flag.Bool("mmabwd.time", false, "time forward+backward of every precision at attnbench's shapes (TestAttentionMMABwdTiming)")
+	mmaBwdTimePairs = flag.String("mmabwd.pairs", "exact,tf32,bf16", "with -mmabwd.time: the precisions whose every backward kernel pair is timed too")
+)
+
+// backwardBuffersPair is AttentionBackwardBuffers with the kernel pair at indices kv, dq of
+// mmaBwdCfgs (-1: the defaults).
+func backwardBuffersPair(p AttentionBuffers, kv, dq int) error {
+	const op = "attention backward"
+	dt, ops, err := p.check(op, true)
+	if err != nil {
+		return err
+	}
+	return launchOn(op, ops, func(s *state) error {
+		kp := p.kernel()
+		return s.attnBackwardKernels(&kp, dt, kv, dq)
+	})
+}
+
+// TestAttentionMMABwdTiming (with -mmabwd.time) times the forward and forward+backward of each
+// precision on device Buffers at attnbench's shapes (H = 16, B·N = 32768, d ∈ {64, 128},
+// N ∈ {1024, 4096, 16384}, causal and not; medians of 5 after a warm-up, cuda.Timer) and
+// prints TFLOP/s with attnbench's FLOP convention: forward 4·B·H·N²·d, halved when causal,
+// forward+backward 3.5× that. It also times the backward of every kernel pair of mmaBwdCfgs
+// (medians of 3) of the precisions in -mmabwd.pairs, the default pair again last.
+// Only speed is measured here; the tests above check the kernels.
+func TestAttentionMMABwdTiming(t *testing.T) {
+	if !*mmaBwdTime {
+		t.Skip("timing only with -mmabwd.time")
+	}
+	needDevice(t)
+	const H, BN, reps = 16, 32768, 5
+	fmt.Printf("| d | N | causal | precision | fwd ms | f+b ms | bwd ms | fwd TFLOP/s | f+b TFLOP/s | kernels |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, d := range []int{64, 128} {
+		for _, n := range []int{1024, 4096, 16384} {
+			for _, causal := range []bool{false, true} {
+				B := BN / n
+				p := AttentionBuffers{B: B, H: H, Hkv: H, Nq: n, Nk: n, D: d, Causal: causal, Scale: 1 / math.Sqrt(float64(d))}
+				qn, ln := B*H*n*d, B*H*n
+				var bufs []*Buffer
+				alloc := func(dt DType, n int) *Buffer {
+					b, err := Alloc(dt, n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					bufs = append(bufs, b)
+					return b
+				}
+				p.Q, p.K, p.V, p.DO, p.O = alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn)
+				p.L, p.LRes = alloc(Float32, ln), alloc(Float32, ln)
+				p.DQ, p.DK, p.DV, p.Delta = alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float64, ln)
+				rng := rand.New(rand.NewSource(int64(n + d)))
+				host := make([]float32, qn)
+				for _, b := range []*Buffer{p.Q, p.K, p.V, p.DO} {
+					for i := range host {
+						host[i] = 2*rng.Float32() - 1
+					}
+					if err := b.Upload(host); err != nil {
+						t.Fatal(err)
+					}
+				}
+				flops := 4 * float64(B*H) * float64(n) * float64(n) * float64(d)
+				if causal {
+					flops /= 2
+				}
+				// time returns the median milliseconds of f.
+				time := func(reps int, f func() error) float64 {
+					var ms []float64
+					err := Do(func() error {
+						tm, err := NewTimer(2)
+						if err != nil {
+							return err
+						}
+						defer tm.Close()
+						for r := 0; r <= reps; r++ {
+							if err := tm.Mark(0); err != nil {
+								return err
+							}
+							if err := f(); err != nil {
+								return err
+							}
+							if err := tm.Mark(1); err != nil {
+								return err
+							}
+							x, err := tm.Elapsed(0, 1)
+							if err != nil {
+								return err
+							}
+							if r > 0 {
+								ms = append(ms, x)
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					slices.Sort(ms)
+					return ms[len(ms)/2]
+				}
+				for _, prec := range mmaPrecisions {
+					p.Precision = prec
+					fwd := time(reps, func() error { return AttentionForwardBuffers(p) })
+					bwd := time(reps, func() error { return AttentionBackwardBuffers(p) })
+					names, _ := p.Kernels()
+					fmt.Printf("| %d | %d | %v | %v | %.3f | %.3f | %.3f | %.1f | %.1f | %v |\n", d, n, causal, prec, fwd, fwd+bwd, bwd,
+						flops/fwd/1e9, 3.5*flops/(fwd+bwd)/1e9, names)
+					// Every other kernel pair, and the default pair again last (3 repetitions each).
+					pairs := mmaBwdPairs(prec, d)
+					if !slices.Contains(strings.Split(*mmaBwdTimePairs, ","), prec.String()) {
+						pairs = pairs[:1]
+					}
+					for _, pair := range append(pairs[1:], pairs[0]) {
+						ms := time(3, func() error { return backwardBuffersPair(p, pair[0], pair[1]) })
+						fmt.Printf("|   |   |   | %v bwd [%s] | | %.3f | %.3f | | %.1f | |\n", prec, pairName(pair), fwd+ms, ms,
+							3.5*flops/(fwd+ms)/1e9)
+					}
+				}
+				for _, b := range bufs {
+					b.Free()
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,760 @@
+// attention_mma_bwd.cu: the attention backward on tensor cores (mma.sync, compute capability
+// 8.0+), for float32 q, k, v, o, do_ in global memory. With P_ij = exp(s_ij - L_i) recomputed
+// from s_ij = scale q_i . k_j and the forward's L (+ its residual lres), 0 where key j is not
+// visible from row i (fg_key_limit):
+//   dV_j  = sum_i P_ij dO_i
+//   dP_ij = dO_i . V_j
+//   dS_ij = scale P_ij (dP_ij - delta_i),   delta_i = rowsum(dO_i * O_i) - dL_i
+//   dK_j  = sum_i dS_ij Q_i
+//   dQ_i  = sum_j dS_ij K_j
+// summed over the query heads of a key/value head's group (GQA), as attention_bwd.cu.
+//
+// Products by precision (FG_PREC_*, see attention_mma.cu): BF16 rounds every operand (q, k, v,
+// dO and the probabilities P and dS) to bfloat16 and accumulates in float32; TF32 rounds them
+// to TF32; EXACT multiplies by 3xTF32 and, because the tensor cores truncate as they accumulate,
+// runs every chain of products over 16 head columns or 16 rows only, from a zero accumulator,
+// adding the chains in float32 (as the forward), and adds the hi·hi products of a chain last
+// (fg_bwd_3xtf32_k16). The exponentials, dP - delta and dS are
+// float32; delta is summed in double.
+//
+// Three kernels, no atomics, so the result is the same bits on every run:
+//   fg_attn_bwd_mma_pre: per query row, the float2 (L2, delta) with L2 = (L + lres) log2 e
+//     (0 for rows without a visible key) and delta rounded to float, into the workspace
+//     p.delta ([B, H, Nq] of 8 bytes: the FMA path's double delta, here two floats);
+//   fg_attn_bwd_mma_dkdv: a block owns BN keys of one (b, key/value head), a warp 16 of them,
+//     and walks every query tile of every query head of the group that sees any of its keys,
+//     keeping dK and dV of its 16 keys in registers (FlashAttention-2's loop order). Per query
+//     tile, in sub-blocks of SB queries: S^T = K Q^T and dP^T = V dO^T (the warp's K and V rows
+//     are the A operands), P^T and dS^T in registers, then dV += P^T dO and dK += dS^T Q with
+//     P^T and dS^T taken straight from the accumulators as A operands (the m16n8 accumulator
+//     layout is the A layout of the next product up to a permutation of k that the B loads
+//     repeat). The query tiles (Q, dO, and their (L2, delta)) are double-buffered: the copy of
+//     the next overlaps the products of this one.
+//   fg_attn_bwd_mma_dq: a block owns BM query rows of one (b, h), a warp 16 of them, and walks
+//     the key tiles they see: S = Q K^T, dP = dO V^T, dS in registers, dQ += dS K. It recomputes
+//     S and dP (two products more than accumulating dQ with atomics in the dK/dV kernel) and
+//     buys determinism. Key tiles are double-buffered.
+//
+// Padded keys (j >= key_lengths[b]) and rows past Nq are never read: the tile copies zero-fill
+// them (cp.async with a source size of 0); P and dS are selected to 0 outside the visible region
+// (never computed as 0 * something), and dK, dV of padded keys are written as exactly 0.
+//
+// Shared memory holds float32 tiles [rows][D] without padding, swizzled in 16-byte chunks:
+// chunk q of row r sits at chunk q ^ fg_bwd_sw(r). The fragment loads are then free of bank
+// conflicts both ways an operand is read: 16-byte loads along a row (A operands, and B operands
+// of S = A B^T: rows g and g + 1 of a phase land in opposite halves of the 32 banks) and 4-byte
+// loads down a column (B operands of dV, dK, dQ: lane (g, t) reads rows 2t, 2t+1, 2t+8, 2t+9
+// at column g of an 8-column block; rows 0, 2, 4, 6 XOR the chunk pair by 0, 2, 4, 6).
+// The BF16 kernels also come in a second form, fg_attn_bwd_mma_ldm_*: the tiles are converted
+// to bfloat16 once in shared memory (rows of D + 8 halves) and the fragments loaded by ldmatrix
+// (.trans for the B operands read down a column), a quarter of the load instructions.
+#include "mma.cuh"
+
+namespace {
+
+// fg_bwd_sw is the chunk swizzle of row r (D/4 >= 8 chunks per row).
+__device__ __forceinline__ int fg_bwd_sw(int r) { return (r & 6) ^ ((r & 1) << 2); }
+
+// fg_bwd_load_tile starts the copy of rows [0, ROWS) of a row-major float32 global matrix g
+// (row stride ld_g, D columns) into the swizzled tile s: rows r < nvalid are copied, the others
+// zero-filled without a global read.
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void fg_bwd_load_tile(float* s, const float* g, int64_t ld_g, int nvalid) {
+  constexpr int CH = D / 4;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const bool ok = r < nvalid;
+    fg_cp_async16(s + r * D + ((c ^ fg_bwd_sw(r)) << 2), ok ? g + (int64_t)r * ld_g + c * 4 : g, ok);
+  }
+}
+
+// fg_bwd_row4 returns columns 4q..4q+3 of row r of a swizzled tile.
+template <int D> __device__ __forceinline__ float4 fg_bwd_row4(const float* s, int r, int q) {
+  return *(const float4*)&s[r * D + ((q ^ fg_bwd_sw(r)) << 2)];
+}
+// fg_bwd_at returns element (r, x) of a swizzled tile.
+template <int D> __device__ __forceinline__ float fg_bwd_at(const float* s, int r, int x) {
+  return s[r * D + (((x >> 2) ^ fg_bwd_sw(r)) << 2) + (x & 3)];
+}
+
+// FgRowA<P> is a warp's A operand over one chunk of 16 columns, read along its rows: x holds
+// row g, y row g + 8, columns 4t..4t+3 of the chunk (lane = 4 g + t). mma(c, kk) adds to the
+// 16 x 8 accumulator c the product with the B operand read the same way from 8 rows (row g of
+// them in kk): c += A_chunk X_chunk^T.
+template <int P> struct FgRowA;
+
+template <> struct FgRowA<FG_PREC_BF16> {
+  uint32_t a[4];
+  __device__ __forceinline__ FgRowA(float4 x, float4 y) {
+    a[0] = fg_bf16x2(x.x, x.y), a[1] = fg_bf16x2(y.x, y.y), a[2] = fg_bf16x2(x.z, x.w), a[3] = fg_bf16x2(y.z, y.w);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
+    fg_mma_bf16(c, a[0], a[1], a[2], a[3], fg_bf16x2(kk.x, kk.y), fg_bf16x2(kk.z, kk.w));
+  }
+};
+
+template <> struct FgRowA<FG_PREC_TF32> {
+  uint32_t a[8];  // two k8 steps: columns (4t, 4t+1), then (4t+2, 4t+3)
+  __device__ __forceinline__ FgRowA(float4 x, float4 y) {
+    a[0] = fg_tf32(x.x), a[1] = fg_tf32(y.x), a[2] = fg_tf32(x.y), a[3] = fg_tf32(y.y);
+    a[4] = fg_tf32(x.z), a[5] = fg_tf32(y.z), a[6] = fg_tf32(x.w), a[7] = fg_tf32(y.w);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
+    fg_mma_tf32(c, a[0], a[1], a[2], a[3], fg_tf32(kk.x), fg_tf32(kk.y));
+    fg_mma_tf32(c, a[4], a[5], a[6], a[7], fg_tf32(kk.z), fg_tf32(kk.w));
+  }
+};
+
+// fg_bwd_3xtf32_k16 adds to c the 3xTF32 product of a 16-k A operand (k8 steps 0 and 1 split
+// into h0 + l0 and h1 + l1) with B values b0, b1 (step 0) and b2, b3 (step 1): the four small
+// products first, then the two hi·hi. The tensor cores truncate each addition to the
+// accumulator; once the hi·hi terms are in, the accumulator has its full size, so adding
+// them last costs two truncations at that size instead of four (fg_mma_3xtf32 twice).
+__device__ __forceinline__ void fg_bwd_3xtf32_k16(float (&c)[4], const uint32_t (&h0)[4], const uint32_t (&l0)[4],
+                                                  const uint32_t (&h1)[4], const uint32_t (&l1)[4], float b0, float b1,
+                                                  float b2, float b3) {
+  uint32_t bh0, bl0, bh1, bl1, bh2, bl2, bh3, bl3;
+  fg_split_tf32(b0, bh0, bl0), fg_split_tf32(b1, bh1, bl1);
+  fg_split_tf32(b2, bh2, bl2), fg_split_tf32(b3, bh3, bl3);
+  fg_mma_tf32(c, l0[0], l0[1], l0[2], l0[3], bh0, bh1);
+  fg_mma_tf32(c, h0[0], h0[1], h0[2], h0[3], bl0, bl1);
+  fg_mma_tf32(c, l1[0], l1[1], l1[2], l1[3], bh2, bh3);
+  fg_mma_tf32(c, h1[0], h1[1], h1[2], h1[3], bl2, bl3);
+  fg_mma_tf32(c, h0[0], h0[1], h0[2], h0[3], bh0, bh1);
+  fg_mma_tf32(c, h1[0], h1[1], h1[2], h1[3], bh2, bh3);
+}
+
+template <> struct FgRowA<FG_PREC_EXACT> {
+  uint32_t h0[4], l0[4], h1[4], l1[4];
+  __device__ __forceinline__ FgRowA(float4 x, float4 y) {
+    fg_split_tf32(x.x, h0[0], l0[0]), fg_split_tf32(y.x, h0[1], l0[1]);
+    fg_split_tf32(x.y, h0[2], l0[2]), fg_split_tf32(y.y, h0[3], l0[3]);
+    fg_split_tf32(x.z, h1[0], l1[0]), fg_split_tf32(y.z, h1[1], l1[1]);
+    fg_split_tf32(x.w, h1[2], l1[2]), fg_split_tf32(y.w, h1[3], l1[3]);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
+    fg_bwd_3xtf32_k16(c, h0, l0, h1, l1, kk.x, kk.y, kk.z, kk.w);
+  }
+};
+
+// FgAccA<P> is a warp's A operand over 16 k taken from two 16 x 8 accumulators s0, s1 (k 0..7
+// and 8..15: lane (g, t) holds k 2t, 2t+1 of rows g, g+8 in each). mma(c, b) adds the product
+// with the B operand whose rows k = 2t, 2t+1, 2t+8, 2t+9 at column g the lane passes in b.
+template <int P> struct FgAccA;
+
+template <> struct FgAccA<FG_PREC_BF16> {
+  uint32_t a[4];
+  __device__ __forceinline__ FgAccA(const float (&s0)[4], const float (&s1)[4]) {
+    a[0] = fg_bf16x2(s0[0], s0[1]), a[1] = fg_bf16x2(s0[2], s0[3]);
+    a[2] = fg_bf16x2(s1[0], s1[1]), a[3] = fg_bf16x2(s1[2], s1[3]);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float b0, float b1, float b2, float b3) const {
+    fg_mma_bf16(c, a[0], a[1], a[2], a[3], fg_bf16x2(b0, b1), fg_bf16x2(b2, b3));
+  }
+};
+
+// TF32: k 2t, 2t+1 of each 8-block as the instruction's k t, t+4: a = (g, 2t), (g+8, 2t),
+// (g, 2t+1), (g+8, 2t+1).
+template <> struct FgAccA<FG_PREC_TF32> {
+  uint32_t a[8];
+  __device__ __forceinline__ FgAccA(const float (&s0)[4], const float (&s1)[4]) {
+    a[0] = fg_tf32(s0[0]), a[1] = fg_tf32(s0[2]), a[2] = fg_tf32(s0[1]), a[3] = fg_tf32(s0[3]);
+    a[4] = fg_tf32(s1[0]), a[5] = fg_tf32(s1[2]), a[6] = fg_tf32(s1[1]), a[7] = fg_tf32(s1[3]);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float b0, float b1, float b2, float b3) const {
+    fg_mma_tf32(c, a[0], a[1], a[2], a[3], fg_tf32(b0), fg_tf32(b1));
+    fg_mma_tf32(c, a[4], a[5], a[6], a[7], fg_tf32(b2), fg_tf32(b3));
+  }
+};
+
+template <> struct FgAccA<FG_PREC_EXACT> {
+  uint32_t h0[4], l0[4], h1[4], l1[4];
+  __device__ __forceinline__ FgAccA(const float (&s0)[4], const float (&s1)[4]) {
+    fg_split_tf32(s0[0], h0[0], l0[0]), fg_split_tf32(s0[2], h0[1], l0[1]);
+    fg_split_tf32(s0[1], h0[2], l0[2]), fg_split_tf32(s0[3], h0[3], l0[3]);
+    fg_split_tf32(s1[0], h1[0], l1[0]), fg_split_tf32(s1[2], h1[1], l1[1]);
+    fg_split_tf32(s1[1], h1[2], l1[2]), fg_split_tf32(s1[3], h1[3], l1[3]);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float b0, float b1, float b2, float b3) const {
+    fg_bwd_3xtf32_k16(c, h0, l0, h1, l1, b0, b1, b2, b3);
+  }
+};
+
+// fg_bwd_chain adds one 16-k product (f applied to an accumulator) to c: in place, or for EXACT
+// into a zero accumulator whose sum is added to c in float32 (see the top of the file).
+template <int P, typename F> __device__ __forceinline__ void fg_bwd_chain(float (&c)[4], const F& f) {
+  if constexpr (P == FG_PREC_EXACT) {
+    float a[4] = {0, 0, 0, 0};
+    f(a);
+    c[0] += a[0], c[1] += a[1], c[2] += a[2], c[3] += a[3];
+  } else {
+    f(c);
+  }
+}
+
+template <int NB> __device__ __forceinline__ void fg_bwd_zero(float (&c)[NB][4]) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0;
+}
+
+// fg_bwd_abt accumulates the warp's c[16 x 8 NB] += A B^T over D columns, A rows ar, ar + 8
+// (ar = 16 warp + g) of the swizzled tile sA, B rows br0 + 8 j + g of sB (both read along the
+// row, 16-byte loads).
+template <int P, int D, int NB>
+__device__ __forceinline__ void fg_bwd_abt(float (&c)[NB][4], const float* sA, int ar, const float* sB, int br, int t) {
+#pragma unroll
+  for (int ch = 0; ch < D / 16; ++ch) {
+    const FgRowA<P> a(fg_bwd_row4<D>(sA, ar, 4 * ch + t), fg_bwd_row4<D>(sA, ar + 8, 4 * ch + t));
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      const float4 kk = fg_bwd_row4<D>(sB, br + 8 * j, 4 * ch + t);
+      fg_bwd_chain<P>(c[j], [&](float (&x)[4]) { a.mma(x, kk); });
+    }
+  }
+}
+
+// fg_bwd_ab accumulates the warp's o[16 x D] += A B over K = 8 NB rows of B: A from the
+// accumulators s[NB][4] (16 x 8 NB), B rows br0 .. br0 + 8 NB of the swizzled tile sB, read
+// down its columns (lane (g, t): rows 2t, 2t+1, 2t+8, 2t+9 of each 16, column g of each 8).
+template <int P, int D, int NB>
+__device__ __forceinline__ void fg_bwd_ab(float (&o)[D / 8][4], const float (&s)[NB][4], const float* sB, int br0, int g,
+                                          int t) {
+#pragma unroll
+  for (int kk = 0; kk < NB / 2; ++kk) {
+    const FgAccA<P> a(s[2 * kk], s[2 * kk + 1]);
+    const int r = br0 + 16 * kk + 2 * t;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      const int x = 8 * n + g;
+      const float b0 = fg_bwd_at<D>(sB, r, x), b1 = fg_bwd_at<D>(sB, r + 1, x);
+      const float b2 = fg_bwd_at<D>(sB, r + 8, x), b3 = fg_bwd_at<D>(sB, r + 9, x);
+      fg_bwd_chain<P>(o[n], [&](float (&y)[4]) { a.mma(y, b0, b1, b2, b3); });
+    }
+  }
+}
+
+// fg_bwd_store writes rows r0, r0 + 8 (below nrows) of a warp's 16 x D accumulator to the
+// row-major global matrix dst (row stride ld); rows at or past zero_from get exactly 0.
+template <int D>
+__device__ __forceinline__ void fg_bwd_store(float* dst, int64_t ld, const float (&o)[D / 8][4], int r0, int nrows,
+                                             int zero_from, int t) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    if (i >= nrows) continue;
+    const bool zero = i >= zero_from;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      *(float2*)&dst[(int64_t)i * ld + 8 * n + 2 * t] =
+          zero ? make_float2(0.f, 0.f) : make_float2(o[n][2 * r], o[n][2 * r + 1]);
+  }
+}
+
+// fg_bwd_pds_t turns the dK/dV kernels' S^T and dP^T of one query sub-block (queries
+// m0 + sb + 8 j + 2 t + e % 2, keys n0 + kr + 8 (e / 2) for element e of block j) into
+// P^T = exp2(S^T sl2 - L2) and dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of
+// the tile's rows in ld; outside the visible region (checked only when mask is set) both are 0.
+template <int NB>
+__device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb, int m0,
+                                             int n0, int kr, int t, int klen, bool mask, float sl2, float scale,
+                                             const fg_attn_params& p) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float2 x = ld[qi];
+      float pv = exp2f(st[j][e] * sl2 - x.x);
+      float ds = pv * (dpt[j][e] - x.y) * scale;
+      if (mask) {
+        const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
+        const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
+        pv = seen ? pv : 0.f;
+        ds = seen ? ds : 0.f;
+      }
+      st[j][e] = pv;
+      dpt[j][e] = ds;
+    }
+}
+
+// fg_bwd_ds turns the dQ kernels' S and dP of one key tile (rows r0 + 8 (e / 2), keys
+// n0 + 8 j + 2 t + e % 2) into dS = scale P (dP - delta) in dp, with P = exp2(S sl2 - L2);
+// keys at or past a row's lim get dS = 0 (checked only when the tile reaches past lim_min).
+template <int NB>
+__device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[NB][4], const float (&l2)[2],
+                                          const float (&dl)[2], const int (&lim)[2], int lim_min, int n0, int t,
+                                          float sl2, float scale) {
+  const bool mask = n0 + 8 * NB > lim_min;
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e >> 1;
+      const float pv = exp2f(s[j][e] * sl2 - l2[r]);
+      float ds = pv * (dp[j][e] - dl[r]) * scale;
+      if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
+      dp[j][e] = ds;
+    }
+}
+
+// ---- bfloat16 tiles (the BF16 kernels with ldmatrix) ------------------------------------------
+
+// fg_bwd_load_bf16 loads rows [0, ROWS) of a row-major float32 global matrix g (row stride ld_g,
+// D columns) and stores them as bfloat16 with row stride D + 8: rows r < nvalid are read, the
+// others zero-filled without a global read. Plain loads: for the tiles a block loads once.
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void fg_bwd_load_bf16(uint16_t* dst, const float* g, int64_t ld_g, int nvalid) {
+  constexpr int CH = D / 4;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const float4 x = r < nvalid ? *(const float4*)&g[(int64_t)r * ld_g + 4 * c] : make_float4(0.f, 0.f, 0.f, 0.f);
+    *(uint2*)&dst[r * (D + 8) + 4 * c] = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
+  }
+}
+
+// fg_bwd_ldm_abt is fg_bwd_abt on bfloat16 tiles (row stride D + 8, so the 8 rows of an
+// ldmatrix hit distinct banks): A rows ar0 .. ar0 + 15 of sA, B rows br0 + 8 j + g of sB. An
+// ldmatrix.x4 gives A's fragment for 16 columns (lane l addresses row l % 16, column
+// (l / 16) 8), or B's for two 8-row blocks (row (l / 16) 8 + l % 8, column (l / 8 % 2) 8).
+template <int D, int NB>
+__device__ __forceinline__ void fg_bwd_ldm_abt(float (&c)[NB][4], const uint16_t* sA, int ar0, const uint16_t* sB,
+                                               int br0, int lane) {
+  constexpr int LDH = D + 8;
+  const uint16_t* pa = sA + (ar0 + lane % 16) * LDH + (lane / 16) * 8;
+  const uint16_t* pb = sB + (br0 + (lane / 16) * 8 + lane % 8) * LDH + (lane / 8 % 2) * 8;
+#pragma unroll
+  for (int ch = 0; ch < D / 16; ++ch) {
+    uint32_t a[4];
+    fg_ldmatrix_x4(a, pa + 16 * ch);
+#pragma unroll
+    for (int jp = 0; jp < NB / 2; ++jp) {
+      uint32_t b[4];
+      fg_ldmatrix_x4(b, pb + 16 * jp * LDH + 16 * ch);
+      fg_mma_bf16(c[2 * jp], a[0], a[1], a[2], a[3], b[0], b[1]);
+      fg_mma_bf16(c[2 * jp + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
+    }
+  }
+}
+
+// fg_bwd_ldm_ab is fg_bwd_ab on a bfloat16 tile: B rows br0 .. br0 + 8 NB of sB, read by
+// ldmatrix.x4.trans, which gives the B fragments of two 8-column blocks for 16 rows (lane l
+// addresses row (l / 8 % 2) 8 + l % 8, column (l / 16) 8).
+template <int D, int NB>
+__device__ __forceinline__ void fg_bwd_ldm_ab(float (&o)[D / 8][4], const float (&s)[NB][4], const uint16_t* sB, int br0,
+                                              int lane) {
+  constexpr int LDH = D + 8;
+  const uint16_t* pb = sB + (br0 + (lane / 8 % 2) * 8 + lane % 8) * LDH + (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < NB / 2; ++kk) {
+    const FgAccA<FG_PREC_BF16> a(s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+    for (int np = 0; np < D / 16; ++np) {
+      uint32_t b[4];
+      fg_ldmatrix_x4_trans(b, pb + 16 * kk * LDH + 16 * np);
+      fg_mma_bf16(o[2 * np], a.a[0], a.a[1], a.a[2], a.a[3], b[0], b[1]);
+      fg_mma_bf16(o[2 * np + 1], a.a[0], a.a[1], a.a[2], a.a[3], b[2], b[3]);
+    }
+  }
+}
+
+}  // namespace
+
+// fg_attn_bwd_mma_pre: grid ceil(B*H*Nq / 4), 128 threads, a warp per query row (the lanes sum
+// dO * O in double in a fixed order, as attention_bwd_preprocess.cu).
+extern "C" __global__ void __launch_bounds__(128) fg_attn_bwd_mma_pre(const fg_attn_params p) {
+  const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= (int64_t)p.b * p.h * p.nq) return;  // the whole warp leaves together
+  const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
+  const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
+  const float* o = (const float*)p.o + off;
+  const float* dO = (const float*)p.do_ + off;
+  double s = 0;
+  for (int c = lane; c < p.d; c += 32) s = fma((double)dO[c], (double)o[c], s);
+  s = fg_group_sum<32>(s);
+  if (lane != 0) return;
+  const float L = ((const float*)p.lse)[row];
+  float l2 = 0;
+  if (!fg_is_neg_inf(L)) {
+    if (p.dlse) s -= (double)((const float*)p.dlse)[row];
+    const double full = (double)L + (p.lres ? (double)((const float*)p.lres)[row] : 0.0);
+    l2 = (float)(full * 1.4426950408889634);
+  }
+  ((float2*)p.delta)[row] = make_float2(l2, (float)s);
+}
+
+// fg_attn_bwd_mma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN/16 warps). D: the head
+// dimension (d == D), BM: the query tile rows, SB: the queries per sub-block (registers for
+// S^T and dP^T: SB/2 each). Shared memory: K, V [BN][D], and two stages of Q, dO [BM][D] and
+// (L2, delta) [BM].
+template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_dkdv(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BN, NB = SB / 8, OB = D / 8;
+  static_assert(D % 32 == 0 && BN % 16 == 0 && BM % SB == 0 && SB % 16 == 0, "tile sizes");
+  constexpr int STAGE = 2 * BM * D + 2 * BM;  // floats per stage: Q, dO, (L2, delta)
+  constexpr unsigned SMEM = (2 * BN * D + 2 * STAGE) * sizeof(float);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sK = (float*)fg_smem;
+  float* sV = sK + BN * D;
+  float* sStage = sV + BN * D;
+
+  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int group = p.h / p.hkv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+
+  // Query tiles: from the first that sees key n0 (causal: rows i >= n0 - offset) to Nq, for
+  // each query head of the group; none when every key of the tile is padding.
+  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
+  const int m_start = i_first / BM * BM;
+  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
+  const int total = group * ntiles;
+
+  auto load_stage = [&](int it) {
+    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    float* st = sStage + (it & 1) * STAGE;
+    const int nvalid = p.nq - m0;
+    fg_bwd_load_tile<BM, D, THREADS>(st, (const float*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
+                                     p.q_row, nvalid);
+    fg_bwd_load_tile<BM, D, THREADS>(st + BM * D,
+                                     (const float*)p.do_ + b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row,
+                                     p.o_row, nvalid);
+    // (L2, delta): 8 bytes per row, rows past Nq zero-filled.
+    const float* ld = (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0);
+    for (int r = threadIdx.x; r < BM; r += THREADS) {
+      const bool ok = r < nvalid;
+      const unsigned s = (unsigned)__cvta_generic_to_shared(st + 2 * BM * D + 2 * r);
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s), "l"(ok ? ld + 2 * r : ld), "r"(ok ? 8 : 0));
+    }
+  };
+
+  if (total > 0) {
+    const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+    const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+    fg_bwd_load_tile<BN, D, THREADS>(sK, k + (int64_t)n0 * p.k_row, p.k_row, klen - n0);
+    fg_bwd_load_tile<BN, D, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, klen - n0);
+    load_stage(0);
+    fg_cp_async_commit();
+  }
+
+  float dk[OB][4], dv[OB][4];
+  fg_bwd_zero(dk);
+  fg_bwd_zero(dv);
+  const int kr = 16 * warp + g;  // the lane's key rows in the tile: kr, kr + 8
+  for (int it = 0; it < total; ++it) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // this tile landed; every warp is done with the other stage
+    if (it + 1 < total) {
+      load_stage(it + 1);
+      fg_cp_async_commit();
+    }
+    const int m0 = m_start + (it % ntiles) * BM;
+    const float* sQ = sStage + (it & 1) * STAGE;
+    const float* sdO = sQ + BM * D;
+    const float2* sLD = (const float2*)(sdO + BM * D);
+    // Masks matter where the tile reaches past Nq or the key length, or crosses the diagonal.
+    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+#pragma unroll 1
+    for (int sb = 0; sb < BM; sb += SB) {
+      float st[NB][4], dpt[NB][4];
+      fg_bwd_zero(st);
+      fg_bwd_zero(dpt);
+      fg_bwd_abt<P, D, NB>(st, sK, kr, sQ, sb + g, t);
+      fg_bwd_abt<P, D, NB>(dpt, sV, kr, sdO, sb + g, t);
+      fg_bwd_pds_t(st, dpt, sLD, sb, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_bwd_ab<P, D, NB>(dv, st, sdO, sb, g, t);
+      fg_bwd_ab<P, D, NB>(dk, dpt, sQ, sb, g, t);
+    }
+  }
+
+  float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
+  float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
+  fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
+  fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
+}
+
+// fg_attn_bwd_mma_dq: grid (ceil(Nq/BM), H, B), 2 BM threads (BM/16 warps). BN: the key tile
+// rows. Shared memory: Q, dO [BM][D], two stages of K, V [BN][D].
+template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BM, NB = BN / 8, OB = D / 8;
+  static_assert(D % 32 == 0 && BM % 16 == 0 && BN % 16 == 0, "tile sizes");
+  constexpr int STAGE = 2 * BN * D;
+  constexpr unsigned SMEM = (2 * BM * D + 2 * STAGE) * sizeof(float);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sQ = (float*)fg_smem;
+  float* sdO = sQ + BM * D;
+  float* sStage = sdO + BM * D;
+
+  // The last query tiles first: under the causal mask they see the most keys.
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+
+  // The lane's rows r0, r0 + 8: visible key prefixes, L2 and delta.
+  const int r0 = m0 + 16 * warp + g;
+  int lim[2];
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+    l2[r] = x.x, dl[r] = x.y;
+  }
+  const int lim_min = min(lim[0], lim[1]);
+
+  auto load_stage = [&](int n0) {
+    float* st = sStage + ((n0 / BN) & 1) * STAGE;
+    fg_bwd_load_tile<BN, D, THREADS>(st, k + (int64_t)n0 * p.k_row, p.k_row, kv_end - n0);
+    fg_bwd_load_tile<BN, D, THREADS>(st + BN * D, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+  };
+  if (kv_end > 0) {
+    fg_bwd_load_tile<BM, D, THREADS>(sQ, (const float*)p.q + b * p.q_batch + h * p.q_head + (int64_t)m0 * p.q_row,
+                                     p.q_row, p.nq - m0);
+    fg_bwd_load_tile<BM, D, THREADS>(sdO, (const float*)p.do_ + b * p.o_batch + h * p.o_head + (int64_t)m0 * p.o_row,
+                                     p.o_row, p.nq - m0);
+    load_stage(0);
+    fg_cp_async_commit();
+  }
+
+  float dq[OB][4];
+  fg_bwd_zero(dq);
+  const int qr = 16 * warp + g;
+  for (int n0 = 0; n0 < kv_end; n0 += BN) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // this tile landed; every warp is done with the other stage
+    if (n0 + BN < kv_end) {
+      load_stage(n0 + BN);
+      fg_cp_async_commit();
+    }
+    const float* sK = sStage + ((n0 / BN) & 1) * STAGE;
+    const float* sV = sK + BN * D;
+    float s[NB][4], dp[NB][4];
+    fg_bwd_zero(s);
+    fg_bwd_zero(dp);
+    fg_bwd_abt<P, D, NB>(s, sQ, qr, sK, g, t);
+    fg_bwd_abt<P, D, NB>(dp, sdO, qr, sV, g, t);
+    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    fg_bwd_ab<P, D, NB>(dq, dp, sK, 0, g, t);
+  }
+
+  float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
+  fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, qr, p.nq - m0, p.nq - m0, t);
+}
+
+// fg_attn_bwd_mma_ldm_dkdv (BF16 only): fg_attn_bwd_mma_dkdv with bfloat16 tiles in shared
+// memory and fragments loaded by ldmatrix: a quarter of the shared-memory instructions of the
+// float32 tiles and half their bytes, no conversion per fragment. K and V are converted once as
+// the block loads them; each query tile is copied as float32 by cp.async into one of two
+// staging buffers (with its (L2, delta)) and converted to bfloat16 when it is its turn.
+// Shared memory: two stages of Q, dO [BM][D] float32 and (L2, delta) [BM]; K, V [BN][D+8] and
+// Q, dO [BM][D+8] bfloat16.
+template <int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_ldm_dkdv(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BN, NB = SB / 8, OB = D / 8, LDH = D + 8;
+  static_assert(D % 16 == 0 && BN % 16 == 0 && BM % SB == 0 && SB % 16 == 0, "tile sizes");
+  constexpr int STAGE = 2 * BM * D + 2 * BM;  // floats per stage: Q, dO, (L2, delta)
+  constexpr unsigned SMEM = 2 * STAGE * sizeof(float) + (2 * BN + 2 * BM) * LDH * sizeof(uint16_t);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sStage = (float*)fg_smem;
+  uint16_t* sKh = (uint16_t*)(sStage + 2 * STAGE);
+  uint16_t* sVh = sKh + BN * LDH;
+  uint16_t* sQh = sVh + BN * LDH;
+  uint16_t* sdOh = sQh + BM * LDH;
+
+  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int group = p.h / p.hkv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
+  const int m_start = i_first / BM * BM;
+  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
+  const int total = group * ntiles;
+
+  auto load_stage = [&](int it) {
+    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    float* st = sStage + (it & 1) * STAGE;
+    const int nvalid = p.nq - m0;
+    fg_mma_load_tile<BM, D, D, THREADS>(st, (const float*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
+                                        p.q_row, nvalid);
+    fg_mma_load_tile<BM, D, D, THREADS>(
+        st + BM * D, (const float*)p.do_ + b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row, p.o_row, nvalid);
+    const float* ld = (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0);
+    for (int r = threadIdx.x; r < BM; r += THREADS) {
+      const bool ok = r < nvalid;
+      const unsigned s = (unsigned)__cvta_generic_to_shared(st + 2 * BM * D + 2 * r);
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s), "l"(ok ? ld + 2 * r : ld), "r"(ok ? 8 : 0));
+    }
+  };
+
+  if (total > 0) {
+    load_stage(0);
+    fg_cp_async_commit();
+    const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+    const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+    fg_bwd_load_bf16<BN, D, THREADS>(sKh, k + (int64_t)n0 * p.k_row, p.k_row, klen - n0);
+    fg_bwd_load_bf16<BN, D, THREADS>(sVh, v + (int64_t)n0 * p.v_row, p.v_row, klen - n0);
+  }
+
+  float dk[OB][4], dv[OB][4];
+  fg_bwd_zero(dk);
+  fg_bwd_zero(dv);
+  const int kr = 16 * warp + g;
+  for (int it = 0; it < total; ++it) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // this tile landed; every warp is done with the last tile's sQh, sdOh
+    if (it + 1 < total) {
+      load_stage(it + 1);
+      fg_cp_async_commit();
+    }
+    const int m0 = m_start + (it % ntiles) * BM;
+    const float* st = sStage + (it & 1) * STAGE;
+    fg_to_bf16_tile<BM, D, LDH, THREADS>(sQh, st);
+    fg_to_bf16_tile<BM, D, LDH, THREADS>(sdOh, st + BM * D);
+    const float2* sLD = (const float2*)(st + 2 * BM * D);
+    __syncthreads();  // Q, dO in bfloat16
+    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+#pragma unroll 1
+    for (int sb = 0; sb < BM; sb += SB) {
+      float sT[NB][4], dpT[NB][4];
+      fg_bwd_zero(sT);
+      fg_bwd_zero(dpT);
+      fg_bwd_ldm_abt<D, NB>(sT, sKh, 16 * warp, sQh, sb, lane);
+      fg_bwd_ldm_abt<D, NB>(dpT, sVh, 16 * warp, sdOh, sb, lane);
+      fg_bwd_pds_t(sT, dpT, sLD, sb, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_bwd_ldm_ab<D, NB>(dv, sT, sdOh, sb, lane);
+      fg_bwd_ldm_ab<D, NB>(dk, dpT, sQh, sb, lane);
+    }
+  }
+
+  float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
+  float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
+  fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
+  fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
+}
+
+// fg_attn_bwd_mma_ldm_dq (BF16 only): fg_attn_bwd_mma_dq with bfloat16 tiles and ldmatrix, as
+// fg_attn_bwd_mma_ldm_dkdv: Q and dO converted once as the block loads them, each key tile
+// staged as float32 by cp.async (two stages) and converted when it is its turn. Shared memory:
+// two stages of K, V [BN][D] float32; Q, dO [BM][D+8] and K, V [BN][D+8] bfloat16.
+template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BM, NB = BN / 8, OB = D / 8, LDH = D + 8;
+  static_assert(D % 16 == 0 && BM % 16 == 0 && BN % 16 == 0, "tile sizes");
+  constexpr int STAGE = 2 * BN * D;
+  constexpr unsigned SMEM = 2 * STAGE * sizeof(float) + (2 * BM + 2 * BN) * LDH * sizeof(uint16_t);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  float* sStage = (float*)fg_smem;
+  uint16_t* sQh = (uint16_t*)(sStage + 2 * STAGE);
+  uint16_t* sdOh = sQh + BM * LDH;
+  uint16_t* sKh = sdOh + BM * LDH;
+  uint16_t* sVh = sKh + BN * LDH;
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  const int r0 = m0 + 16 * warp + g;
+  int lim[2];
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+    l2[r] = x.x, dl[r] = x.y;
+  }
+  const int lim_min = min(lim[0], lim[1]);
+
+  auto load_stage = [&](int n0) {
+    float* st = sStage + ((n0 / BN) & 1) * STAGE;
+    fg_mma_load_tile<BN, D, D, THREADS>(st, k + (int64_t)n0 * p.k_row, p.k_row, kv_end - n0);
+    fg_mma_load_tile<BN, D, D, THREADS>(st + BN * D, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+  };
+  if (kv_end > 0) {
+    load_stage(0);
+    fg_cp_async_commit();
+    fg_bwd_load_bf16<BM, D, THREADS>(sQh, (const float*)p.q + b * p.q_batch + h * p.q_head + (int64_t)m0 * p.q_row,
+                                     p.q_row, p.nq - m0);
+    fg_bwd_load_bf16<BM, D, THREADS>(sdOh, (const float*)p.do_ + b * p.o_batch + h * p.o_head + (int64_t)m0 * p.o_row,
+                                     p.o_row, p.nq - m0);
+  }
+
+  float dq[OB][4];
+  fg_bwd_zero(dq);
+  for (int n0 = 0; n0 < kv_end; n0 += BN) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // this tile landed; every warp is done with the last tile's sKh, sVh
+    if (n0 + BN < kv_end) {
+      load_stage(n0 + BN);
+      fg_cp_async_commit();
+    }
+    const float* st = sStage + ((n0 / BN) & 1) * STAGE;
+    fg_to_bf16_tile<BN, D, LDH, THREADS>(sKh, st);
+    fg_to_bf16_tile<BN, D, LDH, THREADS>(sVh, st + BN * D);
+    __syncthreads();  // K, V in bfloat16
+    float s[NB][4], dp[NB][4];
+    fg_bwd_zero(s);
+    fg_bwd_zero(dp);
+    fg_bwd_ldm_abt<D, NB>(s, sQh, 16 * warp, sKh, 0, lane);
+    fg_bwd_ldm_abt<D, NB>(dp, sdOh, 16 * warp, sVh, 0, lane);
+    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    fg_bwd_ldm_ab<D, NB>(dq, dp, sKh, 0, lane);
+  }
+
+  float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
+  fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + g, p.nq - m0, p.nq - m0, t);
+}
+
+// ---- entry points ----------------------------------------------------------------------------
+// Names encode every template parameter; cuda/attention_mma_bwd.go (mmaBwdCfgs) builds the same.
+
+#define FG_BWD_MMA_DKDV(P, PN, D, BN, BM, SB)                                                   \
+  extern "C" __global__ void __launch_bounds__(2 * BN)                                          \
+      fg_attn_bwd_mma_dkdv_##PN##_d##D##_n##BN##_m##BM##_s##SB(const fg_attn_params p) {         \
+    fg_attn_bwd_mma_dkdv<P, D, BN, BM, SB>(p);                                                   \
+  }
+#define FG_BWD_MMA_DQ(P, PN, D, BM, BN)                                                         \
+  extern "C" __global__ void __launch_bounds__(2 * BM)                                          \
+      fg_attn_bwd_mma_dq_##PN##_d##D##_m##BM##_n##BN(const fg_attn_params p) {                   \
+    fg_attn_bwd_mma_dq<P, D, BM, BN>(p);                                                         \
+  }
+// The kernels of mmaBwdCfgs (cuda/attention_mma_bwd.go): float32 tiles, every precision.
+FG_BWD_MMA_DKDV(FG_PREC_TF32, tf32, 64, 64, 64, 64)
+FG_BWD_MMA_DQ(FG_PREC_TF32, tf32, 64, 64, 64)
+FG_BWD_MMA_DKDV(FG_PREC_TF32, tf32, 128, 128, 32, 16)
+FG_BWD_MMA_DQ(FG_PREC_TF32, tf32, 128, 128, 32)
+FG_BWD_MMA_DKDV(FG_PREC_EXACT, exact, 64, 64, 32, 16)
+FG_BWD_MMA_DQ(FG_PREC_EXACT, exact, 64, 64, 64)
+FG_BWD_MMA_DKDV(FG_PREC_EXACT, exact, 128, 64, 16, 16)
+FG_BWD_MMA_DQ(FG_PREC_EXACT, exact, 128, 64, 16)
+FG_BWD_MMA_DKDV(FG_PREC_BF16, bf16, 64, 64, 64, 64)
+FG_BWD_MMA_DQ(FG_PREC_BF16, bf16, 64, 64, 64)
+FG_BWD_MMA_DKDV(FG_PREC_BF16, bf16, 128, 64, 32, 32)
+FG_BWD_MMA_DQ(FG_PREC_BF16, bf16, 128, 64, 32)
+
+#define FG_BWD_MMA_LDM_DKDV(D, BN, BM, SB)                                                      \
+  extern "C" __global__ void __launch_bounds__(2 * BN)                                          \
+      fg_attn_bwd_mma_ldm_dkdv_bf16_d##D##_n##BN##_m##BM##_s##SB(const fg_attn_params p) {       \
+    fg_attn_bwd_mma_ldm_dkdv<D, BN, BM, SB>(p);                                                  \
+  }
+#define FG_BWD_MMA_LDM_DQ(D, BM, BN)                                                            \
+  extern "C" __global__ void __launch_bounds__(2 * BM)                                          \
+      fg_attn_bwd_mma_ldm_dq_bf16_d##D##_m##BM##_n##BN(const fg_attn_params p) {                 \
+    fg_attn_bwd_mma_ldm_dq<D, BM, BN>(p);                                                        \
+  }
+// bfloat16 tiles and ldmatrix (mmaBwdCfg.LDM).
+FG_BWD_MMA_LDM_DKDV(64, 64, 64, 64)
+FG_BWD_MMA_LDM_DQ(64, 128, 32)
+FG_BWD_MMA_LDM_DKDV(128, 64, 16, 16)
+FG_BWD_MMA_LDM_DQ(128, 128, 16)
