@@ -81,30 +81,35 @@ type mmaCfg struct {
 
 // mmaCfgs lists the kernels instantiated in kernels/attention_mma.cu: the tile sizes of the
 // tensor-core forward, chosen here only. For each precision and D the first entry is the one
-// AttentionForward runs: the fastest on the H100 over attnbench's shapes
-// (results/bench-mma-h100.log, every variant timed after the tests checked it). At d = 64 the
-// 64-row tiles win (bf16: variants 3 and 4 within 2% of each other; 128-row tiles leave one
-// block of 8 warps per multiprocessor), at d = 128 the 128-row tiles (bf16 v6 155 against
-// 131 TFLOP/s). BN = 64 keeps every kernel within 255 registers without spills (ptxas -v,
-// sm_80 and sm_90: 126 to 199) and its shared memory at most 144 KiB.
-// A kernel that needs the pre-pass (mmaCfg.pre) runs only where the caller gives a scratch
-// buffer (AttentionBuffers.Scratch; AttentionForward allocates one per call); otherwise the
-// first entry without a pre-pass runs.
+// AttentionForward runs, the first without a pre-pass the one where no scratch buffer can be
+// had (AttentionBuffers without Scratch). The order is the speed on the H100 over
+// attnbench's shapes (BenchmarkAttentionMMA, results/mma-fwd-v2: every variant timed after
+// the tests checked it; TFLOP/s at N = 1024 … 16384):
+//
+//	bf16 d=64:   v10 165–247, v7 157–216, v9 150–219, v3/v4 96–131 (v3 without scratch: the
+//	             float32 kernels at d = 64 are within 2% of each other)
+//	bf16 d=128:  v9 187–270, v10 173–242, v8 156–223, v6 132–160 (without scratch)
+//	tf32:        v11 70–119, v5 74–99
+//	exact:       v11 29–42, v3/v5 23–38
+//
+// The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
+// and v10 at d = 64 spill 36–48 bytes, outside the inner products), the others 124–207.
 var mmaCfgs = []mmaCfg{
+	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
+	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
+	{11, PrecisionExact, 64, 64, 64}, {11, PrecisionExact, 128, 128, 64},
+	// Without a scratch buffer.
 	{3, PrecisionBF16, 64, 64, 64}, {6, PrecisionBF16, 128, 128, 64},
 	{5, PrecisionTF32, 64, 128, 64}, {5, PrecisionTF32, 128, 128, 64},
 	{3, PrecisionExact, 64, 64, 64}, {5, PrecisionExact, 128, 128, 64},
 	// The other variants, kept for comparison (BenchmarkAttentionMMA times them all).
+	{7, PrecisionBF16, 64, 64, 64}, {7, PrecisionBF16, 128, 64, 64},
+	{8, PrecisionBF16, 64, 128, 64}, {8, PrecisionBF16, 128, 128, 64},
+	{9, PrecisionBF16, 64, 128, 64}, {10, PrecisionBF16, 128, 128, 32},
 	{4, PrecisionBF16, 64, 64, 64}, {4, PrecisionBF16, 128, 64, 64},
 	{6, PrecisionBF16, 64, 128, 64}, {3, PrecisionBF16, 128, 64, 64},
 	{3, PrecisionTF32, 64, 64, 64}, {3, PrecisionTF32, 128, 64, 64},
 	{5, PrecisionExact, 64, 128, 64}, {3, PrecisionExact, 128, 64, 64},
-	{7, PrecisionBF16, 64, 64, 64}, {7, PrecisionBF16, 128, 64, 64},
-	{8, PrecisionBF16, 64, 128, 64}, {8, PrecisionBF16, 128, 128, 64},
-	{9, PrecisionBF16, 64, 128, 64}, {9, PrecisionBF16, 128, 128, 64},
-	{10, PrecisionBF16, 64, 128, 128}, {10, PrecisionBF16, 128, 128, 32},
-	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
-	{11, PrecisionExact, 64, 64, 64}, {11, PrecisionExact, 128, 128, 64},
 }
 
 // ldm reports whether c is an ldmatrix kernel of float32 inputs (variants 4 and 6).

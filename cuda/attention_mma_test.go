@@ -126,18 +126,21 @@ func errMeasure(got, want []float64) float64 {
 
 // mmaGrid covers the lengths 1, 17, 127, 129, 1025 (none a multiple of the 64-row tiles but
 // 1), both kernel head dimensions, the causal mask with Nq ≠ Nk (Nq > Nk leaves leading rows
-// fully masked), key lengths (0: a batch without keys; a length inside a tile), GQA and MQA.
+// fully masked), key lengths (0: a batch without keys; a length inside a tile), GQA and MQA,
+// and a negative scale (the kernels with a pre-pass carry its sign on Q). scale 0 means 1/√d.
 var mmaGrid = []struct {
-	name string
-	c    attnCase
+	name  string
+	c     attnCase
+	scale float64
 }{
-	{"n1", attnCase{1, 2, 1, 1, 1, 0, false, nil, false}},
-	{"n17-causal-gqa", attnCase{2, 4, 2, 17, 17, 0, true, nil, false}},
-	{"n127-129-keylengths", attnCase{2, 2, 1, 127, 129, 0, false, []int{100, 0}, false}},
-	{"n129-127-causal", attnCase{1, 2, 2, 129, 127, 0, true, nil, false}},
-	{"n129-17-causal-kl", attnCase{2, 1, 1, 129, 17, 0, true, []int{9, 17}, false}},
-	{"n1025", attnCase{1, 2, 1, 1025, 1025, 0, false, nil, false}},
-	{"n1025-causal-kl", attnCase{1, 2, 2, 1025, 1025, 0, true, []int{700}, false}},
+	{"n1", attnCase{1, 2, 1, 1, 1, 0, false, nil, false}, 0},
+	{"n17-causal-gqa", attnCase{2, 4, 2, 17, 17, 0, true, nil, false}, 0},
+	{"n127-129-keylengths", attnCase{2, 2, 1, 127, 129, 0, false, []int{100, 0}, false}, 0},
+	{"n129-127-causal", attnCase{1, 2, 2, 129, 127, 0, true, nil, false}, 0},
+	{"n129-17-causal-kl", attnCase{2, 1, 1, 129, 17, 0, true, []int{9, 17}, false}, 0},
+	{"n1025", attnCase{1, 2, 1, 1025, 1025, 0, false, nil, false}, 0},
+	{"n1025-causal-kl", attnCase{1, 2, 2, 1025, 1025, 0, true, []int{700}, false}, 0},
+	{"n129-200-causal-negscale", attnCase{1, 2, 1, 129, 200, 0, true, []int{150}, false}, -0.2},
 }
 
 // mmaFloor is added to the error bound: where the naive computation happens to be exact on a
@@ -158,6 +161,9 @@ func TestAttentionMMADevice(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/d%d", g.name, d), func(t *testing.T) {
 				p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
 					KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
+				if g.scale != 0 {
+					p.Scale = g.scale
+				}
 				qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
 				p.Q, p.K, p.V = toType(randn(rng, qn, 1), false), toType(randn(rng, kn, 1), false), toType(randn(rng, kn, 1), false)
 				q, k, v := as64(p.Q), as64(p.K), as64(p.V)
@@ -300,6 +306,10 @@ func TestPickMMA(t *testing.T) {
 		{"tf32-d128-v4", PrecisionTF32, 128, f32, 4, false, ""},
 		{"exact-d64-v3", PrecisionExact, 64, f32, 3, false, "fg_attn_fwd_mma_exact_d64_m64_n64"},
 		{"bf16-d64-v7-noscratch", PrecisionBF16, 64, f32, 7, false, ""},
+		{"bf16-d64-scratch", PrecisionBF16, 64, f32, 0, true, "fg_attn_fwd_mma_pre_bf16_d64_m128_w32_n128"},
+		{"bf16-d128-scratch", PrecisionBF16, 128, f32, 0, true, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
+		{"exact-d128-scratch", PrecisionExact, 128, f32, 0, true, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
+		{"tf32-d64-scratch", PrecisionTF32, 64, f32, 0, true, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
 		{"bf16-d64-v7", PrecisionBF16, 64, f32, 7, true, "fg_attn_fwd_mma_pre_bf16_d64_m64_w16_n64"},
 		{"bf16-d128-v9", PrecisionBF16, 128, f32, 9, true, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d64-v10", PrecisionBF16, 64, f32, 10, true, "fg_attn_fwd_mma_pre_bf16_d64_m128_w32_n128"},

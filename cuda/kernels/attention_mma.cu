@@ -124,14 +124,21 @@ struct FgQExact {
 template <int P> __device__ __forceinline__ const FgQ<P>& fg_q_chunk(const FgQ<P>& q) { return q; }
 __device__ __forceinline__ FgQExact fg_q_chunk(const FgQ<FG_PREC_EXACT>& q) { return FgQExact(q); }
 
+__device__ __forceinline__ float fg_ex2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+}
+
 // FgRows is what a lane keeps of its two query rows r0 and r0 + 8 (r0 = m0 + 16 warp + g)
 // across key tiles: the output accumulator O [16 x D] in the m16n8 C layout (o[n] holds
 // columns 8n + 2t, 8n + 2t + 1), the running maxima m (log2 units), the lane's share of the row
-// sums l (double), and the visible key prefixes lim (fg_key_limit).
-template <int OB> struct FgRows {
+// sums l (LT: double, or float in the bfloat16 kernels with a pre-pass, whose operand rounding
+// dominates their error), and the visible key prefixes lim (fg_key_limit).
+template <int OB, typename LT = double> struct FgRows {
   float o[OB][4];
   float m[2];
-  double l[2];
+  LT l[2];
   int r0, t, lim[2], lim_min;
 
   __device__ __forceinline__ FgRows() {}
@@ -150,35 +157,42 @@ template <int OB> struct FgRows {
   // softmax turns the scores s of the key tile at n0 (times sl2 = scale log2 e) into
   // P = exp2(s sl2 - m) in place, updating m, l and rescaling o (online softmax). Element e of
   // block j is row r0 + 8 (e / 2), key n0 + 8 j + 2 t + e % 2; keys at or past a row's lim get
-  // P = 0.
-  template <int NB> __device__ __forceinline__ void softmax(float (&s)[NB][4], int n0, float sl2) {
+  // P = 0. FTZ: exp2 as one ex2.approx.ftz (results below 2^-126, terms that cannot move a
+  // float32 row sum holding its maximum's 1, flush to 0; exp2f adds a rescaling around the
+  // same instruction to keep them). FOLD (the caller guarantees sl2 > 0): the maximum is
+  // taken over the raw scores and sl2 enters with the subtraction, one FFMA per score
+  // instead of an FMUL and an FADD.
+  template <bool FTZ, bool FOLD, int NB> __device__ __forceinline__ void softmax(float (&s)[NB][4], int n0, float sl2) {
     const bool mask = n0 + 8 * NB > lim_min;
     float mx[2] = {fg_neg_inf<float>(), fg_neg_inf<float>()};
 #pragma unroll
     for (int j = 0; j < NB; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        float x = s[j][e] * sl2;
+        float x = FOLD ? s[j][e] : s[j][e] * sl2;
         if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[e >> 1]) x = fg_neg_inf<float>();
         s[j][e] = x;
         mx[e >> 1] = fmaxf(mx[e >> 1], x);
       }
+    const auto ex2 = [](float x) { return FTZ ? fg_ex2_ftz(x) : exp2f(x); };
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       // The 4 lanes of a quad share their rows.
-      const float mn = fmaxf(m[r], fg_group_max<4>(mx[r]));
+      float gm = fg_group_max<4>(mx[r]);
+      if (FOLD) gm *= sl2;
+      const float mn = fmaxf(m[r], gm);
       // While a row has seen no visible key (mn = -Inf) its p are 0 and alpha is irrelevant
       // (o and l are 0): subtracting 0 instead of -Inf avoids -Inf - -Inf.
       const float base = fg_is_neg_inf(mn) ? 0.f : mn;
-      const float alpha = exp2f(m[r] - base);
+      const float alpha = ex2(m[r] - base);
       float rs = 0;
 #pragma unroll
       for (int j = 0; j < NB; ++j) {
-        s[j][2 * r] = exp2f(s[j][2 * r] - base);
-        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - base);
+        s[j][2 * r] = ex2(FOLD ? fmaf(s[j][2 * r], sl2, -base) : s[j][2 * r] - base);
+        s[j][2 * r + 1] = ex2(FOLD ? fmaf(s[j][2 * r + 1], sl2, -base) : s[j][2 * r + 1] - base);
         rs += s[j][2 * r] + s[j][2 * r + 1];
       }
-      l[r] = l[r] * (double)alpha + (double)rs;
+      l[r] = l[r] * (LT)alpha + (LT)rs;
       m[r] = mn;
 #pragma unroll
       for (int n = 0; n < OB; ++n) o[n][2 * r] *= alpha, o[n][2 * r + 1] *= alpha;
@@ -193,7 +207,7 @@ template <int OB> struct FgRows {
     const int64_t lrow = ((int64_t)b * p.h + h) * p.nq;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const double lt = fg_group_sum<4>(l[r]);
+      const double lt = fg_group_sum<4>(l[r]);  // LT float: the quad sums in float
       const int i = r0 + 8 * r;
       if (i >= p.nq) continue;
       const float inv = lt > 0 ? (float)(1.0 / lt) : 0.f;
@@ -325,7 +339,7 @@ template <int P, int D, int BM, int BN, bool PRE = false> __device__ void fg_att
       }
     }
 
-    rows.softmax(s, n0, sl2);
+    rows.template softmax<P != FG_PREC_EXACT, false>(s, n0, sl2);
 
     fg_cp_async_wait_all();
     __syncthreads();  // V landed; every warp is done reading K
@@ -473,7 +487,7 @@ template <int D, int BM, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_at
         fg_mma_bf16(s[2 * jp], qa[c][0], qa[c][1], qa[c][2], qa[c][3], bk[0], bk[1]);
         fg_mma_bf16(s[2 * jp + 1], qa[c][0], qa[c][1], qa[c][2], qa[c][3], bk[2], bk[3]);
       }
-    rows.softmax(s, n0, sl2);
+    rows.template softmax<true, false>(s, n0, sl2);
 
     fg_cp_async_wait_all();
     __syncthreads();  // V landed; every warp is done reading K
@@ -615,9 +629,11 @@ template <int D, int BM, int WM, int BN> __device__ void fg_attn_fwd_mma_pre(con
   const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
   const uint4* k = (const uint4*)((const uint16_t*)p.k + b * p.k_batch + hk * p.k_head);
   const uint4* v = (const uint4*)((const uint16_t*)p.v + b * p.v_batch + hk * p.v_head);
-  const float sl2 = (float)(p.scale * 1.4426950408889634);
+  // The softmax folds sl2 > 0 into its FFMA: a negative scale is carried by Q's sign instead
+  // (negating is exact in bfloat16).
+  const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634), qs = p.scale < 0 ? -1.f : 1.f;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-  FgRows<OB> rows[MT];
+  FgRows<OB, float> rows[MT];  // row sums in float: bfloat16 operands dominate the error
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) rows[mt].init(p, b, m0 + WM * warp + 16 * mt + g, t);
   if (kv_end <= 0) {  // no key visible from any row of the tile
@@ -633,7 +649,8 @@ template <int D, int BM, int WM, int BN> __device__ void fg_attn_fwd_mma_pre(con
     if (m0 + r < p.nq) {
       const float* qr = q + (int64_t)(m0 + r) * p.q_row + 8 * c;
       const float4 a = *(const float4*)qr, e = *(const float4*)(qr + 4);
-      x = make_uint4(fg_bf16x2(a.x, a.y), fg_bf16x2(a.z, a.w), fg_bf16x2(e.x, e.y), fg_bf16x2(e.z, e.w));
+      x = make_uint4(fg_bf16x2(qs * a.x, qs * a.y), fg_bf16x2(qs * a.z, qs * a.w), fg_bf16x2(qs * e.x, qs * e.y),
+                     fg_bf16x2(qs * e.z, qs * e.w));
     }
     sQ[fg_swz<CH>(r, c)] = x;
   }
@@ -692,7 +709,7 @@ template <int D, int BM, int WM, int BN> __device__ void fg_attn_fwd_mma_pre(con
       }
     }
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) rows[mt].softmax(s[mt], n0, sl2);
+    for (int mt = 0; mt < MT; ++mt) rows[mt].template softmax<true, true>(s[mt], n0, sl2);
 
     if (more) fg_load_bf16_tile<BN, CH, THREADS>(sV + (st ^ 1) * BN * CH, v + (int64_t)(n0 + BN) * CH, kv_end - n0 - BN);
     fg_cp_async_commit();
