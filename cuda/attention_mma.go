@@ -83,17 +83,17 @@ type mmaCfg struct {
 // tensor-core forward, chosen here only. For each precision and D the first entry is the one
 // AttentionForward runs, the first without a pre-pass the one where no scratch buffer can be
 // had (AttentionBuffers without Scratch). The order is the speed on the H100 over
-// attnbench's shapes (BenchmarkAttentionMMA, results/mma-fwd-v2: every variant timed after
-// the tests checked it; TFLOP/s at N = 1024 … 16384):
+// attnbench's shapes (BenchmarkAttentionMMA in results/mma-fwd-v2/run2: every variant timed
+// after the tests checked it; forward TFLOP/s from N = 1024 causal to N = 16384):
 //
-//	bf16 d=64:   v10 165–247, v7 157–216, v9 150–219, v3/v4 96–131 (v3 without scratch: the
-//	             float32 kernels at d = 64 are within 2% of each other)
-//	bf16 d=128:  v9 187–270, v10 173–242, v8 156–223, v6 132–160 (without scratch)
-//	tf32:        v11 70–119, v5 74–99
-//	exact:       v11 29–42, v3/v5 23–38
+//	bf16 d=64:   v10 117–273, v9 114–239, v7 118–233, v8 111–231; v3 106–134 (the float32
+//	             kernels at d = 64 are within 2% of each other)
+//	bf16 d=128:  v9 131–288, v10 125–260, v7 109–213, v8 101–206; v6 116–160
+//	tf32:        v11 71–122; v5 77–99
+//	exact:       v11 29–42; v3 23–38, v5 27–35
 //
 // The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
-// and v10 at d = 64 spill 36–48 bytes, outside the inner products), the others 124–207.
+// and v10 at d = 64 spill 36–48 bytes), the others 124–207.
 var mmaCfgs = []mmaCfg{
 	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
 	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},

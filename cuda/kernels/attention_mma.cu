@@ -5,8 +5,9 @@
 //   o_i  = sum_j exp(s_ij - L_i) v_j
 // with rows of no visible key giving o = 0, L = -Inf, as attention_fwd.cu.
 //
-// Forward variants 3 to 6 (1 and 2 are attention_fwd.cu's FMA kernels; mmaCfgs in
-// cuda/attention_mma.go lists them), precisions of S = Q K^T and O += P V (FG_PREC_*):
+// Forward variants 3 to 11 (1 and 2 are attention_fwd.cu's FMA kernels; mmaCfgs in
+// cuda/attention_mma.go lists them; 7 to 11 read K and V converted once per call by the
+// pre-pass fg_attn_mma_prep, see its section below), precisions of S = Q K^T and O += P V (FG_PREC_*):
 //   FG_PREC_BF16:  operands rounded to bfloat16 (round to nearest even), m16n8k16 bf16 products
 //                  accumulated in float32;
 //   FG_PREC_TF32:  operands rounded to TF32 (cvt.rna: 10 mantissa bits), m16n8k8 products
@@ -25,7 +26,8 @@
 // is formed in double as in attention_fwd.cu; P enters the second product rounded like the
 // other operands.
 //
-// Work split (FlashAttention-2): a block of BM / 16 warps owns a tile of BM = 64 or 128 query
+// Work split (FlashAttention-2; variants 3 to 6 and 11 — 7 to 10 are described at
+// fg_attn_fwd_mma_pre): a block of BM / 16 warps owns a tile of BM = 64 or 128 query
 // rows of one (b, h), a warp per 16 rows, and walks the key tiles of BN rows. The tiles go to
 // shared memory as float32 by cp.async (16-byte copies; rows past the valid range are zero-filled
 // with a source size of 0: keys from kv_end on and queries from Nq on are never read); each
