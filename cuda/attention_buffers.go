@@ -9,7 +9,10 @@ import (
 // attention without copies. Q [B,H,Nq,D], K and V [B,Hkv,Nk,D], O and DO and DQ [B,H,Nq,D],
 // DK and DV [B,Hkv,Nk,D], L, LRes and DL [B,H,Nq]: one element type, Float32 or Float64.
 // KeyLengths is nil or Int32 [B] (values in [0, Nk], uploaded by the caller); Delta is the
-// backward's Float64 [B·H·Nq] scratch. LRes and DL may be nil.
+// backward's Float64 [B·H·Nq] scratch. LRes and DL may be nil. Scratch, when set, is the
+// forward's Float32 workspace of at least ForwardScratch() elements, where the tensor-core
+// kernel of Precision converts K and V once per call (the fastest kernels do); when nil, the
+// fastest kernel without that pre-pass runs.
 type AttentionBuffers struct {
 	B, H, Hkv, Nq, Nk, D int
 	Scale                float64
@@ -18,6 +21,7 @@ type AttentionBuffers struct {
 	// Precision selects the arithmetic of the forward and the backward for Float32 operands,
 	// as AttentionParams.Precision (the zero value runs the FMA kernels).
 	Precision Precision
+	Scratch   *Buffer
 
 	Q, K, V, O, L, LRes *Buffer
 	DO, DL              *Buffer
@@ -40,6 +44,9 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 	ops := []operand{{name: "Q", b: p.Q, dt: DT, n: qLen}, {name: "K", b: p.K, dt: DT, n: kLen}, {name: "V", b: p.V, dt: DT, n: kLen},
 		{name: "O", b: p.O, dt: DT, n: qLen}, {name: "L", b: p.L, dt: DT, n: lLen}, {name: "LRes", b: p.LRes, dt: DT, n: lLen, optional: true},
 		{name: "KeyLengths", b: p.KeyLengths, dt: Int32, n: p.B, optional: true}}
+	if !backward && p.Scratch != nil {
+		ops = append(ops, operand{name: "Scratch", b: p.Scratch, dt: Float32, n: p.forwardScratch(dt), atLeast: true})
+	}
 	if backward {
 		ops = append(ops, operand{name: "DO", b: p.DO, dt: DT, n: qLen}, operand{name: "DL", b: p.DL, dt: DT, n: lLen, optional: true},
 			operand{name: "DQ", b: p.DQ, dt: DT, n: qLen}, operand{name: "DK", b: p.DK, dt: DT, n: kLen}, operand{name: "DV", b: p.DV, dt: DT, n: kLen},
@@ -61,16 +68,45 @@ func (p *AttentionBuffers) kernel() attnParams {
 // AttentionForwardBuffers computes O, L (and LRes when set) from Q, K and V with the
 // FlashAttention-2 kernel, without waiting. Problems the kernels do not cover return an error
 // wrapping ErrUnsupported.
-func AttentionForwardBuffers(p AttentionBuffers) error {
+func AttentionForwardBuffers(p AttentionBuffers) error { return attentionForwardBuffers(p, 2) }
+
+// attentionForwardBuffers runs forward variant 2 (the default kernels) or a tensor-core variant
+// (mmaCfg) on p's buffers.
+func attentionForwardBuffers(p AttentionBuffers, variant int) error {
 	const op = "attention forward"
 	dt, ops, err := p.check(op, false)
 	if err != nil {
 		return err
 	}
+	var scratch func(int64) (devptr, error)
+	if p.Scratch != nil {
+		scratch = func(int64) (devptr, error) { return p.Scratch.ptr, nil } // sized by check
+	}
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
-		return s.attnForwardKernels(&kp, dt, 2)
+		return s.attnForwardKernels(&kp, dt, variant, scratch)
 	})
+}
+
+// ForwardScratch returns the number of Float32 elements of Scratch that AttentionForwardBuffers
+// uses for p (0 when its kernel has no pre-pass: float64, PrecisionFMA, a D without
+// tensor-core kernels, or a default kernel without one).
+func (p AttentionBuffers) ForwardScratch() int {
+	dt := f32
+	if p.Q != nil && p.Q.dt == Float64 {
+		dt = f64
+	}
+	return p.forwardScratch(dt)
+}
+
+func (p *AttentionBuffers) forwardScratch(dt dtype) int {
+	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
+	kp.precision = int32(p.Precision)
+	c, ok := pickMMA(&kp, dt, 0, true)
+	if !ok {
+		return 0
+	}
+	return int((c.scratchBytes(&kp) + 3) / 4)
 }
 
 // AttentionBackwardBuffers computes DQ, DK and DV from Q, K, V, O, L (LRes), DO (and DL) with
@@ -87,9 +123,9 @@ func AttentionBackwardBuffers(p AttentionBuffers) error {
 	})
 }
 
-// Kernels returns the names of the kernels AttentionForwardBuffers (first) and
-// AttentionBackwardBuffers (the rest) launch for p's sizes, element type and precision, for
-// benchmarks to report.
+// Kernels returns the names of the kernels AttentionForwardBuffers (first; "a+b" where a
+// pre-pass a runs before b) and AttentionBackwardBuffers (the rest) launch for p's sizes,
+// element type, precision and Scratch, for benchmarks to report.
 func (p AttentionBuffers) Kernels() ([]string, error) {
 	dt, _, err := p.check("attention kernels", false)
 	if err != nil {
@@ -97,8 +133,11 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	}
 	kp := p.kernel()
 	fwd := "fg_attn_fwd_v2_" + pickCfg(fwdCfgs[dt], p.D).suffix(dt)
-	if c, ok := pickMMA(&kp, dt, 0); ok {
+	if c, ok := pickMMA(&kp, dt, 0, p.Scratch != nil); ok {
 		fwd = c.name()
+		if c.pre() {
+			fwd = "fg_attn_mma_prep+" + fwd
+		}
 	}
 	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1); ok {
 		return []string{fwd, "fg_attn_bwd_mma_pre", kv.name(), q.name()}, nil

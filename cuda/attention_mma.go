@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"structs"
 	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/attnspec"
@@ -32,15 +33,25 @@ func ParsePrecision(s string) (Precision, error) {
 
 // mmaCfg is one tensor-core forward kernel of kernels/attention_mma.cu: its forward variant
 // number, its precision, the head dimension D it takes (d == D only), the query tile rows BM
-// (BM/16 warps, one per 16 rows, 2·BM threads) and the key tile rows BN. The variants:
+// and the key tile rows BN. The variants:
 //
 //	3: float32 tiles in shared memory, operands converted as each warp loads its fragments;
-//	   64-row query tiles (4 warps)
+//	   64-row query tiles (4 warps of 16 rows)
 //	4: bfloat16 only: tiles converted to bfloat16 once in shared memory, fragments loaded with
 //	   ldmatrix; 64-row query tiles
 //	5: variant 3 with 128-row query tiles (8 warps): each K and V tile read from L2 serves
 //	   twice the rows
 //	6: variant 4 with 128-row query tiles
+//	7: bfloat16 only: K and V converted to bfloat16 once per call by a pre-pass
+//	   (fg_attn_mma_prep, into a scratch buffer), so the loop streams half of float32's bytes;
+//	   swizzled tiles without padding, ldmatrix (V transposed), two cp.async stages of K and V;
+//	   warps of 16 rows, 64-row query tiles
+//	8: variant 7 with 128-row query tiles (8 warps of 16 rows)
+//	9: variant 7 with warps of 32 rows (4 warps, 128-row tiles): each B fragment read from
+//	   shared memory serves two 16-row products
+//	10: variant 9 with another key tile (BN = 128 at d = 64, 32 at d = 128)
+//	11: TF32 and Exact: variants 3/5 on K and V converted once per call by the pre-pass
+//	   (TF32: rounded; Exact: split into hi and lo planes), no conversion in the loop
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -49,41 +60,102 @@ type mmaCfg struct {
 
 // mmaCfgs lists the kernels instantiated in kernels/attention_mma.cu: the tile sizes of the
 // tensor-core forward, chosen here only. For each precision and D the first entry is the one
-// AttentionForward runs: the fastest on the H100 over attnbench's shapes
-// (results/bench-mma-h100.log, every variant timed after the tests checked it). At d = 64 the
-// 64-row tiles win (bf16: variants 3 and 4 within 2% of each other; 128-row tiles leave one
-// block of 8 warps per multiprocessor), at d = 128 the 128-row tiles (bf16 v6 155 against
-// 131 TFLOP/s). BN = 64 keeps every kernel within 255 registers without spills (ptxas -v,
-// sm_80 and sm_90: 126 to 199) and its shared memory at most 144 KiB.
+// AttentionForward runs, the first without a pre-pass the one where no scratch buffer can be
+// had (AttentionBuffers without Scratch). The order is the speed on the H100 over
+// attnbench's shapes (BenchmarkAttentionMMA in results/mma-fwd-v2/run2: every variant timed
+// after the tests checked it; forward TFLOP/s from N = 1024 causal to N = 16384):
+//
+//	bf16 d=64:   v10 117–273, v9 114–239, v7 118–233, v8 111–231; v3 106–134 (the float32
+//	             kernels at d = 64 are within 2% of each other)
+//	bf16 d=128:  v9 131–288, v10 125–260, v7 109–213, v8 101–206; v6 116–160
+//	tf32:        v11 71–122; v5 77–99
+//	exact:       v11 29–42; v3 23–38, v5 27–35
+//
+// The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
+// and v10 at d = 64 spill 36–48 bytes), the others 124–207.
 var mmaCfgs = []mmaCfg{
+	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
+	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
+	{11, PrecisionExact, 64, 64, 64}, {11, PrecisionExact, 128, 128, 64},
+	// Without a scratch buffer.
 	{3, PrecisionBF16, 64, 64, 64}, {6, PrecisionBF16, 128, 128, 64},
 	{5, PrecisionTF32, 64, 128, 64}, {5, PrecisionTF32, 128, 128, 64},
 	{3, PrecisionExact, 64, 64, 64}, {5, PrecisionExact, 128, 128, 64},
-	// The other variants, kept for comparison (attnbench times them all).
+	// The other variants, kept for comparison (BenchmarkAttentionMMA times them all).
+	{7, PrecisionBF16, 64, 64, 64}, {7, PrecisionBF16, 128, 64, 64},
+	{8, PrecisionBF16, 64, 128, 64}, {8, PrecisionBF16, 128, 128, 64},
+	{9, PrecisionBF16, 64, 128, 64}, {10, PrecisionBF16, 128, 128, 32},
 	{4, PrecisionBF16, 64, 64, 64}, {4, PrecisionBF16, 128, 64, 64},
 	{6, PrecisionBF16, 64, 128, 64}, {3, PrecisionBF16, 128, 64, 64},
 	{3, PrecisionTF32, 64, 64, 64}, {3, PrecisionTF32, 128, 64, 64},
 	{5, PrecisionExact, 64, 128, 64}, {3, PrecisionExact, 128, 64, 64},
 }
 
-// ldm reports whether c is an ldmatrix kernel (variants 4 and 6).
+// ldm reports whether c is an ldmatrix kernel of float32 inputs (variants 4 and 6).
 func (c mmaCfg) ldm() bool { return c.Variant == 4 || c.Variant == 6 }
 
+// pre reports whether c reads K and V converted by the pre-pass (variants 7 to 11).
+func (c mmaCfg) pre() bool { return c.Variant >= 7 }
+
+// warpRows is the query rows of one warp: 32 in variants 9 and 10, 16 in the others.
+func (c mmaCfg) warpRows() int {
+	if c.Variant == 9 || c.Variant == 10 {
+		return 32
+	}
+	return 16
+}
+
+// threads is the block size: a warp per warpRows query rows.
+func (c mmaCfg) threads() int { return 32 * c.BM / c.warpRows() }
+
 func (c mmaCfg) name() string {
-	if c.ldm() {
+	switch {
+	case c.ldm():
 		return fmt.Sprintf("fg_attn_fwd_mma_ldm_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
+	case c.pre() && c.Prec == PrecisionBF16:
+		return fmt.Sprintf("fg_attn_fwd_mma_pre_bf16_d%d_m%d_w%d_n%d", c.D, c.BM, c.warpRows(), c.BN)
+	case c.pre():
+		return fmt.Sprintf("fg_attn_fwd_mma_split_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
 	}
 	return fmt.Sprintf("fg_attn_fwd_mma_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
 }
 
-// smem is the kernel's shared memory (its SMEM constant): variants 3, 5 Q [BM][D+16],
-// K [BN][D+16], V [BN][D+4] float32; variants 4, 6 K and V [BN][D] float32 (Q is staged there
-// first, so BM <= 2 BN) and [BN][D+8] bfloat16.
+// smem is the kernel's shared memory (its SMEM constant): variants 3, 5 and 11 (TF32)
+// Q [BM][D+16], K [BN][D+16], V [BN][D+4] float32, 11 (Exact) K and V twice (hi and lo);
+// variants 4, 6 K and V [BN][D] float32 (Q is staged there first, so BM <= 2 BN) and
+// [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16.
 func (c mmaCfg) smem() int {
-	if c.ldm() {
+	switch {
+	case c.ldm():
 		return 2*c.BN*c.D*4 + 2*c.BN*(c.D+8)*2
+	case c.pre() && c.Prec == PrecisionBF16:
+		return (c.BM + 4*c.BN) * c.D * 2
+	case c.pre() && c.Prec == PrecisionExact:
+		return (c.BM*(c.D+16) + 2*(c.BN*(c.D+16)+c.BN*(c.D+4))) * 4
 	}
 	return (c.BM*(c.D+16) + c.BN*(c.D+16) + c.BN*(c.D+4)) * 4
+}
+
+// scratchPlanes is the number of [B, Hkv, Nk, D] planes of the pre-pass's output and their
+// element size in bytes: BF16 K and V in bfloat16 (2, 2); TF32 K and V rounded (2, 4); Exact
+// K hi, K lo, V hi, V lo (4, 4).
+func scratchPlanes(prec Precision) (planes, size int64) {
+	switch prec {
+	case PrecisionBF16:
+		return 2, 2
+	case PrecisionTF32:
+		return 2, 4
+	}
+	return 4, 4
+}
+
+// scratchBytes is the size of the pre-pass's output for kp's problem (0 when c has none).
+func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
+	if !c.pre() {
+		return 0
+	}
+	planes, size := scratchPlanes(c.Prec)
+	return planes * size * int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
 }
 
 // pickMMA is the one place that decides whether a forward runs on the tensor cores: a float32
@@ -91,8 +163,9 @@ func (c mmaCfg) smem() int {
 // or 128), and rows of q, k, v, o that start on 16 bytes (strides multiples of 4 elements; the
 // launchers' layouts are contiguous). Every other forward runs the FMA kernel, variant 2,
 // which is at least as accurate as the precision asked for. variant 0 takes the first kernel
-// of mmaCfgs for the precision and D, another that variant's.
-func pickMMA(kp *attnParams, dt dtype, variant int) (mmaCfg, bool) {
+// of mmaCfgs for the precision and D, another that variant's; kernels with a pre-pass only
+// when scratch (a scratch buffer can be had) is set.
+func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool) (mmaCfg, bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return mmaCfg{}, false
 	}
@@ -103,16 +176,52 @@ func pickMMA(kp *attnParams, dt dtype, variant int) (mmaCfg, bool) {
 		}
 	}
 	for _, c := range mmaCfgs {
-		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 || variant == c.Variant) {
+		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 || variant == c.Variant) &&
+			(scratch || !c.pre()) {
 			return c, true
 		}
 	}
 	return mmaCfg{}, false
 }
 
-// startMMA launches tensor-core forward c: a block of 2·BM threads per BM query rows of every
-// (b, h).
-func (s *state) startMMA(kp *attnParams, c mmaCfg) error {
+// mmaPrepParams is fg_mma_prep_params (kernels/attention_mma.cu): the problem and the scratch
+// buffer the pre-pass writes.
+type mmaPrepParams struct {
+	_   structs.HostLayout
+	src attnParams
+	dst devptr
+}
+
+// startMMA launches tensor-core forward c: a block of c.threads() threads per BM query rows of
+// every (b, h). A kernel with a pre-pass first runs fg_attn_mma_prep into a buffer of
+// c.scratchBytes(kp) bytes from scratch, then reads K and V from there (contiguous planes).
+func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (devptr, error)) error {
 	grid := [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
-	return s.start("attention_mma", c.name(), grid, 2*c.BM, c.smem(), unsafe.Pointer(kp))
+	if !c.pre() {
+		return s.start("attention_mma", c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(kp))
+	}
+	if scratch == nil {
+		return fmt.Errorf("cuda: attention forward: %s needs a scratch buffer", c.name())
+	}
+	n := c.scratchBytes(kp)
+	dst, err := scratch(n)
+	if err != nil {
+		return err
+	}
+	pp := &mmaPrepParams{src: *kp, dst: dst}
+	groups := int(kp.b) * int(kp.hkv) * int(kp.nk) * int(kp.d) / 8
+	if err := s.start("attention_mma", "fg_attn_mma_prep", [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
+		unsafe.Pointer(pp)); err != nil {
+		return err
+	}
+	planes, _ := scratchPlanes(c.Prec)
+	m := *kp
+	d := int64(kp.d)
+	m.kRow, m.kHead, m.kBatch = d, int64(kp.nk)*d, int64(kp.hkv)*int64(kp.nk)*d
+	m.vRow, m.vHead, m.vBatch = m.kRow, m.kHead, m.kBatch
+	// Plane order: BF16 and TF32 K, V; Exact K hi, K lo, V hi, V lo (the kernel finds each
+	// lo plane one plane after its hi plane).
+	m.k = dst
+	m.v = dst + devptr(n/planes*(planes/2))
+	return s.start("attention_mma", c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(&m))
 }

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
 // Tests of the tensor-core forward (kernels/attention_mma.cu). The device tests compare each
@@ -124,18 +126,21 @@ func errMeasure(got, want []float64) float64 {
 
 // mmaGrid covers the lengths 1, 17, 127, 129, 1025 (none a multiple of the 64-row tiles but
 // 1), both kernel head dimensions, the causal mask with Nq ≠ Nk (Nq > Nk leaves leading rows
-// fully masked), key lengths (0: a batch without keys; a length inside a tile), GQA and MQA.
+// fully masked), key lengths (0: a batch without keys; a length inside a tile), GQA and MQA,
+// and a negative scale (the kernels with a pre-pass carry its sign on Q). scale 0 means 1/√d.
 var mmaGrid = []struct {
-	name string
-	c    attnCase
+	name  string
+	c     attnCase
+	scale float64
 }{
-	{"n1", attnCase{1, 2, 1, 1, 1, 0, false, nil, false}},
-	{"n17-causal-gqa", attnCase{2, 4, 2, 17, 17, 0, true, nil, false}},
-	{"n127-129-keylengths", attnCase{2, 2, 1, 127, 129, 0, false, []int{100, 0}, false}},
-	{"n129-127-causal", attnCase{1, 2, 2, 129, 127, 0, true, nil, false}},
-	{"n129-17-causal-kl", attnCase{2, 1, 1, 129, 17, 0, true, []int{9, 17}, false}},
-	{"n1025", attnCase{1, 2, 1, 1025, 1025, 0, false, nil, false}},
-	{"n1025-causal-kl", attnCase{1, 2, 2, 1025, 1025, 0, true, []int{700}, false}},
+	{"n1", attnCase{1, 2, 1, 1, 1, 0, false, nil, false}, 0},
+	{"n17-causal-gqa", attnCase{2, 4, 2, 17, 17, 0, true, nil, false}, 0},
+	{"n127-129-keylengths", attnCase{2, 2, 1, 127, 129, 0, false, []int{100, 0}, false}, 0},
+	{"n129-127-causal", attnCase{1, 2, 2, 129, 127, 0, true, nil, false}, 0},
+	{"n129-17-causal-kl", attnCase{2, 1, 1, 129, 17, 0, true, []int{9, 17}, false}, 0},
+	{"n1025", attnCase{1, 2, 1, 1025, 1025, 0, false, nil, false}, 0},
+	{"n1025-causal-kl", attnCase{1, 2, 2, 1025, 1025, 0, true, []int{700}, false}, 0},
+	{"n129-200-causal-negscale", attnCase{1, 2, 1, 129, 200, 0, true, []int{150}, false}, -0.2},
 }
 
 // mmaFloor is added to the error bound: where the naive computation happens to be exact on a
@@ -156,6 +161,9 @@ func TestAttentionMMADevice(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/d%d", g.name, d), func(t *testing.T) {
 				p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
 					KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
+				if g.scale != 0 {
+					p.Scale = g.scale
+				}
 				qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
 				p.Q, p.K, p.V = toType(randn(rng, qn, 1), false), toType(randn(rng, kn, 1), false), toType(randn(rng, kn, 1), false)
 				q, k, v := as64(p.Q), as64(p.K), as64(p.V)
@@ -281,33 +289,45 @@ func TestPickMMA(t *testing.T) {
 		d       int
 		dt      dtype
 		variant int
+		scratch bool // a scratch buffer for the pre-pass can be had
 		want    string
 	}{
-		{"default", PrecisionFMA, 64, f32, 0, ""},
-		{"f64", PrecisionBF16, 64, f64, 0, ""},
-		{"d100", PrecisionBF16, 100, f32, 0, ""},
-		{"d256", PrecisionExact, 256, f32, 0, ""},
-		{"bf16-d64", PrecisionBF16, 64, f32, 0, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
-		{"bf16-d128", PrecisionBF16, 128, f32, 0, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
-		{"exact-d128", PrecisionExact, 128, f32, 0, "fg_attn_fwd_mma_exact_d128_m128_n64"},
-		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, "fg_attn_fwd_mma_bf16_d128_m64_n64"},
-		{"bf16-d64-v4", PrecisionBF16, 64, f32, 4, "fg_attn_fwd_mma_ldm_bf16_d64_m64_n64"},
-		{"bf16-d128-v6", PrecisionBF16, 128, f32, 6, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
-		{"tf32-d128-v5", PrecisionTF32, 128, f32, 5, "fg_attn_fwd_mma_tf32_d128_m128_n64"},
-		{"tf32-d128-v4", PrecisionTF32, 128, f32, 4, ""},
-		{"exact-d64-v3", PrecisionExact, 64, f32, 3, "fg_attn_fwd_mma_exact_d64_m64_n64"},
+		{"default", PrecisionFMA, 64, f32, 0, false, ""},
+		{"f64", PrecisionBF16, 64, f64, 0, false, ""},
+		{"d100", PrecisionBF16, 100, f32, 0, false, ""},
+		{"d256", PrecisionExact, 256, f32, 0, false, ""},
+		{"bf16-d64", PrecisionBF16, 64, f32, 0, false, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
+		{"bf16-d128", PrecisionBF16, 128, f32, 0, false, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
+		{"exact-d128", PrecisionExact, 128, f32, 0, false, "fg_attn_fwd_mma_exact_d128_m128_n64"},
+		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, false, "fg_attn_fwd_mma_bf16_d128_m64_n64"},
+		{"bf16-d64-v4", PrecisionBF16, 64, f32, 4, false, "fg_attn_fwd_mma_ldm_bf16_d64_m64_n64"},
+		{"bf16-d128-v6", PrecisionBF16, 128, f32, 6, false, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
+		{"tf32-d128-v5", PrecisionTF32, 128, f32, 5, false, "fg_attn_fwd_mma_tf32_d128_m128_n64"},
+		{"tf32-d128-v4", PrecisionTF32, 128, f32, 4, false, ""},
+		{"exact-d64-v3", PrecisionExact, 64, f32, 3, false, "fg_attn_fwd_mma_exact_d64_m64_n64"},
+		{"bf16-d64-v7-noscratch", PrecisionBF16, 64, f32, 7, false, ""},
+		{"bf16-d64-scratch", PrecisionBF16, 64, f32, 0, true, "fg_attn_fwd_mma_pre_bf16_d64_m128_w32_n128"},
+		{"bf16-d128-scratch", PrecisionBF16, 128, f32, 0, true, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
+		{"exact-d128-scratch", PrecisionExact, 128, f32, 0, true, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
+		{"tf32-d64-scratch", PrecisionTF32, 64, f32, 0, true, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
+		{"bf16-d64-v7", PrecisionBF16, 64, f32, 7, true, "fg_attn_fwd_mma_pre_bf16_d64_m64_w16_n64"},
+		{"bf16-d128-v9", PrecisionBF16, 128, f32, 9, true, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
+		{"bf16-d64-v10", PrecisionBF16, 64, f32, 10, true, "fg_attn_fwd_mma_pre_bf16_d64_m128_w32_n128"},
+		{"exact-d128-v11", PrecisionExact, 128, f32, 11, true, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
+		{"tf32-d64-v11", PrecisionTF32, 64, f32, 11, true, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
+		{"f64-scratch", PrecisionBF16, 64, f64, 0, true, ""},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
 		kp := p.kernelParams()
-		cfg, ok := pickMMA(&kp, c.dt, c.variant)
+		cfg, ok := pickMMA(&kp, c.dt, c.variant, c.scratch)
 		if got := map[bool]string{true: cfg.name(), false: ""}[ok]; got != c.want {
 			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
 		}
 	}
 	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.kRow = 66 // a row not on 16 bytes
-	if _, ok := pickMMA(&kp, f32, 0); ok {
+	if _, ok := pickMMA(&kp, f32, 0, true); ok {
 		t.Errorf("pickMMA accepts a K row stride of 66 elements")
 	}
 	bad := base
@@ -341,7 +361,10 @@ func TestPickMMA(t *testing.T) {
 			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
 		}
 	}
-	if n := len(regexp.MustCompile(`(?m)^FG_FWD_MMA(_LDM)?\(`).FindAll(src, -1)); n != len(mmaCfgs) {
+	if !regexp.MustCompile(`\.entry fg_attn_mma_prep\(`).MatchString(ptx) {
+		t.Errorf("the pre-pass fg_attn_mma_prep is not in ptx/attention_mma.ptx")
+	}
+	if n := len(regexp.MustCompile(`(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`).FindAll(src, -1)); n != len(mmaCfgs) {
 		t.Errorf("attention_mma.cu instantiates %d kernels, mmaCfgs lists %d", n, len(mmaCfgs))
 	}
 	h, err := os.ReadFile("kernels/params.h")
@@ -384,6 +407,182 @@ func TestRoundings(t *testing.T) {
 	} {
 		if got := c.f(c.x); got != c.y {
 			t.Errorf("round(%v) = %v, want %v", c.x, got, c.y)
+		}
+	}
+}
+
+// TestForwardScratch checks the size of the pre-pass's scratch buffer (no GPU): K and V of
+// [B, Hkv, Nk, D] in bfloat16 (BF16), rounded float32 (TF32), or hi and lo float32 planes
+// (Exact); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel
+// that runs has no pre-pass.
+func TestForwardScratch(t *testing.T) {
+	const n = 3 * 2 * 100 * 64 // B Hkv Nk D
+	for _, c := range []struct {
+		prec  Precision
+		bytes int64
+	}{{PrecisionBF16, 4 * n}, {PrecisionTF32, 8 * n}, {PrecisionExact, 16 * n}} {
+		p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: c.prec}
+		kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale})
+		kp.precision = int32(c.prec)
+		for _, cfg := range mmaCfgs {
+			if cfg.Prec == c.prec && cfg.pre() {
+				if got := cfg.scratchBytes(&kp); got != c.bytes {
+					t.Errorf("%s: scratchBytes = %d, want %d", cfg.name(), got, c.bytes)
+				}
+			}
+		}
+		want := 0
+		if cfg, ok := pickMMA(&kp, f32, 0, true); ok && cfg.pre() {
+			want = int(c.bytes / 4)
+		}
+		if got := p.ForwardScratch(); got != want {
+			t.Errorf("%v: ForwardScratch = %d, want %d", c.prec, got, want)
+		}
+	}
+	for _, p := range []AttentionBuffers{
+		{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 64, Scale: 1, Precision: PrecisionFMA},
+		{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 100, Scale: 1, Precision: PrecisionBF16},
+	} {
+		if got := p.ForwardScratch(); got != 0 {
+			t.Errorf("%v d=%d: ForwardScratch = %d, want 0", p.Precision, p.D, got)
+		}
+	}
+}
+
+// TestAttentionMMABuffersScratch runs the tensor-core forward on device Buffers with and
+// without a Scratch buffer (with: the kernel with a pre-pass, where the precision's default
+// has one; without: the first kernel without), each against float64 within twice the naive
+// same-precision error, and refuses a Scratch smaller than ForwardScratch.
+func TestAttentionMMABuffersScratch(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(13))
+	c := attnCase{2, 4, 2, 129, 200, 64, true, []int{150, 200}, false}
+	hp := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
+		KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
+	qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
+	q, k, v := randn(rng, qn, 1), randn(rng, kn, 1), randn(rng, kn, 1)
+	for _, x := range [][]float64{q, k, v} { // the values float32 holds
+		for i := range x {
+			x[i] = float64(float32(x[i]))
+		}
+	}
+	wantO, wantL := refAttention(&hp, q, k, v)
+	var bufs []*Buffer
+	defer func() {
+		for _, b := range bufs {
+			b.Free()
+		}
+	}()
+	buf := func(dt DType, n int, x any) *Buffer {
+		b, err := Alloc(dt, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, b)
+		if x != nil {
+			if err := b.Upload(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b
+	}
+	f32s := func(x []float64) []float32 { return toType(x, false).([]float32) }
+	kl := buf(Int32, c.B, keyLengths32(c.KeyLengths))
+	p := AttentionBuffers{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Scale: hp.Scale, Causal: c.Causal,
+		KeyLengths: kl, Q: buf(Float32, qn, f32s(q)), K: buf(Float32, kn, f32s(k)), V: buf(Float32, kn, f32s(v)),
+		O: buf(Float32, qn, nil), L: buf(Float32, ln, nil)}
+	for _, prec := range []Precision{PrecisionBF16, PrecisionTF32, PrecisionExact} {
+		p.Precision = prec
+		nO, nL := refAttentionNaive(&hp, q, k, v, prec)
+		tolO, tolL := 2*errMeasure(nO, wantO)+mmaFloor, 2*errMeasure(nL, wantL)+mmaFloor
+		for _, scratch := range []bool{false, true} {
+			p.Scratch = nil
+			if n := p.ForwardScratch(); scratch && n > 0 {
+				p.Scratch = buf(Float32, n, nil)
+			}
+			if err := AttentionForwardBuffers(p); err != nil {
+				t.Fatalf("%v scratch %v: %v", prec, scratch, err)
+			}
+			o, l := make([]float32, qn), make([]float32, ln)
+			if err := p.O.Download(o); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.L.Download(l); err != nil {
+				t.Fatal(err)
+			}
+			names, _ := p.Kernels()
+			what := fmt.Sprintf("%v %s", prec, names[0])
+			compare(t, what+" O", as64(o), wantO, tolO)
+			compare(t, what+" L", as64(l), wantL, tolL)
+		}
+		if n := p.ForwardScratch(); n > 0 {
+			p.Scratch = buf(Float32, n-1, nil)
+			if err := AttentionForwardBuffers(p); err == nil || !regexp.MustCompile(`Scratch`).MatchString(err.Error()) {
+				t.Errorf("%v: a Scratch of %d elements (%d needed): err = %v, want one naming Scratch", prec, n-1, n, err)
+			}
+		}
+	}
+}
+
+// BenchmarkAttentionMMA times every tensor-core forward kernel of mmaCfgs (the pre-pass
+// included where the kernel has one) on attnbench's shapes (H = 16, B·N = 32768, d 64 and
+// 128, N 1024, 4096, 16384, causal and not; inputs FillNormal on the device) and reports
+// TFLOP/s (4·B·H·N²·d, halved when causal). The kernels are checked by the TestAttentionMMA*
+// tests, not here. -test.benchtime=3x is enough: each run is milliseconds of device time.
+func BenchmarkAttentionMMA(b *testing.B) {
+	if !Enabled() {
+		b.Skipf("no CUDA device in use (Device() = %q)", Device())
+	}
+	for _, d := range []int{64, 128} {
+		for _, n := range []int{1024, 4096, 16384} {
+			for _, causal := range []bool{false, true} {
+				p := AttentionBuffers{B: 32768 / n, H: 16, Hkv: 16, Nq: n, Nk: n, D: d, Scale: 1 / math.Sqrt(float64(d)), Causal: causal}
+				qn, ln := p.B*p.H*n*d, p.B*p.H*n
+				var bufs []*Buffer
+				for i, dst := range []**Buffer{&p.Q, &p.K, &p.V, &p.O, &p.L, &p.Scratch} {
+					size := qn
+					switch i {
+					case 4:
+						size = ln
+					case 5:
+						size = 4 * qn // Exact's hi and lo planes of K and V, the largest
+					}
+					x, err := Alloc(Float32, size)
+					if err != nil {
+						b.Fatal(err)
+					}
+					*dst, bufs = x, append(bufs, x)
+					if i < 3 {
+						if err := FillNormal(x, uint64(i+1), 1); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				fl := 4 * float64(p.B*p.H) * float64(n) * float64(n) * float64(d)
+				if causal {
+					fl /= 2
+				}
+				for _, c := range mmaCfgs {
+					if c.D != d {
+						continue
+					}
+					p.Precision = c.Prec
+					b.Run(fmt.Sprintf("d%d/n%d/causal=%v/%v/v%d/%s", d, n, causal, c.Prec, c.Variant, c.name()), func(b *testing.B) {
+						for i := 0; i < b.N; i++ {
+							if err := attentionForwardBuffers(p, c.Variant); err != nil {
+								b.Fatal(err)
+							}
+						}
+						if err := Synchronize(); err != nil {
+							b.Fatal(err)
+						}
+						b.ReportMetric(fl*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+					})
+				}
+				for _, x := range bufs {
+					x.Free()
+				}
+			}
 		}
 	}
 }

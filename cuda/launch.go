@@ -239,7 +239,7 @@ func attentionForward(p AttentionParams, variant int) error {
 				return err
 			}
 		}
-		if err := s.attnForwardKernels(&kp, dt, variant); err != nil {
+		if err := s.attnForwardKernels(&kp, dt, variant, sc.alloc); err != nil {
 			return err
 		}
 		if err := ctxSynchronize("attention forward kernels"); err != nil {
@@ -289,8 +289,9 @@ func attnUpload(sc *scope, p *AttentionParams, backward bool) (attnParams, error
 	return kp, err
 }
 
-// attnForwardKernels launches the forward on buffers already on the device.
-func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error {
+// attnForwardKernels launches the forward on buffers already on the device. scratch gives the
+// buffer of a tensor-core kernel's pre-pass (nil: none can be had; kernels without one run).
+func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int, scratch func(bytes int64) (devptr, error)) error {
 	var name string
 	var grid [3]int
 	var block, smem int
@@ -299,18 +300,18 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int) error 
 		name = fmt.Sprintf("fg_attn_fwd_v1_%s_d256", dt)
 		grid, block = [3]int{ceilDiv(int(kp.nq), 128), int(kp.h), int(kp.b)}, 128
 	case 2:
-		if c, ok := pickMMA(kp, dt, 0); ok { // the tensor-core kernels (attention_mma.go)
-			return s.startMMA(kp, c)
+		if c, ok := pickMMA(kp, dt, 0, scratch != nil); ok { // the tensor-core kernels (attention_mma.go)
+			return s.startMMA(kp, c, scratch)
 		}
 		c := pickCfg(fwdCfgs[dt], int(kp.d))
 		name = "fg_attn_fwd_v2_" + c.suffix(dt)
 		grid, block, smem = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}, c.threads(), fwdSmem(c, dt)
 	default: // the tensor-core variants (attention_mma.go)
-		c, ok := pickMMA(kp, dt, variant)
+		c, ok := pickMMA(kp, dt, variant, scratch != nil)
 		if !ok || variant < 3 {
 			return fmt.Errorf("cuda: attention forward: no kernel variant %d for %s, %v, d=%d", variant, dt, Precision(kp.precision), kp.d)
 		}
-		return s.startMMA(kp, c)
+		return s.startMMA(kp, c, scratch)
 	}
 	return s.start("attention_fwd", name, grid, block, smem, unsafe.Pointer(kp))
 }

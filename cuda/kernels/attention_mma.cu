@@ -5,8 +5,9 @@
 //   o_i  = sum_j exp(s_ij - L_i) v_j
 // with rows of no visible key giving o = 0, L = -Inf, as attention_fwd.cu.
 //
-// Forward variants 3 to 6 (1 and 2 are attention_fwd.cu's FMA kernels; mmaCfgs in
-// cuda/attention_mma.go lists them), precisions of S = Q K^T and O += P V (FG_PREC_*):
+// Forward variants 3 to 11 (1 and 2 are attention_fwd.cu's FMA kernels; mmaCfgs in
+// cuda/attention_mma.go lists them; 7 to 11 read K and V converted once per call by the
+// pre-pass fg_attn_mma_prep, see its section below), precisions of S = Q K^T and O += P V (FG_PREC_*):
 //   FG_PREC_BF16:  operands rounded to bfloat16 (round to nearest even), m16n8k16 bf16 products
 //                  accumulated in float32;
 //   FG_PREC_TF32:  operands rounded to TF32 (cvt.rna: 10 mantissa bits), m16n8k8 products
@@ -25,7 +26,8 @@
 // is formed in double as in attention_fwd.cu; P enters the second product rounded like the
 // other operands.
 //
-// Work split (FlashAttention-2): a block of BM / 16 warps owns a tile of BM = 64 or 128 query
+// Work split (FlashAttention-2; variants 3 to 6 and 11 — 7 to 10 are described at
+// fg_attn_fwd_mma_pre): a block of BM / 16 warps owns a tile of BM = 64 or 128 query
 // rows of one (b, h), a warp per 16 rows, and walks the key tiles of BN rows. The tiles go to
 // shared memory as float32 by cp.async (16-byte copies; rows past the valid range are zero-filled
 // with a source size of 0: keys from kv_end on and queries from Nq on are never read); each
@@ -88,6 +90,11 @@ template <> struct FgQ<FG_PREC_TF32> {
     fg_mma_tf32(c, a[0], a[1], a[2], a[3], fg_tf32(kk.x), fg_tf32(kk.y));
     fg_mma_tf32(c, a[4], a[5], a[6], a[7], fg_tf32(kk.z), fg_tf32(kk.w));
   }
+  // mma_pre: kk already rounded to TF32 (the pre-pass did it).
+  __device__ __forceinline__ void mma_pre(float (&c)[4], float4 kk) const {
+    fg_mma_tf32(c, a[0], a[1], a[2], a[3], __float_as_uint(kk.x), __float_as_uint(kk.y));
+    fg_mma_tf32(c, a[4], a[5], a[6], a[7], __float_as_uint(kk.z), __float_as_uint(kk.w));
+  }
 };
 
 // The exact form keeps Q in float32 (hi and lo of a whole row tile would take twice the
@@ -108,23 +115,38 @@ struct FgQExact {
     fg_mma_3xtf32(c, h0, l0, kk.x, kk.y);
     fg_mma_3xtf32(c, h1, l1, kk.z, kk.w);
   }
+  // mma_pre: K split by the pre-pass into kh = tf32(k) and kl = tf32(k - kh).
+  __device__ __forceinline__ void mma_pre(float (&c)[4], float4 kh, float4 kl) const {
+    fg_mma_3xtf32_split(c, h0, l0, __float_as_uint(kh.x), __float_as_uint(kl.x), __float_as_uint(kh.y), __float_as_uint(kl.y));
+    fg_mma_3xtf32_split(c, h1, l1, __float_as_uint(kh.z), __float_as_uint(kl.z), __float_as_uint(kh.w), __float_as_uint(kl.w));
+  }
 };
 
 // The per-chunk form the S product uses: the kept form itself, or its split for EXACT.
 template <int P> __device__ __forceinline__ const FgQ<P>& fg_q_chunk(const FgQ<P>& q) { return q; }
 __device__ __forceinline__ FgQExact fg_q_chunk(const FgQ<FG_PREC_EXACT>& q) { return FgQExact(q); }
 
+__device__ __forceinline__ float fg_ex2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+}
+
 // FgRows is what a lane keeps of its two query rows r0 and r0 + 8 (r0 = m0 + 16 warp + g)
 // across key tiles: the output accumulator O [16 x D] in the m16n8 C layout (o[n] holds
 // columns 8n + 2t, 8n + 2t + 1), the running maxima m (log2 units), the lane's share of the row
-// sums l (double), and the visible key prefixes lim (fg_key_limit).
-template <int OB> struct FgRows {
+// sums l (LT: double, or float in the bfloat16 kernels with a pre-pass, whose operand rounding
+// dominates their error), and the visible key prefixes lim (fg_key_limit).
+template <int OB, typename LT = double> struct FgRows {
   float o[OB][4];
   float m[2];
-  double l[2];
+  LT l[2];
   int r0, t, lim[2], lim_min;
 
-  __device__ __forceinline__ FgRows(const fg_attn_params& p, int b, int r0_, int t_) : r0(r0_), t(t_) {
+  __device__ __forceinline__ FgRows() {}
+  __device__ __forceinline__ FgRows(const fg_attn_params& p, int b, int r0_, int t_) { init(p, b, r0_, t_); }
+  __device__ __forceinline__ void init(const fg_attn_params& p, int b, int r0_, int t_) {
+    r0 = r0_, t = t_;
 #pragma unroll
     for (int n = 0; n < OB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
     m[0] = m[1] = fg_neg_inf<float>();
@@ -137,35 +159,42 @@ template <int OB> struct FgRows {
   // softmax turns the scores s of the key tile at n0 (times sl2 = scale log2 e) into
   // P = exp2(s sl2 - m) in place, updating m, l and rescaling o (online softmax). Element e of
   // block j is row r0 + 8 (e / 2), key n0 + 8 j + 2 t + e % 2; keys at or past a row's lim get
-  // P = 0.
-  template <int NB> __device__ __forceinline__ void softmax(float (&s)[NB][4], int n0, float sl2) {
+  // P = 0. FTZ: exp2 as one ex2.approx.ftz (results below 2^-126, terms that cannot move a
+  // float32 row sum holding its maximum's 1, flush to 0; exp2f adds a rescaling around the
+  // same instruction to keep them). FOLD (the caller guarantees sl2 > 0): the maximum is
+  // taken over the raw scores and sl2 enters with the subtraction, one FFMA per score
+  // instead of an FMUL and an FADD.
+  template <bool FTZ, bool FOLD, int NB> __device__ __forceinline__ void softmax(float (&s)[NB][4], int n0, float sl2) {
     const bool mask = n0 + 8 * NB > lim_min;
     float mx[2] = {fg_neg_inf<float>(), fg_neg_inf<float>()};
 #pragma unroll
     for (int j = 0; j < NB; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        float x = s[j][e] * sl2;
+        float x = FOLD ? s[j][e] : s[j][e] * sl2;
         if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[e >> 1]) x = fg_neg_inf<float>();
         s[j][e] = x;
         mx[e >> 1] = fmaxf(mx[e >> 1], x);
       }
+    const auto ex2 = [](float x) { return FTZ ? fg_ex2_ftz(x) : exp2f(x); };
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       // The 4 lanes of a quad share their rows.
-      const float mn = fmaxf(m[r], fg_group_max<4>(mx[r]));
+      float gm = fg_group_max<4>(mx[r]);
+      if (FOLD) gm *= sl2;
+      const float mn = fmaxf(m[r], gm);
       // While a row has seen no visible key (mn = -Inf) its p are 0 and alpha is irrelevant
       // (o and l are 0): subtracting 0 instead of -Inf avoids -Inf - -Inf.
       const float base = fg_is_neg_inf(mn) ? 0.f : mn;
-      const float alpha = exp2f(m[r] - base);
+      const float alpha = ex2(m[r] - base);
       float rs = 0;
 #pragma unroll
       for (int j = 0; j < NB; ++j) {
-        s[j][2 * r] = exp2f(s[j][2 * r] - base);
-        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - base);
+        s[j][2 * r] = ex2(FOLD ? fmaf(s[j][2 * r], sl2, -base) : s[j][2 * r] - base);
+        s[j][2 * r + 1] = ex2(FOLD ? fmaf(s[j][2 * r + 1], sl2, -base) : s[j][2 * r + 1] - base);
         rs += s[j][2 * r] + s[j][2 * r + 1];
       }
-      l[r] = l[r] * (double)alpha + (double)rs;
+      l[r] = l[r] * (LT)alpha + (LT)rs;
       m[r] = mn;
 #pragma unroll
       for (int n = 0; n < OB; ++n) o[n][2 * r] *= alpha, o[n][2 * r + 1] *= alpha;
@@ -180,7 +209,7 @@ template <int OB> struct FgRows {
     const int64_t lrow = ((int64_t)b * p.h + h) * p.nq;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const double lt = fg_group_sum<4>(l[r]);
+      const double lt = fg_group_sum<4>(l[r]);  // LT float: the quad sums in float
       const int i = r0 + 8 * r;
       if (i >= p.nq) continue;
       const float inv = lt > 0 ? (float)(1.0 / lt) : 0.f;
@@ -203,21 +232,30 @@ template <int OB> struct FgRows {
 
 }  // namespace
 
-// fg_attn_fwd_mma (variants 3 and 5): grid (ceil(Nq/BM), H, B), 2 BM threads. P is the precision
-// (FG_PREC_*), D the head dimension (d == D: the launcher sends other d to the FMA kernels), BN
-// the key tile rows. Rows of q, k, v must be 16-byte aligned (strides multiples of 4, base
-// pointers aligned). The tiles stay float32 in shared memory; every warp converts the operands
-// as it loads its fragments.
-template <int P, int D, int BM, int BN> __device__ void fg_attn_fwd_mma(const fg_attn_params& p) {
+// fg_attn_fwd_mma (variants 3, 5 and 9): grid (ceil(Nq/BM), H, B), 2 BM threads. P is the
+// precision (FG_PREC_*), D the head dimension (d == D: the launcher sends other d to the FMA
+// kernels), BN the key tile rows. Rows of q, k, v must be 16-byte aligned (strides multiples
+// of 4, base pointers aligned). The tiles stay float32 in shared memory; every warp converts
+// the operands as it loads its fragments.
+// PRE (variant 9, TF32 and EXACT): k and v are the scratch planes of fg_attn_mma_prep, already
+// converted once per call: TF32 rounded, EXACT split into hi planes (k, v) and lo planes (at
+// k + n, v + n, n = B Hkv Nk D). The warps convert nothing of K and V; EXACT keeps both
+// planes in shared memory (K and V tiles twice).
+template <int P, int D, int BM, int BN, bool PRE = false> __device__ void fg_attn_fwd_mma(const fg_attn_params& p) {
   constexpr int THREADS = fg_mma_threads<BM>();
   constexpr int LDQ = D + 16, LDK = D + 16, LDV = D + 4;
   constexpr int NB = BN / 8, KC = D / 16, OB = D / 8;  // key blocks, head-column chunks, output blocks
+  constexpr bool SPLIT = PRE && P == FG_PREC_EXACT;    // lo planes in shared memory too
   static_assert(D % 16 == 0 && BN % 16 == 0, "tile sizes");
-  constexpr unsigned SMEM = (BM * LDQ + BN * LDK + BN * LDV) * sizeof(float);
+  static_assert(!PRE || P != FG_PREC_BF16, "bf16 pre-converted tiles are fg_attn_fwd_mma_pre's");
+  constexpr unsigned SMEM = (BM * LDQ + (SPLIT ? 2 : 1) * (BN * LDK + BN * LDV)) * sizeof(float);
   if (fg_dynamic_smem() < SMEM) __trap();
   float* sQ = (float*)fg_smem;
   float* sK = sQ + BM * LDQ;
   float* sV = sK + BN * LDK;
+  float* sKl = sV + BN * LDV;  // SPLIT only
+  float* sVl = sKl + BN * LDK;
+  const int64_t plane = (int64_t)p.b * p.hkv * p.nk * p.d;
 
   // The last query tiles first: under the causal mask they see the most keys, and starting
   // them first leaves the short ones to fill the end of the grid.
@@ -237,6 +275,7 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_fwd_mma(const fg
   if (kv_end > 0) {
     fg_mma_load_tile<BM, D, LDQ, THREADS>(sQ, q + (int64_t)m0 * p.q_row, p.q_row, p.nq - m0);
     fg_mma_load_tile<BN, D, LDK, THREADS>(sK, k, p.k_row, kv_end);
+    if constexpr (SPLIT) fg_mma_load_tile<BN, D, LDK, THREADS>(sKl, k + plane, p.k_row, kv_end);
     fg_cp_async_commit();
   }
 
@@ -244,6 +283,7 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_fwd_mma(const fg
     fg_cp_async_wait_all();
     __syncthreads();  // K (and Q) landed; every warp is done reading V of the last tile
     fg_mma_load_tile<BN, D, LDV, THREADS>(sV, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+    if constexpr (SPLIT) fg_mma_load_tile<BN, D, LDV, THREADS>(sVl, v + plane + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
     fg_cp_async_commit();
 
     // S = Q K^T for this warp's 16 rows and the tile's BN keys.
@@ -260,20 +300,27 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_fwd_mma(const fg
         const float4 kk = *(const float4*)&sK[(8 * j + g) * LDK + 16 * c + 4 * t];
         if constexpr (P == FG_PREC_EXACT) {
           float acc[4] = {0, 0, 0, 0};  // see "Accumulation" above
-          qc.mma(acc, kk);
+          if constexpr (SPLIT)
+            qc.mma_pre(acc, kk, *(const float4*)&sKl[(8 * j + g) * LDK + 16 * c + 4 * t]);
+          else
+            qc.mma(acc, kk);
           s[j][0] += acc[0], s[j][1] += acc[1], s[j][2] += acc[2], s[j][3] += acc[3];
+        } else if constexpr (PRE) {
+          qc.mma_pre(s[j], kk);
         } else {
           qc.mma(s[j], kk);
         }
       }
     }
 
-    rows.softmax(s, n0, sl2);
+    rows.template softmax<P != FG_PREC_EXACT, false>(s, n0, sl2);
 
     fg_cp_async_wait_all();
     __syncthreads();  // V landed; every warp is done reading K
     if (n0 + BN < kv_end) {
       fg_mma_load_tile<BN, D, LDK, THREADS>(sK, k + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
+      if constexpr (SPLIT)
+        fg_mma_load_tile<BN, D, LDK, THREADS>(sKl, k + plane + (int64_t)(n0 + BN) * p.k_row, p.k_row, kv_end - n0 - BN);
       fg_cp_async_commit();
     }
 
@@ -298,7 +345,12 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_fwd_mma(const fg
         const float* vr = sV + (8 * j + 2 * t) * LDV + g;
         const uint32_t a0 = fg_tf32(s[j][0]), a1 = fg_tf32(s[j][2]), a2 = fg_tf32(s[j][1]), a3 = fg_tf32(s[j][3]);
 #pragma unroll
-        for (int n = 0; n < OB; ++n) fg_mma_tf32(o[n], a0, a1, a2, a3, fg_tf32(vr[8 * n]), fg_tf32(vr[LDV + 8 * n]));
+        for (int n = 0; n < OB; ++n) {
+          if constexpr (PRE)
+            fg_mma_tf32(o[n], a0, a1, a2, a3, __float_as_uint(vr[8 * n]), __float_as_uint(vr[LDV + 8 * n]));
+          else
+            fg_mma_tf32(o[n], a0, a1, a2, a3, fg_tf32(vr[8 * n]), fg_tf32(vr[LDV + 8 * n]));
+        }
       }
     } else {
       // As TF32, 16 keys (two blocks) at a time into a fresh accumulator added to o in float32.
@@ -312,11 +364,19 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_fwd_mma(const fg
           fg_split_tf32(s[j][1], ah[x][2], al[x][2]), fg_split_tf32(s[j][3], ah[x][3], al[x][3]);
         }
         const float* vr = sV + (16 * jj + 2 * t) * LDV + g;
+        const float* vl = sVl + (16 * jj + 2 * t) * LDV + g;
 #pragma unroll
         for (int n = 0; n < OB; ++n) {
           float acc[4] = {0, 0, 0, 0};
-          fg_mma_3xtf32(acc, ah[0], al[0], vr[8 * n], vr[LDV + 8 * n]);
-          fg_mma_3xtf32(acc, ah[1], al[1], vr[8 * LDV + 8 * n], vr[9 * LDV + 8 * n]);
+          if constexpr (SPLIT) {
+            const auto u = [](float x) { return __float_as_uint(x); };
+            fg_mma_3xtf32_split(acc, ah[0], al[0], u(vr[8 * n]), u(vl[8 * n]), u(vr[LDV + 8 * n]), u(vl[LDV + 8 * n]));
+            fg_mma_3xtf32_split(acc, ah[1], al[1], u(vr[8 * LDV + 8 * n]), u(vl[8 * LDV + 8 * n]), u(vr[9 * LDV + 8 * n]),
+                                u(vl[9 * LDV + 8 * n]));
+          } else {
+            fg_mma_3xtf32(acc, ah[0], al[0], vr[8 * n], vr[LDV + 8 * n]);
+            fg_mma_3xtf32(acc, ah[1], al[1], vr[8 * LDV + 8 * n], vr[9 * LDV + 8 * n]);
+          }
           o[n][0] += acc[0], o[n][1] += acc[1], o[n][2] += acc[2], o[n][3] += acc[3];
         }
       }
@@ -401,7 +461,7 @@ template <int D, int BM, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_at
         fg_mma_bf16(s[2 * jp], qa[c][0], qa[c][1], qa[c][2], qa[c][3], bk[0], bk[1]);
         fg_mma_bf16(s[2 * jp + 1], qa[c][0], qa[c][1], qa[c][2], qa[c][3], bk[2], bk[3]);
       }
-    rows.softmax(s, n0, sl2);
+    rows.template softmax<true, false>(s, n0, sl2);
 
     fg_cp_async_wait_all();
     __syncthreads();  // V landed; every warp is done reading K
@@ -429,6 +489,233 @@ template <int D, int BM, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_at
     }
   }
   rows.store(p, b, h);
+}
+
+// ---- the pre-pass: K and V converted once per call ------------------------------------------
+
+// fg_mma_prep_params: the pre-pass's parameters (Go: attention_mma.go's mmaPrepParams). src is
+// the problem (k, v, their strides, sizes, key lengths); dst the scratch: planes of
+// n = B Hkv Nk D elements, each [B][Hkv][Nk][D] contiguous:
+//   FG_PREC_BF16:  K, V in bfloat16 (round to nearest even)                 2 n bf16
+//   FG_PREC_TF32:  K, V rounded to TF32 (cvt.rna), float32 bits             2 n float32
+//   FG_PREC_EXACT: K hi, K lo, V hi, V lo (hi = tf32(x), lo = tf32(x - hi))  4 n float32
+// Keys at or past a batch's key length are neither read nor written (the main kernels never
+// read them either: their tile copies zero-fill past kv_end).
+typedef struct {
+  fg_attn_params src;
+  uint64_t dst;
+} fg_mma_prep_params;
+
+namespace {
+__device__ __forceinline__ void fg_prep_store(const fg_mma_prep_params& pp, int prec, int64_t n, int plane, int64_t at,
+                                              float4 x0, float4 x1) {
+  if (prec == FG_PREC_BF16) {
+    uint4 h = make_uint4(fg_bf16x2(x0.x, x0.y), fg_bf16x2(x0.z, x0.w), fg_bf16x2(x1.x, x1.y), fg_bf16x2(x1.z, x1.w));
+    *(uint4*)((uint16_t*)pp.dst + plane * n + at) = h;
+    return;
+  }
+  const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+  uint32_t hi[8], lo[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) fg_split_tf32(xs[e], hi[e], lo[e]);
+  const int hp = prec == FG_PREC_EXACT ? 2 * plane : plane;
+  uint32_t* d = (uint32_t*)pp.dst + hp * n + at;
+  ((uint4*)d)[0] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+  ((uint4*)d)[1] = make_uint4(hi[4], hi[5], hi[6], hi[7]);
+  if (prec == FG_PREC_EXACT) {
+    d += n;
+    ((uint4*)d)[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    ((uint4*)d)[1] = make_uint4(lo[4], lo[5], lo[6], lo[7]);
+  }
+}
+}  // namespace
+
+// fg_attn_mma_prep: grid-stride over the 8-element groups of K and V (d a multiple of 8, rows
+// 16-byte aligned), one thread per group.
+extern "C" __global__ void __launch_bounds__(256) fg_attn_mma_prep(const fg_mma_prep_params pp) {
+  const fg_attn_params& p = pp.src;
+  const int prec = p.precision, G = p.d / 8;
+  const int64_t n = (int64_t)p.b * p.hkv * p.nk * p.d, groups = (int64_t)p.b * p.hkv * p.nk * G;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < groups; i += (int64_t)gridDim.x * blockDim.x) {
+    const int c = (int)(i % G) * 8;
+    const int64_t row = i / G;  // (b, hk, j)
+    const int j = (int)(row % p.nk), hk = (int)(row / p.nk % p.hkv), b = (int)(row / ((int64_t)p.nk * p.hkv));
+    if (p.key_lengths && j >= ((const int32_t*)p.key_lengths)[b]) continue;  // a padded key: never read
+    const float* kr = (const float*)p.k + b * p.k_batch + hk * p.k_head + j * p.k_row + c;
+    const float* vr = (const float*)p.v + b * p.v_batch + hk * p.v_head + j * p.v_row + c;
+    const int64_t at = row * p.d + c;
+    fg_prep_store(pp, prec, n, 0, at, *(const float4*)kr, *(const float4*)(kr + 4));
+    fg_prep_store(pp, prec, n, 1, at, *(const float4*)vr, *(const float4*)(vr + 4));
+  }
+}
+
+// ---- variants 7 and 8: bfloat16 K and V from the pre-pass, swizzled tiles, two stages ---------
+
+namespace {
+
+// fg_swz returns the 16-byte chunk of shared memory that holds chunk c of row r of a tile with
+// CH chunks per row (CH >= 8): the chunk index is XORed with r mod 8, so the 8 rows of an
+// ldmatrix (same logical chunk) and the chunks of a row written by cp.async all land in
+// distinct banks, with no padding.
+template <int CH> __device__ __forceinline__ int fg_swz(int r, int c) { return r * CH + (c ^ (r & 7)); }
+
+// fg_load_bf16_tile starts the copy of rows [0, ROWS) of a contiguous bfloat16 matrix with
+// rows of CH 16-byte chunks into a swizzled tile; rows r >= nvalid are zero-filled unread.
+template <int ROWS, int CH, int THREADS>
+__device__ __forceinline__ void fg_load_bf16_tile(uint4* s, const uint4* g, int nvalid) {
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const bool ok = r < nvalid;
+    fg_cp_async16((float*)(s + fg_swz<CH>(r, c)), ok ? (const float*)(g + r * CH + c) : (const float*)g, ok);
+  }
+}
+
+template <int N> __device__ __forceinline__ void fg_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+}  // namespace
+
+// fg_attn_fwd_mma_pre (variants 7 and 8, bfloat16): grid (ceil(Nq/BM), H, B), 2 BM / (WM / 16)
+// threads: BM / WM warps of WM query rows each (variant 7: WM = 16; variant 8: WM = 32, every
+// B fragment loaded from shared memory serves two 16-row products). k and v are the pre-pass's
+// bfloat16 planes (contiguous rows of D). Shared memory: Q [BM][D], K [2][BN][D],
+// V [2][BN][D] bfloat16, swizzled (fg_swz), no padding; Q is converted from float32 as it is
+// stored. Fragments come by ldmatrix (V transposed). Pipeline (two buffers each of K and V;
+// cp.async groups committed in the order K0 V0 K1 V1 ...):
+//   iteration j: start K_{j+1}; wait for K_j; sync; S = Q K_j; softmax; start V_{j+1};
+//                wait for V_j; sync; O += P V_j
+// so V_j and K_{j+1} are in flight during S, K_{j+1} and V_{j+1} during P V. A buffer is
+// refilled only after the sync that follows every warp's last read of it.
+template <int D, int BM, int WM, int BN> __device__ void fg_attn_fwd_mma_pre(const fg_attn_params& p) {
+  constexpr int MT = WM / 16, WARPS = BM / WM, THREADS = 32 * WARPS;
+  constexpr int NB = BN / 8, KC = D / 16, OB = D / 8, CH = D / 8;
+  constexpr bool QREG = MT == 1;  // Q's fragments kept in registers (16-row warps only)
+  static_assert(D % 64 == 0 && BN % 16 == 0 && BM % WM == 0 && WM % 16 == 0, "tile sizes");
+  constexpr unsigned SMEM = (BM + 4 * BN) * D * 2;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  uint4* sQ = (uint4*)fg_smem;
+  uint4* sK = sQ + BM * CH;      // [2][BN * CH]
+  uint4* sV = sK + 2 * BN * CH;  // [2][BN * CH]
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+  const uint4* k = (const uint4*)((const uint16_t*)p.k + b * p.k_batch + hk * p.k_head);
+  const uint4* v = (const uint4*)((const uint16_t*)p.v + b * p.v_batch + hk * p.v_head);
+  // The softmax folds sl2 > 0 into its FFMA: a negative scale is carried by Q's sign instead
+  // (negating is exact in bfloat16).
+  const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634), qs = p.scale < 0 ? -1.f : 1.f;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  FgRows<OB, float> rows[MT];  // row sums in float: bfloat16 operands dominate the error
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) rows[mt].init(p, b, m0 + WM * warp + 16 * mt + g, t);
+  if (kv_end <= 0) {  // no key visible from any row of the tile
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) rows[mt].store(p, b, h);
+    return;
+  }
+
+  // Q: float32 rows to bfloat16 chunks (8 elements per thread and step); rows past Nq zero.
+  for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    uint4 x = make_uint4(0, 0, 0, 0);
+    if (m0 + r < p.nq) {
+      const float* qr = q + (int64_t)(m0 + r) * p.q_row + 8 * c;
+      const float4 a = *(const float4*)qr, e = *(const float4*)(qr + 4);
+      x = make_uint4(fg_bf16x2(qs * a.x, qs * a.y), fg_bf16x2(qs * a.z, qs * a.w), fg_bf16x2(qs * e.x, qs * e.y),
+                     fg_bf16x2(qs * e.z, qs * e.w));
+    }
+    sQ[fg_swz<CH>(r, c)] = x;
+  }
+  fg_load_bf16_tile<BN, CH, THREADS>(sK, k, kv_end);
+  fg_cp_async_commit();
+  fg_load_bf16_tile<BN, CH, THREADS>(sV, v, kv_end);
+  fg_cp_async_commit();
+
+  // ldmatrix lane addressing (lane l): A (Q) row l % 16, chunk l / 16 of a 16-column step;
+  // B of S (K, non-transposed) key (l / 16) 8 + l % 8, chunk (l / 8) % 2; B of P V (V,
+  // transposed) key (l / 8 % 2) 8 + l % 8, column chunk l / 16 of a pair of 8-column blocks.
+  const int qrow = WM * warp + lane % 16, qch = lane / 16;
+  const int krow = (lane / 16) * 8 + lane % 8, kch = (lane / 8) % 2;
+  const int vrow = (lane / 8 % 2) * 8 + lane % 8, vch = lane / 16;
+  uint32_t qa[QREG ? KC : 1][4];
+
+  for (int n0 = 0, st = 0; n0 < kv_end; n0 += BN, st ^= 1) {
+    const bool more = n0 + BN < kv_end;
+    if (more) fg_load_bf16_tile<BN, CH, THREADS>(sK + (st ^ 1) * BN * CH, k + (int64_t)(n0 + BN) * CH, kv_end - n0 - BN);
+    fg_cp_async_commit();
+    fg_cp_async_wait<2>();
+    __syncthreads();  // K_j (and Q) landed; every warp is done with P V_{j-1}
+    if constexpr (QREG) {
+      if (n0 == 0) {
+#pragma unroll
+        for (int c = 0; c < KC; ++c) fg_ldmatrix_x4(qa[c], sQ + fg_swz<CH>(qrow, 2 * c + qch));
+      }
+    }
+
+    // S = Q K_j^T for the warp's MT row tiles.
+    float s[MT][NB][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int j = 0; j < NB; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0;
+    const uint4* kt = sK + st * BN * CH;
+#pragma unroll
+    for (int c = 0; c < KC; ++c) {
+      uint32_t a[MT][4];
+      if constexpr (QREG) {
+#pragma unroll
+        for (int x = 0; x < 4; ++x) a[0][x] = qa[c][x];
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) fg_ldmatrix_x4(a[mt], sQ + fg_swz<CH>(qrow + 16 * mt, 2 * c + qch));
+      }
+#pragma unroll
+      for (int jp = 0; jp < NB / 2; ++jp) {
+        uint32_t bk[4];
+        fg_ldmatrix_x4(bk, kt + fg_swz<CH>(16 * jp + krow, 2 * c + kch));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          fg_mma_bf16(s[mt][2 * jp], a[mt][0], a[mt][1], a[mt][2], a[mt][3], bk[0], bk[1]);
+          fg_mma_bf16(s[mt][2 * jp + 1], a[mt][0], a[mt][1], a[mt][2], a[mt][3], bk[2], bk[3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) rows[mt].template softmax<true, true>(s[mt], n0, sl2);
+
+    if (more) fg_load_bf16_tile<BN, CH, THREADS>(sV + (st ^ 1) * BN * CH, v + (int64_t)(n0 + BN) * CH, kv_end - n0 - BN);
+    fg_cp_async_commit();
+    fg_cp_async_wait<2>();
+    __syncthreads();  // V_j landed; every warp is done with S (K_j)
+
+    // O += P V_j.
+    const uint4* vt = sV + st * BN * CH;
+#pragma unroll
+    for (int kk = 0; kk < NB / 2; ++kk) {
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        a[mt][0] = fg_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]), a[mt][1] = fg_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][2] = fg_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][3] = fg_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int np = 0; np < OB / 2; ++np) {
+        uint32_t bv[4];
+        fg_ldmatrix_x4_trans(bv, vt + fg_swz<CH>(16 * kk + vrow, 2 * np + vch));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          fg_mma_bf16(rows[mt].o[2 * np], a[mt][0], a[mt][1], a[mt][2], a[mt][3], bv[0], bv[1]);
+          fg_mma_bf16(rows[mt].o[2 * np + 1], a[mt][0], a[mt][1], a[mt][2], a[mt][3], bv[2], bv[3]);
+        }
+      }
+    }
+  }
+  fg_cp_async_wait<0>();
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) rows[mt].store(p, b, h);
 }
 
 // ---- entry points ----------------------------------------------------------------------------
@@ -460,3 +747,29 @@ FG_FWD_MMA_LDM(64, 64, 64)
 FG_FWD_MMA_LDM(128, 64, 64)
 FG_FWD_MMA_LDM(64, 128, 64)
 FG_FWD_MMA_LDM(128, 128, 64)
+
+// Variants 7 (WM = 16) and 8 (WM = 32): bfloat16 K and V from the pre-pass.
+#define FG_FWD_MMA_PRE(D, BM, WM, BN)                                                     \
+  extern "C" __global__ void __launch_bounds__(2 * BM / (WM / 16))                        \
+      fg_attn_fwd_mma_pre_bf16_d##D##_m##BM##_w##WM##_n##BN(const fg_attn_params p) {      \
+    fg_attn_fwd_mma_pre<D, BM, WM, BN>(p);                                                 \
+  }
+FG_FWD_MMA_PRE(64, 64, 16, 64)
+FG_FWD_MMA_PRE(64, 128, 16, 64)
+FG_FWD_MMA_PRE(64, 128, 32, 64)
+FG_FWD_MMA_PRE(64, 128, 32, 128)
+FG_FWD_MMA_PRE(128, 64, 16, 64)
+FG_FWD_MMA_PRE(128, 128, 16, 64)
+FG_FWD_MMA_PRE(128, 128, 32, 64)
+FG_FWD_MMA_PRE(128, 128, 32, 32)
+
+// Variant 9: TF32 and EXACT on K and V converted by the pre-pass.
+#define FG_FWD_MMA_SPLIT(P, PN, D, BM, BN)                                                \
+  extern "C" __global__ void __launch_bounds__(fg_mma_threads<BM>())                      \
+      fg_attn_fwd_mma_split_##PN##_d##D##_m##BM##_n##BN(const fg_attn_params p) {          \
+    fg_attn_fwd_mma<P, D, BM, BN, true>(p);                                                \
+  }
+FG_FWD_MMA_SPLIT(FG_PREC_TF32, tf32, 64, 128, 64)
+FG_FWD_MMA_SPLIT(FG_PREC_TF32, tf32, 128, 128, 64)
+FG_FWD_MMA_SPLIT(FG_PREC_EXACT, exact, 64, 64, 64)
+FG_FWD_MMA_SPLIT(FG_PREC_EXACT, exact, 128, 128, 64)

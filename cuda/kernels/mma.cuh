@@ -61,6 +61,15 @@ __device__ __forceinline__ void fg_mma_tf32(float (&c)[4], uint32_t a0, uint32_t
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// fg_mma_3xtf32_split accumulates c += a b by 3xTF32 for operands split beforehand: A as
+// ah, al and B fragment (b0, b1) as (bh0, bl0), (bh1, bl1); the small products first.
+__device__ __forceinline__ void fg_mma_3xtf32_split(float (&c)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4],
+                                                    uint32_t bh0, uint32_t bl0, uint32_t bh1, uint32_t bl1) {
+  fg_mma_tf32(c, al[0], al[1], al[2], al[3], bh0, bh1);
+  fg_mma_tf32(c, ah[0], ah[1], ah[2], ah[3], bl0, bl1);
+  fg_mma_tf32(c, ah[0], ah[1], ah[2], ah[3], bh0, bh1);
+}
+
 // fg_mma_3xtf32 accumulates c += a b for float32 A fragment a[4] and B fragment b[2] (tf32
 // layouts) by 3xTF32: the small products first, then hi·hi.
 __device__ __forceinline__ void fg_mma_3xtf32(float (&c)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4],
@@ -68,9 +77,7 @@ __device__ __forceinline__ void fg_mma_3xtf32(float (&c)[4], const uint32_t (&ah
   uint32_t bh0, bl0, bh1, bl1;
   fg_split_tf32(b0, bh0, bl0);
   fg_split_tf32(b1, bh1, bl1);
-  fg_mma_tf32(c, al[0], al[1], al[2], al[3], bh0, bh1);
-  fg_mma_tf32(c, ah[0], ah[1], ah[2], ah[3], bl0, bl1);
-  fg_mma_tf32(c, ah[0], ah[1], ah[2], ah[3], bh0, bh1);
+  fg_mma_3xtf32_split(c, ah, al, bh0, bl0, bh1, bl1);
 }
 
 // ==== bfloat16 tiles in shared memory (moved here from attention_mma.cu for the backward,

@@ -3,63 +3,70 @@ package main
 import (
 	"fmt"
 	"math"
-	"math/rand"
 	"sort"
 
 	"github.com/flashgorgon/flashgorgon/cuda"
 	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
-// benchCase is one attention problem timed by benchAttention: q, k, v [B, H, N, D] (H = Hkv),
-// scale 1/√D, standard normal inputs.
+// benchCase is one attention problem timed by benchAttention: q, k, v, dO [B, H, N, D]
+// (H = Hkv), scale 1/√D, standard normal float32 inputs drawn on the device by
+// cuda.FillNormal with the seeds of inputSeed (sdpa_bench.py draws the same values).
 type benchCase struct {
 	B, H, N, D int
 	Causal     bool
-	F64        bool
 	// Reps is the number of timed repetitions, after one untimed warm-up; the medians are
 	// reported.
 	Reps int
-	// CheckRows is the number of query rows (and of key rows) whose outputs are checked against
-	// float64 references before the timings are reported.
-	CheckRows int
-	// Precisions also times (and checks) the float32 forward in each of these precisions (the
-	// kernel AttentionForwardBuffers picks for it).
+	// Precisions are the forward precisions timed (cuda.AttentionBuffers.Precision), each
+	// forward and forward+backward, each checked on the rows of checkRows.
 	Precisions []cuda.Precision
 }
 
-// precisionResult is the forward of one precision: the median time, the largest error of the
-// checked rows of O and L (as checkErr), and the kernel that ran.
+// precisionResult is one precision of ours: median times, the kernels that ran, and the
+// largest errors against float64 on the checked rows (relative to max(1, |reference|)).
 type precisionResult struct {
-	Precision cuda.Precision
-	FwdMs     float64
-	CheckErr  float64
-	Kernel    string
-}
-
-// benchResult holds benchAttention's medians, in milliseconds, and the check.
-type benchResult struct {
+	Precision       cuda.Precision
 	FwdMs, FwdBwdMs float64 // forward; forward + backward (preprocess, dK/dV, dQ)
-	// CheckErr is the largest error of the checked rows of O, L, dQ, dK and dV relative to
-	// max(1, max |reference|).
-	CheckErr float64
-	Kernels  []string // the kernels timed
-	Prec     []precisionResult
+	ErrO, ErrL      float64 // forward outputs
+	ErrGrad         float64 // dQ, dK, dV
+	Kernels         []string
 }
 
-// benchAttention times the attention kernels on device Buffers with the device's clock
-// (cuda.Timer: copies to and from the host are not timed, nor is the host's launch overhead)
-// and checks sampled rows of every output against float64 references computed on the host
-// from the same inputs.
+// benchResult holds benchAttention's results: one per precision, and InSum, the float64 sum
+// of the first min(2^20, len) elements of q (sdpa_bench.py prints the same sum of its q: equal
+// sums say both drew the same inputs).
+type benchResult struct {
+	Prec  []precisionResult
+	InSum float64
+}
+
+// inputSeed is the FillNormal seed of input tensor x (0 q, 1 k, 2 v, 3 dO) of a shape;
+// sdpa_bench.py's input_seed is the same formula.
+func inputSeed(s shape, x int) uint64 { return uint64(s.N)*1000 + uint64(s.D)*10 + uint64(x) }
+
+// checkRows returns the checked rows: query rows N−1 and (2k+1)·N/16 (k = 0..6) and key rows 0
+// and (2k+1)·N/16, all of the last head (b = B−1, h = H−1); sdpa_bench.py checks the same.
+func checkRows(n int) (qrows, krows []int) {
+	qrows, krows = []int{n - 1}, []int{0}
+	for k := 0; k < 7; k++ {
+		if i := (2*k + 1) * n / 16; i < n {
+			qrows, krows = append(qrows, i), append(krows, i)
+		}
+	}
+	return qrows, krows
+}
+
+// benchAttention times the attention kernels of every precision of c on device Buffers with
+// the device's clock (cuda.Timer: no host copies, no launch overhead of the host) and checks
+// rows of every output against float64 references computed on the host from the same inputs.
 func benchAttention(c benchCase) (res benchResult, err error) {
 	p := cuda.AttentionBuffers{B: c.B, H: c.H, Hkv: c.H, Nq: c.N, Nk: c.N, D: c.D, Causal: c.Causal,
 		Scale: 1 / math.Sqrt(float64(c.D))}
 	if p.B < 1 || p.H < 1 || p.Nq < 1 || p.D < 1 || p.D > cuda.MaxHeadDim {
 		return res, fmt.Errorf("bench: bad case %+v", c)
 	}
-	dt := cuda.Float32
-	if c.F64 {
-		dt = cuda.Float64
-	}
+	s := shape{B: c.B, H: c.H, N: c.N, D: c.D, Causal: c.Causal}
 	qn, ln := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq
 	var bufs []*cuda.Buffer
 	defer func() {
@@ -79,157 +86,108 @@ func benchAttention(c benchCase) (res benchResult, err error) {
 		dst **cuda.Buffer
 		dt  cuda.DType
 		n   int
-	}{{&p.Q, dt, qn}, {&p.K, dt, qn}, {&p.V, dt, qn}, {&p.DO, dt, qn}, {&p.O, dt, qn}, {&p.L, dt, ln},
-		{&p.DQ, dt, qn}, {&p.DK, dt, qn}, {&p.DV, dt, qn}, {&p.Delta, cuda.Float64, ln}} {
+	}{{&p.Q, cuda.Float32, qn}, {&p.K, cuda.Float32, qn}, {&p.V, cuda.Float32, qn}, {&p.DO, cuda.Float32, qn},
+		{&p.O, cuda.Float32, qn}, {&p.L, cuda.Float32, ln}, {&p.DQ, cuda.Float32, qn}, {&p.DK, cuda.Float32, qn},
+		{&p.DV, cuda.Float32, qn}, {&p.Delta, cuda.Float64, ln}} {
 		if err := alloc(a.dst, a.dt, a.n); err != nil {
 			return res, err
 		}
 	}
-	// Inputs: standard normal, drawn here and kept in float64 (the values the device has) for
-	// the check.
-	rng := rand.New(rand.NewSource(int64(c.N*1000 + c.D)))
+	// The scratch of the largest pre-pass among the precisions.
+	scratch := 0
+	for _, prec := range c.Precisions {
+		pp := p
+		pp.Precision = prec
+		scratch = max(scratch, pp.ForwardScratch())
+	}
+	if scratch > 0 {
+		if err := alloc(&p.Scratch, cuda.Float32, scratch); err != nil {
+			return res, err
+		}
+	}
+	// Inputs drawn on the device, copied here in float64 (the values the device has).
 	var hq, hk, hv, hdo []float64
-	for _, a := range []struct {
+	for x, a := range []struct {
 		dst *[]float64
 		b   *cuda.Buffer
 	}{{&hq, p.Q}, {&hk, p.K}, {&hv, p.V}, {&hdo, p.DO}} {
-		if *a.dst, err = uploadNormal(rng, a.b, qn, c.F64); err != nil {
+		if err := cuda.FillNormal(a.b, inputSeed(s, x), 1); err != nil {
+			return res, err
+		}
+		if *a.dst, err = download(a.b); err != nil {
 			return res, err
 		}
 	}
-	if res.Kernels, err = p.Kernels(); err != nil {
-		return res, err
-	}
-	reps := max(c.Reps, 1)
-	err = cuda.Do(func() error {
-		t, err := cuda.NewTimer(3)
-		if err != nil {
-			return err
-		}
-		defer t.Close()
-		fwd := func() error { return cuda.AttentionForwardBuffers(p) }
-		bwd := func() error { return cuda.AttentionBackwardBuffers(p) }
-		var tf, tfb []float64
-		for r := 0; r <= reps; r++ { // run 0 is the warm-up (the kernels' JIT compilation)
-			for _, f := range []func() error{func() error { return t.Mark(0) }, fwd, func() error { return t.Mark(1) },
-				bwd, func() error { return t.Mark(2) }} {
-				if err := f(); err != nil {
-					return err
-				}
-			}
-			a, err := t.Elapsed(0, 1)
-			if err != nil {
-				return err
-			}
-			b, err := t.Elapsed(0, 2)
-			if err != nil {
-				return err
-			}
-			if r > 0 {
-				tf, tfb = append(tf, a), append(tfb, b)
-			}
-		}
-		res.FwdMs, res.FwdBwdMs = median(tf), median(tfb)
-		return nil
-	})
-	if err != nil {
-		return res, err
-	}
-
-	var ho, hl, hdq, hdk, hdv []float64
-	for _, a := range []struct {
-		dst *[]float64
-		b   *cuda.Buffer
-	}{{&ho, p.O}, {&hl, p.L}, {&hdq, p.DQ}, {&hdk, p.DK}, {&hdv, p.DV}} {
-		if *a.dst, err = download(a.b, c.F64); err != nil {
-			return res, err
-		}
+	for _, x := range hq[:min(len(hq), 1<<20)] {
+		res.InSum += x
 	}
 	ch := checker{p: &attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal},
-		q: hq, k: hk, v: hv, do: hdo, o: ho, l: hl}
-	rows := make([]int, max(c.CheckRows, 1))
-	for i := range rows {
-		rows[i] = rng.Intn(ln)
+		q: hq, k: hk, v: hv, do: hdo}
+	qrows, krows := checkRows(c.N)
+	head := (p.B-1)*p.H + p.H - 1 // the last (b, h); H = Hkv
+	for i := range qrows {
+		qrows[i] += head * p.Nq
+		krows[i] += head * p.Nk
 	}
-	rows[0] = ln - 1 // the last row sees the most keys under the causal mask
-	res.CheckErr = max(ch.forwardRows(rows), ch.dqRows(rows, hdq), ch.dkdvRows(rng, len(rows), hdk, hdv))
 
+	reps := max(c.Reps, 1)
 	for _, prec := range c.Precisions {
 		pp := p
 		pp.Precision = prec
 		r := precisionResult{Precision: prec}
-		names, err := pp.Kernels()
-		if err != nil {
+		if r.Kernels, err = pp.Kernels(); err != nil {
 			return res, err
 		}
-		r.Kernel = names[0]
 		err = cuda.Do(func() error {
-			t, err := cuda.NewTimer(2)
+			t, err := cuda.NewTimer(3)
 			if err != nil {
 				return err
 			}
 			defer t.Close()
-			var ts []float64
-			for rep := 0; rep <= reps; rep++ {
-				if err := t.Mark(0); err != nil {
+			var tf, tfb []float64
+			for rep := 0; rep <= reps; rep++ { // run 0 is the warm-up (the kernels' JIT compilation)
+				for _, f := range []func() error{func() error { return t.Mark(0) }, func() error { return cuda.AttentionForwardBuffers(pp) },
+					func() error { return t.Mark(1) }, func() error { return cuda.AttentionBackwardBuffers(pp) }, func() error { return t.Mark(2) }} {
+					if err := f(); err != nil {
+						return err
+					}
+				}
+				a, err := t.Elapsed(0, 1)
+				if err != nil {
 					return err
 				}
-				if err := cuda.AttentionForwardBuffers(pp); err != nil {
-					return err
-				}
-				if err := t.Mark(1); err != nil {
-					return err
-				}
-				ms, err := t.Elapsed(0, 1)
+				b, err := t.Elapsed(0, 2)
 				if err != nil {
 					return err
 				}
 				if rep > 0 {
-					ts = append(ts, ms)
+					tf, tfb = append(tf, a), append(tfb, b)
 				}
 			}
-			r.FwdMs = median(ts)
+			r.FwdMs, r.FwdBwdMs = median(tf), median(tfb)
 			return nil
 		})
 		if err != nil {
 			return res, err
 		}
-		if ch.o, err = download(pp.O, c.F64); err != nil {
-			return res, err
+		var hdq, hdk, hdv []float64
+		for _, a := range []struct {
+			dst *[]float64
+			b   *cuda.Buffer
+		}{{&ch.o, pp.O}, {&ch.l, pp.L}, {&hdq, pp.DQ}, {&hdk, pp.DK}, {&hdv, pp.DV}} {
+			if *a.dst, err = download(a.b); err != nil {
+				return res, err
+			}
 		}
-		if ch.l, err = download(pp.L, c.F64); err != nil {
-			return res, err
-		}
-		r.CheckErr = ch.forwardRows(rows)
+		r.ErrO, r.ErrL = ch.oRows(qrows), ch.lRows(qrows)
+		r.ErrGrad = max(ch.dqRows(qrows, hdq), ch.dkdvRows(krows, hdk, hdv))
 		res.Prec = append(res.Prec, r)
 	}
 	return res, nil
 }
 
-// uploadNormal fills b with n standard normal values (float32 unless f64) and returns them in
-// float64.
-func uploadNormal(rng *rand.Rand, b *cuda.Buffer, n int, f64 bool) ([]float64, error) {
-	x := make([]float64, n)
-	for i := range x {
-		x[i] = rng.NormFloat64()
-	}
-	if f64 {
-		return x, b.Upload(x)
-	}
-	x32 := make([]float32, n)
-	for i, v := range x {
-		x32[i] = float32(v)
-		x[i] = float64(x32[i])
-	}
-	return x, b.Upload(x32)
-}
-
-// download returns b's values in float64.
-func download(b *cuda.Buffer, f64 bool) ([]float64, error) {
-	if f64 {
-		x := make([]float64, b.Len())
-		return x, b.Download(x)
-	}
+// download returns the Float32 buffer b's values in float64.
+func download(b *cuda.Buffer) ([]float64, error) {
 	x32 := make([]float32, b.Len())
 	if err := b.Download(x32); err != nil {
 		return nil, err
@@ -284,11 +242,23 @@ func (ch *checker) rowRef(r int) (pr []float64, lse float64, kv int) {
 }
 
 // forwardRows returns the largest error of O and L on the given rows.
-func (ch *checker) forwardRows(rows []int) float64 {
+func (ch *checker) forwardRows(rows []int) float64 { return max(ch.oRows(rows), ch.lRows(rows)) }
+
+// lRows returns the largest error of L on the given rows.
+func (ch *checker) lRows(rows []int) float64 {
+	worst := 0.0
+	for _, r := range rows {
+		_, lse, _ := ch.rowRef(r)
+		worst = max(worst, relErr(ch.l[r], lse))
+	}
+	return worst
+}
+
+// oRows returns the largest error of O on the given rows.
+func (ch *checker) oRows(rows []int) float64 {
 	D, worst := ch.p.D, 0.0
 	for _, r := range rows {
-		pr, lse, kv := ch.rowRef(r)
-		worst = max(worst, relErr(ch.l[r], lse))
+		pr, _, kv := ch.rowRef(r)
 		for c := 0; c < D; c++ {
 			o := 0.0
 			for j, pj := range pr {
@@ -325,17 +295,13 @@ func (ch *checker) dqRows(rows []int, dq []float64) float64 {
 	return worst
 }
 
-// dkdvRows returns the largest error of dK and dV on n random key rows, summing over every
-// query row that sees the key. P_ij uses the device's L and Δ_i the device's O (both checked
-// on sampled rows by forwardRows), which keeps this O(Nq·D) per key row.
-func (ch *checker) dkdvRows(rng *rand.Rand, n int, dk, dv []float64) float64 {
+// dkdvRows returns the largest error of dK and dV on the given key rows kr = (b·Hkv + g)·Nk + j,
+// summing over every query row that sees the key. P_ij uses the device's L and Δ_i the
+// device's O (both checked on rows by forwardRows), which keeps this O(Nq·D) per key row.
+func (ch *checker) dkdvRows(keyRows []int, dk, dv []float64) float64 {
 	p := ch.p
 	D, G, worst := p.D, p.H/p.Hkv, 0.0
-	for t := 0; t < n; t++ {
-		kr := rng.Intn(p.B * p.Hkv * p.Nk)
-		if t == 0 {
-			kr = 0 // key 0 is seen by every query row
-		}
+	for _, kr := range keyRows {
 		b, hk, j := kr/(p.Hkv*p.Nk), kr/p.Nk%p.Hkv, kr%p.Nk
 		gk, gv := make([]float64, D), make([]float64, D)
 		for h := hk * G; h < (hk+1)*G; h++ {

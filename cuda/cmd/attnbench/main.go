@@ -1,25 +1,29 @@
-// Command attnbench times flashgorgon's CUDA attention kernels and PyTorch's
-// scaled_dot_product_attention on the same shapes and prints one table.
+// Command attnbench times flashgorgon's CUDA attention in every precision and PyTorch's
+// scaled_dot_product_attention on the same shapes and the same inputs, and prints each one's
+// speed beside its error against float64.
 //
 //	attnbench -torch cuda/cmd/attnbench/sdpa_bench.py
 //
 // It is an ordinary build (CGO_ENABLED=0 go build ./cuda/cmd/attnbench): on a machine without
 // a CUDA device it says "no CUDA device" and exits with status 1.
 //
-// Shapes: d ∈ {64, 128}, N ∈ {1024, 4096, 16384}, causal and not, H = 16, B·N = 32768. Our
-// kernels run in float32 (their I/O type; float64 with -f64); PyTorch runs each SDPA backend in
-// float32 and bfloat16 where it can (FLASH and cuDNN take no float32). Every time is the median
-// of -reps runs timed with CUDA events on device-resident inputs, after a warm-up. Before its
-// times are printed, each of our cases is checked on sampled rows of O, L, dQ, dK and dV
-// against float64 references (column "check").
+// Shapes: d ∈ {64, 128}, N ∈ {1024, 4096, 16384}, causal and not, H = 16, B·N = 32768.
+// Inputs: q, k, v, dO standard normal float32, drawn on the device by cuda.FillNormal
+// (counter-based: element i of seed s is a function of (s, i) alone); sdpa_bench.py draws the
+// same values with the same formula in PyTorch (the log compares a sum of both q's) and gives
+// the bf16 backends those values rounded to bf16.
 //
-// With -prec (default exact,tf32,bf16) it also times the float32 forward of every tensor-core
-// kernel of those precisions (cuda.Precision; each checked on sampled rows of O and L against
-// float64) and prints a second table: the forward by precision (the kernel
-// AttentionForwardBuffers runs for each) beside the FMA kernel and PyTorch's forwards; the log
-// lines name the kernels. The harness (bench.go) uses the package's public API only: device
-// Buffers, AttentionForwardBuffers and AttentionBackwardBuffers, and cuda.Timer (CUDA events)
-// as the clock.
+// Ours: each precision of -prec (fma, exact, tf32, bf16: cuda.Precision) through the public
+// API: device Buffers, AttentionForwardBuffers (with the Scratch buffer that ForwardScratch
+// asks for) and AttentionBackwardBuffers, timed with cuda.Timer (CUDA events) around the
+// kernels, median of -reps after a warm-up. The backward takes no precision yet (it runs the
+// float32 FMA kernels), so forward+backward differs between precisions by the forward only.
+// PyTorch: f32 EFFICIENT, bf16 FLASH, bf16 cuDNN (sdpa_bench.py), timed the same way.
+//
+// Errors: the largest |x − x64| / max(1, |x64|) over the checked rows (checkRows: 8 query rows
+// and 8 key rows of the last head), against float64 references from the float32 inputs: "err"
+// is O's, "gerr" that of dQ, dK and dV. Ours are computed here on the host, PyTorch's by
+// sdpa_bench.py on the device in float64; the same rows, the same formula.
 //
 // TFLOP/s use FlashAttention's convention (shared/ANCHORS.md): forward 4·B·H·N²·d, halved when
 // causal; forward+backward 3.5× the forward. Only the matrix products count: our backward,
@@ -46,19 +50,25 @@ type shape = benchkit.Shape
 // torchRow is one line of sdpa_bench.py's output.
 type torchRow struct {
 	benchkit.Torch
-	DType string `json:"dtype"`
+	DType   string  `json:"dtype"`
+	ErrO    float64 `json:"err_o"`
+	ErrGrad float64 `json:"err_grad"`
+	InSum   float64 `json:"in_sum"`
 }
+
+// theirs are the PyTorch columns, in table order.
+var theirs = []struct{ dtype, backend, label string }{
+	{"f32", "EFFICIENT", "torch f32 EFF"}, {"bf16", "FLASH", "torch bf16 FLASH"}, {"bf16", "CUDNN", "torch bf16 cuDNN"}}
 
 func main() {
 	torchScript := flag.String("torch", "", "path of sdpa_bench.py (empty: no PyTorch columns)")
 	python := flag.String("python", "python3", "Python with PyTorch")
-	reps := flag.Int("reps", 5, "timed repetitions per case (median reported)")
-	f64 := flag.Bool("f64", false, "time our float64 kernels instead of float32")
+	reps := flag.Int("reps", 3, "timed repetitions per case (median reported)")
 	ns := flag.String("n", "1024,4096,16384", "sequence lengths")
 	ds := flag.String("d", "64,128", "head dimensions")
 	tokens := flag.Int("tokens", 32768, "B·N")
 	heads := flag.Int("h", 16, "heads")
-	precs := flag.String("prec", "exact,tf32,bf16", "forward precisions of ours also timed (fma, exact, tf32, bf16; empty: none)")
+	precs := flag.String("prec", "fma,exact,tf32,bf16", "precisions of ours (fma, exact, tf32, bf16)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -92,14 +102,13 @@ func main() {
 	mine := make([]ours, len(shapes))
 	for i, s := range shapes {
 		start := time.Now()
-		r, err := benchAttention(benchCase{B: s.B, H: s.H, N: s.N, D: s.D, Causal: s.Causal, F64: *f64,
-			Reps: *reps, CheckRows: 8, Precisions: precisions})
+		r, err := benchAttention(benchCase{B: s.B, H: s.H, N: s.N, D: s.D, Causal: s.Causal, Reps: *reps, Precisions: precisions})
 		mine[i] = ours{r, err}
-		log.Printf("ours %+v: fwd %.3f ms, fwd+bwd %.3f ms, check %.2g, err %v (%.1fs)",
-			s, r.FwdMs, r.FwdBwdMs, r.CheckErr, err, time.Since(start).Seconds())
+		log.Printf("ours %+v: err %v, q sum %.6f (%.1fs)", s, err, r.InSum, time.Since(start).Seconds())
 		for _, pr := range r.Prec {
-			log.Printf("ours %+v: %v fwd %.3f ms = %.1f TFLOP/s (%s), check %.2g", s, pr.Precision, pr.FwdMs,
-				s.FwdFLOPs()/(pr.FwdMs*1e-3)/1e12, pr.Kernel, pr.CheckErr)
+			log.Printf("ours %+v: %-5v fwd %.3f ms = %.1f TFLOP/s, fwd+bwd %.3f ms = %.1f TFLOP/s, err O %.2g L %.2g grad %.2g (%s)",
+				s, pr.Precision, pr.FwdMs, s.FwdFLOPs()/(pr.FwdMs*1e-3)/1e12, pr.FwdBwdMs,
+				s.FwdFLOPs()*benchkit.FwdBwdFactor/(pr.FwdBwdMs*1e-3)/1e12, pr.ErrO, pr.ErrL, pr.ErrGrad, strings.Join(pr.Kernels, ", "))
 		}
 	}
 
@@ -126,67 +135,34 @@ func main() {
 			log.Printf("attnbench: PyTorch benchmark: %v", err)
 		}
 	}
-
-	ourType := "f32"
-	if *f64 {
-		ourType = "f64"
-	}
-	cols := []struct{ dtype, backend string }{{"f32", "EFFICIENT"}, {"f32", "MATH"}, {"bf16", "FLASH"}, {"bf16", "CUDNN"}, {"bf16", "EFFICIENT"}}
-	fmt.Printf("\nAttention TFLOP/s on %s (fwd | fwd+bwd; FLOPs: fwd 4·B·H·N²·d, /2 causal; fwd+bwd 3.5× fwd)\n\n", cuda.Device())
-	hdr := fmt.Sprintf("| d | N | B | causal | ours %s fwd | ours %s f+b | check |", ourType, ourType)
-	sep := "|---|---|---|---|---|---|---|"
-	for _, c := range cols {
-		hdr += fmt.Sprintf(" torch %s %s fwd | f+b |", c.dtype, c.backend)
-		sep += "---|---|"
-	}
-	hdr += " ours/torch-f32-EFF fwd | f+b | ours/torch-bf16-FLASH fwd | f+b |"
-	sep += "---|---|---|---|"
-	fmt.Println(hdr)
-	fmt.Println(sep)
+	// Same inputs: the sums of the first 2^20 elements of q must agree (up to rounding of the
+	// sums themselves).
 	for i, s := range shapes {
-		fl := s.FwdFLOPs()
-		tf := func(ms float64, mult float64) float64 {
-			if ms <= 0 {
-				return math.NaN()
+		for _, c := range theirs {
+			if r, ok := torch[key(s, c.dtype, c.backend)]; ok && r.InSum != 0 && mine[i].err == nil {
+				if d := math.Abs(r.InSum - mine[i].res.InSum); d > 1e-6*math.Max(1, math.Abs(r.InSum)) {
+					log.Printf("attnbench: %+v: PyTorch's q sums to %.9g, ours to %.9g: not the same inputs", s, r.InSum, mine[i].res.InSum)
+				}
 			}
-			return fl * mult / (ms * 1e-3) / 1e12
 		}
-		m := mine[i]
-		of, ofb := tf(m.res.FwdMs, 1), tf(m.res.FwdBwdMs, benchkit.FwdBwdFactor)
-		check := fmt.Sprintf("%.1e", m.res.CheckErr)
-		if m.err != nil {
-			of, ofb, check = math.NaN(), math.NaN(), "error"
-		}
-		row := fmt.Sprintf("| %d | %d | %d | %v | %s | %s | %s |", s.D, s.N, s.B, s.Causal, num(of), num(ofb), check)
-		for _, c := range cols {
-			r, ok := torch[key(s, c.dtype, c.backend)]
-			if !ok || r.Error != "" {
-				row += " – | – |"
-				continue
-			}
-			row += fmt.Sprintf(" %s | %s |", num(tf(r.FwdMs, 1)), num(tf(r.FwdBwdMs, benchkit.FwdBwdFactor)))
-		}
-		for _, c := range []struct{ dtype, backend string }{{"f32", "EFFICIENT"}, {"bf16", "FLASH"}} {
-			r, ok := torch[key(s, c.dtype, c.backend)]
-			if !ok || r.Error != "" || m.err != nil {
-				row += " – | – |"
-				continue
-			}
-			row += fmt.Sprintf(" %.2f | %.2f |", r.FwdMs/m.res.FwdMs, r.FwdBwdMs/m.res.FwdBwdMs)
-		}
-		fmt.Println(row)
 	}
-	fmt.Println()
-	if len(precisions) > 0 {
-		precisionTable(shapes, precisions, func(i int) benchResult { return mine[i].res }, func(i int) error { return mine[i].err }, torch)
+
+	fmt.Printf("\nAttention on %s: TFLOP/s (FLOPs: fwd 4·B·H·N²·d, /2 causal; fwd+bwd 3.5× fwd) and error against float64\n", cuda.Device())
+	for _, fb := range []bool{false, true} {
+		table(shapes, precisions, func(i int) (benchResult, error) { return mine[i].res, mine[i].err }, torch, fb)
 	}
+	ratios(shapes, func(i int) (benchResult, error) { return mine[i].res, mine[i].err }, torch)
 	for i, s := range shapes {
 		if mine[i].err != nil {
 			fmt.Printf("ours %+v: %v\n", s, mine[i].err)
 		}
 	}
-	if len(shapes) > 0 && mine[0].err == nil {
-		fmt.Printf("kernels (d=%d): %s\n", shapes[0].D, strings.Join(mine[0].res.Kernels, ", "))
+	for i, s := range shapes {
+		if mine[i].err == nil && !s.Causal && s.N == shapes[0].N {
+			for _, pr := range mine[i].res.Prec {
+				fmt.Printf("kernels d=%d %v: %s\n", s.D, pr.Precision, strings.Join(pr.Kernels, ", "))
+			}
+		}
 	}
 	var errs []string
 	for _, r := range torch {
@@ -195,80 +171,124 @@ func main() {
 		}
 	}
 	if len(errs) > 0 {
-		fmt.Println("PyTorch cases that did not run (– in the table):")
+		fmt.Println("PyTorch cases that did not run (– in the tables):")
 		for _, e := range errs {
 			fmt.Println("  " + e)
 		}
 	}
-	fmt.Println("ratios are time(torch)/time(ours): above 1 means ours is faster")
 }
 
-// precisionTable prints the forward of every precision of ours beside the FMA kernel and
-// PyTorch's forwards: TFLOP/s, and the largest error of the sampled rows of O and L against
-// float64 (relative to max(1, |value|)).
-func precisionTable(shapes []shape, precs []cuda.Precision, res func(int) benchResult, errs func(int) error, torch map[string]torchRow) {
-	fmt.Printf("Forward by precision, TFLOP/s (error of sampled rows of O, L against float64)\n\n")
-	hdr := "| d | N | B | causal | ours fma fwd (check) |"
-	sep := "|---|---|---|---|---|"
+// table prints the forward (fb false) or forward+backward TFLOP/s of every precision of ours
+// and of PyTorch's backends, each with its error: O's for the forward, the largest of dQ,
+// dK, dV for forward+backward.
+func table(shapes []shape, precs []cuda.Precision, res func(int) (benchResult, error), torch map[string]torchRow, fb bool) {
+	what, mult, errName := "Forward", 1.0, "err O"
+	if fb {
+		what, mult, errName = "Forward+backward", benchkit.FwdBwdFactor, "err dQ,dK,dV"
+	}
+	fmt.Printf("\n%s: TFLOP/s (%s)\n\n", what, errName)
+	hdr, sep := "| d | N | B | causal |", "|---|---|---|---|"
 	for _, p := range precs {
-		hdr += fmt.Sprintf(" ours %v fwd (err) |", p)
+		hdr += fmt.Sprintf(" ours %v |", p)
 		sep += "---|"
 	}
-	tcols := []struct{ dtype, backend string }{{"f32", "EFFICIENT"}, {"bf16", "FLASH"}, {"bf16", "CUDNN"}}
-	for _, c := range tcols {
-		hdr += fmt.Sprintf(" torch %s %s fwd |", c.dtype, c.backend)
+	for _, c := range theirs {
+		hdr += " " + c.label + " |"
 		sep += "---|"
-	}
-	for _, p := range precs {
-		hdr += fmt.Sprintf(" %v/fma | %v/torch-f32-EFF | %v/torch-bf16-FLASH |", p, p, p)
-		sep += "---|---|---|"
 	}
 	fmt.Println(hdr)
 	fmt.Println(sep)
 	for i, s := range shapes {
-		r := res(i)
-		tf := func(ms float64) float64 {
-			if ms <= 0 || errs(i) != nil {
-				return math.NaN()
-			}
-			return s.FwdFLOPs() / (ms * 1e-3) / 1e12
-		}
-		row := fmt.Sprintf("| %d | %d | %d | %v | %s (%.1e) |", s.D, s.N, s.B, s.Causal, num(tf(r.FwdMs)), r.CheckErr)
-		byPrec := map[cuda.Precision]precisionResult{}
-		for _, pr := range r.Prec {
-			byPrec[pr.Precision] = pr
-		}
+		r, err := res(i)
+		row := fmt.Sprintf("| %d | %d | %d | %v |", s.D, s.N, s.B, s.Causal)
+		by := byPrec(r)
 		for _, p := range precs {
-			pr, ok := byPrec[p]
-			if !ok {
+			pr, ok := by[p]
+			if !ok || err != nil {
 				row += " – |"
 				continue
 			}
-			row += fmt.Sprintf(" %s (%.1e) |", num(tf(pr.FwdMs)), pr.CheckErr)
+			ms, e := pr.FwdMs, pr.ErrO
+			if fb {
+				ms, e = pr.FwdBwdMs, pr.ErrGrad
+			}
+			row += fmt.Sprintf(" %s (%.1e) |", num(s.FwdFLOPs()*mult/(ms*1e-3)/1e12), e)
 		}
-		tms := func(c struct{ dtype, backend string }) float64 {
+		for _, c := range theirs {
 			t, ok := torch[key(s, c.dtype, c.backend)]
 			if !ok || t.Error != "" {
-				return math.NaN()
+				row += " – |"
+				continue
 			}
-			return t.FwdMs
-		}
-		for _, c := range tcols {
-			row += fmt.Sprintf(" %s |", num(tf(tms(c))))
-		}
-		ratio := func(theirs, ours float64) string {
-			if math.IsNaN(theirs) || ours <= 0 || errs(i) != nil {
-				return "–"
+			ms, e := t.FwdMs, t.ErrO
+			if fb {
+				ms, e = t.FwdBwdMs, t.ErrGrad
 			}
-			return fmt.Sprintf("%.2f", theirs/ours)
-		}
-		for _, p := range precs {
-			ms := byPrec[p].FwdMs
-			row += fmt.Sprintf(" %s | %s | %s |", ratio(r.FwdMs, ms), ratio(tms(tcols[0]), ms), ratio(tms(tcols[1]), ms))
+			row += fmt.Sprintf(" %s (%.1e) |", num(s.FwdFLOPs()*mult/(ms*1e-3)/1e12), e)
 		}
 		fmt.Println(row)
 	}
+}
+
+// ratios prints the speed ratios time(torch)/time(ours) the issue's targets are stated in, and
+// the error ratios err(ours)/err(torch) of the forward's O.
+func ratios(shapes []shape, res func(int) (benchResult, error), torch map[string]torchRow) {
+	pairs := []struct {
+		ours           cuda.Precision
+		dtype, backend string
+		label          string
+		errTarget      bool
+	}{
+		{cuda.PrecisionBF16, "bf16", "FLASH", "BF16/FLASH", true},
+		{cuda.PrecisionBF16, "bf16", "CUDNN", "BF16/cuDNN", false},
+		{cuda.PrecisionExact, "f32", "EFFICIENT", "Exact/EFF", true},
+		{cuda.PrecisionTF32, "f32", "EFFICIENT", "TF32/EFF", false},
+	}
+	fmt.Printf("\nRatios: speed time(torch)/time(ours) (above 1: ours faster), fwd | fwd+bwd; error err(ours)/err(torch) of O (target ≤ 2)\n\n")
+	hdr, sep := "| d | N | causal |", "|---|---|---|"
+	for _, p := range pairs {
+		hdr += fmt.Sprintf(" %s fwd | f+b |", p.label)
+		sep += "---|---|"
+	}
+	for _, p := range pairs {
+		if p.errTarget {
+			hdr += fmt.Sprintf(" %s err O |", p.label)
+			sep += "---|"
+		}
+	}
+	fmt.Println(hdr)
+	fmt.Println(sep)
+	for i, s := range shapes {
+		r, err := res(i)
+		by := byPrec(r)
+		row := fmt.Sprintf("| %d | %d | %v |", s.D, s.N, s.Causal)
+		var errCols string
+		for _, p := range pairs {
+			o, ok := by[p.ours]
+			t, tok := torch[key(s, p.dtype, p.backend)]
+			if !ok || !tok || t.Error != "" || err != nil {
+				row += " – | – |"
+				if p.errTarget {
+					errCols += " – |"
+				}
+				continue
+			}
+			row += fmt.Sprintf(" %.2f | %.2f |", t.FwdMs/o.FwdMs, t.FwdBwdMs/o.FwdBwdMs)
+			if p.errTarget {
+				errCols += fmt.Sprintf(" %.2f |", o.ErrO/t.ErrO)
+			}
+		}
+		fmt.Println(row + errCols)
+	}
 	fmt.Println()
+}
+
+func byPrec(r benchResult) map[cuda.Precision]precisionResult {
+	m := map[cuda.Precision]precisionResult{}
+	for _, p := range r.Prec {
+		m[p.Precision] = p
+	}
+	return m
 }
 
 func key(s shape, dtype, backend string) string {
@@ -276,7 +296,7 @@ func key(s shape, dtype, backend string) string {
 }
 
 func num(x float64) string {
-	if math.IsNaN(x) {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f", x)
