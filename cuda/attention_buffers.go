@@ -101,7 +101,7 @@ func (p AttentionBuffers) ForwardScratch() int {
 
 func (p *AttentionBuffers) forwardScratch(dt dtype) int {
 	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
-	kp.precision = int32(p.Precision)
+	kp.precision = int32(p.Precision.Resolved())
 	c, ok := pickMMA(&kp, dt, 0, true)
 	if !ok {
 		return 0

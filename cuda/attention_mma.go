@@ -16,10 +16,11 @@ type Precision = attnspec.Precision
 
 // The precisions (attnspec's), with the values of params.h's FG_PREC_*.
 const (
-	PrecisionFMA   = attnspec.PrecisionFMA
-	PrecisionExact = attnspec.PrecisionExact
-	PrecisionTF32  = attnspec.PrecisionTF32
-	PrecisionBF16  = attnspec.PrecisionBF16
+	PrecisionDefault = attnspec.PrecisionDefault
+	PrecisionFMA     = attnspec.PrecisionFMA
+	PrecisionExact   = attnspec.PrecisionExact
+	PrecisionTF32    = attnspec.PrecisionTF32
+	PrecisionBF16    = attnspec.PrecisionBF16
 )
 
 // ParsePrecision returns the Precision whose String is s.

@@ -182,7 +182,7 @@ func attnBase(p *attnspec.Problem) attnParams {
 	if p.Causal {
 		kp.causal, kp.causalOffset = 1, int32(p.Nk-p.Nq)
 	}
-	kp.precision = int32(p.Precision)
+	kp.precision = int32(p.Precision.Resolved())
 	return kp
 }
 

@@ -552,6 +552,13 @@ func (c *cudaBackend) attention(op gorgonia.Op, out Operand, in []Operand) (Kern
 			return nil, err
 		}
 		p.O, p.L, p.LRes = pk[0], pk[1], pk[2]
+		// The tensor-core forward's workspace (K and V converted once per call), planned
+		// here with the other buffers; none when the problem runs other kernels.
+		if n := p.ForwardScratch(); n > 0 {
+			if p.Scratch, err = c.alloc(cuda.Float32, n); err != nil {
+				return nil, err
+			}
+		}
 		return func() error { return cuda.AttentionForwardBuffers(p) }, nil
 	}
 	if len(in) != 5 {

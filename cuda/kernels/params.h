@@ -16,13 +16,15 @@
 #define FG_LOG_SOFTMAX 1
 #define FG_LOG_SUM_EXP 2
 
-// Precisions of the float32 attention forward (fg_attn_params.precision; cuda.Precision):
-// FG_PREC_FMA the FMA kernels (attention_fwd.cu), the others the tensor-core kernels of
-// attention_mma.cu (3xTF32, TF32, bfloat16 products with float32 accumulation).
-#define FG_PREC_FMA 0
-#define FG_PREC_EXACT 1
-#define FG_PREC_TF32 2
-#define FG_PREC_BF16 3
+// Precisions of the float32 attention kernels (fg_attn_params.precision; cuda.Precision, as
+// the launcher resolved it: never 0, the default): FG_PREC_FMA the FMA kernels
+// (attention_fwd.cu, attention_bwd.cu), the others the tensor-core kernels of
+// attention_mma.cu and attention_mma_bwd.cu (3xTF32, TF32, bfloat16 products with float32
+// accumulation).
+#define FG_PREC_FMA 1
+#define FG_PREC_EXACT 2
+#define FG_PREC_TF32 3
+#define FG_PREC_BF16 4
 
 // fg_softmax_params describes one softmax-family op over x viewed as [outer, n, inner]:
 // element (o, i, j) at o*n*inner + i*inner + j, reduced over i.

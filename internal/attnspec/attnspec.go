@@ -46,9 +46,13 @@ type Precision int32
 
 // The precisions, with the values of cuda/kernels/params.h's FG_PREC_*.
 const (
-	// PrecisionFMA (the zero value, the default) runs the FMA kernels: float32 products and
-	// sums on the CUDA cores, every head dimension.
-	PrecisionFMA Precision = iota
+	// PrecisionDefault (the zero value) is PrecisionExact (Resolved): float32 accuracy on
+	// the tensor cores wherever their kernels cover the problem (head dimensions 64 and 128;
+	// 2-3x the FMA kernels' speed on the H100), the FMA kernels elsewhere.
+	PrecisionDefault Precision = iota
+	// PrecisionFMA runs the FMA kernels: float32 products and sums on the CUDA cores, every
+	// head dimension.
+	PrecisionFMA
 	// PrecisionExact runs the tensor cores at float32 accuracy by 3xTF32: each operand x of
 	// the products (S = QKᵀ, O = PV; in the backward also dP = dO·Vᵀ, dV = Pᵀ·dO, dK = dSᵀ·Q,
 	// dQ = dS·K) is split into hi = tf32(x) and lo = tf32(x − hi), and
@@ -65,6 +69,8 @@ const (
 
 func (p Precision) String() string {
 	switch p {
+	case PrecisionDefault:
+		return "default"
 	case PrecisionFMA:
 		return "fma"
 	case PrecisionExact:
@@ -79,12 +85,21 @@ func (p Precision) String() string {
 
 // ParsePrecision returns the Precision whose String is s.
 func ParsePrecision(s string) (Precision, error) {
-	for p := PrecisionFMA; p <= PrecisionBF16; p++ {
+	for p := PrecisionDefault; p <= PrecisionBF16; p++ {
 		if p.String() == s {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown precision %q (want fma, exact, tf32 or bf16)", s)
+	return 0, fmt.Errorf("unknown precision %q (want default, fma, exact, tf32 or bf16)", s)
+}
+
+// Resolved returns the precision p asks for: PrecisionExact for PrecisionDefault, p itself
+// otherwise. The CUDA launchers choose kernels by the resolved precision.
+func (p Precision) Resolved() Precision {
+	if p == PrecisionDefault {
+		return PrecisionExact
+	}
+	return p
 }
 
 // KeyLimit is the visibility rule: query i of a problem with Nq queries and Nk keys sees
@@ -161,7 +176,7 @@ func (p *Problem) Check() error {
 		return fmt.Errorf("H=%d is not a multiple of Hkv=%d (%s)", p.H, p.Hkv, p.Shape())
 	case math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale == 0:
 		return fmt.Errorf("Scale=%v, want a finite non-zero value (%s)", p.Scale, p.Shape())
-	case p.Precision < PrecisionFMA || p.Precision > PrecisionBF16:
+	case p.Precision < PrecisionDefault || p.Precision > PrecisionBF16:
 		return fmt.Errorf("unknown %v (%s)", p.Precision, p.Shape())
 	}
 	if err := p.CheckKeyLengths(); err != nil {

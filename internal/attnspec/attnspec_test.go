@@ -105,7 +105,7 @@ func TestCheck(t *testing.T) {
 		{"heads", func(p *Problem) { p.Hkv = 3 }, "H=4 is not a multiple of Hkv=3"},
 		{"zero scale", func(p *Problem) { p.Scale = 0 }, "Scale=0"},
 		{"bf16", func(p *Problem) { p.Precision = PrecisionBF16 }, ""},
-		{"unknown precision", func(p *Problem) { p.Precision = 4 }, "unknown Precision(4)"},
+		{"unknown precision", func(p *Problem) { p.Precision = PrecisionBF16 + 1 }, "unknown Precision(5)"},
 		{"key lengths count", func(p *Problem) { p.KeyLengths = []int{1} }, "1 entries [1], want one per batch element (B=2)"},
 		{"key length range", func(p *Problem) { p.KeyLengths = []int{1, 6} }, "KeyLengths[1] = 6 is outside [0, Nk=5]"},
 		{"too large", func(p *Problem) { p.B, p.Nq = 1<<26, 1<<26 }, "more than 2^53 elements"},

@@ -21,10 +21,12 @@ type Options struct {
 	// at index ≥ KeyLengths[b] are masked (padding).
 	KeyLengths []int
 	// Precision selects the arithmetic of float32 attention on a CUDA device
-	// (cuda.Precision): the zero value, cuda.PrecisionFMA, runs float32
-	// products and sums; cuda.PrecisionExact, PrecisionTF32 and
-	// PrecisionBF16 run the tensor-core kernels (3xTF32; operands rounded to
-	// TF32 or bfloat16, float32 accumulation) where they cover the problem.
+	// (cuda.Precision): the zero value, cuda.PrecisionDefault, is
+	// cuda.PrecisionExact, float32 accuracy on the tensor cores (3xTF32)
+	// where their kernels cover the problem (d = 64 or 128) and float32
+	// products and sums elsewhere; cuda.PrecisionFMA asks for the latter
+	// everywhere; PrecisionTF32 and PrecisionBF16 round the operands to TF32
+	// or bfloat16 (float32 accumulation) on the tensor cores.
 	// It never changes the function computed, only its rounding. The CPU
 	// kernels ignore it: on the CPU, and for float64 everywhere, the op
 	// computes in its element type (float32 products, float64 sums).
