@@ -265,6 +265,9 @@ func TestMicroKernels(t *testing.T) {
 }
 
 func testMicro[T float32 | float64](t *testing.T, kn *kernel[T]) {
+	for _, x := range kn.narrow {
+		testMicro(t, x)
+	}
 	testMicroRows(t, kn, kn.micro, kn.mr)
 	for h := 1; h < kn.mr; h++ {
 		if e := kn.edgeKernel(h); e != nil {
