@@ -24,8 +24,12 @@ import "fmt"
 // NaN among the visible scores makes its own entry and sum[r] NaN, and may
 // or may not reach m[r] (the AVX-512 maximum skips it, the others keep it).
 // The entries j ≥ v are never read: a NaN there does not reach the row.
-// In float32 the argument s − m is taken exactly (as Exp2ShiftSum does);
-// the sum adds at most 4 terms per lane in float32 before float64.
+// In float32 the AVX-512 kernel takes the argument as fl(s − m), rounded
+// once (exact where s ≥ m/2, so for every entry above 2^(−|m|/2); an entry
+// further below the row's maximum gets a relative error of at most
+// 2⁻²⁴·ln2·|s − m| more), in about half the instructions of an exact
+// argument; the other levels take it exactly (as Exp2ShiftSum does). The
+// sum adds at most 4 terms per lane in float32 before float64.
 func OnlineExp2Rows[T Float](s []T, ld, rows, cols int, n []int, m []T, sum []float64) {
 	if rows == 0 {
 		return
