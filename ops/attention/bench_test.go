@@ -106,14 +106,16 @@ func benchAttention(b *testing.B, pr problem, m impl, backward bool) {
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
-// gptShapes are the attention shapes of examples/gpt's CPU training
-// (issue 10): the small preset (width 64, 4 heads of d = 16, context 64,
-// batch 32) and the default (width 256, 8 heads of d = 32, context 256,
-// batch 16), both causal. Tiny heads: a tile product's depth is d.
+// gptShapes are attention shapes of examples/gpt's CPU training (issue
+// 10), all causal: the CPU default (batch 32, context 64, width 256 in 8
+// heads of d = 32), a small model (width 64 in 4 heads of d = 16) and a
+// longer context (batch 16, context 256). Tiny heads: a tile product's
+// depth is d, and at context 64 a head is one diagonal tile.
 var gptShapes = []struct {
 	B, H, N, D int
 	causal     bool
 }{
+	{32, 8, 64, 32, true},
 	{32, 4, 64, 16, true},
 	{16, 8, 256, 32, true},
 }

@@ -154,6 +154,7 @@ func forwardGroup(bh, nQB, workers int) int {
 // and, per query block of a group (maxGroup × blockQ rows), the row state.
 type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
+	pb     prefixBuf[T]      // gemmPrefix's staircase coefficients
 	s      []T               // score / probability tile, blockQ×blockK
 	m      []T               // running maximum per row (log₂ units)
 	mOld   []T               // m before the current key block
@@ -273,7 +274,7 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
 	// a NaN in a key that the causal mask hides from the row must not
 	// reach it as 0·NaN).
-	gemmPrefix(&w.ws, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
+	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
 }
 
 // scoreBand returns the end r1 of the band of score rows starting at r0 and
@@ -563,6 +564,7 @@ type transposed[T Float] struct{ q, do []T }
 // bwdScratch holds one worker's buffers for the backward.
 type bwdScratch[T Float] struct {
 	ws      gemm.Workspace[T] // the tile products' buffers
+	pb      prefixBuf[T]      // gemmPrefix's staircase coefficients
 	pt, dst []T               // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ)
 	first   []int             // per key of the tile: its first query column (blockK)
 	nv      []int             // per query of the tile: its visible keys (blockQ)
@@ -683,7 +685,7 @@ func backwardTile[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tra
 	for r := 0; r < br; r++ {
 		w.nv[r] = min(max(p.KeyLimit(b, i0+r)-j0, 0), bc)
 	}
-	gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, overDQ, dqB, d)
+	gemmPrefix(ws, &w.pb, true, br, d, w.nv[:br], scale, dst, br, kB, d, overDQ, dqB, d)
 }
 
 // sizeOf returns the size in bytes of one element of type T.

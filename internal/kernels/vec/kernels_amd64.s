@@ -1732,6 +1732,62 @@ browdone:
 	VZEROUPPER
 	RET
 
+// func subScaledRowsAVX512(c *float32, ldc, rows, nc int, coef *float32, ldcoef int, cnt *int, b *float32, ldb int, iota *[16]int32)
+// Per row r (see SubScaledRows), per vector of its nc columns (the last
+// one masked: K1 the lanes inside the row): c's vector in a register, then
+// one FMA per j < cnt[r], c − coef[r,j]·b_j, then stored.
+TEXT ·subScaledRowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ      c+0(FP), DI
+	MOVQ      ldc+8(FP), R8
+	SHLQ      $2, R8
+	MOVQ      rows+16(FP), DX
+	MOVQ      nc+24(FP), R9
+	MOVQ      coef+32(FP), SI
+	MOVQ      ldcoef+40(FP), R10
+	SHLQ      $2, R10
+	MOVQ      cnt+48(FP), R11
+	MOVQ      b+56(FP), BX
+	MOVQ      ldb+64(FP), R12
+	SHLQ      $2, R12
+	MOVQ      iota+72(FP), AX
+	VMOVDQU32 (AX), Z10 // lane numbers
+
+srow:
+	MOVQ  (R11), CX // cnt[r]
+	TESTQ CX, CX
+	JLE   snext
+	XORQ  R13, R13  // column
+
+scol:
+	MOVQ      R9, AX
+	SUBQ      R13, AX
+	LANEMASK(AX, Z10, Z11, K1)
+	VMOVUPS.Z (DI)(R13*4), K1, Z0
+	LEAQ      (BX)(R13*4), R14 // &b[0][column]
+	MOVQ      SI, R15          // &coef[r][0]
+	MOVQ      CX, AX
+
+sstep:
+	VBROADCASTSS (R15), Z1
+	VFNMADD231PS (R14), Z1, K1, Z0 // c − coef·b
+	ADDQ         $4, R15
+	ADDQ         R12, R14
+	DECQ         AX
+	JNZ          sstep
+	VMOVUPS      Z0, K1, (DI)(R13*4)
+	ADDQ         $16, R13
+	CMPQ         R13, R9
+	JLT          scol
+
+snext:
+	ADDQ R8, DI
+	ADDQ R10, SI
+	ADDQ $8, R11
+	DECQ DX
+	JNZ  srow
+	VZEROUPPER
+	RET
+
 // func transpose8AVX(dst *float32, ldd int, src *float32, lds int, rows, cols int)
 // dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols, both multiples of
 // 8, in 8×8 blocks: 8 rows of 8 loaded, interleaved in pairs (VUNPCKLPS,

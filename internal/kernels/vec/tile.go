@@ -97,6 +97,57 @@ func Exp2MulDiffRows[T Float](p, ds []T, ld, rows, cols int, first []int, hi, lo
 	}
 }
 
+// SubScaledRows subtracts from each of rows rows of c (nc values at row
+// stride ldc) its own sequence of scaled rows of b:
+//
+//	c[r·ldc : r·ldc+nc] ← c[r·ldc : r·ldc+nc] − coef[r·ldcoef+j]·b[j·ldb : j·ldb+nc]
+//
+// for j = 0, 1, …, cnt[r]−1 in turn, each step one SubScaled (rounded once
+// per entry on AVX-512, where it is a fused multiply-add). Rows of b from
+// cnt[r] on are never read for row r: attention's products where each
+// query row sees its own prefix of the keys (the causal staircase of a
+// diagonal tile) run their rows' last keys here, one call per group of rows
+// instead of one SubScaled per row and key, whose call costs as much as
+// the arithmetic at d = 16 or 32.
+func SubScaledRows[T Float](c []T, ldc, rows, nc int, coef []T, ldcoef int, cnt []int, b []T, ldb int) {
+	if rows == 0 || nc == 0 {
+		return
+	}
+	cnt = cnt[:rows]
+	most := 0
+	for r, k := range cnt {
+		if k < 0 || (k > 0 && ldcoef < k && r < rows-1) {
+			panic(fmt.Sprintf("vec.SubScaledRows: row %d takes %d rows of b with coefficients at stride %d", r, k, ldcoef))
+		}
+		most = max(most, k)
+	}
+	if most == 0 {
+		return
+	}
+	checkTile("SubScaledRows", len(c), ldc, rows, nc)
+	checkTile("SubScaledRows", len(b), ldb, most, nc)
+	lastCoef := 0
+	for r := rows - 1; r >= 0; r-- {
+		if cnt[r] > 0 {
+			lastCoef = r*ldcoef + cnt[r]
+			break
+		}
+	}
+	if len(coef) < lastCoef {
+		panic(fmt.Sprintf("vec.SubScaledRows: %d coefficients, want %d", len(coef), lastCoef))
+	}
+	if is32[T]() && k32.subScaledRows != nil {
+		k32.subScaledRows(f32(c), ldc, rows, nc, f32(coef), ldcoef, cnt, f32(b), ldb)
+		return
+	}
+	for r, k := range cnt {
+		cr := c[r*ldc : r*ldc+nc]
+		for j := 0; j < k; j++ {
+			SubScaled(cr, cr, b[j*ldb:j*ldb+nc], coef[r*ldcoef+j])
+		}
+	}
+}
+
 // Transpose writes the transpose of the rows×cols matrix src (row-major,
 // contiguous) into dst (cols×rows): dst[c·rows + r] = src[r·cols + c]. dst
 // must not overlap src. In float32 on AVX2 and AVX-512 machines the whole

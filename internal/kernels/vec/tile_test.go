@@ -264,3 +264,64 @@ func testTranspose[T Float](t *testing.T, rows, cols int) {
 		}
 	}
 }
+
+// TestSubScaledRows checks SubScaledRows against a float64 loop: each
+// entry within a few roundings of c − Σ_j coef·b (relative to Σ|terms|),
+// the rows of b past a row's count never read (NaN there), entries of c
+// past nc untouched.
+func TestSubScaledRows(t *testing.T) {
+	t.Run("float32", func(t *testing.T) {
+		forEachLevel(t, func(t *testing.T) { testSubScaledRows[float32](t, 1e-6) })
+	})
+	t.Run("float64", func(t *testing.T) { testSubScaledRows[float64](t, 1e-15) })
+}
+
+func testSubScaledRows[T Float](t *testing.T, tol float64) {
+	rng := rand.New(rand.NewSource(13))
+	for _, sh := range []struct{ rows, nc, ldc, ldcoef, ldb int }{
+		{1, 1, 1, 1, 1}, {6, 16, 20, 6, 16}, {6, 32, 32, 5, 40}, {5, 17, 19, 9, 17}, {7, 130, 130, 16, 131}, {3, 8, 8, 3, 8},
+	} {
+		cnt := make([]int, sh.rows)
+		most := 0
+		for r := range cnt {
+			cnt[r] = rng.Intn(sh.ldcoef + 1)
+			if r%3 == 1 {
+				cnt[r] = 0
+			}
+			most = max(most, cnt[r])
+		}
+		c := garbageTile[T](sh.rows, sh.ldc)
+		coef := make([]T, sh.rows*sh.ldcoef)
+		b := garbageTile[T](max(most, 1), sh.ldb)
+		for r := 0; r < sh.rows; r++ {
+			for j := 0; j < sh.nc; j++ {
+				c[r*sh.ldc+j] = T(rng.NormFloat64())
+			}
+			for j := 0; j < sh.ldcoef; j++ {
+				coef[r*sh.ldcoef+j] = T(rng.NormFloat64())
+			}
+		}
+		for j := 0; j < most; j++ {
+			for l := 0; l < sh.nc; l++ {
+				b[j*sh.ldb+l] = T(rng.NormFloat64())
+			}
+		}
+		c0 := append([]T(nil), c...)
+		SubScaledRows(c, sh.ldc, sh.rows, sh.nc, coef, sh.ldcoef, cnt, b, sh.ldb)
+		for r := 0; r < sh.rows; r++ {
+			for l := 0; l < sh.nc; l++ {
+				want, mag := float64(c0[r*sh.ldc+l]), math.Abs(float64(c0[r*sh.ldc+l]))
+				for j := 0; j < cnt[r]; j++ {
+					term := float64(coef[r*sh.ldcoef+j]) * float64(b[j*sh.ldb+l])
+					want -= term
+					mag += math.Abs(term)
+				}
+				got := float64(c[r*sh.ldc+l])
+				if !(math.Abs(got-want) <= tol*mag) {
+					t.Fatalf("%v row %d column %d: %v, want %v", sh, r, l, got, want)
+				}
+			}
+		}
+		checkUntouched(t, c, sh.rows, sh.nc, sh.ldc)
+	}
+}
