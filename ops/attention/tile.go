@@ -149,10 +149,12 @@ func addRows[T Float](dst, x []T) {
 //
 // so that a block of Xᵀ is a contiguous d×rows matrix: the B operand of an
 // A·B tile product with B = Xᵀ (faster than A·Bᵀ with X, which transposes
-// X's block again in every product that reads it).
+// X's block again in every product that reads it). Blocks go to the
+// workers in pieces of at least 4 (B = 1, H = 8, N = 1024: 16 pieces, one
+// per core of a 16-core machine).
 func transposeBlocks[T Float](dst, src []T, heads, n, d, block int) {
 	nb := (n + block - 1) / block
-	parallel.For(heads*nb, 16, func(lo, hi int) {
+	parallel.For(heads*nb, 4, func(lo, hi int) {
 		for u := lo; u < hi; u++ {
 			head, r0 := u/nb, (u%nb)*block
 			rows := min(block, n-r0)
