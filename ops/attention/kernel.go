@@ -263,7 +263,9 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 		if nv[r] == 0 { // this row sees none of these keys
 			continue
 		}
-		if mo, mn := mOld[r], m[r]; mn != mo {
+		// A row's first visible block (mo = −Inf) finds its output row
+		// still zero and ℓ = 0: nothing to rescale.
+		if mo, mn := mOld[r], m[r]; mn != mo && !math.IsInf(float64(mo), -1) {
 			if a := exp2(mo - mn); a != 1 {
 				scaleRow(oT[r*d:(r+1)*d], a)
 				l[r] *= float64(a)
