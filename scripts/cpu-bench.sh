@@ -8,7 +8,9 @@
 #
 # Environment: CPUBENCH names a prebuilt cpubench binary (the GPU machine has no Go: build it
 # elsewhere with `go build -o .devbin/cpubench ./cmd/cpubench`); PEAK_SRC the peak.c to use
-# (default ../shared/tools/peak.c); OUT the folder for the log (default out/cpu-bench).
+# (default ../shared/tools/peak.c); OUT the folder for the log (default out/cpu-bench); SHAPES,
+# when set, replaces BenchmarkAttention's five shapes (cpubench -shapes: "B,H,N,d,causal;…", e.g.
+# examples/gpt's "32,8,64,32,1;32,4,64,16,1;16,8,256,32,1").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-2}
@@ -40,5 +42,9 @@ if python3 -c 'import torch' 2>/dev/null; then
 else
   echo "(python3 has no torch: PyTorch columns empty)" >>"$log"
 fi
-FLASHGORGON_DEVICE=cpu "$bin" -threads "$threads" "${torch[@]}" >>"$log" 2>&1
+shapes=()
+if [ -n "${SHAPES:-}" ]; then
+  shapes=(-shapes "$SHAPES")
+fi
+FLASHGORGON_DEVICE=cpu "$bin" -threads "$threads" "${torch[@]}" "${shapes[@]}" >>"$log" 2>&1
 cat "$log"

@@ -2,6 +2,7 @@ package attention
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"runtime"
 	"testing"
@@ -105,17 +106,53 @@ func benchAttention(b *testing.B, pr problem, m impl, backward bool) {
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
+// gptShapes are attention shapes of examples/gpt's CPU training (issue
+// 10), all causal: the CPU default (batch 32, context 64, width 256 in 8
+// heads of d = 32), a small model (width 64 in 4 heads of d = 16) and a
+// longer context (batch 16, context 256). Tiny heads: a tile product's
+// depth is d, and at context 64 a head is one diagonal tile.
+var gptShapes = []struct {
+	B, H, N, D int
+	causal     bool
+}{
+	{32, 8, 64, 32, true},
+	{32, 4, 64, 16, true},
+	{16, 8, 256, 32, true},
+}
+
+// BenchmarkAttentionGPT is BenchmarkAttention on gptShapes.
+//
+//	go test ./ops/attention -run '^$' -bench 'AttentionGPT' -benchtime 100x
+func BenchmarkAttentionGPT(b *testing.B) {
+	for _, s := range gptShapes {
+		for _, backward := range []bool{false, true} {
+			for _, m := range []impl{fused, decomposed} {
+				dir := "fwd"
+				if backward {
+					dir = "fwdbwd"
+				}
+				name := fmt.Sprintf("%s/B%d_H%d_N%d_d%d_causal%t/%v", dir, s.B, s.H, s.N, s.D, s.causal, m)
+				b.Run(name, func(b *testing.B) {
+					benchAttention(b, problem{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D,
+						Opts: Options{Causal: s.causal}}, m, backward)
+				})
+			}
+		}
+	}
+}
+
 // BenchmarkKernel times the compute functions alone (no graph), float32,
-// B = 1, H = 8: the figure to watch when replacing the tile kernels.
+// on BenchmarkAttention's shapes (B = 1, H = 8) and the GPT's (gptShapes):
+// the figure to watch when replacing the tile kernels.
 func BenchmarkKernel(b *testing.B) {
-	for _, s := range benchShapes {
+	for _, s := range append(benchShapes[:len(benchShapes):len(benchShapes)], gptShapes...) {
 		for _, backward := range []bool{false, true} {
 			dir := "fwd"
 			if backward {
 				dir = "bwd"
 			}
 			b.Run(fmt.Sprintf("%s/B%d_H%d_N%d_d%d_causal%t", dir, s.B, s.H, s.N, s.D, s.causal), func(b *testing.B) {
-				p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 0.125, Causal: s.causal}
+				p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}
 				rng := rand.New(rand.NewSource(1))
 				n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
 				q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))

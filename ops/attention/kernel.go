@@ -154,6 +154,7 @@ func forwardGroup(bh, nQB, workers int) int {
 // and, per query block of a group (maxGroup × blockQ rows), the row state.
 type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
+	pb     prefixBuf[T]      // gemmPrefix's staircase coefficients
 	s      []T               // score / probability tile, blockQ×blockK
 	m      []T               // running maximum per row (log₂ units)
 	mOld   []T               // m before the current key block
@@ -262,7 +263,9 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 		if nv[r] == 0 { // this row sees none of these keys
 			continue
 		}
-		if mo, mn := mOld[r], m[r]; mn != mo {
+		// A row's first visible block (mo = −Inf) finds its output row
+		// still zero and ℓ = 0: nothing to rescale.
+		if mo, mn := mOld[r], m[r]; mn != mo && !math.IsInf(float64(mo), -1) {
 			if a := exp2(mo - mn); a != 1 {
 				scaleRow(oT[r*d:(r+1)*d], a)
 				l[r] *= float64(a)
@@ -273,26 +276,27 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
 	// a NaN in a key that the causal mask hides from the row must not
 	// reach it as 0·NaN).
-	gemmPrefix(&w.ws, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
+	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
 }
 
 // scoreBand returns the end r1 of the band of score rows starting at r0 and
 // the number of key columns cols that its product computes: the band's
 // rows see at most nv[r1−1] ≤ cols of the tile's bc keys (nv is
-// nondecreasing). cols is a multiple of scoreCols below bc (the
-// micro-kernel's column strip) or bc; rows go in bands of scoreCols, and
-// consecutive bands of the same cols are one product. A tile no mask
-// crosses is one band; on the diagonal tile of a causal mask the first
-// half of the rows computes half of the columns. cols = 0: no row of the
-// band sees a key (its scores are never read).
+// nondecreasing). With g = bandGrain(bc), cols is a multiple of g below bc
+// or bc; rows go in bands of g, and consecutive bands of the same cols are
+// one product. A tile no mask crosses is one band; on the diagonal tile of
+// a causal mask the first half of the rows computes half of the columns
+// (3/4 of a 128×128 tile; 3/4 of a 64×64 one in bands of 32). cols = 0: no
+// row of the band sees a key (its scores are never read).
 func scoreBand(nv []int, r0, bc int) (r1, cols int) {
+	g := bandGrain(bc)
 	colsOf := func(r1 int) int {
-		return min(bc, (nv[r1-1]+scoreCols-1)/scoreCols*scoreCols)
+		return min(bc, (nv[r1-1]+g-1)/g*g)
 	}
-	r1 = min(r0+scoreCols, len(nv))
+	r1 = min(r0+g, len(nv))
 	cols = colsOf(r1)
 	for r1 < len(nv) {
-		next := min(r1+scoreCols, len(nv))
+		next := min(r1+g, len(nv))
 		if colsOf(next) != cols {
 			break
 		}
@@ -305,28 +309,39 @@ func scoreBand(nv []int, r0, bc int) (r1, cols int) {
 // backward tile starting at r0 and the first query column c0 its products
 // compute: key row r is seen by the columns c ≥ first[r] (first is
 // nondecreasing, at most br), so the band's rows need the columns from
-// first[r0] on; c0 is first[r0] rounded down to a multiple of scoreCols
-// (whole column strips of the micro-kernel), or br when no column sees the
-// band. Rows go in bands of scoreCols; consecutive bands of the same c0 are
-// one product. A tile no mask crosses is one band with c0 = 0.
+// first[r0] on; with g = bandGrain(br), c0 is first[r0] rounded down to a
+// multiple of g, or br when no column sees the band. Rows go in bands of
+// g; consecutive bands of the same c0 are one product. A tile no mask
+// crosses is one band with c0 = 0.
 func keyBand(first []int, r0, br int) (r1, c0 int) {
+	g := bandGrain(br)
 	startOf := func(r int) int {
 		if first[r] >= br {
 			return br
 		}
-		return first[r] / scoreCols * scoreCols
+		return first[r] / g * g
 	}
 	c0 = startOf(r0)
-	r1 = min(r0+scoreCols, len(first))
+	r1 = min(r0+g, len(first))
 	for r1 < len(first) && startOf(r1) == c0 {
-		r1 = min(r1+scoreCols, len(first))
+		r1 = min(r1+g, len(first))
 	}
 	return r1, c0
 }
 
-// scoreCols is the granularity of scoreBand: the AVX-512 micro-kernel's
-// column strip (64 float32 values).
-const scoreCols = 64
+// bandGrain is the granularity of scoreBand and keyBand on a tile of width
+// columns: the AVX-512 micro-kernel's column strip (64 float32 values) on
+// tiles wider than 64, half of it on narrower ones (the tiles of heads of
+// at most 64 rows, as in examples/gpt: a 64×64 causal diagonal tile then
+// computes 3/4 of its scores instead of all, its 32-column band on the
+// 12×32 kernel; +2–8% at those shapes on one core). On 128-wide tiles 32
+// measured 1–2% slower (more, smaller products).
+func bandGrain(width int) int {
+	if width > 64 {
+		return 64
+	}
+	return 32
+}
 
 // Backward parallelism. A unit of work is (b, kv head, chunk): it owns the
 // dK and dV rows of the key/value blocks of its chunk (chunkOf) of that kv
@@ -563,6 +578,7 @@ type transposed[T Float] struct{ q, do []T }
 // bwdScratch holds one worker's buffers for the backward.
 type bwdScratch[T Float] struct {
 	ws      gemm.Workspace[T] // the tile products' buffers
+	pb      prefixBuf[T]      // gemmPrefix's staircase coefficients
 	pt, dst []T               // Pᵀ, dPᵀ then dSᵀ (blockK×blockQ)
 	first   []int             // per key of the tile: its first query column (blockK)
 	nv      []int             // per query of the tile: its visible keys (blockQ)
@@ -683,7 +699,7 @@ func backwardTile[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tra
 	for r := 0; r < br; r++ {
 		w.nv[r] = min(max(p.KeyLimit(b, i0+r)-j0, 0), bc)
 	}
-	gemmPrefix(ws, true, br, d, w.nv[:br], scale, dst, br, kB, d, overDQ, dqB, d)
+	gemmPrefix(ws, &w.pb, true, br, d, w.nv[:br], scale, dst, br, kB, d, overDQ, dqB, d)
 }
 
 // sizeOf returns the size in bytes of one element of type T.

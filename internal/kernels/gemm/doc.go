@@ -19,6 +19,13 @@
 //	AVX2     float32 6×16, float64 6×8  (two ymm per row)
 //	generic  4×4 (plain Go)
 //
+// A product of fewer columns than a strip runs on a narrower AVX-512
+// kernel of 12 rows where one holds them (kernel.forColumns): 12×16 for
+// n ≤ 16, 12×32 for n ≤ 32 (float64 12×8, 12×16), instead of a full strip
+// computed into a scratch tile of which a quarter or a half is kept.
+// ops/attention's products with n = d (O += P·V; dQ, dK, dV) at
+// examples/gpt's d = 16 and 32: its backward ran 2.2× faster at d = 32.
+//
 // The micro-kernel reads op(A) where it lies, through a row stride and a
 // depth stride (A·… reads rows of A; Aᵀ·… packs a strip when it is reused
 // across many column strips), and op(B) as rows of nr values at a depth

@@ -194,6 +194,7 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 		scale(m, n, beta, c, ldc)
 		return
 	}
+	kn = kn.forColumns(n)
 	mr, nr := kn.mr, kn.nr
 	kc := depthBlock(k)
 	size := int(unsafe.Sizeof(alpha))

@@ -153,11 +153,11 @@ func (p *problem[T]) mismatch(want, mag []float64) error {
 // shapes covers the edges of every tile (mr ∈ {4,6,12}, nr ∈ {4,8,16,32,64}),
 // depths around the chunk and block lengths, m < mr, n < nr, attention's
 // tiles, and B read in place and packed (large B with many rows of C, or
-// with long rows).
+// with long rows); 128×128×128 is attention's tile at d = 128.
 var shapes = [][3]int{
 	{1, 1, 1}, {1, 40, 3}, {5, 3, 17}, {6, 32, 8}, {7, 33, 9}, {12, 64, 64}, {13, 31, 129},
 	{64, 64, 64}, {64, 64, 128}, {17, 100, 257}, {3, 70, 300}, {130, 7, 513}, {100, 40, 20},
-	{100, 200, 100}, {20, 600, 120},
+	{100, 200, 100}, {20, 600, 120}, {128, 128, 128}, {31, 130, 100},
 }
 
 func testGemm[T Float](t *testing.T, run func(p *problem[T]) error) {
@@ -265,6 +265,9 @@ func TestMicroKernels(t *testing.T) {
 }
 
 func testMicro[T float32 | float64](t *testing.T, kn *kernel[T]) {
+	for _, x := range kn.narrow {
+		testMicro(t, x)
+	}
 	testMicroRows(t, kn, kn.micro, kn.mr)
 	for h := 1; h < kn.mr; h++ {
 		if e := kn.edgeKernel(h); e != nil {

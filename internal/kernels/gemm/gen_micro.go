@@ -26,8 +26,10 @@ var families = []struct {
 	nv      int
 	maxRows int
 }{
+	{'S', 1, 12},
 	{'S', 2, 12},
 	{'S', 4, 6},
+	{'D', 1, 12},
 	{'D', 2, 12},
 	{'D', 4, 6},
 }

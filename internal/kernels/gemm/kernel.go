@@ -40,6 +40,28 @@ type kernel[T Float] struct {
 	tblock int // the transposer's block size
 	rows   rowCopier
 	chunk  func(depth int) int // the chunk length for a depth block
+	// narrow lists kernels of fewer columns, nr ascending, each with its
+	// own edges and packing: a product of n < nr columns runs on the
+	// first whose nr ≥ n (see forColumns).
+	narrow []*kernel[T]
+}
+
+// forColumns returns the kernel for a product of n columns: kn, or, when
+// n < kn.nr, the narrowest of kn.narrow that holds n columns in one strip.
+// A 6×64 tile on a product of 16 columns would compute four times the
+// products it keeps (ops/attention's O += P·V and dQ, dK, dV products have
+// n = d: 16 and 32 in examples/gpt), into a scratch tile copied out after.
+// The narrow kernels sum in the same scheme (chunks, four totals), so the
+// choice changes the speed only, not the error bounds.
+func (kn *kernel[T]) forColumns(n int) *kernel[T] {
+	if n < kn.nr {
+		for _, x := range kn.narrow {
+			if n <= x.nr {
+				return x
+			}
+		}
+	}
+	return kn
 }
 
 // edgeKernel returns the kernel of h < mr rows, or nil.

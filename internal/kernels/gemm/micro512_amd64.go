@@ -8,6 +8,42 @@ package gemm
 // micro<S|D>512r<rows>v<vectors per row>; see microKernel.
 
 //go:noescape
+func microS512r1v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r2v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r3v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r4v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r5v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r6v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r7v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r8v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r9v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r10v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r11v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r12v1(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
 func microS512r1v2(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
 
 //go:noescape
@@ -60,6 +96,42 @@ func microS512r5v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *flo
 
 //go:noescape
 func microS512r6v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microD512r1v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r2v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r3v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r4v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r5v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r6v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r7v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r8v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r9v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r10v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r11v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r12v1(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
 //go:noescape
 func microD512r1v2(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
@@ -118,11 +190,13 @@ func microD512r6v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *flo
 // gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and
 // nv vectors per row.
 var gen512s = map[int][]microKernel[float32]{
+	1: {microS512r1v1, microS512r2v1, microS512r3v1, microS512r4v1, microS512r5v1, microS512r6v1, microS512r7v1, microS512r8v1, microS512r9v1, microS512r10v1, microS512r11v1, microS512r12v1},
 	2: {microS512r1v2, microS512r2v2, microS512r3v2, microS512r4v2, microS512r5v2, microS512r6v2, microS512r7v2, microS512r8v2, microS512r9v2, microS512r10v2, microS512r11v2, microS512r12v2},
 	4: {microS512r1v4, microS512r2v4, microS512r3v4, microS512r4v4, microS512r5v4, microS512r6v4},
 }
 
 var gen512d = map[int][]microKernel[float64]{
+	1: {microD512r1v1, microD512r2v1, microD512r3v1, microD512r4v1, microD512r5v1, microD512r6v1, microD512r7v1, microD512r8v1, microD512r9v1, microD512r10v1, microD512r11v1, microD512r12v1},
 	2: {microD512r1v2, microD512r2v2, microD512r3v2, microD512r4v2, microD512r5v2, microD512r6v2, microD512r7v2, microD512r8v2, microD512r9v2, microD512r10v2, microD512r11v2, microD512r12v2},
 	4: {microD512r1v4, microD512r2v4, microD512r3v4, microD512r4v4, microD512r5v4, microD512r6v4},
 }

@@ -118,14 +118,40 @@ func pick512(env string) int {
 }
 
 // generated512 is variant n of AVX-512: the generated kernels of mr rows
-// and nv vectors per row, with the kernels of fewer rows for the edges.
+// and nv vectors per row, with the kernels of fewer rows for the edges, and
+// for products of fewer columns the 12-row kernels of 1 and 2 vectors per
+// row narrower than nv (narrow512).
 func generated512(n, mr, nv int) variant {
-	s, d := gen512s[nv], gen512d[nv]
 	return variant{
 		n, fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16),
-		&kernel[float32]{level: isa.AVX512, mr: mr, nr: nv * 16, micro: s[mr-1], edge: s[:mr-1], trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkSingle},
-		&kernel[float64]{level: isa.AVX512, mr: mr, nr: nv * 8, micro: d[mr-1], edge: d[:mr-1], trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkSingle},
+		gen512(gen512s, mr, nv, 16, transposeS8, 8, narrow512(gen512s, nv, 16, transposeS8, 8)),
+		gen512(gen512d, mr, nv, 8, transposeD4, 4, narrow512(gen512d, nv, 8, transposeD4, 4)),
 	}
+}
+
+// gen512 is the kernel of the generated family fam of mr rows and nv
+// vectors (of lanes elements) per row.
+func gen512[T Float](fam map[int][]microKernel[T], mr, nv, lanes int, tr transposer[T], tblock int, narrow []*kernel[T]) *kernel[T] {
+	k := fam[nv]
+	return &kernel[T]{level: isa.AVX512, mr: mr, nr: nv * lanes, micro: k[mr-1], edge: k[:mr-1], trans: tr, tblock: tblock, rows: copyRows, chunk: chunkSingle, narrow: narrow}
+}
+
+// narrowRows is the row count of the narrow kernels: 12 accumulators of one
+// vector (or 24 of two) keep the FMA ports' latency covered where a row
+// holds one or two vectors.
+const narrowRows = 12
+
+// narrow512 returns the 12-row kernels of 1 and 2 vectors per row that are
+// narrower than nv, narrowest first: the kernels of products with few
+// columns (kernel.forColumns).
+func narrow512[T Float](fam map[int][]microKernel[T], nv, lanes int, tr transposer[T], tblock int) []*kernel[T] {
+	var ks []*kernel[T]
+	for _, w := range []int{1, 2} {
+		if w < nv {
+			ks = append(ks, gen512(fam, narrowRows, w, lanes, tr, tblock, nil))
+		}
+	}
+	return ks
 }
 
 // variants lists the variants of level l, the one in use first.

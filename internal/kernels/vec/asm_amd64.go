@@ -46,6 +46,9 @@ func onlineExp2RowsAVX512(s *float32, ld, rows, cols int, n *int, m *float32, su
 func exp2MulDiffRowsAVX512(p, ds *float32, ld, rows, cols int, first *int, hi, lo, delta *float32, tab *expTable, iota *[16]int32)
 
 //go:noescape
+func subScaledRowsAVX512(c *float32, ldc, rows, nc int, coef *float32, ldcoef int, cnt *int, b *float32, ldb int, iota *[16]int32)
+
+//go:noescape
 func transpose8AVX(dst *float32, ldd int, src *float32, lds int, rows, cols int)
 
 //go:noescape
@@ -237,6 +240,9 @@ func (k *kernels32) withTiles512() *kernels32 {
 			return
 		}
 		exp2MulDiffRowsAVX512(&p[0], &ds[0], ld, rows, cols, &first[0], &hi[0], &lo[0], &delta[0], &expTables[base2], &laneNumbers)
+	}
+	k.subScaledRows = func(c []float32, ldc, rows, nc int, coef []float32, ldcoef int, cnt []int, b []float32, ldb int) {
+		subScaledRowsAVX512(&c[0], ldc, rows, nc, &coef[0], ldcoef, &cnt[0], &b[0], ldb, &laneNumbers)
 	}
 	return k
 }

@@ -53,7 +53,10 @@
 // (e^r − 1)/r, within 0.21 ulp); 2ⁿ is applied by VSCALEFPS (AVX-512) or
 // by two exponent-bit products (AVX2). Base 2 is the same code with other
 // constants. The float64 kernels compute the argument in float64 and use
-// ScalarExp (table-driven, within 3 ulp of math.Exp).
+// ScalarExp (table-driven, within 3 ulp of math.Exp). One exception:
+// OnlineExp2Rows in AVX-512 (attention's forward) rounds its argument
+// s − m once and skips the clamps a ≤ 0 makes useless (12 vector
+// instructions instead of 23; see its comment for the error).
 //
 // Sums are accumulated in float64; the float32 exponentials' sums in
 // assembly first add 4 terms per lane in float32 (relative error below

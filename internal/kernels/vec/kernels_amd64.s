@@ -118,6 +118,60 @@
 	VFMADD213PS  Z15, Z3, Z7;  \ // p = 1 + r·q(r)
 	VSCALEFPS    Z6, Z7, Z7      // p·2ⁿ
 
+// EXP2SHIFT512 is 2^(x − m) for the online softmax (onlineExp2RowsAVX512):
+// Z0 = x, Z30 = m (x ≤ m, the row's maximum, or NaN), constants from
+// LOADEXP512 (the base-2 table). Out: Z7. Clobbers Z3, Z6.
+//
+//	a = fl(x − m)              rounded once: exact where x ≥ m/2 (Sterbenz),
+//	                           so for every probability above 2^(−|m|/2)
+//	y = 2^a                    EXP2CORE512
+//
+// 12 instructions a vector where ARGSHIFT512 + EXPCORE512 take 23: no
+// rounding error term (TwoSum), no clamp of it, no product by log₂ of the
+// base, and no upper clamp (a ≤ 0). The rounding of x − m costs an entry
+// 2^(x−m) a relative error of at most 2⁻²⁴·ln 2·|x − m|: only the entries
+// far below the row's maximum, whose share of the row's sum is small, and
+// the scores x themselves carry a rounding of that size from the product
+// that made them (ops/attention's TestLargeLogits: the fused/decomposed
+// error ratios did not move).
+#define EXP2SHIFT512 \
+	VSUBPS Z30, Z0, Z3; \ // a = fl(x − m)
+	EXP2CORE512
+
+// EXP2CORE512: Z3 = a (an argument ≤ about 0, or NaN), base-2 constants from
+// LOADEXP512. Out: Z7 = 2^a within 1 ulp (the polynomial is within 0.56 ulp
+// of 2^r on |r| ≤ ½ in float32 arithmetic, the scaling exact). Clobbers
+// Z3, Z6.
+//
+//	a ← max(a, lo)             −Inf (a hidden lane) gives 0; NaN stays NaN
+//	n = round(a), r = a − n    exact, |r| ≤ ½
+//	y = (1 + r·q(r))·2ⁿ        q of degree 5, VSCALEFPS (0 below 2⁻¹⁴⁹)
+#define EXP2CORE512 \
+	VMAXPS      Z3, Z25, Z3; \ // a = max(lo, a), NaN kept
+	VRNDSCALEPS $0, Z3, Z6;  \ // n = round(a)
+	VSUBPS      Z6, Z3, Z3;  \ // r = a − n
+	EXP2POLY512
+
+// EXP2CORE2_512 is EXP2CORE512 for the argument a + e (Z3 = a, Z2 = e, a
+// finite e of at most half an ulp of a): r = (a − n) + e. Clobbers Z3, Z6.
+#define EXP2CORE2_512 \
+	VMAXPS      Z3, Z25, Z3; \
+	VRNDSCALEPS $0, Z3, Z6;  \
+	VSUBPS      Z6, Z3, Z3;  \
+	VADDPS      Z2, Z3, Z3;  \ // r = (a − n) + e
+	EXP2POLY512
+
+// EXP2POLY512: Z3 = r, Z6 = n. Out: Z7 = (1 + r·q(r))·2ⁿ.
+#define EXP2POLY512 \
+	VMOVAPS     Z21, Z7;     \
+	VFMADD213PS Z20, Z3, Z7; \
+	VFMADD213PS Z19, Z3, Z7; \
+	VFMADD213PS Z18, Z3, Z7; \
+	VFMADD213PS Z17, Z3, Z7; \
+	VFMADD213PS Z16, Z3, Z7; \ // q(r)
+	VFMADD213PS Z15, Z3, Z7; \ // p = 1 + r·q(r)
+	VSCALEFPS   Z6, Z7, Z7     // p·2ⁿ
+
 // SUM512(Z, Y) adds the 16 floats of Z (Y its low half), as float64, into Z14
 // (low 8) and Z13 (high 8).
 #define SUM512(Z, Y) \
@@ -1430,23 +1484,19 @@ oexp4:
 	CMPQ    AX, R14
 	JGT     oexp1
 	VMOVUPS (SI)(DI*4), Z0
-	ARGSHIFT512
-	EXPCORE512
+	EXP2SHIFT512
 	VMOVUPS Z7, (SI)(DI*4)
 	VMOVAPS Z7, Z12
 	VMOVUPS 64(SI)(DI*4), Z0
-	ARGSHIFT512
-	EXPCORE512
+	EXP2SHIFT512
 	VMOVUPS Z7, 64(SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
 	VMOVUPS 128(SI)(DI*4), Z0
-	ARGSHIFT512
-	EXPCORE512
+	EXP2SHIFT512
 	VMOVUPS Z7, 128(SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
 	VMOVUPS 192(SI)(DI*4), Z0
-	ARGSHIFT512
-	EXPCORE512
+	EXP2SHIFT512
 	VMOVUPS Z7, 192(SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
 	SUM512(Z12, Y12)
@@ -1462,8 +1512,7 @@ oexp1loop:
 	CMPQ    AX, R14
 	JGT     oexptail
 	VMOVUPS (SI)(DI*4), Z0
-	ARGSHIFT512
-	EXPCORE512
+	EXP2SHIFT512
 	VMOVUPS Z7, (SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
 	MOVQ    AX, DI
@@ -1480,8 +1529,7 @@ oexptail:
 	LANEMASK(AX, Z10, Z11, K2)
 	VMOVAPS Z31, Z0
 	VMOVUPS (SI)(DI*4), K1, Z0
-	ARGSHIFT512
-	EXPCORE512
+	EXP2SHIFT512
 	VMOVUPS Z7, K2, (SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
 	ADDQ    $16, DI
@@ -1559,8 +1607,6 @@ omaxset:
 	VMOVSS       X1, (R11)
 	ADDQ         $4, R11
 	VBROADCASTSS X1, Z30          // the next exp row's shift
-	VPXORD       Z29, Z29, Z29
-	VSUBPS       Z30, Z29, Z29
 	MOVQ         CX, R14
 	TESTQ        R13, R13
 	JZ           onext
@@ -1585,9 +1631,13 @@ odone:
 
 // EXPDS512 computes one vector of Exp2MulDiffRows from Z0 = s, Z10 = hi,
 // Z11 = lo, Z8 = dP, Z9 = D: Z7 = P = 2^((s − hi) − lo), Z8 = P·(dP − D).
+// The argument is exact here (ARGVEC512's TwoSum, 19 instructions where
+// EXPCORE512's 24 also clamp e and multiply by log₂ of the base): unlike
+// the forward's (EXP2SHIFT512), rounding it moved TestGradientOracle's
+// worst float32 fused/decomposed ratio from 0.83 to 1.04.
 #define EXPDS512 \
 	ARGVEC512;          \
-	EXPCORE512;         \
+	EXP2CORE2_512;      \
 	VSUBPS Z9, Z8, Z8;  \
 	VMULPS Z8, Z7, Z8
 
@@ -1679,6 +1729,62 @@ browdone:
 	ADDQ $8, R10
 	DECQ DX
 	JNZ  brow
+	VZEROUPPER
+	RET
+
+// func subScaledRowsAVX512(c *float32, ldc, rows, nc int, coef *float32, ldcoef int, cnt *int, b *float32, ldb int, iota *[16]int32)
+// Per row r (see SubScaledRows), per vector of its nc columns (the last
+// one masked: K1 the lanes inside the row): c's vector in a register, then
+// one FMA per j < cnt[r], c − coef[r,j]·b_j, then stored.
+TEXT ·subScaledRowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ      c+0(FP), DI
+	MOVQ      ldc+8(FP), R8
+	SHLQ      $2, R8
+	MOVQ      rows+16(FP), DX
+	MOVQ      nc+24(FP), R9
+	MOVQ      coef+32(FP), SI
+	MOVQ      ldcoef+40(FP), R10
+	SHLQ      $2, R10
+	MOVQ      cnt+48(FP), R11
+	MOVQ      b+56(FP), BX
+	MOVQ      ldb+64(FP), R12
+	SHLQ      $2, R12
+	MOVQ      iota+72(FP), AX
+	VMOVDQU32 (AX), Z10 // lane numbers
+
+srow:
+	MOVQ  (R11), CX // cnt[r]
+	TESTQ CX, CX
+	JLE   snext
+	XORQ  R13, R13  // column
+
+scol:
+	MOVQ      R9, AX
+	SUBQ      R13, AX
+	LANEMASK(AX, Z10, Z11, K1)
+	VMOVUPS.Z (DI)(R13*4), K1, Z0
+	LEAQ      (BX)(R13*4), R14 // &b[0][column]
+	MOVQ      SI, R15          // &coef[r][0]
+	MOVQ      CX, AX
+
+sstep:
+	VBROADCASTSS (R15), Z1
+	VFNMADD231PS (R14), Z1, K1, Z0 // c − coef·b
+	ADDQ         $4, R15
+	ADDQ         R12, R14
+	DECQ         AX
+	JNZ          sstep
+	VMOVUPS      Z0, K1, (DI)(R13*4)
+	ADDQ         $16, R13
+	CMPQ         R13, R9
+	JLT          scol
+
+snext:
+	ADDQ R8, DI
+	ADDQ R10, SI
+	ADDQ $8, R11
+	DECQ DX
+	JNZ  srow
 	VZEROUPPER
 	RET
 

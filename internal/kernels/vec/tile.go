@@ -24,8 +24,12 @@ import "fmt"
 // NaN among the visible scores makes its own entry and sum[r] NaN, and may
 // or may not reach m[r] (the AVX-512 maximum skips it, the others keep it).
 // The entries j ≥ v are never read: a NaN there does not reach the row.
-// In float32 the argument s − m is taken exactly (as Exp2ShiftSum does);
-// the sum adds at most 4 terms per lane in float32 before float64.
+// In float32 the AVX-512 kernel takes the argument as fl(s − m), rounded
+// once (exact where s ≥ m/2, so for every entry above 2^(−|m|/2); an entry
+// further below the row's maximum gets a relative error of at most
+// 2⁻²⁴·ln2·|s − m| more), in about half the instructions of an exact
+// argument; the other levels take it exactly (as Exp2ShiftSum does). The
+// sum adds at most 4 terms per lane in float32 before float64.
 func OnlineExp2Rows[T Float](s []T, ld, rows, cols int, n []int, m []T, sum []float64) {
 	if rows == 0 {
 		return
@@ -90,6 +94,57 @@ func Exp2MulDiffRows[T Float](p, ds []T, ld, rows, cols int, first []int, hi, lo
 		clear(dr[:f])
 		Exp2Shifts(pr[f:], pr[f:], hi[f:], lo[f:])
 		MulDiffs(dr[f:], pr[f:], dr[f:], delta[f:])
+	}
+}
+
+// SubScaledRows subtracts from each of rows rows of c (nc values at row
+// stride ldc) its own sequence of scaled rows of b:
+//
+//	c[r·ldc : r·ldc+nc] ← c[r·ldc : r·ldc+nc] − coef[r·ldcoef+j]·b[j·ldb : j·ldb+nc]
+//
+// for j = 0, 1, …, cnt[r]−1 in turn, each step one SubScaled (rounded once
+// per entry on AVX-512, where it is a fused multiply-add). Rows of b from
+// cnt[r] on are never read for row r: attention's products where each
+// query row sees its own prefix of the keys (the causal staircase of a
+// diagonal tile) run their rows' last keys here, one call per group of rows
+// instead of one SubScaled per row and key, whose call costs as much as
+// the arithmetic at d = 16 or 32.
+func SubScaledRows[T Float](c []T, ldc, rows, nc int, coef []T, ldcoef int, cnt []int, b []T, ldb int) {
+	if rows == 0 || nc == 0 {
+		return
+	}
+	cnt = cnt[:rows]
+	most := 0
+	for r, k := range cnt {
+		if k < 0 || (k > 0 && ldcoef < k && r < rows-1) {
+			panic(fmt.Sprintf("vec.SubScaledRows: row %d takes %d rows of b with coefficients at stride %d", r, k, ldcoef))
+		}
+		most = max(most, k)
+	}
+	if most == 0 {
+		return
+	}
+	checkTile("SubScaledRows", len(c), ldc, rows, nc)
+	checkTile("SubScaledRows", len(b), ldb, most, nc)
+	lastCoef := 0
+	for r := rows - 1; r >= 0; r-- {
+		if cnt[r] > 0 {
+			lastCoef = r*ldcoef + cnt[r]
+			break
+		}
+	}
+	if len(coef) < lastCoef {
+		panic(fmt.Sprintf("vec.SubScaledRows: %d coefficients, want %d", len(coef), lastCoef))
+	}
+	if is32[T]() && k32.subScaledRows != nil {
+		k32.subScaledRows(f32(c), ldc, rows, nc, f32(coef), ldcoef, cnt, f32(b), ldb)
+		return
+	}
+	for r, k := range cnt {
+		cr := c[r*ldc : r*ldc+nc]
+		for j := 0; j < k; j++ {
+			SubScaled(cr, cr, b[j*ldb:j*ldb+nc], coef[r*ldcoef+j])
+		}
 	}
 }
 

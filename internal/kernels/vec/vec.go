@@ -56,6 +56,9 @@ type kernels32 struct {
 	// row kernels.
 	onlineExp2Rows  func(s []float32, ld, rows, cols int, n []int, m []float32, sum []float64)
 	exp2MulDiffRows func(p, ds []float32, ld, rows, cols int, first []int, hi, lo, delta []float32)
+	// subScaledRows runs SubScaledRows on checked arguments with rows,
+	// nc ≥ 1 and some cnt[r] ≥ 1.
+	subScaledRows func(c []float32, ldc, rows, nc int, coef []float32, ldcoef int, cnt []int, b []float32, ldb int)
 	// transpose8 transposes the whole 8×8 blocks of a tile (nil: Go only).
 	transpose8 func(dst []float32, ldd int, src []float32, lds, rows, cols int)
 }
