@@ -16,9 +16,11 @@ import (
 // compares both with the float64 oracle: float64 to 1e-12 (max error relative to the largest
 // entry); float32 to a 2-norm error within max(4× the CPU kernels' own, 2e-6) and a max error
 // within max(8× the CPU kernels' own, 4e-6). The float32 device kernels accumulate scores,
-// outputs and gradients in float32 registers (dP and delta in float64), where the CPU kernels
-// sum in float64, so they are several times less accurate than the CPU op: on this grid (H100,
-// 2026-11-22) up to 7× in the 2-norm and 11× in the max norm, errors at most 1.3e-6 and 2.8e-6.
+// outputs and gradients in float32 registers (the tensor-core kernels of the default Exact
+// precision in float32 chains of 16), where the CPU kernels sum in float64, so they are
+// several times less accurate than the CPU op: on this grid (H100, 2026-11-23, Exact default)
+// up to 9.5× in the 2-norm and 20× in the max norm, errors at most 1.5e-6 and 3.0e-6 (FMA
+// kernels, 2026-11-22: 7× and 11×, 1.3e-6 and 2.8e-6).
 // The absolute floors are 30–70 float32 roundings; a wrong mask or index gives errors above
 // 1e-3. It skips unless a device is in use (a machine with a GPU); the rest of
 // this package's tests then exercise the device path too.
