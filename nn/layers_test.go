@@ -455,3 +455,33 @@ func TestGELUFloat32(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadsScatterZeroes: the scatter writes every element of its output,
+// zeros outside the heads' columns, into a buffer that starts as NaN (the
+// machine's buffers hold earlier values), for each sequence of the batch.
+func TestHeadsScatterZeroes(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	b, tt, h, d, c, off := 5, 7, 2, 4, 15, 3
+	k := headsOp{b: b, t: tt, h: h, d: d, off: off, c: c}
+	x := graph.NewTensor([]int{b, h, tt, d}, randSlice(rng, b*h*tt*d, 1, 0))
+	out := newDense(tensor.Float64, b*tt, c)
+	y := floats[float64](out)
+	for i := range y {
+		y[i] = math.NaN()
+	}
+	if err := k.do(out, []*tensor.Dense{x}); err != nil {
+		t.Fatal(err)
+	}
+	xs := floats[float64](x)
+	for r := 0; r < b*tt; r++ {
+		for j := 0; j < c; j++ {
+			want := 0.0
+			if i := (j - off) / d; j >= off && i < h {
+				want = xs[((r/tt*h+i)*tt+r%tt)*d+(j-off)%d]
+			}
+			if got := y[r*c+j]; got != want {
+				t.Fatalf("row %d column %d: %g, want %g", r, j, got, want)
+			}
+		}
+	}
+}
