@@ -33,6 +33,19 @@ func cpuKernels() Registry {
 	}
 }
 
+// Native reports whether b runs nodes of op kind on its own device: the
+// CPU every op (its values are host memory), another backend the kinds of
+// its registry (a node of any other kind runs on the host with copies).
+// Graph builders use it to choose between a fused op and its decomposition
+// into ops every backend has.
+func Native(b Backend, kind string) bool {
+	if _, ok := b.(cpuBackend); ok {
+		return true
+	}
+	_, ok := b.Kernels()[kind]
+	return ok
+}
+
 // hostData returns the elements of o as a []T, or nil when o has no host
 // buffer of element type T.
 func hostData[T elem](o Operand) []T {
