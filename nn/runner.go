@@ -95,8 +95,9 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	if n, ok := mulChecked(batch, seq, widest); !ok || n > maxElements {
 		return nil, fmt.Errorf("nn.NewRunner: batch %d × sequence length %d × width %d: activations of more than %d elements", batch, seq, widest, maxElements)
 	}
-	// The backend is opened first: the loss is the fused op where the
-	// backend runs it (machine.Native), its decomposition elsewhere.
+	// The backend is opened first: the scope builds fused ops (the loss,
+	// linear layers with their bias) where the backend runs them
+	// (machine.Native), their decompositions elsewhere.
 	be, err := machine.Open("")
 	if err != nil {
 		return nil, fmt.Errorf("nn.NewRunner: %w", err)
@@ -109,6 +110,7 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	}()
 	g := gorgonia.NewGraph()
 	s := NewScope(g, m.Dtype, mode == Train)
+	s.native = func(kind string) bool { return machine.Native(be, kind) }
 	r := &Runner{Model: m, Mode: mode, Batch: batch, Seq: seq, Scope: s, be: be}
 	if r.Tokens, err = IndexInput(g, "tokens", batch*seq); err != nil {
 		return nil, err
@@ -128,7 +130,7 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	}
 	if mode != Infer {
 		newLoss := NewCrossEntropy
-		if machine.Native(be, machine.OpKind(opBase{xentOp{}})) {
+		if s.fuses(xentOp{}) {
 			newLoss = NewFusedCrossEntropy
 		}
 		if r.Loss, err = newLoss(r.Logits, IgnoreIndex); err != nil {
