@@ -27,7 +27,7 @@ import (
 // into fewer than depthUnits strips, over a depth of at least depthMinK;
 // P·strips about depthUnits, parts of at least depthPart steps.
 const (
-	depthMaxOut = 1 << 16
+	depthMaxOut = 1 << 18
 	depthMinK   = 1024
 	depthPart   = 256
 	depthUnits  = 16
