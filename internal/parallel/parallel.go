@@ -67,8 +67,13 @@ func For(n, grain int, body func(lo, hi int)) {
 }
 
 // spinFor is how long an idle worker, and the caller waiting for the
-// workers, poll before blocking.
-const spinFor = 50 * time.Microsecond
+// workers, poll before blocking; every pollsPerYield polls they yield the
+// processor to any other thread ready to run (yield), so that polling costs
+// little where threads outnumber cores.
+const (
+	spinFor       = 50 * time.Microsecond
+	pollsPerYield = 16
+)
 
 // Worker states.
 const (
@@ -174,11 +179,11 @@ func (p *pool) wait() {
 	if p.done.Load() != w {
 		start := time.Now()
 		for i := 1; p.done.Load() != w; i++ {
-			if i%64 == 0 {
+			if i%pollsPerYield == 0 {
 				if time.Since(start) > spinFor {
 					break
 				}
-				runtime.Gosched()
+				yield()
 			}
 		}
 	}
@@ -209,11 +214,11 @@ func (wk *worker) await() bool {
 		if wk.state.Load() == stateJob {
 			return true
 		}
-		if i%64 == 0 {
+		if i%pollsPerYield == 0 {
 			if time.Since(start) > spinFor {
 				break
 			}
-			runtime.Gosched()
+			yield()
 		}
 	}
 	// A job opened between the last poll and the mark is seen here.
