@@ -86,10 +86,12 @@ func hostBuffered(in []Operand) bool {
 }
 
 // elemGrain is the fewest elements of an elementwise kernel worth a core of
-// its own (a few µs), elemBlock the unit the work is split in (a multiple of
-// the vector widths).
+// its own (a µs or two: these kernels are bound by memory, which more cores
+// read faster, and handing a chunk to a polling worker costs far less; the
+// same as nn's row kernels), elemBlock the unit the work is split in (a
+// multiple of the vector widths).
 const (
-	elemGrain = 32768
+	elemGrain = 8192
 	elemBlock = 1024
 )
 
