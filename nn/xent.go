@@ -110,7 +110,9 @@ func xentLoss[T float](x []T, t []int, v, ignore int) float64 {
 	}
 	rows := len(t)
 	nb := (rows + xentRows - 1) / xentRows
-	part := make([]float64, nb)
+	pp := getPartials(nb)
+	defer putPartials(pp)
+	part := *pp // every entry is written
 	parallel.For(nb, 1, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			s := 0.0
