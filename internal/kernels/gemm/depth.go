@@ -25,7 +25,9 @@ import (
 
 // Depth-split thresholds: C of at most depthMaxOut entries that Gemm cuts
 // into fewer than depthUnits strips, over a depth of at least depthMinK;
-// P·strips about depthUnits, parts of at least depthPart steps.
+// parts of at least depthPart steps, P chosen for depthUnits cores (a
+// constant, not GOMAXPROCS: the split must not depend on the machine's
+// load).
 const (
 	depthMaxOut = 1 << 18
 	depthMinK   = 1024
@@ -48,7 +50,20 @@ func depthSplit[T Float](kn *kernel[T], m, n, k int) (strips, width int, rows bo
 	if m*n > depthMaxOut || k < depthMinK || strips >= depthUnits {
 		return strips, width, rows, 1
 	}
-	return strips, width, rows, min((depthUnits+strips-1)/strips, k/depthPart)
+	// The P that finishes first on depthUnits cores, ⌈strips·P/units⌉/P
+	// product-parts of time (the smallest P of a tie), if it beats the
+	// strips alone (one strip-time) by a third; otherwise the partial sums
+	// would cost more than they save.
+	best, t := 1, 1 // time t/best
+	for p := 2; p <= min(depthUnits, k/depthPart); p++ {
+		if tp := (strips*p + depthUnits - 1) / depthUnits; tp*best < t*p {
+			best, t = p, tp
+		}
+	}
+	if 3*t > 2*best {
+		return strips, width, rows, 1
+	}
+	return strips, width, rows, best
 }
 
 // DepthParts returns how many depth parts GemmDepth cuts a product of C
