@@ -23,8 +23,9 @@ func supported(dt tensor.Dtype) bool {
 }
 
 // cpuBackend is the host: buffers are Go slices, Host views them without
-// copying, and every op runs as its Gorgonia op (UsePreallocDo into the
-// planned buffer), so it needs no kernel registry.
+// copying, and every op runs as its Gorgonia op (DoInto or UsePreallocDo
+// into the planned buffer) except the Gorgonia ops of its registry
+// (cpuKernels), which read and write the buffers directly.
 type cpuBackend struct{}
 
 // CPU returns the host backend.
@@ -41,7 +42,7 @@ func (b *hostBuffer) Dtype() tensor.Dtype { return b.dt }
 func (b *hostBuffer) Len() int            { return b.n }
 
 func (cpuBackend) Name() string      { return "cpu" }
-func (cpuBackend) Kernels() Registry { return nil }
+func (cpuBackend) Kernels() Registry { return cpuKernels() }
 func (cpuBackend) Close() error      { return nil }
 
 func (cpuBackend) Alloc(dt tensor.Dtype, n int) (Buffer, error) {

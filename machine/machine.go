@@ -440,7 +440,9 @@ func (m *Machine) build() error {
 		}
 		op := v.n.Op()
 		st := &step{v: v, op: op, args: make([]gorgonia.Value, len(v.ins))}
-		if mk, ok := kernels[OpKind(op)]; ok && !m.hostMem {
+		// On a host backend only the values the machine computes have
+		// buffers; a node reading an input or a constant runs as its op.
+		if mk, ok := kernels[OpKind(op)]; ok && (!m.hostMem || allBuffered(v.ins)) {
 			in := make([]Operand, len(v.ins))
 			for i, c := range v.ins {
 				in[i] = c.opnd

@@ -168,7 +168,10 @@ func colSum[T float](k colSumOp, s []T, in []*tensor.Dense) {
 	}
 	rows := len(g) / d
 	nb, per := colSumBlocks(rows, d)
-	part := make([]float64, nb*d)
+	pp := getPartials(nb * d)
+	defer putPartials(pp)
+	part := *pp
+	clear(part) // vec.ColSums adds to it
 	parallel.For(nb, 1, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			r0, r1 := b*per*d, min((b+1)*per, rows)*d

@@ -13,7 +13,11 @@
 // The ops nn defines (matrix product, bias and gain, normalization, GELU,
 // gather/scatter-add, head split/merge) implement gorgonia.Op, SDOp and
 // ADOp; each input's gradient is an op of its own (op.go). Softmax and
-// attention come from ops/softmax and ops/attention.
+// attention come from ops/softmax and ops/attention. Two fused ops, a
+// linear layer with its bias (linearOp) and the cross-entropy (xentOp), are
+// built only where the machine that runs the graph runs them on its device
+// (a Runner's scope asks machine.Native; the CPU does): elsewhere the same
+// layers are built from the ops above.
 //
 // Training:
 //

@@ -66,19 +66,20 @@ func (k headsOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 }
 
 func moveHeads[T float](k headsOp, y, x []T) {
-	if !k.split && k.h*k.d != k.c {
-		// The columns outside [off, off+h·d) of each row are 0.
-		for r := 0; r < k.b*k.t; r++ {
-			row := y[r*k.c : (r+1)*k.c]
-			clear(row[:k.off])
-			clear(row[k.off+k.h*k.d:])
-		}
-	}
+	zero := !k.split && k.h*k.d != k.c
 	// One head of one sequence: T rows of d, at a stride of C in the row
 	// layout and of d in the head layout.
 	parallel.For(k.b*k.h, max(1, rowGrain/max(k.t*k.d, 1)), func(lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
 			b, i := bh/k.h, bh%k.h
+			if zero && i == 0 {
+				// The columns outside [off, off+h·d) of sequence b's rows are 0.
+				for r := b * k.t; r < (b+1)*k.t; r++ {
+					row := y[r*k.c : (r+1)*k.c]
+					clear(row[:k.off])
+					clear(row[k.off+k.h*k.d:])
+				}
+			}
 			row := b*k.t*k.c + k.off + i*k.d
 			head := bh * k.t * k.d
 			if k.split {

@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
+	"github.com/flashgorgon/flashgorgon/machine"
 )
 
 // randSlice returns n standard normal draws scaled by s and shifted by c.
@@ -186,11 +187,15 @@ func TestGELU(t *testing.T) {
 
 func TestLinear(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
-	for _, bias := range []bool{true, false} {
+	for _, c := range []struct{ bias, fused bool }{{true, false}, {false, false}, {true, true}} {
+		bias := c.bias
 		m, in, out := 3, 4, 5
 		x, w, b := randSlice(rng, m*in, 1, 0), randSlice(rng, in*out, 1, 0), randSlice(rng, out, 1, 0)
 		build := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
-			if bias {
+			switch {
+			case c.fused:
+				return apply(linearOp{}, ns...)
+			case bias:
 				return LinearNode(ns[0], ns[1], ns[2])
 			}
 			return LinearNode(ns[0], ns[1], nil)
@@ -217,6 +222,61 @@ func TestLinear(t *testing.T) {
 		}
 		assertClose(t, "forward", runForward(t, build, inputs()...), want, 1e-12)
 		checkGrad(t, build, inputs(), graph.CheckOptions{})
+	}
+}
+
+// TestLinearFused: the fused linear layer gives the bits of the product and
+// then the bias (matmulOp, affineOp) in float32, at the sizes of a GPT's
+// layers (split over the cores by rows) and small ones; a scope whose
+// machine runs it builds it, another the two ops.
+func TestLinearFused(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	for _, s := range [][3]int{{2048, 64, 192}, {3, 4, 5}, {100, 256, 64}} {
+		m, in, out := s[0], s[1], s[2]
+		x, w, b := newDense(tensor.Float32, m, in), newDense(tensor.Float32, in, out), newDense(tensor.Float32, out)
+		for _, d := range []*tensor.Dense{x, w, b} {
+			fromF64(d, randSlice(rng, d.Shape().TotalSize(), 1, 0))
+		}
+		got, err := run(linearOp{}, x, w, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		xw, err := run(matmulOp{}, x, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := run(affineOp{shift: true, dims: 2}, xw, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range floats[float32](want) {
+			if g := floats[float32](got)[i]; g != v {
+				t.Fatalf("%v: y[%d] = %v, product and bias %v", s, i, g, v)
+			}
+		}
+	}
+	for _, native := range []bool{false, true} {
+		g := gorgonia.NewGraph()
+		sc := NewScope(g, tensor.Float64, false)
+		if native {
+			sc.native = func(string) bool { return true }
+		}
+		l, err := NewLinear("l", 4, 5, true, tensor.Float64, rng, 0.02)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := graph.Input(g, "x", graph.NewTensor([]int{3, 4}, randSlice(rng, 12, 1, 0)))
+		y, err := l.Forward(sc, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "nn.affineOp"
+		if native {
+			want = "nn.linearOp"
+		}
+		if k := machine.OpKind(y.Op()); k != want {
+			t.Fatalf("native %t: the layer's output is a %s, want %s", native, k, want)
+		}
 	}
 }
 
@@ -452,6 +512,36 @@ func TestGELUFloat32(t *testing.T) {
 		dtol := 4e-7 * (1 + 2*math.Abs(u)) * (math.Abs(dwant) + float64(g32[i])*math.Abs(v)*k*1e-3 + 1e-30)
 		if math.Abs(v) < 1e29 && math.Abs(float64(dys[i])-dwant) > dtol+1e-7*float64(g32[i]) {
 			t.Errorf("gelu'(%g)·%g = %g, want %g", v, g32[i], dys[i], dwant)
+		}
+	}
+}
+
+// TestHeadsScatterZeroes: the scatter writes every element of its output,
+// zeros outside the heads' columns, into a buffer that starts as NaN (the
+// machine's buffers hold earlier values), for each sequence of the batch.
+func TestHeadsScatterZeroes(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	b, tt, h, d, c, off := 5, 7, 2, 4, 15, 3
+	k := headsOp{b: b, t: tt, h: h, d: d, off: off, c: c}
+	x := graph.NewTensor([]int{b, h, tt, d}, randSlice(rng, b*h*tt*d, 1, 0))
+	out := newDense(tensor.Float64, b*tt, c)
+	y := floats[float64](out)
+	for i := range y {
+		y[i] = math.NaN()
+	}
+	if err := k.do(out, []*tensor.Dense{x}); err != nil {
+		t.Fatal(err)
+	}
+	xs := floats[float64](x)
+	for r := 0; r < b*tt; r++ {
+		for j := 0; j < c; j++ {
+			want := 0.0
+			if i := (j - off) / d; j >= off && i < h {
+				want = xs[((r/tt*h+i)*tt+r%tt)*d+(j-off)%d]
+			}
+			if got := y[r*c+j]; got != want {
+				t.Fatalf("row %d column %d: %g, want %g", r, j, got, want)
+			}
 		}
 	}
 }

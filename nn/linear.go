@@ -16,17 +16,8 @@ import (
 // The product is nn's MatMul (internal/kernels/gemm, SIMD micro-kernels); the bias is
 // nn's row-broadcast add, whose gradient is the column sum of ∂L/∂y.
 func LinearNode(x, w, b *gorgonia.Node) (*gorgonia.Node, error) {
-	if x == nil || w == nil {
-		return nil, fmt.Errorf("nn.Linear: x %v or weight %v is nil", x, w)
-	}
-	if x.Dims() != 2 || w.Dims() != 2 || x.Shape()[1] != w.Shape()[0] {
-		return nil, fmt.Errorf("nn.Linear: x %v and weight %v do not multiply (want x [M, In], weight [In, Out])", x.Shape(), w.Shape())
-	}
-	if b != nil && (b.Dims() != 1 || b.Shape()[0] != w.Shape()[1]) {
-		return nil, fmt.Errorf("nn.Linear: bias has shape %v, want [%d] for weight %v", b.Shape(), w.Shape()[1], w.Shape())
-	}
-	if x.Dtype() != w.Dtype() {
-		return nil, fmt.Errorf("nn.Linear: x has dtype %v, weight %v", x.Dtype(), w.Dtype())
+	if err := checkLinear(x, w, b); err != nil {
+		return nil, err
 	}
 	y, err := MatMul(x, w, false, false)
 	if err != nil {
@@ -36,6 +27,24 @@ func LinearNode(x, w, b *gorgonia.Node) (*gorgonia.Node, error) {
 		return y, nil
 	}
 	return applyAffine(y, nil, b)
+}
+
+// checkLinear returns an error naming the shapes or dtypes of x, w and b
+// (may be nil) that do not make a linear layer.
+func checkLinear(x, w, b *gorgonia.Node) error {
+	if x == nil || w == nil {
+		return fmt.Errorf("nn.Linear: x %v or weight %v is nil", x, w)
+	}
+	if x.Dims() != 2 || w.Dims() != 2 || x.Shape()[1] != w.Shape()[0] {
+		return fmt.Errorf("nn.Linear: x %v and weight %v do not multiply (want x [M, In], weight [In, Out])", x.Shape(), w.Shape())
+	}
+	if b != nil && (b.Dims() != 1 || b.Shape()[0] != w.Shape()[1]) {
+		return fmt.Errorf("nn.Linear: bias has shape %v, want [%d] for weight %v", b.Shape(), w.Shape()[1], w.Shape())
+	}
+	if x.Dtype() != w.Dtype() {
+		return fmt.Errorf("nn.Linear: x has dtype %v, weight %v", x.Dtype(), w.Dtype())
+	}
+	return nil
 }
 
 // Linear is a fully connected layer y = x·W + b with W [In, Out] and an
@@ -79,6 +88,12 @@ func (l *Linear) Forward(s *Scope, x *gorgonia.Node) (*gorgonia.Node, error) {
 	var b *gorgonia.Node
 	if l.B != nil {
 		b = s.Node(l.B)
+		if s.fuses(linearOp{}) {
+			if err := checkLinear(x, s.Node(l.W), b); err != nil {
+				return nil, err
+			}
+			return apply(linearOp{}, x, s.Node(l.W), b)
+		}
 	}
 	return LinearNode(x, s.Node(l.W), b)
 }

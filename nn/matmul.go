@@ -63,11 +63,14 @@ func (k matmulOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 	m, n, kk, _ := k.dims(a.Shape(), b.Shape())
 	lda, ldb := a.Shape()[1], b.Shape()[1]
 	var err error
+	// GemmDepth: a small product over a long depth (a weight gradient,
+	// xᵀ·g over batch·context rows) is split along the depth, so that
+	// every core has a part; any other product is Gemm's.
 	switch a.Dtype() {
 	case tensor.Float32:
-		err = gemm.Gemm(k.tA, k.tB, m, n, kk, 1, floats[float32](a), lda, floats[float32](b), ldb, 0, floats[float32](out), n)
+		err = gemm.GemmDepth(k.tA, k.tB, m, n, kk, floats[float32](a), lda, floats[float32](b), ldb, floats[float32](out), n)
 	default:
-		err = gemm.Gemm(k.tA, k.tB, m, n, kk, 1, floats[float64](a), lda, floats[float64](b), ldb, 0, floats[float64](out), n)
+		err = gemm.GemmDepth(k.tA, k.tB, m, n, kk, floats[float64](a), lda, floats[float64](b), ldb, floats[float64](out), n)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", k.name(), err)

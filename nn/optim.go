@@ -29,6 +29,7 @@ type AdamW struct {
 	params []*Param
 	m, v   []*tensor.Dense
 	t      int
+	spans  []span // the parameters' blocks (spansOf)
 }
 
 // NewAdamW returns an AdamW over params with zeroed moments at step 0. The
@@ -40,7 +41,7 @@ func NewAdamW(params []*Param, beta1, beta2, eps, weightDecay float64) (*AdamW, 
 	if err := checkParamList("nn.NewAdamW", params); err != nil {
 		return nil, err
 	}
-	o := &AdamW{Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay, params: params}
+	o := &AdamW{Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay, params: params, spans: spansOf(params)}
 	for _, p := range params {
 		if err := checkFloat("nn.NewAdamW: parameter "+p.Name, p.Value.Dtype()); err != nil {
 			return nil, err
@@ -140,27 +141,47 @@ func (o *AdamW) step(grads []*tensor.Dense, lr float64) {
 	o.t++
 	c1 := 1 - math.Pow(o.Beta1, float64(o.t))
 	c2 := 1 - math.Pow(o.Beta2, float64(o.t))
-	for i, p := range o.params {
-		decay := 0.0
-		if p.Decay {
-			decay = lr * o.WeightDecay
+	// One loop over blocks of every parameter (vec.AdamW: float64
+	// arithmetic, each entry on its own, so the split changes no bit).
+	parallel.For(len(o.spans), 1, func(lo, hi int) {
+		for _, sp := range o.spans[lo:hi] {
+			p := o.params[sp.i]
+			h := vec.AdamWStep{Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, LR: lr, C1: c1, C2: c2}
+			if p.Decay {
+				h.Decay = lr * o.WeightDecay
+			}
+			switch p.Value.Dtype() {
+			case tensor.Float32:
+				adamw(floats[float32](p.Value), floats[float32](grads[sp.i]), floats[float32](o.m[sp.i]), floats[float32](o.v[sp.i]), sp.lo, sp.hi, &h)
+			default:
+				adamw(floats[float64](p.Value), floats[float64](grads[sp.i]), floats[float64](o.m[sp.i]), floats[float64](o.v[sp.i]), sp.lo, sp.hi, &h)
+			}
 		}
-		switch p.Value.Dtype() {
-		case tensor.Float32:
-			adamw(o, floats[float32](p.Value), floats[float32](grads[i]), floats[float32](o.m[i]), floats[float32](o.v[i]), lr, decay, c1, c2)
-		default:
-			adamw(o, floats[float64](p.Value), floats[float64](grads[i]), floats[float64](o.m[i]), floats[float64](o.v[i]), lr, decay, c1, c2)
-		}
-	}
+	})
 }
 
-// adamw updates one parameter (vec.AdamW: float64 arithmetic, each entry
-// on its own) in blocks over the cores.
-func adamw[T float](o *AdamW, p, g, m, v []T, lr, decay, c1, c2 float64) {
-	h := vec.AdamWStep{Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, LR: lr, Decay: decay, C1: c1, C2: c2}
-	parallel.For(len(p), 16384, func(lo, hi int) {
-		vec.AdamW(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], &h)
-	})
+// adamw updates entries [lo, hi) of one parameter.
+func adamw[T float](p, g, m, v []T, lo, hi int, h *vec.AdamWStep) {
+	vec.AdamW(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], h)
+}
+
+// span is entries [lo, hi) of parameter i: the optimizer's unit of work.
+type span struct{ i, lo, hi int }
+
+// spanLen is the most entries of a span (a few µs of AdamW on one core).
+const spanLen = 16384
+
+// spansOf cuts every parameter into spans of at most spanLen entries, in
+// order.
+func spansOf(params []*Param) []span {
+	var out []span
+	for i, p := range params {
+		n := p.Value.Shape().TotalSize()
+		for lo := 0; lo < n; lo += spanLen {
+			out = append(out, span{i, lo, min(lo+spanLen, n)})
+		}
+	}
+	return out
 }
 
 func describe(t *tensor.Dense) string {
@@ -177,38 +198,50 @@ func describe(t *tensor.Dense) string {
 // error). A non-finite norm is returned as is and the gradients are left
 // untouched, so that the caller can skip the step.
 func ClipGradNorm(grads []*tensor.Dense, maxNorm float64) float64 {
-	ss := 0.0
-	for _, g := range grads {
-		if g == nil {
-			continue
-		}
-		switch d := g.Data().(type) {
-		case []float32:
-			ss += vec.Dot(d, d) // products and sum in float64
-		case []float64:
-			for _, x := range d {
-				ss += x * x
+	// The squares of each gradient on the cores (vec.Dot: products and sum
+	// in float64), then their sum in order: the bits of a serial loop.
+	part := make([]float64, len(grads))
+	parallel.For(len(grads), 1, func(lo, hi int) {
+		for i, g := range grads[lo:hi] {
+			if g == nil {
+				continue
+			}
+			switch d := g.Data().(type) {
+			case []float32:
+				part[lo+i] = vec.Dot(d, d)
+			case []float64:
+				ss := 0.0
+				for _, x := range d {
+					ss += x * x
+				}
+				part[lo+i] = ss
 			}
 		}
+	})
+	ss := 0.0
+	for _, p := range part {
+		ss += p
 	}
 	norm := math.Sqrt(ss)
 	if !(maxNorm > 0) || !(norm > maxNorm) || math.IsInf(norm, 0) {
 		return norm
 	}
 	scale := maxNorm / norm
-	for _, g := range grads {
-		if g == nil {
-			continue
-		}
-		switch d := g.Data().(type) {
-		case []float32:
-			vec.Scale(d, float32(scale))
-		case []float64:
-			for i := range d {
-				d[i] *= scale
+	parallel.For(len(grads), 1, func(lo, hi int) {
+		for _, g := range grads[lo:hi] {
+			if g == nil {
+				continue
+			}
+			switch d := g.Data().(type) {
+			case []float32:
+				vec.Scale(d, float32(scale))
+			case []float64:
+				for i := range d {
+					d[i] *= scale
+				}
 			}
 		}
-	}
+	})
 	return norm
 }
 

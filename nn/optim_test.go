@@ -15,13 +15,15 @@ func TestAdamWAgainstReference(t *testing.T) {
 	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 		w := newParam("w", dt, true, 3, 4)
 		b := newParam("b", dt, false, 4)
+		big := newParam("big", dt, true, 200, 201) // several spans
 		w.fillNormal(rng, 1)
 		b.fillNormal(rng, 1)
-		params := []*Param{w, b}
+		big.fillNormal(rng, 1)
+		params := []*Param{w, b, big}
 		// The reference keeps its own float64 copies of parameters and moments.
-		ref := make([][]float64, 2)
-		m := make([][]float64, 2)
-		v := make([][]float64, 2)
+		ref := make([][]float64, len(params))
+		m := make([][]float64, len(params))
+		v := make([][]float64, len(params))
 		for i, p := range params {
 			ref[i] = toF64(p.Value)
 			m[i] = make([]float64, p.Size())
@@ -32,7 +34,10 @@ func TestAdamWAgainstReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		for step := 1; step <= 5; step++ {
-			grads := []*tensor.Dense{newDense(dt, 3, 4), newDense(dt, 4)}
+			grads := make([]*tensor.Dense, len(params))
+			for i, p := range params {
+				grads[i] = newDense(dt, p.Value.Shape()...)
+			}
 			for i, g := range grads {
 				gs := randSlice(rng, g.Shape().TotalSize(), 1, 0)
 				fromF64(g, gs)

@@ -10,6 +10,8 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/machine"
 )
 
 // Param is one trainable tensor of a model. Its Value is shared by every
@@ -237,6 +239,16 @@ type Scope struct {
 	order  []*Param
 	masks  []dropoutMask
 	serial int
+	// native reports whether the machine that will run the graph runs an
+	// op kind on its device (machine.Native); nil: build only ops that
+	// every backend runs (no fused ops).
+	native func(kind string) bool
+}
+
+// fuses reports whether the scope builds the fused op k, which the
+// machine running the graph must run on its device (see Runner).
+func (s *Scope) fuses(k kernel) bool {
+	return s.native != nil && s.native(machine.OpKind(opBase{k}))
 }
 
 // NewScope starts an empty scope on g.

@@ -69,6 +69,7 @@ type Runner struct {
 	bound      []*Param // the parameters the graph reads
 	grads      []*gorgonia.Node
 	vm         *machine.Machine
+	be         machine.Backend  // vm's backend, which the runner opened and closes
 	paramNodes []*gorgonia.Node // the input nodes of params (Train mode)
 	dev        *deviceStep      // AdamW on the machine's device (Train mode), or nil
 	devOpt     *AdamW           // the optimizer devErr refers to
@@ -94,10 +95,23 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 	if n, ok := mulChecked(batch, seq, widest); !ok || n > maxElements {
 		return nil, fmt.Errorf("nn.NewRunner: batch %d × sequence length %d × width %d: activations of more than %d elements", batch, seq, widest, maxElements)
 	}
+	// The backend is opened first: the scope builds fused ops (the loss,
+	// linear layers with their bias) where the backend runs them
+	// (machine.Native), their decompositions elsewhere.
+	be, err := machine.Open("")
+	if err != nil {
+		return nil, fmt.Errorf("nn.NewRunner: %w", err)
+	}
+	made := false
+	defer func() {
+		if !made {
+			be.Close()
+		}
+	}()
 	g := gorgonia.NewGraph()
 	s := NewScope(g, m.Dtype, mode == Train)
-	r := &Runner{Model: m, Mode: mode, Batch: batch, Seq: seq, Scope: s}
-	var err error
+	s.native = func(kind string) bool { return machine.Native(be, kind) }
+	r := &Runner{Model: m, Mode: mode, Batch: batch, Seq: seq, Scope: s, be: be}
 	if r.Tokens, err = IndexInput(g, "tokens", batch*seq); err != nil {
 		return nil, err
 	}
@@ -115,7 +129,11 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 		return nil, err
 	}
 	if mode != Infer {
-		if r.Loss, err = NewCrossEntropy(r.Logits, IgnoreIndex); err != nil {
+		newLoss := NewCrossEntropy
+		if s.fuses(xentOp{}) {
+			newLoss = NewFusedCrossEntropy
+		}
+		if r.Loss, err = newLoss(r.Logits, IgnoreIndex); err != nil {
 			return nil, err
 		}
 	}
@@ -144,9 +162,10 @@ func (m *GPT) NewRunner(batch, seq int, mode Mode) (*Runner, error) {
 		}
 	}
 	resident = append(resident, r.paramNodes...)
-	if r.vm, err = machine.New(g, machine.Keep(keep...), machine.Resident(resident...)); err != nil {
+	if r.vm, err = machine.New(g, machine.Keep(keep...), machine.Resident(resident...), machine.WithBackend(be)); err != nil {
 		return nil, fmt.Errorf("nn.NewRunner: %w", err)
 	}
+	made = true
 	return r, nil
 }
 
@@ -171,10 +190,15 @@ func (r *Runner) Close() error {
 		r.dev = nil
 		if err != nil {
 			r.vm.Close()
+			r.be.Close()
 			return fmt.Errorf("nn.Runner.Close: %w", err)
 		}
 	}
-	return r.vm.Close()
+	err := r.vm.Close()
+	if e := r.be.Close(); err == nil {
+		err = e
+	}
+	return err
 }
 
 // Run feeds tokens (and, outside Infer mode, targets; IgnoreIndex skips a

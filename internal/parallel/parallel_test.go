@@ -1,8 +1,14 @@
 package parallel
 
 import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestForCoversEachItemOnce checks that every index in [0, n) is visited
@@ -23,4 +29,139 @@ func TestForCoversEachItemOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkFor times For over a small loop split over every worker (a
+// training step's elementwise op at a small width): what each call pays for
+// handing chunks to the workers and waiting for them.
+func BenchmarkFor(b *testing.B) {
+	for _, n := range []int{Workers(), 64 * 1024} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			x := make([]float32, n)
+			for i := 0; i < b.N; i++ {
+				For(n, n/Workers(), func(lo, hi int) {
+					for j := lo; j < hi; j++ {
+						x[j] += 1
+					}
+				})
+			}
+		})
+	}
+}
+
+// chunks runs For and returns the ranges body was called on, sorted.
+func chunks(n, grain int) [][2]int {
+	var mu sync.Mutex
+	var got [][2]int
+	For(n, grain, func(lo, hi int) {
+		mu.Lock()
+		got = append(got, [2]int{lo, hi})
+		mu.Unlock()
+	})
+	sort.Slice(got, func(i, j int) bool { return got[i][0] < got[j][0] })
+	return got
+}
+
+// TestForChunks checks the split: w = min(GOMAXPROCS, ⌈n/grain⌉) chunks
+// [i·n/w, (i+1)·n/w), whichever goroutine runs them, for several
+// GOMAXPROCS (the pool grows and keeps idle workers).
+func TestForChunks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 3, 8, 16, 5} {
+		runtime.GOMAXPROCS(procs)
+		for _, tc := range []struct{ n, grain int }{{1, 1}, {7, 1}, {16, 1}, {100, 7}, {1000, 1}, {1025, 64}} {
+			t.Run(fmt.Sprintf("procs=%d/n=%d/grain=%d", procs, tc.n, tc.grain), func(t *testing.T) {
+				w := min(procs, (tc.n+tc.grain-1)/tc.grain)
+				for rep := 0; rep < 20; rep++ {
+					got := chunks(tc.n, tc.grain)
+					if len(got) != w {
+						t.Fatalf("%d chunks %v, want %d", len(got), got, w)
+					}
+					for i, c := range got {
+						if want := [2]int{i * tc.n / w, (i + 1) * tc.n / w}; c != want {
+							t.Fatalf("chunk %d is %v, want %v (all: %v)", i, c, want, got)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestForNestedAndConcurrent calls For from inside a body and from several
+// goroutines at once (the pool serves one; the others start goroutines):
+// every index is still visited once. Run with -race.
+func TestForNestedAndConcurrent(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(4)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rep := 0; rep < 50; rep++ {
+				const outer, inner = 13, 37
+				hits := make([]int32, outer*inner)
+				For(outer, 1, func(lo, hi int) {
+					for i := lo; i < hi; i++ {
+						For(inner, 4, func(a, b int) {
+							for j := a; j < b; j++ {
+								atomic.AddInt32(&hits[i*inner+j], 1)
+							}
+						})
+					}
+				})
+				for i, h := range hits {
+					if h != 1 {
+						errs <- fmt.Errorf("index %d visited %d times", i, h)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestForPanicOnCaller: a body that panics on the calling goroutine (with
+// one core For runs it there) leaves the pool usable, and so does a panic in
+// the chunks that the caller takes while workers run the others.
+func TestForPanicOnCaller(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 4} {
+		runtime.GOMAXPROCS(procs)
+		caller := goid()
+		panicked := false
+		// The caller takes a chunk unless the workers took them all first
+		// (a loaded machine): try again then.
+		for try := 0; try < 20 && !panicked; try++ {
+			func() {
+				defer func() { panicked = recover() != nil }()
+				For(1024, 1, func(lo, hi int) {
+					if goid() == caller {
+						panic("boom")
+					}
+					time.Sleep(time.Millisecond)
+				})
+			}()
+		}
+		if !panicked {
+			t.Fatalf("procs=%d: the caller never took a chunk", procs)
+		}
+		if got := chunks(64, 1); len(got) != procs {
+			t.Fatalf("procs=%d: after the panic, %d chunks", procs, len(got))
+		}
+	}
+}
+
+// goid returns the calling goroutine's id (from its stack header).
+func goid() string {
+	var b [64]byte
+	f := strings.Fields(string(b[:runtime.Stack(b[:], false)]))
+	return f[1]
 }

@@ -1,0 +1,53 @@
+package gemm
+
+import (
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+)
+
+// GemmBias computes
+//
+//	C = op(A)·op(B) + 1·biasᵀ      op(A) [m, k], op(B) [k, n], bias [n], C [m, n]
+//
+// (a linear layer's x·W + b) as Gemm with alpha 1 and beta 0 followed by
+// the addition of bias to every row of C, each product entry rounded and
+// then the sum: the bits of Gemm and then vec.Add. Each core adds the bias
+// to the strip of rows it has just computed, still in its cache, instead of
+// a pass over C of its own. Arguments and errors are Gemm's; bias has at
+// least n entries.
+func GemmBias[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, bias []T, c []T, ldc int) error {
+	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
+		return err
+	}
+	bias = bias[:n]
+	addBias := func(r0, r1 int) {
+		for i := r0; i < r1; i++ {
+			row := c[i*ldc : i*ldc+n]
+			vec.Add(row, row, bias)
+		}
+	}
+	kn := kernelFor[T]()
+	if m < n || 2*m*n*k < parallelFlops {
+		// Gemm splits the columns (or runs on one core): then one pass.
+		if err := Gemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc); err != nil {
+			return err
+		}
+		parallel.For(m, max(1, 8192/max(n, 1)), addBias)
+		return nil
+	}
+	// Gemm's split by strips of rows (see Gemm), each strip's bias after it.
+	units := (m + kn.mr - 1) / kn.mr
+	grain := max(1, parallelFlops/(2*kn.mr*n*k))
+	parallel.For(units, grain, func(lo, hi int) {
+		r0, r1 := lo*kn.mr, min(hi*kn.mr, m)
+		aOff := r0 * lda
+		if tA {
+			aOff = r0
+		}
+		w := getWorkspace[T]()
+		w.gemm(kn, tA, tB, r1-r0, n, k, 1, a[aOff:], lda, b, ldb, 0, c[r0*ldc:], ldc)
+		putWorkspace(w)
+		addBias(r0, r1)
+	})
+	return nil
+}
