@@ -10,8 +10,6 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-
-	"github.com/flashgorgon/flashgorgon/machine"
 )
 
 // Param is one trainable tensor of a model. Its Value is shared by every
@@ -248,7 +246,7 @@ type Scope struct {
 // fuses reports whether the scope builds the fused op k, which the
 // machine running the graph must run on its device (see Runner).
 func (s *Scope) fuses(k kernel) bool {
-	return s.native != nil && s.native(machine.OpKind(opBase{k}))
+	return s.native != nil && s.native(opBase{k}.OpKind())
 }
 
 // NewScope starts an empty scope on g.
