@@ -355,10 +355,7 @@ func (c *cudaBackend) matmul(op gorgonia.Op, out Operand, in []Operand) (Kernel,
 	if !ok || err != nil || len(in[0].Shape) != 2 || len(in[1].Shape) != 2 || len(out.Shape) != 2 {
 		return nil, err
 	}
-	k := in[0].Shape[1]
-	if sp.TransA {
-		k = in[0].Shape[0]
-	}
+	k := pick(sp.TransA, in[0].Shape[0], in[0].Shape[1])
 	p := cuda.GemmParams{TransA: sp.TransA, TransB: sp.TransB, M: out.Shape[0], N: out.Shape[1], K: k, Alpha: 1, A: x[0], B: x[1], C: y}
 	return func() error { return cuda.Gemm(p) }, nil
 }

@@ -69,8 +69,8 @@ func movesOf(op gorgonia.Op, dt tensor.Dtype, in []tensor.Shape, out tensor.Shap
 	if err != nil {
 		return nil, false, nil // not a movement op this function understands: the host runs it
 	}
-	src, ok := hostElements(res)
-	if !ok || len(src) != size(out) {
+	src, err := float64s(res, dt)
+	if err != nil || len(src) != size(out) {
 		return nil, false, nil
 	}
 	// from[k][i] is the output position of input k's element i (-1: not moved); an element
@@ -151,26 +151,19 @@ func movesOf(op gorgonia.Op, dt tensor.Dtype, in []tensor.Shape, out tensor.Shap
 	return moves, true, nil
 }
 
-// hostElements returns a host value's elements in row-major order (a view materialized).
-func hostElements(v gorgonia.Value) ([]float64, bool) {
-	if t, ok := v.(tensor.View); ok && t.IsMaterializable() {
-		v = t.Materialize().(gorgonia.Value)
+// float64s returns the elements of v, a value of dt, as float64 (elements' traversal: a view
+// materialized, a scalar as one element).
+func float64s(v gorgonia.Value, dt tensor.Dtype) ([]float64, error) {
+	if dt == tensor.Float64 {
+		e, err := elements[float64](v)
+		return append([]float64(nil), e...), err
 	}
-	switch d := v.Data().(type) {
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out, true
-	case []float64:
-		return append([]float64(nil), d...), true
-	case float32:
-		return []float64{float64(d)}, true
-	case float64:
-		return []float64{d}, true
+	e, err := elements[float32](v)
+	out := make([]float64, len(e))
+	for i, x := range e {
+		out[i] = float64(x)
 	}
-	return nil, false
+	return out, err
 }
 
 // fitAffine is fitAffineOff for a map known to start at 0.

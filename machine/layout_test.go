@@ -146,7 +146,10 @@ func TestMovesOf(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, _ := hostElements(res)
+				want, err := float64s(res, dt)
+				if err != nil {
+					t.Fatal(err)
+				}
 				got := applyMoves(moves, host, size(out.Shape()))
 				for i := range want {
 					if got[i] != want[i] {
