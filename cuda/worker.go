@@ -30,7 +30,6 @@ type state struct {
 	smemMax  int // largest dynamic shared memory a block may opt in to
 	sms      int
 	driver   int
-	modules  map[string]cuModule
 	funcs    map[string]*kernel
 	pool     pool
 	gen      uint64     // counts the contexts made: a Buffer is valid only in the one it was allocated in
@@ -181,7 +180,6 @@ func ensureContext(s *state) error {
 		log.Printf("flashgorgon: %s: primary context unusable (%v); using a context of our own", devName, err)
 	}
 	s.live = true
-	s.modules = map[string]cuModule{}
 	s.funcs = map[string]*kernel{}
 	return nil
 }
@@ -213,7 +211,7 @@ func (s *state) reset() {
 	s.gen++
 	s.blas, s.blasWork = 0, 0 // destroyed with the context
 	s.stream, s.rec = 0, 0
-	s.modules, s.funcs, s.live = nil, nil, false
+	s.funcs, s.live = nil, false
 }
 
 // Enabled reports whether the ops run on a CUDA device. The first call looks for one (unless
@@ -309,22 +307,22 @@ func openDevice(s *state, ordinal int) error {
 	return ensureContext(s)
 }
 
-// function returns the kernel called name from the module built from kernels/<module>.cu,
-// loading (JIT-compiling) the module at its first use, and allows it smem bytes of dynamic
-// shared memory.
+// function returns the kernel called name from kernels/<module>.cu, loading (JIT-compiling)
+// it alone at its first use (ptxKernel), and allows it smem bytes of dynamic shared memory.
 func (s *state) function(module, name string, smem int) (*kernel, error) {
 	k := s.funcs[name]
 	if k == nil {
-		m, ok := s.modules[module]
-		if !ok {
-			ptx, err := ptxSource(module)
-			if err != nil {
-				return nil, err
-			}
-			if m, err = moduleLoad(module, ptx); err != nil {
-				return nil, err
-			}
-			s.modules[module] = m
+		src, err := ptxSource(module)
+		if err != nil {
+			return nil, err
+		}
+		ptx, err := ptxKernel(src, name)
+		if err != nil {
+			return nil, fmt.Errorf("%w (module %s)", err, module)
+		}
+		m, err := moduleLoad(module+"."+name, ptx)
+		if err != nil {
+			return nil, err
 		}
 		fn, err := moduleFunction(m, name)
 		if err != nil {
