@@ -2,6 +2,9 @@ package cuda
 
 import (
 	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +14,9 @@ import (
 // the first closing brace at the start of a line: a second reading of the rule ptxKernel
 // implements line by line.
 var entryBlock = regexp.MustCompile(`(?ms)^(?:\.visible |\.weak )?\.entry ([A-Za-z_$][\w$]*)\(.*?^\}\n`)
+
+// inlinedAt is the inlining part of a .loc line (", function_name $L__info_string3, inlined_at 1 547 5").
+var inlinedAt = regexp.MustCompile(`, function_name \$L__info_string\d+, inlined_at \d+ \d+ \d+`)
 
 // TestPTXKernel checks, on every embedded module, that each kernel's PTX is the module with
 // exactly the other kernels' definitions removed: nothing else lost, nothing added.
@@ -68,6 +74,53 @@ func TestPTXKernelErrors(t *testing.T) {
 	} {
 		if _, err := ptxKernel(tc.src, tc.name); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ptxKernel(%s): error %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestPTXKernelCompiles hands every kernel's own module (ptxKernel) to ptxas, as the driver's
+// JIT does at a kernel's first use: a developer's check on a machine with CUDA's ptxas and no
+// GPU. FLASHGORGON_PTXAS names the ptxas binary (the test skips without it), and
+// FLASHGORGON_PTXAS_ARCH the target (default sm_80). CUDA 11.8's ptxas crashes (SIGSEGV) on
+// the inlined-at line info nvcc 11.8 itself writes, whole modules included, while the driver's
+// JIT takes it; the copy given to ptxas drops that part of the .loc lines (inlinedAt).
+func TestPTXKernelCompiles(t *testing.T) {
+	ptxas := os.Getenv("FLASHGORGON_PTXAS")
+	if ptxas == "" {
+		t.Skip("FLASHGORGON_PTXAS (a ptxas binary) not set")
+	}
+	arch := os.Getenv("FLASHGORGON_PTXAS_ARCH")
+	if arch == "" {
+		arch = "sm_80"
+	}
+	files, err := fs.Glob(ptxFiles, "ptx/*.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range files {
+		module := strings.TrimSuffix(strings.TrimPrefix(f, "ptx/"), ".ptx")
+		src, err := ptxSource(module)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range entryBlock.FindAllStringSubmatch(src, -1) {
+			name := m[1]
+			t.Run(module+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				ptx, err := ptxKernel(src, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				in := filepath.Join(dir, name+".ptx")
+				if err := os.WriteFile(in, []byte(inlinedAt.ReplaceAllString(ptx, "")), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := exec.Command(ptxas, "-arch="+arch, "-O3", in, "-o", filepath.Join(dir, name+".cubin")).CombinedOutput()
+				if err != nil {
+					t.Fatalf("ptxas -arch=%s on %s's own module: %v\n%s", arch, name, err, out)
+				}
+			})
 		}
 	}
 }
