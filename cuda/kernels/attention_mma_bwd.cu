@@ -359,20 +359,6 @@ __device__ __forceinline__ void fg_bwd_ldm_ab(float (&o)[D / 8][4], const float 
   }
 }
 
-// fg_bwd_lane_rows loads what the dQ kernels need of a lane's two query rows r0 and r0 + 8 (an
-// mma fragment's rows): the visible key prefix, and L·log2(e) and delta from the preprocessing
-// pass (fg_attn_bwd_mma_pre); all zero beyond Nq.
-__device__ __forceinline__ void fg_bwd_lane_rows(const fg_attn_params& p, int b, int h, int r0, int lim[2], float l2[2],
-                                                 float dl[2]) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-    l2[r] = x.x, dl[r] = x.y;
-  }
-}
-
 }  // namespace
 
 // fg_attn_bwd_mma_pre: grid ceil(B*H*Nq / 4), 128 threads, a warp per query row (the lanes sum
@@ -381,11 +367,18 @@ extern "C" __global__ void __launch_bounds__(128) fg_attn_bwd_mma_pre(const fg_a
   const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= (int64_t)p.b * p.h * p.nq) return;  // the whole warp leaves together
-  const double s = fg_attn_row_delta<float>(p, row, lane);
+  const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
+  const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
+  const float* o = (const float*)p.o + off;
+  const float* dO = (const float*)p.do_ + off;
+  double s = 0;
+  for (int c = lane; c < p.d; c += 32) s = fma((double)dO[c], (double)o[c], s);
+  s = fg_group_sum<32>(s);
   if (lane != 0) return;
   const float L = ((const float*)p.lse)[row];
   float l2 = 0;
   if (!fg_is_neg_inf(L)) {
+    if (p.dlse) s -= (double)((const float*)p.dlse)[row];
     const double full = (double)L + (p.lres ? (double)((const float*)p.lres)[row] : 0.0);
     l2 = (float)(full * 1.4426950408889634);
   }
@@ -508,7 +501,13 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const
   const int r0 = m0 + 16 * warp + g;
   int lim[2];
   float l2[2], dl[2];
-  fg_bwd_lane_rows(p, b, h, r0, lim, l2, dl);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+    l2[r] = x.x, dl[r] = x.y;
+  }
   const int lim_min = min(lim[0], lim[1]);
 
   auto load_stage = [&](int n0) {
@@ -668,7 +667,13 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg
   const int r0 = m0 + 16 * warp + g;
   int lim[2];
   float l2[2], dl[2];
-  fg_bwd_lane_rows(p, b, h, r0, lim, l2, dl);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+    l2[r] = x.x, dl[r] = x.y;
+  }
   const int lim_min = min(lim[0], lim[1]);
 
   auto load_stage = [&](int n0) {

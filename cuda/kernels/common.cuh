@@ -119,20 +119,4 @@ __device__ __forceinline__ int fg_key_limit(const fg_attn_params& p, int b, int 
   return lim > 0 ? lim : 0;
 }
 
-// fg_attn_row_delta is the backward's row term for query row `row` of [B·H·Nq], computed by one
-// warp (lane: the calling lane): Σ_c dO[row,c]·O[row,c] in double, the lanes' partial sums
-// combined in a fixed order (bit-reproducible), less dL[row] when the caller passes the
-// log-sum-exp's gradient and the row saw a key (L ≠ −∞). Every lane returns it.
-template <typename T> __device__ double fg_attn_row_delta(const fg_attn_params& p, int64_t row, int lane) {
-  const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
-  const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
-  const T* o = (const T*)p.o + off;
-  const T* dO = (const T*)p.do_ + off;
-  double s = 0;
-  for (int c = lane; c < p.d; c += 32) s = fma((double)dO[c], (double)o[c], s);
-  s = fg_group_sum<32>(s);
-  if (p.dlse && !fg_is_neg_inf(((const T*)p.lse)[row])) s -= (double)((const T*)p.dlse)[row];
-  return s;
-}
-
 #endif
