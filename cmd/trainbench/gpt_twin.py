@@ -2,7 +2,7 @@
 """PyTorch twin of nn.GPT (examples/gpt's model) for training-throughput comparisons.
 
 Usage: gpt_twin.py --device cpu|cuda --threads T --layers L --width W --heads H --context C
-                   --batch B --steps S [--vocab V] [--compile default|reduce-overhead]
+                   --batch B --steps S [--vocab V] [--compile default|reduce-overhead] [--profile P]
 
 Same architecture and sizes as nn.NewGPT with LayerNorm: token and learned position embeddings;
 L pre-norm blocks x += proj(attn(ln1(x))) with one fused QKV projection (bias) and causal
@@ -61,6 +61,9 @@ def main():
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--compile", default="", help="torch.compile mode: default or reduce-overhead")
+    ap.add_argument("--profile", type=int, default=0,
+                    help="after the timed steps, profile this many more with torch.profiler and print "
+                         "the ops' CPU time (grouped by op and input shapes) to stderr")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -96,6 +99,17 @@ def main():
     if dev.type == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    if a.profile > 0:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            for _ in range(a.profile):
+                step()
+        import sys
+        print(f"torch.profiler: {a.profile} steps, threads {torch.get_num_threads()}", file=sys.stderr)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25), file=sys.stderr)
+        print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=40,
+                                                                 max_name_column_width=30, max_shapes_column_width=60),
+              file=sys.stderr)
     print(json.dumps({"device": a.device, "threads": a.threads, "layers": a.layers, "width": a.width,
                       "heads": a.heads, "compile": a.compile, "context": a.context, "batch": a.batch, "steps": a.steps,
                       "params": sum(p.numel() for p in m.parameters()),
