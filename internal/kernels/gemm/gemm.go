@@ -121,18 +121,7 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 	// product of its own; splitting the columns lets each worker pack only
 	// its own part of B, splitting the rows keeps long rows of C together.
 	if m >= n {
-		units := (m + kn.mr - 1) / kn.mr
-		grain := max(1, parallelFlops/(2*kn.mr*n*k))
-		parallel.For(units, grain, func(lo, hi int) {
-			r0, r1 := lo*kn.mr, min(hi*kn.mr, m)
-			aOff := r0 * lda
-			if tA {
-				aOff = r0
-			}
-			w := getWorkspace[T]()
-			w.gemm(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc)
-			putWorkspace(w)
-		})
+		rowsParallel(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
 		return nil
 	}
 	units := (n + kn.nr - 1) / kn.nr
@@ -148,6 +137,69 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 		putWorkspace(w)
 	})
 	return nil
+}
+
+// sharedBMax bounds op(B) packed once for all the workers of a product
+// (rowsParallel); a larger op(B) is packed by each worker, block by block.
+const sharedBMax = 8 << 20
+
+// rowsParallel computes C = alpha·op(A)·op(B) + beta·C (checked arguments)
+// over the cores by strips of mr rows, in ForDynamic's chunks (a late core
+// holds up a small chunk, not a 1/cores share). op(B), when it is to be
+// packed at all, is packed once, its strips over the cores, and every
+// chunk reads that copy: the workers no longer each pack all of op(B) and
+// hold their own copies of it in the shared caches. after, when not nil,
+// runs on each chunk's rows [r0, r1) once they are computed. The packed
+// blocks and the micro-kernel calls are those of the serial product, so
+// C has its bits.
+func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, after func(r0, r1 int)) {
+	kn = kn.forColumns(n)
+	mr, nr := kn.mr, kn.nr
+	var pb []T
+	if k > 0 && alpha != 0 {
+		size := int(unsafe.Sizeof(alpha))
+		np := (n + nr - 1) / nr * nr
+		if (tB || n < nr || k*n*size > directBBytes) && k*np*size <= sharedBMax {
+			sp := getScratch[T](k * np)
+			defer putScratch(sp)
+			pb = *sp
+			packShared(kn, pb, b, tB, ldb, n, k)
+		}
+	}
+	units := (m + mr - 1) / mr
+	grain := max(1, parallelFlops/(2*mr*n*max(k, 1)))
+	parallel.ForDynamic(units, grain, func(lo, hi int) {
+		r0, r1 := lo*mr, min(hi*mr, m)
+		aOff := r0 * lda
+		if tA {
+			aOff = r0
+		}
+		w := getWorkspace[T]()
+		w.gemmPacked(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc, pb)
+		putWorkspace(w)
+		if after != nil {
+			after(r0, r1)
+		}
+	})
+}
+
+// packShared packs op(B) [k, n] whole into pb for gemmPacked: depth block
+// after depth block (the blocks of depthBlock(k)), each as packBlock lays
+// out all n columns, [⌈n/nr⌉ strips][kcb][nr], the block at depth pc
+// starting at pb[pc·np] (np = ⌈n/nr⌉·nr); the strips are packed over the
+// cores.
+func packShared[T Float](kn *kernel[T], pb, b []T, tB bool, ldb, n, k int) {
+	nr := kn.nr
+	kc := depthBlock(k)
+	blocks, strips := (k+kc-1)/kc, (n+nr-1)/nr
+	np := strips * nr
+	parallel.For(blocks*strips, 4, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			pc, s := u/strips*kc, u%strips
+			kcb := min(kc, k-pc)
+			packBlock(kn, pb[pc*np+s*kcb*nr:], b, tB, ldb, pc, s*nr, kcb, min(nr, n-s*nr))
+		}
+	})
 }
 
 // check validates the sizes, strides and lengths of a product.
@@ -187,6 +239,12 @@ func check(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) error {
 
 // gemm is the single-threaded product; the arguments have been checked.
 func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	w.gemmPacked(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+// gemmPacked is gemm reading op(B) from pb, packed by packShared for the
+// kernel kn.forColumns(n), when pb is not nil (b is then not read).
+func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -198,12 +256,15 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 	mr, nr := kn.mr, kn.nr
 	kc := depthBlock(k)
 	size := int(unsafe.Sizeof(alpha))
-	packB := tB || n < nr || k*n*size > directBBytes && (m >= packRows || ldb*size > directStride)
+	packB := pb != nil || tB || n < nr || k*n*size > directBBytes && (m >= packRows || ldb*size > directStride)
 	nc := n // unpacked B needs no column blocks
+	np := (n + nr - 1) / nr * nr
 	if packB {
 		nc = max(nr, bBlockBytes/(kc*nr*size)*nr)
-		nc = min(nc, (n+nr-1)/nr*nr)
-		w.b = grow(w.b, kc*nc)
+		nc = min(nc, np)
+		if pb == nil {
+			w.b = grow(w.b, kc*nc)
+		}
 	}
 	packAT := tA && n > 2*nr
 	if m < mr || packAT {
@@ -221,7 +282,12 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 			if pc == 0 {
 				bet, load = beta, beta != 0
 			}
-			if packB {
+			// The packed block: strip s of this block is at pk[s·kcb·nr].
+			pk := w.b
+			switch {
+			case pb != nil:
+				pk = pb[pc*np+jc*kcb:]
+			case packB:
 				packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
 			}
 			for ir := 0; ir < m; ir += mr {
@@ -259,7 +325,7 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 					var bp *T
 					var bs int
 					if packB {
-						bp, bs = &w.b[jr*kcb], nr
+						bp, bs = &pk[jr*kcb], nr
 					} else {
 						j0 := jc + jr
 						if wd < nr { // n ≥ nr here: recompute the last full strip
