@@ -126,7 +126,7 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 	}
 	units := (n + kn.nr - 1) / kn.nr
 	grain := max(1, parallelFlops/(2*kn.nr*m*k))
-	parallel.For(units, grain, func(lo, hi int) {
+	parallel.ForDynamic(units, grain, func(lo, hi int) {
 		c0, c1 := lo*kn.nr, min(hi*kn.nr, n)
 		bOff := c0
 		if tB {
