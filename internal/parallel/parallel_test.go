@@ -49,6 +49,31 @@ func BenchmarkFor(b *testing.B) {
 	}
 }
 
+// BenchmarkForAfterIdle times a For of one 20 µs item per worker (20 µs
+// when every worker takes one at once) that comes after the caller has
+// been busy alone for a while (gap), long enough for the workers to stop
+// polling and park: what waking them costs, which a training step pays
+// after each stretch of work on one core. The gap is not timed.
+func BenchmarkForAfterIdle(b *testing.B) {
+	for _, gap := range []time.Duration{20 * time.Microsecond, 200 * time.Microsecond, 2 * time.Millisecond} {
+		b.Run(fmt.Sprintf("gap=%v", gap), func(b *testing.B) {
+			n := Workers()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				for t0 := time.Now(); time.Since(t0) < gap; {
+				}
+				b.StartTimer()
+				For(n, 1, func(lo, hi int) {
+					for j := lo; j < hi; j++ {
+						for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; {
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
 // chunks runs For and returns the ranges body was called on, sorted.
 func chunks(n, grain int) [][2]int {
 	var mu sync.Mutex
