@@ -27,6 +27,9 @@ const (
 	directBBytes = 64 << 10
 	packRows     = 96
 	directStride = 2048
+	// cBlockBytes bounds the block of rows of C that stays in the cache
+	// across the depth blocks when op(B) is packed whole (gemmPacked).
+	cBlockBytes = 256 << 10
 	// parallelFlops is the size of product (2·m·n·k) below which Gemm
 	// stays on the calling goroutine.
 	parallelFlops = 1 << 21
@@ -272,74 +275,92 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 	}
 	w.tile = grow(w.tile, mr*nr)
 
+	// With op(B) packed whole (pb) and several depth blocks, the rows go in
+	// blocks of mc whose part of C (at most cBlockBytes) stays in the
+	// core's cache from one depth block to the next, instead of a pass
+	// over all m rows of C per depth block; each entry of C still sums the
+	// same micro-kernel calls in the same order.
+	mc := m
+	if pb != nil && k > kc {
+		mc = max(mr, cBlockBytes/(min(nc, np)*size)/mr*mr)
+	}
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
-		for pc := 0; pc < k; pc += kc {
-			kcb := min(kc, k-pc)
-			kb := kn.chunk(kcb)
-			// The first depth block applies beta; the later ones add.
-			bet, load := T(1), true
-			if pc == 0 {
-				bet, load = beta, beta != 0
+		for ic := 0; ic < m; ic += mc {
+			w.block(kn, tA, tB, m, n, k, kc, ic, min(ic+mc, m), jc, ncb, np, packB, packAT, alpha, a, lda, b, ldb, beta, c, ldc, pb)
+		}
+	}
+}
+
+// block runs depth block after depth block of rows [r0, r1) and columns
+// [jc, jc+ncb) of the product gemmPacked describes.
+func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc, ncb, np int, packB, packAT bool, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T) {
+	mr, nr := kn.mr, kn.nr
+	for pc := 0; pc < k; pc += kc {
+		kcb := min(kc, k-pc)
+		kb := kn.chunk(kcb)
+		// The first depth block applies beta; the later ones add.
+		bet, load := T(1), true
+		if pc == 0 {
+			bet, load = beta, beta != 0
+		}
+		// The packed block: strip s of this block is at pk[s·kcb·nr].
+		pk := w.b
+		switch {
+		case pb != nil:
+			pk = pb[pc*np+jc*kcb:]
+		case packB:
+			packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
+		}
+		for ir := r0; ir < r1; ir += mr {
+			h := min(mr, m-ir)
+			// The micro-kernel's strip of A: rows i0…i0+hk−1 of op(A),
+			// of which rows ro… are the new rows ir…ir+h−1. The last
+			// rows run on the edge kernel of h rows where there is one,
+			// else recompute the last full strip.
+			micro, hk := kn.micro, mr
+			i0, ro := ir, 0
+			if h < mr {
+				if e := kn.edgeKernel(h); e != nil {
+					micro, hk = e, h
+				} else if m >= mr {
+					i0, ro = m-mr, mr-h
+				}
 			}
-			// The packed block: strip s of this block is at pk[s·kcb·nr].
-			pk := w.b
+			var ap *T
+			var rs, ps int
 			switch {
-			case pb != nil:
-				pk = pb[pc*np+jc*kcb:]
-			case packB:
-				packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
+			case m < mr && hk == mr:
+				packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
+				ap, rs, ps = &w.a[0], 1, mr
+			case tA && packAT:
+				packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, hk)
+				ap, rs, ps = &w.a[0], 1, mr
+			case tA:
+				ap, rs, ps = &a[pc*lda+i0], 1, lda
+			default:
+				ap, rs, ps = &a[i0*lda+pc], lda, 1
 			}
-			for ir := 0; ir < m; ir += mr {
-				h := min(mr, m-ir)
-				// The micro-kernel's strip of A: rows i0…i0+hk−1 of op(A),
-				// of which rows ro… are the new rows ir…ir+h−1. The last
-				// rows run on the edge kernel of h rows where there is one,
-				// else recompute the last full strip.
-				micro, hk := kn.micro, mr
-				i0, ro := ir, 0
-				if h < mr {
-					if e := kn.edgeKernel(h); e != nil {
-						micro, hk = e, h
-					} else if m >= mr {
-						i0, ro = m-mr, mr-h
+			for jr := 0; jr < ncb; jr += nr {
+				wd := min(nr, ncb-jr)
+				co := 0
+				var bp *T
+				var bs int
+				if packB {
+					bp, bs = &pk[jr*kcb], nr
+				} else {
+					j0 := jc + jr
+					if wd < nr { // n ≥ nr here: recompute the last full strip
+						j0, co = n-nr, nr-wd
 					}
+					bp, bs = &b[pc*ldb+j0], ldb
 				}
-				var ap *T
-				var rs, ps int
-				switch {
-				case m < mr && hk == mr:
-					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
-					ap, rs, ps = &w.a[0], 1, mr
-				case tA && packAT:
-					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, hk)
-					ap, rs, ps = &w.a[0], 1, mr
-				case tA:
-					ap, rs, ps = &a[pc*lda+i0], 1, lda
-				default:
-					ap, rs, ps = &a[i0*lda+pc], lda, 1
+				if hk == h && wd == nr {
+					micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
+					continue
 				}
-				for jr := 0; jr < ncb; jr += nr {
-					wd := min(nr, ncb-jr)
-					co := 0
-					var bp *T
-					var bs int
-					if packB {
-						bp, bs = &pk[jr*kcb], nr
-					} else {
-						j0 := jc + jr
-						if wd < nr { // n ≥ nr here: recompute the last full strip
-							j0, co = n-nr, nr-wd
-						}
-						bp, bs = &b[pc*ldb+j0], ldb
-					}
-					if hk == h && wd == nr {
-						micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
-						continue
-					}
-					micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
-					addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*nr+co:], nr, h, wd, bet, load)
-				}
+				micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
+				addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*nr+co:], nr, h, wd, bet, load)
 			}
 		}
 	}

@@ -239,9 +239,11 @@ func TestGemmParallel(t *testing.T) {
 // TestRowsParallelBits checks the row-split product (op(B) packed once
 // and shared, or read in place; ForDynamic's chunks) against the float64
 // reference and bit for bit against the same product on one goroutine
-// (Workspace.Gemm), at several GOMAXPROCS: shapes with op(B) transposed,
-// narrower than a strip, deeper than one depth block, columns that are
-// not a multiple of the kernel's, alpha and beta not 1 and 0.
+// (Workspace.Gemm), at several GOMAXPROCS (at 1, one chunk of all the rows,
+// in blocks of rows that keep C in the cache across depth blocks): shapes
+// with op(B) transposed, narrower than a strip, deeper than one depth
+// block, columns that are not a multiple of the kernel's, alpha and beta
+// not 1 and 0.
 func TestRowsParallelBits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	sizes := [][3]int{{700, 100, 600}, {500, 40, 300}, {390, 256, 256}, {300, 20, 1100}}
@@ -260,7 +262,7 @@ func TestRowsParallelBits(t *testing.T) {
 				if err := w.Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, serial, p.ldc); err != nil {
 					t.Fatal(err)
 				}
-				for _, procs := range []int{2, 3, 16} {
+				for _, procs := range []int{1, 2, 3, 16} {
 					runtime.GOMAXPROCS(procs)
 					t.Run(fmt.Sprintf("%v/%v/procs=%d", s, tr, procs), func(t *testing.T) {
 						copy(p.c, c0)
