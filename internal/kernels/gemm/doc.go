@@ -76,8 +76,6 @@
 // chunks would halve that but break the rule above (kb = 16 up to depth
 // 128 gives up to 1.13× gonum's error, at k = 64).
 //
-// # Instruction sets and variants
-//
 // # Over the cores
 //
 // Gemm cuts the larger of m and n into strips of the micro-kernel's tile
@@ -89,6 +87,8 @@
 // whose part of C (256 KiB) stays in its cache across the depth blocks.
 // Neither changes a bit of C: every entry sums the same micro-kernel calls
 // in the same order as on one goroutine (TestRowsParallelBits).
+//
+// # Instruction sets and variants
 //
 // The kernels are picked once from internal/isa (AVX-512, AVX2+FMA, or
 // generic Go; the purego build tag or FLASHGORGON_SIMD=generic forces Go).

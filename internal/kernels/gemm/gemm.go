@@ -282,7 +282,7 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 	// same micro-kernel calls in the same order.
 	mc := m
 	if pb != nil && k > kc {
-		mc = max(mr, cBlockBytes/(min(nc, np)*size)/mr*mr)
+		mc = max(mr, cBlockBytes/(nc*size)/mr*mr)
 	}
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
