@@ -2,7 +2,7 @@
 # cputrain: the one-call Xeon measurement of branch cputrain (prepared 2026-11-23; the session's
 # device loans ended before it ran). Run from the lead's checkout on the GPU machine:
 #   bash .devbin/cputrain/run.sh      (carry [".devbin/cputrain"], timeout_s 400, about 5-6 minutes)
-# Binaries built on the development machine from branch cputrain (CGO_ENABLED=0, -ldflags='-s -w');
+# Binaries built on the development machine from branch cputrain at 9765118 (CGO_ENABLED=0, -ldflags='-s -w');
 # nnold.test is main at 9000449 (the base). Logs come back as $OUT/logs.tgz.
 set -u
 D=.devbin/cputrain
