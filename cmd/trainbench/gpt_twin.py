@@ -2,7 +2,7 @@
 """PyTorch twin of nn.GPT (examples/gpt's model) for training-throughput comparisons.
 
 Usage: gpt_twin.py --device cpu|cuda --threads T --layers L --width W --heads H --context C
-                   --batch B --steps S [--vocab V] [--compile default|reduce-overhead] [--profile]
+                   --batch B --steps S [--vocab V] [--compile default|reduce-overhead] [--profile] [--cpu-profile P]
 
 Same architecture and sizes as nn.NewGPT with LayerNorm: token and learned position embeddings;
 L pre-norm blocks x += proj(attn(ln1(x))) with one fused QKV projection (bias) and causal
@@ -83,6 +83,9 @@ def main():
     ap.add_argument("--compile", default="", help="torch.compile mode: default or reduce-overhead")
     ap.add_argument("--profile", action="store_true",
                     help="profile the timed steps (torch.profiler) and print the device time by kernel to stderr")
+    ap.add_argument("--cpu-profile", type=int, default=0,
+                    help="after the timed steps, profile this many more with torch.profiler and print "
+                         "the ops' CPU time (grouped by op and input shapes) to stderr")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -125,6 +128,17 @@ def main():
     if prof is not None:
         prof.__exit__(None, None, None)
         print_profile(prof, a.steps, dt)
+    if a.cpu_profile > 0:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            for _ in range(a.cpu_profile):
+                step()
+        import sys
+        print(f"torch.profiler: {a.cpu_profile} steps, threads {torch.get_num_threads()}", file=sys.stderr)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25), file=sys.stderr)
+        print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=40,
+                                                                 max_name_column_width=30, max_shapes_column_width=60),
+              file=sys.stderr)
     print(json.dumps({"device": a.device, "threads": a.threads, "layers": a.layers, "width": a.width,
                       "heads": a.heads, "compile": a.compile, "context": a.context, "batch": a.batch, "steps": a.steps,
                       "params": sum(p.numel() for p in m.parameters()),

@@ -50,9 +50,49 @@ func For(n, grain int, body func(lo, hi int)) {
 	}
 	if thePool.mu.TryLock() {
 		defer thePool.mu.Unlock()
-		thePool.run(n, workers, body)
+		thePool.run(n, workers, workers, body)
 		return
 	}
+	spawn(n, workers, body)
+}
+
+// Balance is how many chunks per worker ForDynamic cuts a loop into.
+const Balance = 4
+
+// ForDynamic calls body(lo, hi) on disjoint ranges that cover [0, n)
+// exactly once, as For does, but cuts the range into up to Balance chunks
+// per worker, c = min(Balance·GOMAXPROCS, ⌈n/grain⌉) chunks [i·n/c,
+// (i+1)·n/c), which the workers claim one at a time as they finish: a core
+// that starts late or runs slow (another process's thread on it, a sibling
+// hyperthread, a worker woken late) then delays the loop by one small chunk,
+// not by its whole share. For long loops of many equal items (the row
+// strips of a large matrix product); each chunk should be worth several µs.
+// The split depends on n, grain and GOMAXPROCS only.
+func ForDynamic(n, grain int, body func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if grain < 1 {
+		grain = 1
+	}
+	workers := Workers()
+	chunks := min(Balance*workers, (n+grain-1)/grain)
+	workers = min(workers, chunks)
+	if workers <= 1 {
+		body(0, n)
+		return
+	}
+	if thePool.mu.TryLock() {
+		defer thePool.mu.Unlock()
+		thePool.run(n, chunks, workers, body)
+		return
+	}
+	spawn(n, workers, body)
+}
+
+// spawn runs body over [0, n) in workers chunks on new goroutines and the
+// caller: For's path when the pool is busy.
+func spawn(n, workers int, body func(lo, hi int)) {
 	var wg sync.WaitGroup
 	wg.Add(workers - 1)
 	for w := 1; w < workers; w++ {
@@ -113,13 +153,15 @@ type worker struct {
 
 var thePool = &pool{fin: make(chan struct{}, 1)}
 
-// run opens a job of w chunks of body over [0, n), tells w−1 workers, takes
-// chunks itself and waits until every chunk is finished; p.mu is held.
-func (p *pool) run(n, w int, body func(lo, hi int)) {
+// run opens a job of w chunks of body over [0, n), tells workers−1 ≤ w−1
+// workers, takes chunks itself and waits until every chunk is finished;
+// p.mu is held.
+func (p *pool) run(n, w, workers int, body func(lo, hi int)) {
 	if w > claimMask {
 		w = claimMask
 	}
-	for len(p.workers) < w-1 {
+	workers = min(workers, w)
+	for len(p.workers) < workers-1 {
 		wk := &worker{wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, wk)
 		go p.loop(wk)
@@ -128,7 +170,7 @@ func (p *pool) run(n, w int, body func(lo, hi int)) {
 	p.body, p.n = body, n
 	p.done.Store(0)
 	p.claim.Store(p.gen<<(2*claimBits) | uint64(w)<<claimBits)
-	for _, wk := range p.workers[:w-1] {
+	for _, wk := range p.workers[:workers-1] {
 		for {
 			st := wk.state.Load()
 			if st == stateJob || wk.state.CompareAndSwap(stateSpinning, stateJob) {

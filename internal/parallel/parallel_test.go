@@ -49,6 +49,31 @@ func BenchmarkFor(b *testing.B) {
 	}
 }
 
+// BenchmarkForAfterIdle times a For of one 20 µs item per worker (20 µs
+// when every worker takes one at once) that comes after the caller has
+// been busy alone for a while (gap), long enough for the workers to stop
+// polling and park: what waking them costs, which a training step pays
+// after each stretch of work on one core. The gap is not timed.
+func BenchmarkForAfterIdle(b *testing.B) {
+	for _, gap := range []time.Duration{20 * time.Microsecond, 200 * time.Microsecond, 2 * time.Millisecond} {
+		b.Run(fmt.Sprintf("gap=%v", gap), func(b *testing.B) {
+			n := Workers()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				for t0 := time.Now(); time.Since(t0) < gap; {
+				}
+				b.StartTimer()
+				For(n, 1, func(lo, hi int) {
+					for j := lo; j < hi; j++ {
+						for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; {
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
 // chunks runs For and returns the ranges body was called on, sorted.
 func chunks(n, grain int) [][2]int {
 	var mu sync.Mutex
@@ -84,6 +109,63 @@ func TestForChunks(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestForDynamicChunks checks ForDynamic's split: c = min(Balance·GOMAXPROCS,
+// ⌈n/grain⌉) chunks [i·n/c, (i+1)·n/c), each run once, whichever worker
+// claims it; a busy pool (a call from inside a body) still covers [0, n)
+// once.
+func TestForDynamicChunks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 3, 16} {
+		runtime.GOMAXPROCS(procs)
+		for _, tc := range []struct{ n, grain int }{{0, 1}, {1, 1}, {7, 1}, {16, 1}, {100, 7}, {1000, 1}, {1025, 64}, {5, 0}} {
+			t.Run(fmt.Sprintf("procs=%d/n=%d/grain=%d", procs, tc.n, tc.grain), func(t *testing.T) {
+				c := 0
+				if tc.n > 0 {
+					c = min(Balance*procs, (tc.n+max(tc.grain, 1)-1)/max(tc.grain, 1))
+					if min(procs, c) <= 1 {
+						c = 1
+					}
+				}
+				for rep := 0; rep < 10; rep++ {
+					var mu sync.Mutex
+					var got [][2]int
+					ForDynamic(tc.n, tc.grain, func(lo, hi int) {
+						mu.Lock()
+						got = append(got, [2]int{lo, hi})
+						mu.Unlock()
+					})
+					sort.Slice(got, func(i, j int) bool { return got[i][0] < got[j][0] })
+					if len(got) != c {
+						t.Fatalf("%d chunks %v, want %d", len(got), got, c)
+					}
+					for i, r := range got {
+						if want := [2]int{i * tc.n / c, (i + 1) * tc.n / c}; r != want {
+							t.Fatalf("chunk %d is %v, want %v (all: %v)", i, r, want, got)
+						}
+					}
+				}
+			})
+		}
+	}
+	runtime.GOMAXPROCS(4)
+	const outer, inner = 9, 101
+	hits := make([]int32, outer*inner)
+	ForDynamic(outer, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ForDynamic(inner, 3, func(a, b int) {
+				for j := a; j < b; j++ {
+					atomic.AddInt32(&hits[i*inner+j], 1)
+				}
+			})
+		}
+	})
+	for i, h := range hits {
+		if h != 1 {
+			t.Fatalf("nested: index %d visited %d times, want 1", i, h)
 		}
 	}
 }

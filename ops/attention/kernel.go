@@ -216,8 +216,10 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 			continue
 		}
 		scaleRow(oR, T(1/w.l[r]))
-		// L = ln Σ exp(s) = (m + log₂ ℓ)·ln 2, m in log₂ units.
-		L := (float64(w.m[r]) + math.Log2(w.l[r])) * math.Ln2
+		// L = ln Σ exp(s) = m·ln 2 + ln ℓ, m in log₂ units (one math.Log:
+		// math.Log2 is a Frexp and a Log, which at d = 16 and 64 keys cost
+		// 14% of the forward).
+		L := float64(w.m[r])*math.Ln2 + math.Log(w.l[r])
 		lse[lOff+r] = T(L)
 		lres[lOff+r] = T(L - float64(T(L)))
 	}

@@ -36,18 +36,6 @@ func GemmBias[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int,
 		return nil
 	}
 	// Gemm's split by strips of rows (see Gemm), each strip's bias after it.
-	units := (m + kn.mr - 1) / kn.mr
-	grain := max(1, parallelFlops/(2*kn.mr*n*k))
-	parallel.For(units, grain, func(lo, hi int) {
-		r0, r1 := lo*kn.mr, min(hi*kn.mr, m)
-		aOff := r0 * lda
-		if tA {
-			aOff = r0
-		}
-		w := getWorkspace[T]()
-		w.gemm(kn, tA, tB, r1-r0, n, k, 1, a[aOff:], lda, b, ldb, 0, c[r0*ldc:], ldc)
-		putWorkspace(w)
-		addBias(r0, r1)
-	})
+	rowsParallel(kn, tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, addBias)
 	return nil
 }

@@ -91,7 +91,7 @@ func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int
 	// Unit u is strip u mod strips of part u / strips. Part p's depth
 	// range [k0, k1) starts at row k0 of a stored [k, ·] operand (A when
 	// tA, B when not tB) and at column k0 of a stored [·, k] one.
-	parallel.For(parts*strips, 1, func(lo, hi int) {
+	parallel.ForDynamic(parts*strips, 1, func(lo, hi int) {
 		w := getWorkspace[T]()
 		defer putWorkspace(w)
 		for u := lo; u < hi; u++ {

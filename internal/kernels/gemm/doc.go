@@ -76,6 +76,18 @@
 // chunks would halve that but break the rule above (kb = 16 up to depth
 // 128 gives up to 1.13× gonum's error, at k = 64).
 //
+// # Over the cores
+//
+// Gemm cuts the larger of m and n into strips of the micro-kernel's tile
+// and hands them to internal/parallel's ForDynamic in up to four chunks per
+// worker, claimed as workers finish (a late or slow core then holds up one
+// small chunk). Split by rows, op(B) is packed once, its strips over the
+// cores, into a copy every worker reads (rowsParallel; each worker used to
+// pack all of it); with op(B) packed whole, a worker's rows go in blocks
+// whose part of C (256 KiB) stays in its cache across the depth blocks.
+// Neither changes a bit of C: every entry sums the same micro-kernel calls
+// in the same order as on one goroutine (TestRowsParallelBits).
+//
 // # Instruction sets and variants
 //
 // The kernels are picked once from internal/isa (AVX-512, AVX2+FMA, or

@@ -27,6 +27,9 @@ const (
 	directBBytes = 64 << 10
 	packRows     = 96
 	directStride = 2048
+	// cBlockBytes bounds the block of rows of C that stays in the cache
+	// across the depth blocks when op(B) is packed whole (gemmPacked).
+	cBlockBytes = 256 << 10
 	// parallelFlops is the size of product (2·m·n·k) below which Gemm
 	// stays on the calling goroutine.
 	parallelFlops = 1 << 21
@@ -121,23 +124,12 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 	// product of its own; splitting the columns lets each worker pack only
 	// its own part of B, splitting the rows keeps long rows of C together.
 	if m >= n {
-		units := (m + kn.mr - 1) / kn.mr
-		grain := max(1, parallelFlops/(2*kn.mr*n*k))
-		parallel.For(units, grain, func(lo, hi int) {
-			r0, r1 := lo*kn.mr, min(hi*kn.mr, m)
-			aOff := r0 * lda
-			if tA {
-				aOff = r0
-			}
-			w := getWorkspace[T]()
-			w.gemm(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc)
-			putWorkspace(w)
-		})
+		rowsParallel(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
 		return nil
 	}
 	units := (n + kn.nr - 1) / kn.nr
 	grain := max(1, parallelFlops/(2*kn.nr*m*k))
-	parallel.For(units, grain, func(lo, hi int) {
+	parallel.ForDynamic(units, grain, func(lo, hi int) {
 		c0, c1 := lo*kn.nr, min(hi*kn.nr, n)
 		bOff := c0
 		if tB {
@@ -148,6 +140,69 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 		putWorkspace(w)
 	})
 	return nil
+}
+
+// sharedBMax bounds op(B) packed once for all the workers of a product
+// (rowsParallel); a larger op(B) is packed by each worker, block by block.
+const sharedBMax = 8 << 20
+
+// rowsParallel computes C = alpha·op(A)·op(B) + beta·C (checked arguments)
+// over the cores by strips of mr rows, in ForDynamic's chunks (a late core
+// holds up a small chunk, not a 1/cores share). op(B), when it is to be
+// packed at all, is packed once, its strips over the cores, and every
+// chunk reads that copy: the workers no longer each pack all of op(B) and
+// hold their own copies of it in the shared caches. after, when not nil,
+// runs on each chunk's rows [r0, r1) once they are computed. The packed
+// blocks and the micro-kernel calls are those of the serial product, so
+// C has its bits.
+func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, after func(r0, r1 int)) {
+	kn = kn.forColumns(n)
+	mr, nr := kn.mr, kn.nr
+	var pb []T
+	if k > 0 && alpha != 0 {
+		size := int(unsafe.Sizeof(alpha))
+		np := (n + nr - 1) / nr * nr
+		if (tB || n < nr || k*n*size > directBBytes) && k*np*size <= sharedBMax {
+			sp := getScratch[T](k * np)
+			defer putScratch(sp)
+			pb = *sp
+			packShared(kn, pb, b, tB, ldb, n, k)
+		}
+	}
+	units := (m + mr - 1) / mr
+	grain := max(1, parallelFlops/(2*mr*n*max(k, 1)))
+	parallel.ForDynamic(units, grain, func(lo, hi int) {
+		r0, r1 := lo*mr, min(hi*mr, m)
+		aOff := r0 * lda
+		if tA {
+			aOff = r0
+		}
+		w := getWorkspace[T]()
+		w.gemmPacked(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc, pb)
+		putWorkspace(w)
+		if after != nil {
+			after(r0, r1)
+		}
+	})
+}
+
+// packShared packs op(B) [k, n] whole into pb for gemmPacked: depth block
+// after depth block (the blocks of depthBlock(k)), each as packBlock lays
+// out all n columns, [⌈n/nr⌉ strips][kcb][nr], the block at depth pc
+// starting at pb[pc·np] (np = ⌈n/nr⌉·nr); the strips are packed over the
+// cores.
+func packShared[T Float](kn *kernel[T], pb, b []T, tB bool, ldb, n, k int) {
+	nr := kn.nr
+	kc := depthBlock(k)
+	blocks, strips := (k+kc-1)/kc, (n+nr-1)/nr
+	np := strips * nr
+	parallel.For(blocks*strips, 4, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			pc, s := u/strips*kc, u%strips
+			kcb := min(kc, k-pc)
+			packBlock(kn, pb[pc*np+s*kcb*nr:], b, tB, ldb, pc, s*nr, kcb, min(nr, n-s*nr))
+		}
+	})
 }
 
 // check validates the sizes, strides and lengths of a product.
@@ -187,6 +242,12 @@ func check(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) error {
 
 // gemm is the single-threaded product; the arguments have been checked.
 func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	w.gemmPacked(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+// gemmPacked is gemm reading op(B) from pb, packed by packShared for the
+// kernel kn.forColumns(n), when pb is not nil (b is then not read).
+func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -198,12 +259,15 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 	mr, nr := kn.mr, kn.nr
 	kc := depthBlock(k)
 	size := int(unsafe.Sizeof(alpha))
-	packB := tB || n < nr || k*n*size > directBBytes && (m >= packRows || ldb*size > directStride)
+	packB := pb != nil || tB || n < nr || k*n*size > directBBytes && (m >= packRows || ldb*size > directStride)
 	nc := n // unpacked B needs no column blocks
+	np := (n + nr - 1) / nr * nr
 	if packB {
 		nc = max(nr, bBlockBytes/(kc*nr*size)*nr)
-		nc = min(nc, (n+nr-1)/nr*nr)
-		w.b = grow(w.b, kc*nc)
+		nc = min(nc, np)
+		if pb == nil {
+			w.b = grow(w.b, kc*nc)
+		}
 	}
 	packAT := tA && n > 2*nr
 	if m < mr || packAT {
@@ -211,69 +275,92 @@ func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a 
 	}
 	w.tile = grow(w.tile, mr*nr)
 
+	// With op(B) packed whole (pb) and several depth blocks, the rows go in
+	// blocks of mc whose part of C (at most cBlockBytes) stays in the
+	// core's cache from one depth block to the next, instead of a pass
+	// over all m rows of C per depth block; each entry of C still sums the
+	// same micro-kernel calls in the same order.
+	mc := m
+	if pb != nil && k > kc {
+		mc = max(mr, cBlockBytes/(nc*size)/mr*mr)
+	}
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
-		for pc := 0; pc < k; pc += kc {
-			kcb := min(kc, k-pc)
-			kb := kn.chunk(kcb)
-			// The first depth block applies beta; the later ones add.
-			bet, load := T(1), true
-			if pc == 0 {
-				bet, load = beta, beta != 0
+		for ic := 0; ic < m; ic += mc {
+			w.block(kn, tA, tB, m, n, k, kc, ic, min(ic+mc, m), jc, ncb, np, packB, packAT, alpha, a, lda, b, ldb, beta, c, ldc, pb)
+		}
+	}
+}
+
+// block runs depth block after depth block of rows [r0, r1) and columns
+// [jc, jc+ncb) of the product gemmPacked describes.
+func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc, ncb, np int, packB, packAT bool, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T) {
+	mr, nr := kn.mr, kn.nr
+	for pc := 0; pc < k; pc += kc {
+		kcb := min(kc, k-pc)
+		kb := kn.chunk(kcb)
+		// The first depth block applies beta; the later ones add.
+		bet, load := T(1), true
+		if pc == 0 {
+			bet, load = beta, beta != 0
+		}
+		// The packed block: strip s of this block is at pk[s·kcb·nr].
+		pk := w.b
+		switch {
+		case pb != nil:
+			pk = pb[pc*np+jc*kcb:]
+		case packB:
+			packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
+		}
+		for ir := r0; ir < r1; ir += mr {
+			h := min(mr, m-ir)
+			// The micro-kernel's strip of A: rows i0…i0+hk−1 of op(A),
+			// of which rows ro… are the new rows ir…ir+h−1. The last
+			// rows run on the edge kernel of h rows where there is one,
+			// else recompute the last full strip.
+			micro, hk := kn.micro, mr
+			i0, ro := ir, 0
+			if h < mr {
+				if e := kn.edgeKernel(h); e != nil {
+					micro, hk = e, h
+				} else if m >= mr {
+					i0, ro = m-mr, mr-h
+				}
 			}
-			if packB {
-				packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
+			var ap *T
+			var rs, ps int
+			switch {
+			case m < mr && hk == mr:
+				packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
+				ap, rs, ps = &w.a[0], 1, mr
+			case tA && packAT:
+				packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, hk)
+				ap, rs, ps = &w.a[0], 1, mr
+			case tA:
+				ap, rs, ps = &a[pc*lda+i0], 1, lda
+			default:
+				ap, rs, ps = &a[i0*lda+pc], lda, 1
 			}
-			for ir := 0; ir < m; ir += mr {
-				h := min(mr, m-ir)
-				// The micro-kernel's strip of A: rows i0…i0+hk−1 of op(A),
-				// of which rows ro… are the new rows ir…ir+h−1. The last
-				// rows run on the edge kernel of h rows where there is one,
-				// else recompute the last full strip.
-				micro, hk := kn.micro, mr
-				i0, ro := ir, 0
-				if h < mr {
-					if e := kn.edgeKernel(h); e != nil {
-						micro, hk = e, h
-					} else if m >= mr {
-						i0, ro = m-mr, mr-h
+			for jr := 0; jr < ncb; jr += nr {
+				wd := min(nr, ncb-jr)
+				co := 0
+				var bp *T
+				var bs int
+				if packB {
+					bp, bs = &pk[jr*kcb], nr
+				} else {
+					j0 := jc + jr
+					if wd < nr { // n ≥ nr here: recompute the last full strip
+						j0, co = n-nr, nr-wd
 					}
+					bp, bs = &b[pc*ldb+j0], ldb
 				}
-				var ap *T
-				var rs, ps int
-				switch {
-				case m < mr && hk == mr:
-					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
-					ap, rs, ps = &w.a[0], 1, mr
-				case tA && packAT:
-					packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, hk)
-					ap, rs, ps = &w.a[0], 1, mr
-				case tA:
-					ap, rs, ps = &a[pc*lda+i0], 1, lda
-				default:
-					ap, rs, ps = &a[i0*lda+pc], lda, 1
+				if hk == h && wd == nr {
+					micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
+					continue
 				}
-				for jr := 0; jr < ncb; jr += nr {
-					wd := min(nr, ncb-jr)
-					co := 0
-					var bp *T
-					var bs int
-					if packB {
-						bp, bs = &w.b[jr*kcb], nr
-					} else {
-						j0 := jc + jr
-						if wd < nr { // n ≥ nr here: recompute the last full strip
-							j0, co = n-nr, nr-wd
-						}
-						bp, bs = &b[pc*ldb+j0], ldb
-					}
-					if hk == h && wd == nr {
-						micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
-						continue
-					}
-					micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
-					addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*nr+co:], nr, h, wd, bet, load)
-				}
+				micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
+				addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*nr+co:], nr, h, wd, bet, load)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -230,6 +231,52 @@ func TestGemmParallel(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("%v/%v/float32", s, tr), func(t *testing.T) { p.verify(t, want, mag) })
 				t.Run(fmt.Sprintf("%v/%v/float64", s, tr), func(t *testing.T) { q.verify(t, wq, mq) })
+			}
+		}
+	})
+}
+
+// TestRowsParallelBits checks the row-split product (op(B) packed once
+// and shared, or read in place; ForDynamic's chunks) against the float64
+// reference and bit for bit against the same product on one goroutine
+// (Workspace.Gemm), at several GOMAXPROCS (at 1, one chunk of all the rows,
+// in blocks of rows that keep C in the cache across depth blocks): shapes
+// with op(B) transposed, narrower than a strip, deeper than one depth
+// block, columns that are not a multiple of the kernel's, alpha and beta
+// not 1 and 0.
+func TestRowsParallelBits(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	sizes := [][3]int{{700, 100, 600}, {500, 40, 300}, {390, 256, 256}, {300, 20, 1100}}
+	if testing.Short() {
+		sizes = sizes[:2]
+	}
+	forEachVariant(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(5))
+		for _, s := range sizes {
+			for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+				p := newProblem[float32](rng, tr[0], tr[1], s[0], s[1], s[2], 3, 1.5, 0.5)
+				c0 := append([]float32(nil), p.c...)
+				want, mag := p.reference()
+				serial := append([]float32(nil), c0...)
+				var w Workspace[float32]
+				if err := w.Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, serial, p.ldc); err != nil {
+					t.Fatal(err)
+				}
+				for _, procs := range []int{1, 2, 3, 16} {
+					runtime.GOMAXPROCS(procs)
+					t.Run(fmt.Sprintf("%v/%v/procs=%d", s, tr, procs), func(t *testing.T) {
+						copy(p.c, c0)
+						if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+							t.Fatal(err)
+						}
+						p.verify(t, want, mag)
+						for i := range serial {
+							if serial[i] != p.c[i] && !(serial[i] != serial[i] && p.c[i] != p.c[i]) {
+								t.Fatalf("C[%d] = %v, on one goroutine %v", i, p.c[i], serial[i])
+							}
+						}
+					})
+				}
 			}
 		}
 	})
