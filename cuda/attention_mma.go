@@ -53,6 +53,11 @@ func ParsePrecision(s string) (Precision, error) {
 //	10: variant 9 with another key tile (BN = 128 at d = 64, 32 at d = 128)
 //	11: TF32 and Exact: variants 3/5 on K and V converted once per call by the pre-pass
 //	   (TF32: rounded; Exact: split into hi and lo planes), no conversion in the loop
+//	12: bfloat16 only, compute capability 9.0 only (kernels/attention_hopper.cu, PTX for
+//	   sm_90a): Hopper's warpgroup products (wgmma) on the pre-pass's K and V, two
+//	   warpgroups of 64 query rows, tiles in wgmma's 128-byte swizzle, two cp.async stages
+//	13: variant 12 with FlashAttention-3's overlap of each tile's softmax with the previous
+//	   tile's P V inside a warpgroup
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -75,6 +80,10 @@ type mmaCfg struct {
 // The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
 // and v10 at d = 64 spill 36–48 bytes), the others 124–207.
 var mmaCfgs = []mmaCfg{
+	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
+	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
+	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
+	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
 	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
 	{11, PrecisionExact, 64, 64, 64}, {11, PrecisionExact, 128, 128, 64},
@@ -95,8 +104,20 @@ var mmaCfgs = []mmaCfg{
 // ldm reports whether c is an ldmatrix kernel of float32 inputs (variants 4 and 6).
 func (c mmaCfg) ldm() bool { return c.Variant == 4 || c.Variant == 6 }
 
-// pre reports whether c reads K and V converted by the pre-pass (variants 7 to 11).
+// pre reports whether c reads K and V converted by the pre-pass (variants 7 to 13).
 func (c mmaCfg) pre() bool { return c.Variant >= 7 }
+
+// hopper reports whether c is a wgmma kernel of attention_hopper.cu (variants 12 and 13),
+// whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
+func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
+
+// module is the kernels/<module>.cu file of c's kernel.
+func (c mmaCfg) module() string {
+	if c.hopper() {
+		return "attention_hopper"
+	}
+	return "attention_mma"
+}
 
 // warpRows is the query rows of one warp: 32 in variants 9 and 10, 16 in the others.
 func (c mmaCfg) warpRows() int {
@@ -111,6 +132,8 @@ func (c mmaCfg) threads() int { return 32 * c.BM / c.warpRows() }
 
 func (c mmaCfg) name() string {
 	switch {
+	case c.hopper():
+		return fmt.Sprintf("fg_attn_fwd_wgmma_v%d_bf16_d%d_m%d_n%d", c.Variant, c.D, c.BM, c.BN)
 	case c.ldm():
 		return fmt.Sprintf("fg_attn_fwd_mma_ldm_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
 	case c.pre() && c.Prec == PrecisionBF16:
@@ -124,9 +147,12 @@ func (c mmaCfg) name() string {
 // smem is the kernel's shared memory (its SMEM constant): variants 3, 5 and 11 (TF32)
 // Q [BM][D+16], K [BN][D+16], V [BN][D+4] float32, 11 (Exact) K and V twice (hi and lo);
 // variants 4, 6 K and V [BN][D] float32 (Q is staged there first, so BM <= 2 BN) and
-// [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16.
+// [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16; 12 and 13
+// the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks.
 func (c mmaCfg) smem() int {
 	switch {
+	case c.hopper():
+		return (c.BM+4*c.BN)*c.D*2 + 1024
 	case c.ldm():
 		return 2*c.BN*c.D*4 + 2*c.BN*(c.D+8)*2
 	case c.pre() && c.Prec == PrecisionBF16:
@@ -165,8 +191,10 @@ func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 // launchers' layouts are contiguous). Every other forward runs the FMA kernel, variant 2,
 // which is at least as accurate as the precision asked for. variant 0 takes the first kernel
 // of mmaCfgs for the precision and D, another that variant's; kernels with a pre-pass only
-// when scratch (a scratch buffer can be had) is set.
-func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool) (mmaCfg, bool) {
+// when scratch (a scratch buffer can be had) is set, the Hopper kernels only when sm, the
+// device's compute capability as 10 major + minor, is 90 (everywhere else, and for the
+// problems they do not cover, the kernels of attention_mma.cu run).
+func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool, sm int) (mmaCfg, bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return mmaCfg{}, false
 	}
@@ -178,7 +206,7 @@ func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool) (mmaCfg, bool)
 	}
 	for _, c := range mmaCfgs {
 		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 || variant == c.Variant) &&
-			(scratch || !c.pre()) {
+			(scratch || !c.pre()) && (sm == 90 || !c.hopper()) {
 			return c, true
 		}
 	}
@@ -199,7 +227,7 @@ type mmaPrepParams struct {
 func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (devptr, error)) error {
 	grid := [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
 	if !c.pre() {
-		return s.start("attention_mma", c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(kp))
+		return s.start(c.module(), c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(kp))
 	}
 	if scratch == nil {
 		return fmt.Errorf("cuda: attention forward: %s needs a scratch buffer", c.name())
@@ -224,5 +252,18 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	// lo plane one plane after its hi plane).
 	m.k = dst
 	m.v = dst + devptr(n/planes*(planes/2))
-	return s.start("attention_mma", c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(&m))
+	return s.start(c.module(), c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(&m))
+}
+
+// sm is the compute capability of the worker's device as 10 major + minor (90: Hopper).
+func (s *state) sm() int { return 10*s.major + s.minor }
+
+// deviceSM is the compute capability of the device in use as 10 major + minor, or 0 without
+// one, for the callers off the worker (Kernels, ForwardScratch): the worker writes major and
+// minor once, before Enabled's first answer, and never again.
+func deviceSM() int {
+	if !Enabled() {
+		return 0
+	}
+	return dev.sm()
 }
