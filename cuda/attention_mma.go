@@ -79,10 +79,20 @@ type mmaCfg struct {
 //
 // The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
 // and v10 at d = 64 spill 36–48 bytes), the others 124–207.
+//
+// On the H100 (compute capability 9.0; results/hopper/run1, BenchmarkAttentionMMA, N = 4096
+// and 16384, the pre-pass included, TFLOP/s):
+//
+//	bf16 d=64:   v12 206–281, v10 209–272, v13 181–238, v9 185–242
+//	bf16 d=128:  v12 253–352, v13 238–328, v9 224–291, v10 205–260
+//
+// v13's overlap loses: ptxas (CUDA 13) serializes its wgmma instructions ("non wgmma
+// instructions reading accumulator registers ... between start and end of the pipeline
+// stage"); v12 and v13 use 182–204 registers, no spills.
 var mmaCfgs = []mmaCfg{
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
-	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
 	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
+	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
 	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
