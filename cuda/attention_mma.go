@@ -58,6 +58,11 @@ func ParsePrecision(s string) (Precision, error) {
 //	   warpgroups of 64 query rows, tiles in wgmma's 128-byte swizzle, two cp.async stages
 //	13: variant 12 with FlashAttention-3's overlap of each tile's softmax with the previous
 //	   tile's P V inside a warpgroup
+//	14: variant 12 fed by bulk copies (kernels/attention_hopper_bulk.cu): the pre-pass
+//	   (fg_attn_hopper_prep) writes K and V tile by tile in the shared-memory layout, a
+//	   producer warp moves each tile with one cp.async.bulk, mbarriers instead of block syncs
+//	   (BN = 128, the pre-pass's tiling)
+//	15: variant 14 with variant 13's overlap, the first tile peeled
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -93,6 +98,10 @@ var mmaCfgs = []mmaCfg{
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
 	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
 	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
+	// Not yet run on a GPU (written after the device of the session was withdrawn): kept
+	// behind the measured ones until BenchmarkAttentionMMA has timed them.
+	{14, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
+	{15, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
 	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
@@ -121,9 +130,19 @@ func (c mmaCfg) pre() bool { return c.Variant >= 7 }
 // whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
 func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 
+// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14 and 15), whose
+// pre-pass is fg_attn_hopper_prep (tiles of hopperBN keys in the shared-memory layout).
+func (c mmaCfg) bulk() bool { return c.Variant >= 14 }
+
+// hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
+const hopperBN = 128
+
 // module is the kernels/<module>.cu file of c's kernel.
 func (c mmaCfg) module() string {
-	if c.hopper() {
+	switch {
+	case c.bulk():
+		return "attention_hopper_bulk"
+	case c.hopper():
 		return "attention_hopper"
 	}
 	return "attention_mma"
@@ -137,8 +156,14 @@ func (c mmaCfg) warpRows() int {
 	return 16
 }
 
-// threads is the block size: a warp per warpRows query rows.
-func (c mmaCfg) threads() int { return 32 * c.BM / c.warpRows() }
+// threads is the block size: a warp per warpRows query rows, and the producer warp of the
+// bulk kernels.
+func (c mmaCfg) threads() int {
+	if c.bulk() {
+		return 32*c.BM/c.warpRows() + 32
+	}
+	return 32 * c.BM / c.warpRows()
+}
 
 func (c mmaCfg) name() string {
 	switch {
@@ -158,9 +183,12 @@ func (c mmaCfg) name() string {
 // Q [BM][D+16], K [BN][D+16], V [BN][D+4] float32, 11 (Exact) K and V twice (hi and lo);
 // variants 4, 6 K and V [BN][D] float32 (Q is staged there first, so BM <= 2 BN) and
 // [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16; 12 and 13
-// the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks.
+// the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks; 14 and 15 64 more,
+// their mbarriers.
 func (c mmaCfg) smem() int {
 	switch {
+	case c.bulk():
+		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 // and 8 mbarriers
 	case c.hopper():
 		return (c.BM+4*c.BN)*c.D*2 + 1024
 	case c.ldm():
@@ -192,7 +220,11 @@ func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 		return 0
 	}
 	planes, size := scratchPlanes(c.Prec)
-	return planes * size * int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
+	nk := int64(kp.nk)
+	if c.bulk() { // whole tiles
+		nk = int64(ceilDiv(int(kp.nk), hopperBN) * hopperBN)
+	}
+	return planes * size * int64(kp.b) * int64(kp.hkv) * nk * int64(kp.d)
 }
 
 // pickMMA is the one place that decides whether a forward runs on the tensor cores: a float32
@@ -248,8 +280,14 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		return err
 	}
 	pp := &mmaPrepParams{src: *kp, dst: dst}
-	groups := int(kp.b) * int(kp.hkv) * int(kp.nk) * int(kp.d) / 8
-	if err := s.start("attention_mma", "fg_attn_mma_prep", [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
+	// One thread per 8 elements of K (and of V), grid-stride; whole tiles for the bulk kernels,
+	// whose pre-pass is in their module.
+	prep, prepModule, nk := "fg_attn_mma_prep", "attention_mma", int(kp.nk)
+	if c.bulk() {
+		prep, prepModule, nk = "fg_attn_hopper_prep", c.module(), ceilDiv(nk, hopperBN)*hopperBN
+	}
+	groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
+	if err := s.start(prepModule, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
 		unsafe.Pointer(pp)); err != nil {
 		return err
 	}
@@ -259,7 +297,8 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	m.kRow, m.kHead, m.kBatch = d, int64(kp.nk)*d, int64(kp.hkv)*int64(kp.nk)*d
 	m.vRow, m.vHead, m.vBatch = m.kRow, m.kHead, m.kBatch
 	// Plane order: BF16 and TF32 K, V; Exact K hi, K lo, V hi, V lo (the kernel finds each
-	// lo plane one plane after its hi plane).
+	// lo plane one plane after its hi plane). The bulk kernels find their tiles in the K and V
+	// planes from b, the key head and Nk, without the strides.
 	m.k = dst
 	m.v = dst + devptr(n/planes*(planes/2))
 	return s.start(c.module(), c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(&m))

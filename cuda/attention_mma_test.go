@@ -365,6 +365,9 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d64-sm90", PrecisionBF16, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v12_bf16_d64_m128_n128"},
 		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v12_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v13", PrecisionBF16, 128, f32, 13, true, 90, "fg_attn_fwd_wgmma_v13_bf16_d128_m128_n128"},
+		{"bf16-d64-sm90-v14", PrecisionBF16, 64, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d64_m128_n128"},
+		{"bf16-d128-sm90-v15", PrecisionBF16, 128, f32, 15, true, 90, "fg_attn_fwd_wgmma_v15_bf16_d128_m128_n128"},
+		{"bf16-d128-sm90-v15-noscratch", PrecisionBF16, 128, f32, 15, false, 90, ""},
 		{"bf16-d64-sm90-noscratch", PrecisionBF16, 64, f32, 0, false, 90, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
 		{"bf16-d128-sm89", PrecisionBF16, 128, f32, 0, true, 89, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d128-sm100", PrecisionBF16, 128, f32, 0, true, 100, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
@@ -398,7 +401,7 @@ func TestPickMMA(t *testing.T) {
 	}
 
 	ptx, src := map[string]string{}, map[string]string{}
-	for _, m := range []string{"attention_mma", "attention_hopper"} {
+	for _, m := range []string{"attention_mma", "attention_hopper", "attention_hopper_bulk"} {
 		x, err := ptxSource(m)
 		if err != nil {
 			t.Fatal(err)
@@ -424,8 +427,11 @@ func TestPickMMA(t *testing.T) {
 		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx[c.module()]) {
 			t.Errorf("kernel %s of mmaCfgs is not in ptx/%s.ptx", c.name(), c.module())
 		}
-		if c.hopper() && (c.Prec != PrecisionBF16 || !c.pre() || c.threads() != 2*c.BM) {
-			t.Errorf("%s: the wgmma kernels are bfloat16 on the pre-pass's planes, 2 BM threads", c.name())
+		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()]; c.hopper() && (c.Prec != PrecisionBF16 || !c.pre() || c.threads() != want) {
+			t.Errorf("%s: the wgmma kernels are bfloat16 on the pre-pass's planes, %d threads", c.name(), want)
+		}
+		if c.bulk() && c.BN != hopperBN {
+			t.Errorf("%s: BN = %d, the bulk pre-pass tiles %d keys", c.name(), c.BN, hopperBN)
 		}
 		if c.smem() > 227<<10 {
 			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
@@ -434,7 +440,14 @@ func TestPickMMA(t *testing.T) {
 	if !regexp.MustCompile(`\.entry fg_attn_mma_prep\(`).MatchString(ptx["attention_mma"]) {
 		t.Errorf("the pre-pass fg_attn_mma_prep is not in ptx/attention_mma.ptx")
 	}
-	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA\(`} {
+	if !regexp.MustCompile(`\.entry fg_attn_hopper_prep\(`).MatchString(ptx["attention_hopper_bulk"]) {
+		t.Errorf("the pre-pass fg_attn_hopper_prep is not in ptx/attention_hopper_bulk.ptx")
+	}
+	if m := regexp.MustCompile(`(?m)^#define FG_HOPPER_BN (\d+)$`).FindStringSubmatch(src["attention_hopper_bulk"]); m == nil || m[1] != strconv.Itoa(hopperBN) {
+		t.Errorf("attention_hopper_bulk.cu's FG_HOPPER_BN %v, Go's hopperBN %d", m, hopperBN)
+	}
+	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA\(`,
+		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`} {
 		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaCfgs lists %d", m, n, count[m])
 		}
@@ -484,28 +497,35 @@ func TestRoundings(t *testing.T) {
 }
 
 // TestForwardScratch checks the size of the pre-pass's scratch buffer (no GPU): K and V of
-// [B, Hkv, Nk, D] in bfloat16 (BF16), rounded float32 (TF32), or hi and lo float32 planes
-// (Exact); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel
-// that runs has no pre-pass.
+// [B, Hkv, Nk, D] in bfloat16 (BF16; the bulk-copy Hopper kernels Nk rounded up to whole
+// tiles of 128 keys), rounded float32 (TF32), or hi and lo float32 planes (Exact);
+// AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
+// has no pre-pass.
 func TestForwardScratch(t *testing.T) {
-	const n = 3 * 2 * 100 * 64 // B Hkv Nk D
+	const n, nTiles = 3 * 2 * 100 * 64, 3 * 2 * 128 * 64 // B Hkv Nk D, with Nk in whole tiles
 	for _, c := range []struct {
-		prec  Precision
-		bytes int64
-	}{{PrecisionBF16, 4 * n}, {PrecisionTF32, 8 * n}, {PrecisionExact, 16 * n}} {
+		prec        Precision
+		bytes, bulk int64
+	}{{PrecisionBF16, 4 * n, 4 * nTiles}, {PrecisionTF32, 8 * n, 0}, {PrecisionExact, 16 * n, 0}} {
 		p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: c.prec}
 		kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale})
 		kp.precision = int32(c.prec)
+		size := func(cfg mmaCfg) int64 {
+			if cfg.bulk() {
+				return c.bulk
+			}
+			return c.bytes
+		}
 		for _, cfg := range mmaCfgs {
 			if cfg.Prec == c.prec && cfg.pre() {
-				if got := cfg.scratchBytes(&kp); got != c.bytes {
-					t.Errorf("%s: scratchBytes = %d, want %d", cfg.name(), got, c.bytes)
+				if got := cfg.scratchBytes(&kp); got != size(cfg) {
+					t.Errorf("%s: scratchBytes = %d, want %d", cfg.name(), got, size(cfg))
 				}
 			}
 		}
 		want := 0
 		if cfg, ok := pickMMA(&kp, f32, 0, true, deviceSM()); ok && cfg.pre() {
-			want = int(c.bytes / 4)
+			want = int(size(cfg) / 4)
 		}
 		if got := p.ForwardScratch(); got != want {
 			t.Errorf("%v: ForwardScratch = %d, want %d", c.prec, got, want)

@@ -397,10 +397,7 @@ template <int D, int BM, int BN> __device__ void fg_attn_fwd_mma_ldm(const fg_at
 //   FG_PREC_EXACT: K hi, K lo, V hi, V lo (hi = tf32(x), lo = tf32(x - hi))  4 n float32
 // Keys at or past a batch's key length are neither read nor written (the main kernels never
 // read them either: their tile copies zero-fill past kv_end).
-typedef struct {
-  fg_attn_params src;
-  uint64_t dst;
-} fg_mma_prep_params;
+// (fg_mma_prep_params is declared in mma.cuh: attention_hopper.cu's pre-pass takes it too.)
 
 namespace {
 __device__ __forceinline__ void fg_prep_store(const fg_mma_prep_params& pp, int prec, int64_t n, int plane, int64_t at,

@@ -7,6 +7,14 @@
 
 #include "common.cuh"
 
+// fg_mma_prep_params: the parameters of the pre-passes that convert K and V once per call
+// (fg_attn_mma_prep in attention_mma.cu, fg_attn_hopper_prep in attention_hopper.cu; Go:
+// mmaPrepParams): the problem src and the scratch buffer dst they write.
+typedef struct {
+  fg_attn_params src;
+  uint64_t dst;
+} fg_mma_prep_params;
+
 namespace {
 
 __device__ __forceinline__ void fg_cp_async16(float* smem, const float* gmem, bool valid) {

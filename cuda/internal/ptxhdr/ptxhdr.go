@@ -90,10 +90,10 @@ type Target struct {
 }
 
 // TargetOf returns the target of module name (kernels/<name>.cu): compute_80, which the
-// driver JIT-compiles for every GPU from Ampere on, except attention_hopper, compute_90 marked
-// sm_90a with PTX ISA 8.0 or later, which only compute capability 9.0 loads.
+// driver JIT-compiles for every GPU from Ampere on, except the attention_hopper* modules,
+// compute_90 marked sm_90a with PTX ISA 8.0 or later, which only compute capability 9.0 loads.
 func TargetOf(module string) Target {
-	if module == "attention_hopper" {
+	if strings.HasPrefix(module, "attention_hopper") {
 		return Target{Arch: "compute_90", SM: "sm_90a", Version: "8.0"}
 	}
 	return Target{Arch: "compute_80"}

@@ -27,6 +27,9 @@ func TestRetarget(t *testing.T) {
 	if got, err := TargetOf("attention_mma").Retarget([]byte(in)); err != nil || string(got) != in {
 		t.Errorf("attention_mma retargeted: %q, %v", got, err)
 	}
+	if TargetOf("attention_hopper_bulk") != h {
+		t.Errorf("attention_hopper_bulk's target %+v, attention_hopper's %+v", TargetOf("attention_hopper_bulk"), h)
+	}
 	if f := h.Flags([]string{"-ptx"}); f != "-ptx -arch=compute_90; then .target sm_90a, .version >= 8.0" {
 		t.Errorf("Flags = %q", f)
 	}
