@@ -9,6 +9,6 @@ PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
 "$PTXAS" --version | tail -1
 for f in ptx/attention_hopper*.ptx; do
   echo "== $f"
-  "$PTXAS" -arch=sm_90a -v -o /dev/null "$f" 2>&1 | grep -E 'error|warning|Used|spill|serialized|entry function'
+  "$PTXAS" -arch=sm_90a -v -o /dev/null "$f" 2>&1 | grep -E 'error|warning|Used|spill|serialized|entry function' || true
   "$PTXAS" -arch=sm_90a -o /dev/null "$f"
 done
