@@ -214,7 +214,8 @@ template <int D, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma_bulk(const
       fg_mbar_wait(fullV((j - 1) & 1), par(j - 1));
       fg_wgmma_fence();
       qk(j);
-      pv(j - 1);  // P_{j-1} V_{j-1} runs under softmax_j
+      fg_wgmma_fence();  // a fence per batch, as FlashAttention-3 (v13 without it is serialized)
+      pv(j - 1);         // P_{j-1} V_{j-1} runs under softmax_j
       fg_wgmma_wait<1>();
       fg_reg_fence(s);
       fg_mbar_arrive(emptyK(j & 1));
