@@ -136,7 +136,8 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	if c, ok := pickMMA(&kp, dt, 0, p.Scratch != nil, deviceSM()); ok {
 		fwd = c.name()
 		if c.pre() {
-			fwd = "fg_attn_mma_prep+" + fwd
+			_, prep := c.prep()
+			fwd = prep + "+" + fwd
 		}
 	}
 	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1); ok {

@@ -137,6 +137,15 @@ func (c mmaCfg) bulk() bool { return c.Variant >= 14 }
 // hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
 const hopperBN = 128
 
+// prep is the pre-pass kernel of c (c.pre()), which is in c.module() for the bulk kernels and
+// in attention_mma otherwise.
+func (c mmaCfg) prep() (module, name string) {
+	if c.bulk() {
+		return c.module(), "fg_attn_hopper_prep"
+	}
+	return "attention_mma", "fg_attn_mma_prep"
+}
+
 // module is the kernels/<module>.cu file of c's kernel.
 func (c mmaCfg) module() string {
 	switch {
@@ -282,9 +291,10 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	pp := &mmaPrepParams{src: *kp, dst: dst}
 	// One thread per 8 elements of K (and of V), grid-stride; whole tiles for the bulk kernels,
 	// whose pre-pass is in their module.
-	prep, prepModule, nk := "fg_attn_mma_prep", "attention_mma", int(kp.nk)
+	prepModule, prep := c.prep()
+	nk := int(kp.nk)
 	if c.bulk() {
-		prep, prepModule, nk = "fg_attn_hopper_prep", c.module(), ceilDiv(nk, hopperBN)*hopperBN
+		nk = ceilDiv(nk, hopperBN) * hopperBN
 	}
 	groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
 	if err := s.start(prepModule, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
