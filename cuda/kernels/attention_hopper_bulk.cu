@@ -60,14 +60,19 @@ __device__ __forceinline__ void fg_mbar_arrive(uint32_t bar) {
   asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
 }
 // fg_mbar_wait waits for the completion of the phase of parity parity of the mbarrier at bar.
+// A phase that has not completed after 2^30 polls (seconds; the real waits are microseconds)
+// never will: that is a bug of the protocol, and the kernel traps, so that the launch fails
+// with an error instead of hanging the process.
 __device__ __forceinline__ void fg_mbar_wait(uint32_t bar, int parity) {
   uint32_t done;
-  do {
+  for (uint32_t polls = 0;; ++polls) {
     asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
                  : "=r"(done)
                  : "r"(bar), "r"(parity)
                  : "memory");
-  } while (!done);
+    if (done) return;
+    if (polls == 1u << 30) __trap();
+  }
 }
 // fg_bulk_load copies bytes (a multiple of 16) from global src to shared dst, counting them on
 // the mbarrier bar, which it first tells to expect them.
