@@ -60,9 +60,10 @@ __device__ __forceinline__ void fg_mbar_arrive(uint32_t bar) {
   asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
 }
 // fg_mbar_wait waits for the completion of the phase of parity parity of the mbarrier at bar.
-// A phase that has not completed after 2^30 polls (seconds; the real waits are microseconds)
-// never will: that is a bug of the protocol, and the kernel traps, so that the launch fails
-// with an error instead of hanging the process.
+// A phase that has not completed after 2^24 polls (a fraction of a second at least; the real
+// waits are microseconds: a tile copy, or a warpgroup finishing a tile) never will: that is a
+// bug of the protocol, and the kernel traps, so that the launch fails with an error instead of
+// hanging the process.
 __device__ __forceinline__ void fg_mbar_wait(uint32_t bar, int parity) {
   uint32_t done;
   for (uint32_t polls = 0;; ++polls) {
@@ -71,7 +72,7 @@ __device__ __forceinline__ void fg_mbar_wait(uint32_t bar, int parity) {
                  : "r"(bar), "r"(parity)
                  : "memory");
     if (done) return;
-    if (polls == 1u << 30) __trap();
+    if (polls == 1u << 24) __trap();
   }
 }
 // fg_bulk_load copies bytes (a multiple of 16) from global src to shared dst, counting them on
