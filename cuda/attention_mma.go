@@ -123,11 +123,11 @@ var mmaCfgs = []mmaCfg{
 // ldm reports whether c is an ldmatrix kernel of float32 inputs (variants 4 and 6).
 func (c mmaCfg) ldm() bool { return c.Variant == 4 || c.Variant == 6 }
 
-// pre reports whether c reads K and V converted by the pre-pass (variants 7 to 13).
+// pre reports whether c reads K and V converted by a pre-pass (variants 7 to 15).
 func (c mmaCfg) pre() bool { return c.Variant >= 7 }
 
-// hopper reports whether c is a wgmma kernel of attention_hopper.cu (variants 12 and 13),
-// whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
+// hopper reports whether c is a wgmma kernel (variants 12 to 15: attention_hopper.cu and
+// attention_hopper_bulk.cu), whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
 func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 
 // bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14 and 15), whose
