@@ -63,6 +63,9 @@ func ParsePrecision(s string) (Precision, error) {
 //	   producer warp moves each tile with one cp.async.bulk, mbarriers instead of block syncs
 //	   (BN = 128, the pre-pass's tiling)
 //	15: variant 14 with variant 13's overlap, the first tile peeled
+//	16: variant 12 with one warpgroup per block (BM = 64): two blocks per SM overlap each
+//	   other's softmax and products, at twice the tile reads per query row (d = 128: BN = 64,
+//	   for two blocks' shared memory)
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -100,6 +103,7 @@ var mmaCfgs = []mmaCfg{
 	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
 	// Not yet run on a GPU (written after the device of the session was withdrawn): kept
 	// behind the measured ones until BenchmarkAttentionMMA has timed them.
+	{16, PrecisionBF16, 64, 64, 128}, {16, PrecisionBF16, 128, 64, 64},
 	{14, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
 	{15, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
 	// Every GPU of compute capability 8.0 on.
@@ -123,16 +127,16 @@ var mmaCfgs = []mmaCfg{
 // ldm reports whether c is an ldmatrix kernel of float32 inputs (variants 4 and 6).
 func (c mmaCfg) ldm() bool { return c.Variant == 4 || c.Variant == 6 }
 
-// pre reports whether c reads K and V converted by a pre-pass (variants 7 to 15).
+// pre reports whether c reads K and V converted by a pre-pass (variants 7 to 16).
 func (c mmaCfg) pre() bool { return c.Variant >= 7 }
 
-// hopper reports whether c is a wgmma kernel (variants 12 to 15: attention_hopper.cu and
+// hopper reports whether c is a wgmma kernel (variants 12 to 16: attention_hopper.cu and
 // attention_hopper_bulk.cu), whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
 func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 
 // bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14 and 15), whose
 // pre-pass is fg_attn_hopper_prep (tiles of hopperBN keys in the shared-memory layout).
-func (c mmaCfg) bulk() bool { return c.Variant >= 14 }
+func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 }
 
 // hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
 const hopperBN = 128
@@ -191,9 +195,9 @@ func (c mmaCfg) name() string {
 // smem is the kernel's shared memory (its SMEM constant): variants 3, 5 and 11 (TF32)
 // Q [BM][D+16], K [BN][D+16], V [BN][D+4] float32, 11 (Exact) K and V twice (hi and lo);
 // variants 4, 6 K and V [BN][D] float32 (Q is staged there first, so BM <= 2 BN) and
-// [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16; 12 and 13
-// the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks; 14 and 15 64 more,
-// their mbarriers.
+// [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16; 12, 13 and
+// 16 the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks; 14 and 15 64
+// more, their mbarriers.
 func (c mmaCfg) smem() int {
 	switch {
 	case c.bulk():

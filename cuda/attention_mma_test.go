@@ -368,6 +368,7 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d64-sm90-v14", PrecisionBF16, 64, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d64_m128_n128"},
 		{"bf16-d128-sm90-v15", PrecisionBF16, 128, f32, 15, true, 90, "fg_attn_fwd_wgmma_v15_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v15-noscratch", PrecisionBF16, 128, f32, 15, false, 90, ""},
+		{"bf16-d128-sm90-v16", PrecisionBF16, 128, f32, 16, true, 90, "fg_attn_fwd_wgmma_v16_bf16_d128_m64_n64"},
 		{"bf16-d64-sm90-noscratch", PrecisionBF16, 64, f32, 0, false, 90, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
 		{"bf16-d128-sm89", PrecisionBF16, 128, f32, 0, true, 89, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d128-sm100", PrecisionBF16, 128, f32, 0, true, 100, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},

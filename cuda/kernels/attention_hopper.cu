@@ -197,4 +197,9 @@ FG_FWD_WGMMA(12, false, 64, 128, 128)
 FG_FWD_WGMMA(12, false, 128, 128, 128)
 FG_FWD_WGMMA(13, true, 64, 128, 128)
 FG_FWD_WGMMA(13, true, 128, 128, 128)
+// Variant 16: variant 12 with one warpgroup per block, so that two blocks share an SM and
+// overlap each other's softmax and products (d = 128 with 64-key tiles, for two blocks'
+// shared memory).
+FG_FWD_WGMMA(16, false, 64, 64, 128)
+FG_FWD_WGMMA(16, false, 128, 64, 64)
 
