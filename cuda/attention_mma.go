@@ -88,24 +88,23 @@ type mmaCfg struct {
 // The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
 // and v10 at d = 64 spill 36–48 bytes), the others 124–207.
 //
-// On the H100 (compute capability 9.0; results/hopper/run1, BenchmarkAttentionMMA, N = 4096
-// and 16384, the pre-pass included, TFLOP/s):
+// On the H100 (compute capability 9.0; results/hopper/run2, BenchmarkAttentionMMA, the
+// pre-pass included, TFLOP/s from N = 1024 causal to N = 16384):
 //
-//	bf16 d=64:   v12 206–281, v10 209–272, v13 181–238, v9 185–242
-//	bf16 d=128:  v12 253–352, v13 238–328, v9 224–291, v10 205–260
+//	bf16 d=64:   v15 132–372, v14 131–358, v16 112–278, v12 106–278, v13 100–236; v10 117–272
+//	bf16 d=128:  v14 166–552, v15 153–426, v12 126–351, v16 127–295, v13 123–329; v9 131–269
 //
-// v13's overlap loses: ptxas (CUDA 13) serializes its wgmma instructions ("non wgmma
-// instructions reading accumulator registers ... between start and end of the pipeline
-// stage"); v12 and v13 use 182–204 registers, no spills.
+// The bulk copies and mbarriers (v14, v15) are what pays: the warpgroups stop waiting for
+// each other. v13's overlap loses: ptxas (CUDA 13) serializes its wgmma instructions ("non
+// wgmma instructions reading accumulator registers ... between start and end of the pipeline
+// stage"); v12, v13 and v16 use 158–204 registers, no spills.
 var mmaCfgs = []mmaCfg{
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
+	{15, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
+	{14, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
 	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
-	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
-	// Not yet run on a GPU (written after the device of the session was withdrawn): kept
-	// behind the measured ones until BenchmarkAttentionMMA has timed them.
 	{16, PrecisionBF16, 64, 64, 128}, {16, PrecisionBF16, 128, 64, 64},
-	{14, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
-	{15, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
+	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
 	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
