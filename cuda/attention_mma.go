@@ -97,7 +97,8 @@ type mmaCfg struct {
 // The bulk copies and mbarriers (v14, v15) are what pays: the warpgroups stop waiting for
 // each other. v13's overlap loses: ptxas (CUDA 13) serializes its wgmma instructions ("non
 // wgmma instructions reading accumulator registers ... between start and end of the pipeline
-// stage"); v12, v13 and v16 use 158–204 registers, no spills.
+// stage"); v12, v13 and v16 use 158–204 registers, no spills; v14 and v15 166–168 (ptxas's
+// budget for 288 threads), v15 at d = 128 serialized for lack of registers.
 var mmaCfgs = []mmaCfg{
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
 	{15, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
