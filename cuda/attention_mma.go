@@ -66,6 +66,8 @@ func ParsePrecision(s string) (Precision, error) {
 //	16: variant 12 with one warpgroup per block (BM = 64): two blocks per SM overlap each
 //	   other's softmax and products, at twice the tile reads per query row (d = 128: BN = 64,
 //	   for two blocks' shared memory)
+//	17, 18: variants 15 and 14 with a producer warpgroup instead of a producer warp, which
+//	   hands its registers to the consumers (setmaxnreg: 240 each instead of 168)
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -103,6 +105,9 @@ var mmaCfgs = []mmaCfg{
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
 	{15, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
 	{14, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
+	// Not yet run on a GPU.
+	{17, PrecisionBF16, 64, 128, hopperBN}, {17, PrecisionBF16, 128, 128, hopperBN},
+	{18, PrecisionBF16, 64, 128, hopperBN}, {18, PrecisionBF16, 128, 128, hopperBN},
 	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
 	{16, PrecisionBF16, 64, 64, 128}, {16, PrecisionBF16, 128, 64, 64},
 	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
@@ -127,16 +132,19 @@ var mmaCfgs = []mmaCfg{
 // ldm reports whether c is an ldmatrix kernel of float32 inputs (variants 4 and 6).
 func (c mmaCfg) ldm() bool { return c.Variant == 4 || c.Variant == 6 }
 
-// pre reports whether c reads K and V converted by a pre-pass (variants 7 to 16).
+// pre reports whether c reads K and V converted by a pre-pass (variants 7 to 18).
 func (c mmaCfg) pre() bool { return c.Variant >= 7 }
 
-// hopper reports whether c is a wgmma kernel (variants 12 to 16: attention_hopper.cu and
+// hopper reports whether c is a wgmma kernel (variants 12 to 18: attention_hopper.cu and
 // attention_hopper_bulk.cu), whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
 func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 
-// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14 and 15), whose
+// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17, 18), whose
 // pre-pass is fg_attn_hopper_prep (tiles of hopperBN keys in the shared-memory layout).
-func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 }
+func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg() }
+
+// pwg reports whether c's producer is a whole warpgroup (variants 17 and 18), not a warp.
+func (c mmaCfg) pwg() bool { return c.Variant == 17 || c.Variant == 18 }
 
 // hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
 const hopperBN = 128
@@ -169,10 +177,13 @@ func (c mmaCfg) warpRows() int {
 	return 16
 }
 
-// threads is the block size: a warp per warpRows query rows, and the producer warp of the
-// bulk kernels.
+// threads is the block size: a warp per warpRows query rows, and the producer warp (or
+// warpgroup) of the bulk kernels.
 func (c mmaCfg) threads() int {
-	if c.bulk() {
+	switch {
+	case c.pwg():
+		return 32*c.BM/c.warpRows() + 128
+	case c.bulk():
 		return 32*c.BM/c.warpRows() + 32
 	}
 	return 32 * c.BM / c.warpRows()
@@ -196,8 +207,8 @@ func (c mmaCfg) name() string {
 // Q [BM][D+16], K [BN][D+16], V [BN][D+4] float32, 11 (Exact) K and V twice (hi and lo);
 // variants 4, 6 K and V [BN][D] float32 (Q is staged there first, so BM <= 2 BN) and
 // [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16; 12, 13 and
-// 16 the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks; 14 and 15 64
-// more, their mbarriers.
+// 16 the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks; the bulk kernels
+// (14, 15, 17, 18) 64 more, their mbarriers.
 func (c mmaCfg) smem() int {
 	switch {
 	case c.bulk():

@@ -370,6 +370,7 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d128-sm90-v15", PrecisionBF16, 128, f32, 15, true, 90, "fg_attn_fwd_wgmma_v15_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v15-noscratch", PrecisionBF16, 128, f32, 15, false, 90, ""},
 		{"bf16-d128-sm90-v16", PrecisionBF16, 128, f32, 16, true, 90, "fg_attn_fwd_wgmma_v16_bf16_d128_m64_n64"},
+		{"bf16-d128-sm90-v17", PrecisionBF16, 128, f32, 17, true, 90, "fg_attn_fwd_wgmma_v17_bf16_d128_m128_n128"},
 		{"bf16-d64-sm90-noscratch", PrecisionBF16, 64, f32, 0, false, 90, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
 		{"bf16-d128-sm89", PrecisionBF16, 128, f32, 0, true, 89, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d128-sm100", PrecisionBF16, 128, f32, 0, true, 100, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
@@ -429,7 +430,7 @@ func TestPickMMA(t *testing.T) {
 		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx[c.module()]) {
 			t.Errorf("kernel %s of mmaCfgs is not in ptx/%s.ptx", c.name(), c.module())
 		}
-		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()]; c.hopper() && (c.Prec != PrecisionBF16 || !c.pre() || c.threads() != want) {
+		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()] + map[bool]int{true: 96}[c.pwg()]; c.hopper() && (c.Prec != PrecisionBF16 || !c.pre() || c.threads() != want) {
 			t.Errorf("%s: the wgmma kernels are bfloat16 on the pre-pass's planes, %d threads", c.name(), want)
 		}
 		if c.bulk() && c.BN != hopperBN {

@@ -87,9 +87,12 @@ __device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint
 
 }  // namespace
 
-// fg_attn_fwd_wgmma_bulk (variants 14, 15): grid (ceil(Nq/BM), H, B), 128 NWG + 32 threads
-// (NWG consumer warpgroups, one producer warp); k and v the planes of fg_attn_hopper_prep.
-template <int D, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma_bulk(const fg_attn_params& p) {
+// fg_attn_fwd_wgmma_bulk (variants 14, 15, 17, 18): grid (ceil(Nq/BM), H, B), 128 NWG + 32
+// threads (NWG consumer warpgroups, one producer warp), or 128 NWG + 128 with PWG (variants 17
+// and 18: a producer warpgroup that gives its registers to the consumers with setmaxnreg, as
+// FlashAttention-3: 24 each for the producer, 240 for the consumers, where ptxas budgets 168
+// for 384 threads); k and v the planes of fg_attn_hopper_prep.
+template <int D, int NWG, bool OVL, bool PWG = false> __device__ void fg_attn_fwd_wgmma_bulk(const fg_attn_params& p) {
   constexpr int BN = FG_HOPPER_BN, BM = 64 * NWG, CONSUMERS = 128 * NWG;
   constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
@@ -117,8 +120,9 @@ template <int D, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma_bulk(const
   }
   __syncthreads();
 
-  if (warp == 4 * NWG) {  // the producer
-    if (lane == 0 && tiles > 0) {
+  if (warp >= 4 * NWG) {  // the producer
+    if constexpr (PWG) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (warp == 4 * NWG && lane == 0 && tiles > 0) {
       const int NT = (p.nk + BN - 1) / BN;
       const char* kt = (const char*)p.k + ((int64_t)b * p.hkv + hk) * NT * KB;
       const char* vt = (const char*)p.v + ((int64_t)b * p.hkv + hk) * NT * KB;
@@ -133,6 +137,7 @@ template <int D, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma_bulk(const
     return;
   }
 
+  if constexpr (PWG) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
   const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
   const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634), qs = p.scale < 0 ? -1.f : 1.f;
   FgRows<OB, float> rows(p, b, m0 + 16 * warp + g, t);
@@ -243,12 +248,17 @@ template <int D, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma_bulk(const
 
 // ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
 
-#define FG_FWD_WGMMA_BULK(V, OVL, D, BM)                                                  \
-  extern "C" __global__ void __launch_bounds__(2 * BM + 32, 1)                            \
+#define FG_FWD_WGMMA_BULK(V, OVL, PWG, D, BM)                                             \
+  extern "C" __global__ void __launch_bounds__(2 * BM + (PWG ? 128 : 32), 1)              \
       fg_attn_fwd_wgmma_v##V##_bf16_d##D##_m##BM##_n128(const fg_attn_params p) {          \
-    fg_attn_fwd_wgmma_bulk<D, BM / 64, OVL>(p);                                            \
+    fg_attn_fwd_wgmma_bulk<D, BM / 64, OVL, PWG>(p);                                       \
   }
-FG_FWD_WGMMA_BULK(14, false, 64, 128)
-FG_FWD_WGMMA_BULK(14, false, 128, 128)
-FG_FWD_WGMMA_BULK(15, true, 64, 128)
-FG_FWD_WGMMA_BULK(15, true, 128, 128)
+FG_FWD_WGMMA_BULK(14, false, false, 64, 128)
+FG_FWD_WGMMA_BULK(14, false, false, 128, 128)
+FG_FWD_WGMMA_BULK(15, true, false, 64, 128)
+FG_FWD_WGMMA_BULK(15, true, false, 128, 128)
+// Variants 17 (overlap) and 18 (none): 15 and 14 with a producer warpgroup and setmaxnreg.
+FG_FWD_WGMMA_BULK(17, true, true, 64, 128)
+FG_FWD_WGMMA_BULK(17, true, true, 128, 128)
+FG_FWD_WGMMA_BULK(18, false, true, 64, 128)
+FG_FWD_WGMMA_BULK(18, false, true, 128, 128)

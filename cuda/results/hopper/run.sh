@@ -29,6 +29,11 @@ if [[ $STEPS == *ptxas* ]]; then
   sum "nvcc13 sm_90a rc=$? $(( $(date +%s)-s ))s"
 fi
 cd "$T"
+if [ -n "${PROBE:-}" ]; then
+  s=$(date +%s)
+  timeout 40 "$B/cuda.test" -test.run '^$' -test.bench "$PROBE" -test.benchtime=3x > "$L/probe.log" 2>&1
+  sum "probe rc=$? $(( $(date +%s)-s ))s: $(grep -c TFLOP "$L/probe.log") timed"
+fi
 if [[ $STEPS == *tests* ]]; then
   s=$(date +%s)
   timeout ${TESTTIME:-150} "$B/cuda.test" -test.v -test.count=1 -test.run '^(TestAttentionMMADevice|TestAttentionMMAMaskedKeysInert|TestAttentionMMABuffersScratch|TestPickMMA|TestForwardScratch|TestAttentionMMADeterminism)$' > "$L/tests.log" 2>&1
