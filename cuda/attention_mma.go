@@ -90,24 +90,27 @@ type mmaCfg struct {
 // The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
 // and v10 at d = 64 spill 36–48 bytes), the others 124–207.
 //
-// On the H100 (compute capability 9.0; results/hopper/run2, BenchmarkAttentionMMA, the
-// pre-pass included, TFLOP/s from N = 1024 causal to N = 16384):
+// On the H100 (compute capability 9.0; BenchmarkAttentionMMA, the pre-pass included,
+// TFLOP/s from N = 1024 causal to N = 16384; results/hopper/run2 and, for 14, 15, 17 and 18
+// side by side, run4):
 //
 //	bf16 d=64:   v15 132–372, v14 131–358, v16 112–278, v12 106–278, v13 100–236; v10 117–272
+//	             run4: v15 134–371, v17 125–364, v14 131–358, v18 130–353
 //	bf16 d=128:  v14 166–552, v15 153–426, v12 126–351, v16 127–295, v13 123–329; v9 131–269
+//	             run4: v17 168–571, v18 161–521, v14 165–519, v15 152–427
 //
 // The bulk copies and mbarriers (v14, v15) are what pays: the warpgroups stop waiting for
-// each other. v13's overlap loses: ptxas (CUDA 13) serializes its wgmma instructions ("non
-// wgmma instructions reading accumulator registers ... between start and end of the pipeline
-// stage"); v12, v13 and v16 use 158–204 registers, no spills; v14 and v15 166–168 (ptxas's
-// budget for 288 threads), v15 at d = 128 serialized for lack of registers.
+// each other; at d = 128 the producer warpgroup's registers (v17) add 2–11%. v13's overlap
+// loses: ptxas (CUDA 13) serializes its wgmma instructions ("non wgmma instructions reading
+// accumulator registers ... between start and end of the pipeline stage"); v12, v13 and v16
+// use 158–204 registers, no spills; v14 and v15 166–168 (ptxas's budget for 288 threads), v15
+// at d = 128 serialized for lack of registers, which v17 (240 by setmaxnreg) is not.
 var mmaCfgs = []mmaCfg{
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
-	{15, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
-	{14, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
-	// Not yet run on a GPU.
-	{17, PrecisionBF16, 64, 128, hopperBN}, {17, PrecisionBF16, 128, 128, hopperBN},
-	{18, PrecisionBF16, 64, 128, hopperBN}, {18, PrecisionBF16, 128, 128, hopperBN},
+	{15, PrecisionBF16, 64, 128, hopperBN}, {17, PrecisionBF16, 128, 128, hopperBN},
+	{14, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
+	{17, PrecisionBF16, 64, 128, hopperBN}, {18, PrecisionBF16, 128, 128, hopperBN},
+	{18, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
 	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
 	{16, PrecisionBF16, 64, 64, 128}, {16, PrecisionBF16, 128, 64, 64},
 	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},

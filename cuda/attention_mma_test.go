@@ -363,7 +363,8 @@ func TestPickMMA(t *testing.T) {
 		// Hopper: the wgmma kernels on compute capability 9.0 only, with a scratch buffer only;
 		// everything else (no scratch, other precisions, other d, other GPUs) as before.
 		{"bf16-d64-sm90", PrecisionBF16, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v15_bf16_d64_m128_n128"},
-		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d128_m128_n128"},
+		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v17_bf16_d128_m128_n128"},
+		{"bf16-d128-sm90-v14", PrecisionBF16, 128, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v12", PrecisionBF16, 128, f32, 12, true, 90, "fg_attn_fwd_wgmma_v12_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v13", PrecisionBF16, 128, f32, 13, true, 90, "fg_attn_fwd_wgmma_v13_bf16_d128_m128_n128"},
 		{"bf16-d64-sm90-v14", PrecisionBF16, 64, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d64_m128_n128"},
