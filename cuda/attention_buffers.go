@@ -102,7 +102,7 @@ func (p AttentionBuffers) ForwardScratch() int {
 func (p *AttentionBuffers) forwardScratch(dt dtype) int {
 	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
 	kp.precision = int32(p.Precision.Resolved())
-	c, ok := pickMMA(&kp, dt, 0, true)
+	c, ok := pickMMA(&kp, dt, 0, true, deviceSM())
 	if !ok {
 		return 0
 	}
@@ -133,10 +133,11 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	}
 	kp := p.kernel()
 	fwd := "fg_attn_fwd_v2_" + pickCfg(fwdCfgs[dt], p.D).suffix(dt)
-	if c, ok := pickMMA(&kp, dt, 0, p.Scratch != nil); ok {
+	if c, ok := pickMMA(&kp, dt, 0, p.Scratch != nil, deviceSM()); ok {
 		fwd = c.name()
 		if c.pre() {
-			fwd = "fg_attn_mma_prep+" + fwd
+			_, prep := c.prep()
+			fwd = prep + "+" + fwd
 		}
 	}
 	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1); ok {

@@ -53,6 +53,21 @@ func ParsePrecision(s string) (Precision, error) {
 //	10: variant 9 with another key tile (BN = 128 at d = 64, 32 at d = 128)
 //	11: TF32 and Exact: variants 3/5 on K and V converted once per call by the pre-pass
 //	   (TF32: rounded; Exact: split into hi and lo planes), no conversion in the loop
+//	12: bfloat16 only, compute capability 9.0 only (kernels/attention_hopper.cu, PTX for
+//	   sm_90a): Hopper's warpgroup products (wgmma) on the pre-pass's K and V, two
+//	   warpgroups of 64 query rows, tiles in wgmma's 128-byte swizzle, two cp.async stages
+//	13: variant 12 with FlashAttention-3's overlap of each tile's softmax with the previous
+//	   tile's P V inside a warpgroup
+//	14: variant 12 fed by bulk copies (kernels/attention_hopper_bulk.cu): the pre-pass
+//	   (fg_attn_hopper_prep) writes K and V tile by tile in the shared-memory layout, a
+//	   producer warp moves each tile with one cp.async.bulk, mbarriers instead of block syncs
+//	   (BN = 128, the pre-pass's tiling)
+//	15: variant 14 with variant 13's overlap, the first tile peeled
+//	16: variant 12 with one warpgroup per block (BM = 64): two blocks per SM overlap each
+//	   other's softmax and products, at twice the tile reads per query row (d = 128: BN = 64,
+//	   for two blocks' shared memory)
+//	17, 18: variants 15 and 14 with a producer warpgroup instead of a producer warp, which
+//	   hands its registers to the consumers (setmaxnreg: 240 each instead of 168)
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -74,7 +89,32 @@ type mmaCfg struct {
 //
 // The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
 // and v10 at d = 64 spill 36–48 bytes), the others 124–207.
+//
+// On the H100 (compute capability 9.0; BenchmarkAttentionMMA, the pre-pass included,
+// TFLOP/s from N = 1024 causal to N = 16384; results/hopper/run2 and, for 14, 15, 17 and 18
+// side by side, run4):
+//
+//	bf16 d=64:   v15 132–372, v14 131–358, v16 112–278, v12 106–278, v13 100–236; v10 117–272
+//	             run4: v15 134–371, v17 125–364, v14 131–358, v18 130–353
+//	bf16 d=128:  v14 166–552, v15 153–426, v12 126–351, v16 127–295, v13 123–329; v9 131–269
+//	             run4: v17 168–571, v18 161–521, v14 165–519, v15 152–427
+//
+// The bulk copies and mbarriers (v14, v15) are what pays: the warpgroups stop waiting for
+// each other; at d = 128 the producer warpgroup's registers (v17) add 2–11%. v13's overlap
+// loses: ptxas (CUDA 13) serializes its wgmma instructions ("non wgmma instructions reading
+// accumulator registers ... between start and end of the pipeline stage"); v12, v13 and v16
+// use 158–204 registers, no spills; v14 and v15 166–168 (ptxas's budget for 288 threads), v15
+// at d = 128 serialized for lack of registers, which v17 (240 by setmaxnreg) is not.
 var mmaCfgs = []mmaCfg{
+	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
+	{15, PrecisionBF16, 64, 128, hopperBN}, {17, PrecisionBF16, 128, 128, hopperBN},
+	{14, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
+	{17, PrecisionBF16, 64, 128, hopperBN}, {18, PrecisionBF16, 128, 128, hopperBN},
+	{18, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
+	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
+	{16, PrecisionBF16, 64, 64, 128}, {16, PrecisionBF16, 128, 64, 64},
+	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
+	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
 	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
 	{11, PrecisionExact, 64, 64, 64}, {11, PrecisionExact, 128, 128, 64},
@@ -95,8 +135,42 @@ var mmaCfgs = []mmaCfg{
 // ldm reports whether c is an ldmatrix kernel of float32 inputs (variants 4 and 6).
 func (c mmaCfg) ldm() bool { return c.Variant == 4 || c.Variant == 6 }
 
-// pre reports whether c reads K and V converted by the pre-pass (variants 7 to 11).
+// pre reports whether c reads K and V converted by a pre-pass (variants 7 to 18).
 func (c mmaCfg) pre() bool { return c.Variant >= 7 }
+
+// hopper reports whether c is a wgmma kernel (variants 12 to 18: attention_hopper.cu and
+// attention_hopper_bulk.cu), whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
+func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
+
+// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17, 18), whose
+// pre-pass is fg_attn_hopper_prep (tiles of hopperBN keys in the shared-memory layout).
+func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg() }
+
+// pwg reports whether c's producer is a whole warpgroup (variants 17 and 18), not a warp.
+func (c mmaCfg) pwg() bool { return c.Variant == 17 || c.Variant == 18 }
+
+// hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
+const hopperBN = 128
+
+// prep is the pre-pass kernel of c (c.pre()), which is in c.module() for the bulk kernels and
+// in attention_mma otherwise.
+func (c mmaCfg) prep() (module, name string) {
+	if c.bulk() {
+		return c.module(), "fg_attn_hopper_prep"
+	}
+	return "attention_mma", "fg_attn_mma_prep"
+}
+
+// module is the kernels/<module>.cu file of c's kernel.
+func (c mmaCfg) module() string {
+	switch {
+	case c.bulk():
+		return "attention_hopper_bulk"
+	case c.hopper():
+		return "attention_hopper"
+	}
+	return "attention_mma"
+}
 
 // warpRows is the query rows of one warp: 32 in variants 9 and 10, 16 in the others.
 func (c mmaCfg) warpRows() int {
@@ -106,11 +180,22 @@ func (c mmaCfg) warpRows() int {
 	return 16
 }
 
-// threads is the block size: a warp per warpRows query rows.
-func (c mmaCfg) threads() int { return 32 * c.BM / c.warpRows() }
+// threads is the block size: a warp per warpRows query rows, and the producer warp (or
+// warpgroup) of the bulk kernels.
+func (c mmaCfg) threads() int {
+	switch {
+	case c.pwg():
+		return 32*c.BM/c.warpRows() + 128
+	case c.bulk():
+		return 32*c.BM/c.warpRows() + 32
+	}
+	return 32 * c.BM / c.warpRows()
+}
 
 func (c mmaCfg) name() string {
 	switch {
+	case c.hopper():
+		return fmt.Sprintf("fg_attn_fwd_wgmma_v%d_bf16_d%d_m%d_n%d", c.Variant, c.D, c.BM, c.BN)
 	case c.ldm():
 		return fmt.Sprintf("fg_attn_fwd_mma_ldm_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
 	case c.pre() && c.Prec == PrecisionBF16:
@@ -124,9 +209,15 @@ func (c mmaCfg) name() string {
 // smem is the kernel's shared memory (its SMEM constant): variants 3, 5 and 11 (TF32)
 // Q [BM][D+16], K [BN][D+16], V [BN][D+4] float32, 11 (Exact) K and V twice (hi and lo);
 // variants 4, 6 K and V [BN][D] float32 (Q is staged there first, so BM <= 2 BN) and
-// [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16.
+// [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16; 12, 13 and
+// 16 the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks; the bulk kernels
+// (14, 15, 17, 18) 64 more, their mbarriers.
 func (c mmaCfg) smem() int {
 	switch {
+	case c.bulk():
+		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 // and 8 mbarriers
+	case c.hopper():
+		return (c.BM+4*c.BN)*c.D*2 + 1024
 	case c.ldm():
 		return 2*c.BN*c.D*4 + 2*c.BN*(c.D+8)*2
 	case c.pre() && c.Prec == PrecisionBF16:
@@ -156,7 +247,11 @@ func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 		return 0
 	}
 	planes, size := scratchPlanes(c.Prec)
-	return planes * size * int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
+	nk := int64(kp.nk)
+	if c.bulk() { // whole tiles
+		nk = int64(ceilDiv(int(kp.nk), hopperBN) * hopperBN)
+	}
+	return planes * size * int64(kp.b) * int64(kp.hkv) * nk * int64(kp.d)
 }
 
 // pickMMA is the one place that decides whether a forward runs on the tensor cores: a float32
@@ -165,8 +260,10 @@ func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 // launchers' layouts are contiguous). Every other forward runs the FMA kernel, variant 2,
 // which is at least as accurate as the precision asked for. variant 0 takes the first kernel
 // of mmaCfgs for the precision and D, another that variant's; kernels with a pre-pass only
-// when scratch (a scratch buffer can be had) is set.
-func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool) (mmaCfg, bool) {
+// when scratch (a scratch buffer can be had) is set, the Hopper kernels only when sm, the
+// device's compute capability as 10 major + minor, is 90 (everywhere else, and for the
+// problems they do not cover, the kernels of attention_mma.cu run).
+func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool, sm int) (mmaCfg, bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return mmaCfg{}, false
 	}
@@ -178,7 +275,7 @@ func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool) (mmaCfg, bool)
 	}
 	for _, c := range mmaCfgs {
 		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 || variant == c.Variant) &&
-			(scratch || !c.pre()) {
+			(scratch || !c.pre()) && (sm == 90 || !c.hopper()) {
 			return c, true
 		}
 	}
@@ -199,7 +296,7 @@ type mmaPrepParams struct {
 func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (devptr, error)) error {
 	grid := [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
 	if !c.pre() {
-		return s.start("attention_mma", c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(kp))
+		return s.start(c.module(), c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(kp))
 	}
 	if scratch == nil {
 		return fmt.Errorf("cuda: attention forward: %s needs a scratch buffer", c.name())
@@ -210,8 +307,15 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		return err
 	}
 	pp := &mmaPrepParams{src: *kp, dst: dst}
-	groups := int(kp.b) * int(kp.hkv) * int(kp.nk) * int(kp.d) / 8
-	if err := s.start("attention_mma", "fg_attn_mma_prep", [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
+	// One thread per 8 elements of K (and of V), grid-stride; whole tiles for the bulk kernels,
+	// whose pre-pass is in their module.
+	prepModule, prep := c.prep()
+	nk := int(kp.nk)
+	if c.bulk() {
+		nk = ceilDiv(nk, hopperBN) * hopperBN
+	}
+	groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
+	if err := s.start(prepModule, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
 		unsafe.Pointer(pp)); err != nil {
 		return err
 	}
@@ -221,8 +325,22 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	m.kRow, m.kHead, m.kBatch = d, int64(kp.nk)*d, int64(kp.hkv)*int64(kp.nk)*d
 	m.vRow, m.vHead, m.vBatch = m.kRow, m.kHead, m.kBatch
 	// Plane order: BF16 and TF32 K, V; Exact K hi, K lo, V hi, V lo (the kernel finds each
-	// lo plane one plane after its hi plane).
+	// lo plane one plane after its hi plane). The bulk kernels find their tiles in the K and V
+	// planes from b, the key head and Nk, without the strides.
 	m.k = dst
 	m.v = dst + devptr(n/planes*(planes/2))
-	return s.start("attention_mma", c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(&m))
+	return s.start(c.module(), c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(&m))
+}
+
+// sm is the compute capability of the worker's device as 10 major + minor (90: Hopper).
+func (s *state) sm() int { return 10*s.major + s.minor }
+
+// deviceSM is the compute capability of the device in use as 10 major + minor, or 0 without
+// one, for the callers off the worker (Kernels, ForwardScratch): the worker writes major and
+// minor once, before Enabled's first answer, and never again.
+func deviceSM() int {
+	if !Enabled() {
+		return 0
+	}
+	return dev.sm()
 }

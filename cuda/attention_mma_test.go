@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
@@ -174,7 +175,7 @@ func TestAttentionMMADevice(t *testing.T) {
 					variant int
 				}{{PrecisionFMA, 2}}
 				for _, mc := range mmaCfgs {
-					if mc.D == d {
+					if mc.D == d && (!mc.hopper() || deviceSM() == 90) {
 						kernels = append(kernels, struct {
 							prec    Precision
 							variant int
@@ -251,7 +252,7 @@ func TestAttentionMMAMaskedKeysInert(t *testing.T) {
 					}
 				}
 				for _, mc := range mmaCfgs {
-					if mc.D != c.D {
+					if mc.D != c.D || mc.hopper() && deviceSM() != 90 {
 						continue
 					}
 					prec := mc.name()
@@ -279,6 +280,48 @@ func TestAttentionMMAMaskedKeysInert(t *testing.T) {
 	}
 }
 
+// TestAttentionMMADeterminism runs every tensor-core forward of mmaCfgs that the device has
+// (the wgmma kernels on compute capability 9.0 included) 50 times on the same input and
+// requires O, L and LRes bit-identical to the first run's.
+func TestAttentionMMADeterminism(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(16))
+	for _, c := range []attnCase{
+		{2, 4, 2, 300, 280, 64, true, []int{280, 131}, false},
+		{1, 2, 1, 150, 170, 128, false, nil, false},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
+				KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
+			qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
+			p.Q, p.K, p.V = toType(randn(rng, qn, 1), false), toType(randn(rng, kn, 1), false), toType(randn(rng, kn, 1), false)
+			for _, mc := range mmaCfgs {
+				if mc.D != c.D || mc.hopper() && deviceSM() != 90 {
+					continue
+				}
+				p.Precision = mc.Prec
+				var first string
+				for run := 0; run < 50; run++ {
+					p.O, p.L, p.LRes = zeros(qn, false), zeros(ln, false), zeros(ln, false)
+					if err := attentionForward(p, mc.Variant); err != nil {
+						t.Fatalf("%s: %v", mc.name(), err)
+					}
+					var out []byte
+					for _, x := range []any{p.O, p.L, p.LRes} {
+						ptr, n := hostBytes(x)
+						out = append(out, unsafe.Slice((*byte)(ptr), n)...)
+					}
+					if run == 0 {
+						first = string(out)
+					} else if string(out) != first {
+						t.Fatalf("%s run %d: O, L or LRes differs from run 0", mc.name(), run)
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestPickMMA checks the selection rule of the tensor-core forward, and that every kernel of
 // the launch table is in the embedded PTX with the shared memory its launch gives (no GPU).
 func TestPickMMA(t *testing.T) {
@@ -290,44 +333,69 @@ func TestPickMMA(t *testing.T) {
 		dt      dtype
 		variant int
 		scratch bool // a scratch buffer for the pre-pass can be had
+		sm      int  // the device's compute capability (0: 80)
 		want    string
 	}{
-		{"default", PrecisionFMA, 64, f32, 0, false, ""},
-		{"f64", PrecisionBF16, 64, f64, 0, false, ""},
-		{"d100", PrecisionBF16, 100, f32, 0, false, ""},
-		{"d256", PrecisionExact, 256, f32, 0, false, ""},
-		{"bf16-d64", PrecisionBF16, 64, f32, 0, false, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
-		{"bf16-d128", PrecisionBF16, 128, f32, 0, false, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
-		{"exact-d128", PrecisionExact, 128, f32, 0, false, "fg_attn_fwd_mma_exact_d128_m128_n64"},
-		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, false, "fg_attn_fwd_mma_bf16_d128_m64_n64"},
-		{"bf16-d64-v4", PrecisionBF16, 64, f32, 4, false, "fg_attn_fwd_mma_ldm_bf16_d64_m64_n64"},
-		{"bf16-d128-v6", PrecisionBF16, 128, f32, 6, false, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
-		{"tf32-d128-v5", PrecisionTF32, 128, f32, 5, false, "fg_attn_fwd_mma_tf32_d128_m128_n64"},
-		{"tf32-d128-v4", PrecisionTF32, 128, f32, 4, false, ""},
-		{"exact-d64-v3", PrecisionExact, 64, f32, 3, false, "fg_attn_fwd_mma_exact_d64_m64_n64"},
-		{"bf16-d64-v7-noscratch", PrecisionBF16, 64, f32, 7, false, ""},
-		{"bf16-d64-scratch", PrecisionBF16, 64, f32, 0, true, "fg_attn_fwd_mma_pre_bf16_d64_m128_w32_n128"},
-		{"bf16-d128-scratch", PrecisionBF16, 128, f32, 0, true, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
-		{"exact-d128-scratch", PrecisionExact, 128, f32, 0, true, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
-		{"tf32-d64-scratch", PrecisionTF32, 64, f32, 0, true, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
-		{"bf16-d64-v7", PrecisionBF16, 64, f32, 7, true, "fg_attn_fwd_mma_pre_bf16_d64_m64_w16_n64"},
-		{"bf16-d128-v9", PrecisionBF16, 128, f32, 9, true, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
-		{"bf16-d64-v10", PrecisionBF16, 64, f32, 10, true, "fg_attn_fwd_mma_pre_bf16_d64_m128_w32_n128"},
-		{"exact-d128-v11", PrecisionExact, 128, f32, 11, true, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
-		{"tf32-d64-v11", PrecisionTF32, 64, f32, 11, true, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
-		{"f64-scratch", PrecisionBF16, 64, f64, 0, true, ""},
+		{"default", PrecisionFMA, 64, f32, 0, false, 0, ""},
+		{"f64", PrecisionBF16, 64, f64, 0, false, 0, ""},
+		{"d100", PrecisionBF16, 100, f32, 0, false, 0, ""},
+		{"d256", PrecisionExact, 256, f32, 0, false, 0, ""},
+		{"bf16-d64", PrecisionBF16, 64, f32, 0, false, 0, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
+		{"bf16-d128", PrecisionBF16, 128, f32, 0, false, 0, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
+		{"exact-d128", PrecisionExact, 128, f32, 0, false, 0, "fg_attn_fwd_mma_exact_d128_m128_n64"},
+		{"bf16-d128-v3", PrecisionBF16, 128, f32, 3, false, 0, "fg_attn_fwd_mma_bf16_d128_m64_n64"},
+		{"bf16-d64-v4", PrecisionBF16, 64, f32, 4, false, 0, "fg_attn_fwd_mma_ldm_bf16_d64_m64_n64"},
+		{"bf16-d128-v6", PrecisionBF16, 128, f32, 6, false, 0, "fg_attn_fwd_mma_ldm_bf16_d128_m128_n64"},
+		{"tf32-d128-v5", PrecisionTF32, 128, f32, 5, false, 0, "fg_attn_fwd_mma_tf32_d128_m128_n64"},
+		{"tf32-d128-v4", PrecisionTF32, 128, f32, 4, false, 0, ""},
+		{"exact-d64-v3", PrecisionExact, 64, f32, 3, false, 0, "fg_attn_fwd_mma_exact_d64_m64_n64"},
+		{"bf16-d64-v7-noscratch", PrecisionBF16, 64, f32, 7, false, 0, ""},
+		{"bf16-d64-scratch", PrecisionBF16, 64, f32, 0, true, 0, "fg_attn_fwd_mma_pre_bf16_d64_m128_w32_n128"},
+		{"bf16-d128-scratch", PrecisionBF16, 128, f32, 0, true, 0, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
+		{"exact-d128-scratch", PrecisionExact, 128, f32, 0, true, 0, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
+		{"tf32-d64-scratch", PrecisionTF32, 64, f32, 0, true, 0, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
+		{"bf16-d64-v7", PrecisionBF16, 64, f32, 7, true, 0, "fg_attn_fwd_mma_pre_bf16_d64_m64_w16_n64"},
+		{"bf16-d128-v9", PrecisionBF16, 128, f32, 9, true, 0, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
+		{"bf16-d64-v10", PrecisionBF16, 64, f32, 10, true, 0, "fg_attn_fwd_mma_pre_bf16_d64_m128_w32_n128"},
+		{"exact-d128-v11", PrecisionExact, 128, f32, 11, true, 0, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
+		{"tf32-d64-v11", PrecisionTF32, 64, f32, 11, true, 0, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
+		{"f64-scratch", PrecisionBF16, 64, f64, 0, true, 0, ""},
+		// Hopper: the wgmma kernels on compute capability 9.0 only, with a scratch buffer only;
+		// everything else (no scratch, other precisions, other d, other GPUs) as before.
+		{"bf16-d64-sm90", PrecisionBF16, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v15_bf16_d64_m128_n128"},
+		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v17_bf16_d128_m128_n128"},
+		{"bf16-d128-sm90-v14", PrecisionBF16, 128, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d128_m128_n128"},
+		{"bf16-d128-sm90-v12", PrecisionBF16, 128, f32, 12, true, 90, "fg_attn_fwd_wgmma_v12_bf16_d128_m128_n128"},
+		{"bf16-d128-sm90-v13", PrecisionBF16, 128, f32, 13, true, 90, "fg_attn_fwd_wgmma_v13_bf16_d128_m128_n128"},
+		{"bf16-d64-sm90-v14", PrecisionBF16, 64, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d64_m128_n128"},
+		{"bf16-d128-sm90-v15", PrecisionBF16, 128, f32, 15, true, 90, "fg_attn_fwd_wgmma_v15_bf16_d128_m128_n128"},
+		{"bf16-d128-sm90-v15-noscratch", PrecisionBF16, 128, f32, 15, false, 90, ""},
+		{"bf16-d128-sm90-v16", PrecisionBF16, 128, f32, 16, true, 90, "fg_attn_fwd_wgmma_v16_bf16_d128_m64_n64"},
+		{"bf16-d128-sm90-v17", PrecisionBF16, 128, f32, 17, true, 90, "fg_attn_fwd_wgmma_v17_bf16_d128_m128_n128"},
+		{"bf16-d64-sm90-noscratch", PrecisionBF16, 64, f32, 0, false, 90, "fg_attn_fwd_mma_bf16_d64_m64_n64"},
+		{"bf16-d128-sm89", PrecisionBF16, 128, f32, 0, true, 89, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
+		{"bf16-d128-sm100", PrecisionBF16, 128, f32, 0, true, 100, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
+		{"bf16-d128-sm80-v13", PrecisionBF16, 128, f32, 13, true, 80, ""},
+		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
+		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
+		{"bf16-d100-sm90", PrecisionBF16, 100, f32, 0, true, 90, ""},
+		{"f64-sm90", PrecisionBF16, 64, f64, 0, true, 90, ""},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
 		kp := p.kernelParams()
-		cfg, ok := pickMMA(&kp, c.dt, c.variant, c.scratch)
+		sm := c.sm
+		if sm == 0 {
+			sm = 80
+		}
+		cfg, ok := pickMMA(&kp, c.dt, c.variant, c.scratch, sm)
 		if got := map[bool]string{true: cfg.name(), false: ""}[ok]; got != c.want {
 			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
 		}
 	}
 	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.kRow = 66 // a row not on 16 bytes
-	if _, ok := pickMMA(&kp, f32, 0, true); ok {
+	if _, ok := pickMMA(&kp, f32, 0, true, 90); ok {
 		t.Errorf("pickMMA accepts a K row stride of 66 elements")
 	}
 	bad := base
@@ -336,15 +404,20 @@ func TestPickMMA(t *testing.T) {
 		t.Errorf("check accepts Precision(7)")
 	}
 
-	ptx, err := ptxSource("attention_mma")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("kernels/attention_mma.cu")
-	if err != nil {
-		t.Fatal(err)
+	ptx, src := map[string]string{}, map[string]string{}
+	for _, m := range []string{"attention_mma", "attention_hopper", "attention_hopper_bulk"} {
+		x, err := ptxSource(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile("kernels/" + m + ".cu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptx[m], src[m] = x, string(y)
 	}
 	seen := map[[3]int]bool{}
+	count := map[string]int{}
 	for _, c := range mmaCfgs {
 		if k := [3]int{c.Variant, int(c.Prec), c.D}; seen[k] {
 			t.Errorf("mmaCfgs lists variant %d, %v, d=%d twice", c.Variant, c.Prec, c.D)
@@ -354,18 +427,34 @@ func TestPickMMA(t *testing.T) {
 		if c.ldm() && c.BM > 2*c.BN {
 			t.Errorf("%s: BM = %d over 2 BN: Q does not fit the staging buffers", c.name(), c.BM)
 		}
-		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx) {
-			t.Errorf("kernel %s of mmaCfgs is not in ptx/attention_mma.ptx", c.name())
+		count[c.module()]++
+		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx[c.module()]) {
+			t.Errorf("kernel %s of mmaCfgs is not in ptx/%s.ptx", c.name(), c.module())
+		}
+		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()] + map[bool]int{true: 96}[c.pwg()]; c.hopper() && (c.Prec != PrecisionBF16 || !c.pre() || c.threads() != want) {
+			t.Errorf("%s: the wgmma kernels are bfloat16 on the pre-pass's planes, %d threads", c.name(), want)
+		}
+		if c.bulk() && c.BN != hopperBN {
+			t.Errorf("%s: BN = %d, the bulk pre-pass tiles %d keys", c.name(), c.BN, hopperBN)
 		}
 		if c.smem() > 227<<10 {
 			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
 		}
 	}
-	if !regexp.MustCompile(`\.entry fg_attn_mma_prep\(`).MatchString(ptx) {
+	if !regexp.MustCompile(`\.entry fg_attn_mma_prep\(`).MatchString(ptx["attention_mma"]) {
 		t.Errorf("the pre-pass fg_attn_mma_prep is not in ptx/attention_mma.ptx")
 	}
-	if n := len(regexp.MustCompile(`(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`).FindAll(src, -1)); n != len(mmaCfgs) {
-		t.Errorf("attention_mma.cu instantiates %d kernels, mmaCfgs lists %d", n, len(mmaCfgs))
+	if !regexp.MustCompile(`\.entry fg_attn_hopper_prep\(`).MatchString(ptx["attention_hopper_bulk"]) {
+		t.Errorf("the pre-pass fg_attn_hopper_prep is not in ptx/attention_hopper_bulk.ptx")
+	}
+	if m := regexp.MustCompile(`(?m)^#define FG_HOPPER_BN (\d+)$`).FindStringSubmatch(src["attention_hopper_bulk"]); m == nil || m[1] != strconv.Itoa(hopperBN) {
+		t.Errorf("attention_hopper_bulk.cu's FG_HOPPER_BN %v, Go's hopperBN %d", m, hopperBN)
+	}
+	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA\(`,
+		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`} {
+		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {
+			t.Errorf("%s.cu instantiates %d kernels, mmaCfgs lists %d", m, n, count[m])
+		}
 	}
 	h, err := os.ReadFile("kernels/params.h")
 	if err != nil {
@@ -412,28 +501,35 @@ func TestRoundings(t *testing.T) {
 }
 
 // TestForwardScratch checks the size of the pre-pass's scratch buffer (no GPU): K and V of
-// [B, Hkv, Nk, D] in bfloat16 (BF16), rounded float32 (TF32), or hi and lo float32 planes
-// (Exact); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel
-// that runs has no pre-pass.
+// [B, Hkv, Nk, D] in bfloat16 (BF16; the bulk-copy Hopper kernels Nk rounded up to whole
+// tiles of 128 keys), rounded float32 (TF32), or hi and lo float32 planes (Exact);
+// AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
+// has no pre-pass.
 func TestForwardScratch(t *testing.T) {
-	const n = 3 * 2 * 100 * 64 // B Hkv Nk D
+	const n, nTiles = 3 * 2 * 100 * 64, 3 * 2 * 128 * 64 // B Hkv Nk D, with Nk in whole tiles
 	for _, c := range []struct {
-		prec  Precision
-		bytes int64
-	}{{PrecisionBF16, 4 * n}, {PrecisionTF32, 8 * n}, {PrecisionExact, 16 * n}} {
+		prec        Precision
+		bytes, bulk int64
+	}{{PrecisionBF16, 4 * n, 4 * nTiles}, {PrecisionTF32, 8 * n, 0}, {PrecisionExact, 16 * n, 0}} {
 		p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: c.prec}
 		kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale})
 		kp.precision = int32(c.prec)
+		size := func(cfg mmaCfg) int64 {
+			if cfg.bulk() {
+				return c.bulk
+			}
+			return c.bytes
+		}
 		for _, cfg := range mmaCfgs {
 			if cfg.Prec == c.prec && cfg.pre() {
-				if got := cfg.scratchBytes(&kp); got != c.bytes {
-					t.Errorf("%s: scratchBytes = %d, want %d", cfg.name(), got, c.bytes)
+				if got := cfg.scratchBytes(&kp); got != size(cfg) {
+					t.Errorf("%s: scratchBytes = %d, want %d", cfg.name(), got, size(cfg))
 				}
 			}
 		}
 		want := 0
-		if cfg, ok := pickMMA(&kp, f32, 0, true); ok && cfg.pre() {
-			want = int(c.bytes / 4)
+		if cfg, ok := pickMMA(&kp, f32, 0, true, deviceSM()); ok && cfg.pre() {
+			want = int(size(cfg) / 4)
 		}
 		if got := p.ForwardScratch(); got != want {
 			t.Errorf("%v: ForwardScratch = %d, want %d", c.prec, got, want)
@@ -563,7 +659,7 @@ func BenchmarkAttentionMMA(b *testing.B) {
 					fl /= 2
 				}
 				for _, c := range mmaCfgs {
-					if c.D != d {
+					if c.D != d || c.hopper() && deviceSM() != 90 {
 						continue
 					}
 					p.Precision = c.Prec

@@ -300,14 +300,14 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int, scratc
 		name = fmt.Sprintf("fg_attn_fwd_v1_%s_d256", dt)
 		grid, block = [3]int{ceilDiv(int(kp.nq), 128), int(kp.h), int(kp.b)}, 128
 	case 2:
-		if c, ok := pickMMA(kp, dt, 0, scratch != nil); ok { // the tensor-core kernels (attention_mma.go)
+		if c, ok := pickMMA(kp, dt, 0, scratch != nil, s.sm()); ok { // the tensor-core kernels (attention_mma.go)
 			return s.startMMA(kp, c, scratch)
 		}
 		c := pickCfg(fwdCfgs[dt], int(kp.d))
 		name = "fg_attn_fwd_v2_" + c.suffix(dt)
 		grid, block, smem = [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}, c.threads(), fwdSmem(c, dt)
 	default: // the tensor-core variants (attention_mma.go)
-		c, ok := pickMMA(kp, dt, variant, scratch != nil)
+		c, ok := pickMMA(kp, dt, variant, scratch != nil, s.sm())
 		if !ok || variant < 3 {
 			return fmt.Errorf("cuda: attention forward: no kernel variant %d for %s, %v, d=%d", variant, dt, Precision(kp.precision), kp.d)
 		}

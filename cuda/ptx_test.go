@@ -3,6 +3,7 @@ package cuda
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -10,8 +11,10 @@ import (
 )
 
 // TestPTXUpToDate checks that every kernels/*.cu has a generated ptx/<name>.ptx whose header
-// records the current kernel sources (a SHA-256 over kernels/), compute_80 and CUDA 11.8's
-// nvcc. It fails when a kernel was edited and go generate ./cuda/... was not run.
+// records the current kernel sources (a SHA-256 over kernels/), the module's target
+// (ptxhdr.TargetOf: compute_80; attention_hopper compute_90 marked sm_90a, PTX ISA 8.0, and
+// its PTX says so) and CUDA 11.8's nvcc. It fails when a kernel was edited and go generate
+// ./cuda/... was not run.
 func TestPTXUpToDate(t *testing.T) {
 	want, err := ptxhdr.SourceHash("kernels")
 	if err != nil {
@@ -31,8 +34,22 @@ func TestPTXUpToDate(t *testing.T) {
 		if h.Hash != want {
 			t.Errorf("ptx/%s.ptx was generated from other kernel sources (sha256 %s, now %s): run go generate ./cuda/...", name, h.Hash, want)
 		}
-		if !strings.Contains(h.Flags, "-arch=compute_80") {
-			t.Errorf("ptx/%s.ptx flags %q: want -arch=compute_80", name, h.Flags)
+		target := ptxhdr.TargetOf(name)
+		if !strings.Contains(h.Flags, "-arch="+target.Arch) {
+			t.Errorf("ptx/%s.ptx flags %q: want -arch=%s", name, h.Flags, target.Arch)
+		}
+		ptx, err := ptxSource(name)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if target.SM != "" {
+			if !regexp.MustCompile(`(?m)^\.target `+target.SM+`$`).MatchString(ptx) ||
+				!regexp.MustCompile(`(?m)^\.version (8|9)\.\d+$`).MatchString(ptx) {
+				t.Errorf("ptx/%s.ptx: want .target %s and .version >= %s", name, target.SM, target.Version)
+			}
+		} else if !regexp.MustCompile(`(?m)^\.target sm_80$`).MatchString(ptx) {
+			t.Errorf("ptx/%s.ptx: want .target sm_80", name)
 		}
 		if !strings.Contains(h.NVCC, "release 11.8") {
 			t.Errorf("ptx/%s.ptx made by %q: want CUDA 11.8's nvcc (widest driver range)", name, h.NVCC)

@@ -7,6 +7,14 @@
 
 #include "common.cuh"
 
+// fg_mma_prep_params: the parameters of the pre-passes that convert K and V once per call
+// (fg_attn_mma_prep in attention_mma.cu, fg_attn_hopper_prep in attention_hopper.cu; Go:
+// mmaPrepParams): the problem src and the scratch buffer dst they write.
+typedef struct {
+  fg_attn_params src;
+  uint64_t dst;
+} fg_mma_prep_params;
+
 namespace {
 
 __device__ __forceinline__ void fg_cp_async16(float* smem, const float* gmem, bool valid) {
@@ -108,6 +116,129 @@ __device__ __forceinline__ void fg_to_bf16_tile(uint16_t* __restrict__ dst, cons
     *(uint2*)&dst[r * LDH + 4 * c] = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
   }
 }
+
+template <int N> __device__ __forceinline__ void fg_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// ==== the online softmax and the output rows of the forward kernels (attention_mma.cu,
+// attention_hopper.cu) ==================================================================
+
+__device__ __forceinline__ float fg_ex2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// FgRows is what a lane keeps of its two query rows r0 and r0 + 8 (r0 = m0 + 16 warp + g)
+// across key tiles: the output accumulator O [16 x D] in the m16n8 C layout (o[n] holds
+// columns 8n + 2t, 8n + 2t + 1), the running maxima m (log2 units), the lane's share of the row
+// sums l (LT: double, or float in the bfloat16 kernels with a pre-pass, whose operand rounding
+// dominates their error), and the visible key prefixes lim (fg_key_limit).
+template <int OB, typename LT = double> struct FgRows {
+  float o[OB][4];
+  float m[2];
+  LT l[2];
+  int r0, t, lim[2], lim_min;
+
+  __device__ __forceinline__ FgRows() {}
+  __device__ __forceinline__ FgRows(const fg_attn_params& p, int b, int r0_, int t_) { init(p, b, r0_, t_); }
+  __device__ __forceinline__ void init(const fg_attn_params& p, int b, int r0_, int t_) {
+    r0 = r0_, t = t_;
+#pragma unroll
+    for (int n = 0; n < OB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
+    m[0] = m[1] = fg_neg_inf<float>();
+    l[0] = l[1] = 0;
+    lim[0] = fg_key_limit(p, b, r0);
+    lim[1] = fg_key_limit(p, b, r0 + 8);
+    lim_min = min(lim[0], lim[1]);
+  }
+
+  // softmax turns the scores s of the key tile at n0 (times sl2 = scale log2 e) into
+  // P = exp2(s sl2 - m) in place, updating m, l and rescaling o (online softmax). Element e of
+  // block j is row r0 + 8 (e / 2), key n0 + 8 j + 2 t + e % 2; keys at or past a row's lim get
+  // P = 0. FTZ: exp2 as one ex2.approx.ftz (results below 2^-126, terms that cannot move a
+  // float32 row sum holding its maximum's 1, flush to 0; exp2f adds a rescaling around the
+  // same instruction to keep them). FOLD (the caller guarantees sl2 > 0): the maximum is
+  // taken over the raw scores and sl2 enters with the subtraction, one FFMA per score
+  // instead of an FMUL and an FADD.
+  template <bool FTZ, bool FOLD, int NB> __device__ __forceinline__ void softmax(float (&s)[NB][4], int n0, float sl2) {
+    float alpha[2];
+    probs<FTZ, FOLD>(s, n0, sl2, alpha);
+    rescale(alpha);
+  }
+
+  // probs is softmax without the rescaling of o: it leaves the factors in alpha (rescale
+  // applies them), so that o may still be the target of a product in flight (the Hopper
+  // kernels overlap this with the previous tile's P V).
+  template <bool FTZ, bool FOLD, int NB>
+  __device__ __forceinline__ void probs(float (&s)[NB][4], int n0, float sl2, float (&alpha)[2]) {
+    const bool mask = n0 + 8 * NB > lim_min;
+    float mx[2] = {fg_neg_inf<float>(), fg_neg_inf<float>()};
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = FOLD ? s[j][e] : s[j][e] * sl2;
+        if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[e >> 1]) x = fg_neg_inf<float>();
+        s[j][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+    const auto ex2 = [](float x) { return FTZ ? fg_ex2_ftz(x) : exp2f(x); };
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      // The 4 lanes of a quad share their rows.
+      float gm = fg_group_max<4>(mx[r]);
+      if (FOLD) gm *= sl2;
+      const float mn = fmaxf(m[r], gm);
+      // While a row has seen no visible key (mn = -Inf) its p are 0 and alpha is irrelevant
+      // (o and l are 0): subtracting 0 instead of -Inf avoids -Inf - -Inf.
+      const float base = fg_is_neg_inf(mn) ? 0.f : mn;
+      alpha[r] = ex2(m[r] - base);
+      float rs = 0;
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        s[j][2 * r] = ex2(FOLD ? fmaf(s[j][2 * r], sl2, -base) : s[j][2 * r] - base);
+        s[j][2 * r + 1] = ex2(FOLD ? fmaf(s[j][2 * r + 1], sl2, -base) : s[j][2 * r + 1] - base);
+        rs += s[j][2 * r] + s[j][2 * r + 1];
+      }
+      l[r] = l[r] * (LT)alpha[r] + (LT)rs;
+      m[r] = mn;
+    }
+  }
+
+  // rescale multiplies the rows of o by alpha (probs' factors).
+  __device__ __forceinline__ void rescale(const float (&alpha)[2]) {
+#pragma unroll
+    for (int n = 0; n < OB; ++n) o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+  }
+
+  // store writes O = o / l and L = m ln 2 + log l (in double; its rounding residual to lres)
+  // of the rows below Nq; rows without a visible key get O = 0, L = -Inf. The quad's lanes
+  // hold parts of each row sum.
+  __device__ __forceinline__ void store(const fg_attn_params& p, int b, int h) const {
+    float* out = (float*)p.o + b * p.o_batch + h * p.o_head;
+    const int64_t lrow = ((int64_t)b * p.h + h) * p.nq;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const double lt = fg_group_sum<4>(l[r]);  // LT float: the quad sums in float
+      const int i = r0 + 8 * r;
+      if (i >= p.nq) continue;
+      const float inv = lt > 0 ? (float)(1.0 / lt) : 0.f;
+#pragma unroll
+      for (int n = 0; n < OB; ++n)
+        *(float2*)&out[(int64_t)i * p.o_row + 8 * n + 2 * t] = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      if (t == 0) {
+        float lse = fg_neg_inf<float>(), res = 0;
+        if (lt > 0) {
+          const double L = (double)m[r] * 0.6931471805599453 + log(lt);
+          lse = (float)L;
+          res = (float)(L - (double)lse);
+        }
+        ((float*)p.lse)[lrow + i] = lse;
+        if (p.lres) ((float*)p.lres)[lrow + i] = res;
+      }
+    }
+  }
+};
 
 }  // namespace
 

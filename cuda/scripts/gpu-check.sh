@@ -10,7 +10,7 @@
 #                                                                         package's tests)
 #
 # and writes every log under $OUT (default ./out), printing a short summary last:
-#   1. the tools: nvidia-smi, compute-sanitizer, PyTorch;
+#   1. the tools: nvidia-smi, compute-sanitizer, PyTorch; CUDA 12+ ptxas on the sm_90a PTX;
 #   2. the cuda test binary (every kernel against float64 references, gradient checks,
 #      determinism over 50 runs, errors, memory, concurrency, device selection; Buffers,
 #      cuBLAS and the nn kernels);
@@ -35,6 +35,13 @@ note() { summary+=("$1"); }
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
 } >"$out/tools.log" 2>&1
 note "tools: $(head -1 "$out/tools.log"); $(grep -m1 ^torch "$out/tools.log" || echo 'no torch')"
+
+# The sm_90a PTX (made by nvcc 11.8, which does not check it) through a CUDA 12+ ptxas, where
+# there is one: errors, registers, spills, wgmma serialization (scripts/ptxas-hopper.sh).
+if [ -x "${PTXAS:-/usr/local/cuda/bin/ptxas}" ]; then
+  (cd cuda && scripts/ptxas-hopper.sh) >"$out/ptxas-hopper.log" 2>&1
+  note "ptxas sm_90a: rc=$?, $(grep -c serialized "$out/ptxas-hopper.log") serialization warnings, $(grep -c 'error' "$out/ptxas-hopper.log") error lines"
+fi
 
 if [ -x "$bin/cuda.test" ]; then
   testbin=$PWD/$bin/cuda.test  # run from cuda/, the package directory, as go test does

@@ -5,9 +5,14 @@
 //
 // The PTX targets compute_80, which the driver JIT-compiles for Ampere, Hopper and every later
 // GPU; CUDA 11.8's nvcc (Debian's non-free nvidia-cuda-toolkit, see scripts/cuda-setup.sh
-// --toolkit) makes PTX that drivers from 11.8 on load. Each file starts with a header saying
-// DO NOT EDIT and recording the nvcc version, the flags and a SHA-256 of the kernel sources,
-// which TestPTXUpToDate compares with the sources in the tree.
+// --toolkit) makes PTX that drivers from 11.8 on load. The Hopper kernels
+// (kernels/attention_hopper.cu, ptxhdr.TargetOf) are compiled for compute_90 and their PTX is
+// marked .target sm_90a, PTX ISA 8.0: their wgmma and async-proxy instructions are inline PTX,
+// which nvcc passes through unchecked, so nvcc 11.8 builds them too; the driver's JIT (or
+// nvcc >= 12.0's ptxas -arch=sm_90a, as cuda/scripts/ptxas-hopper.sh runs on the GPU machine)
+// assembles and checks them. Each file starts with a header saying DO NOT EDIT and recording
+// the nvcc version, the flags and a SHA-256 of the kernel sources, which TestPTXUpToDate
+// compares with the sources in the tree.
 //
 // Environment: NVCC names the compiler (default nvcc on PATH).
 package main
@@ -24,9 +29,9 @@ import (
 	"github.com/flashgorgon/flashgorgon/cuda/internal/ptxhdr"
 )
 
-// flags are nvcc's flags: PTX for compute_80, full optimization, line info (compute-sanitizer
-// reports then name source lines).
-var flags = []string{"-ptx", "-arch=compute_80", "-O3", "-std=c++17", "-lineinfo"}
+// flags are nvcc's flags but the architecture (ptxhdr.TargetOf): PTX, full optimization, line
+// info (compute-sanitizer reports then name source lines).
+var flags = []string{"-ptx", "-O3", "-std=c++17", "-lineinfo"}
 
 func main() {
 	log.SetFlags(0)
@@ -65,16 +70,21 @@ func main() {
 		}
 		tmp.Close()
 		defer os.Remove(tmp.Name())
-		args := append(append([]string{}, flags...), "-o", tmp.Name(), filepath.Base(src))
+		target := ptxhdr.TargetOf(name)
+		args := append(append([]string{}, flags...), "-arch="+target.Arch, "-o", tmp.Name(), filepath.Base(src))
 		cmd := exec.Command(nvcc, args...)
 		cmd.Dir = kernels // relative names in the PTX's .file lines
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
-			log.Fatalf("nvcc %s: %v", strings.Join(args, " "), err)
+			log.Fatalf("nvcc %s: %v (%s needs an nvcc that knows -arch=%s: CUDA 11.8 or newer; this is %s)",
+				strings.Join(args, " "), err, filepath.Base(src), target.Arch, version)
 		}
 		body, err := os.ReadFile(tmp.Name())
 		if err != nil {
 			log.Fatal(err)
+		}
+		if body, err = target.Retarget(body); err != nil {
+			log.Fatalf("%s: %v", src, err)
 		}
 		// nvcc writes absolute paths in the .file lines; keep them relative to the module so the
 		// output does not depend on where the tree is checked out.
@@ -83,7 +93,7 @@ func main() {
 		b.WriteString(ptxhdr.Header{
 			Source: "kernels/" + filepath.Base(src),
 			NVCC:   version,
-			Flags:  strings.Join(flags, " "),
+			Flags:  target.Flags(flags),
 			Hash:   hash,
 		}.String())
 		b.Write(body)

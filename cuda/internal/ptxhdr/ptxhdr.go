@@ -78,3 +78,69 @@ func SourceHash(dir string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// Target is how genptx compiles one kernels/<name>.cu: nvcc's virtual architecture, and for
+// code that needs more than that architecture's PTX (Hopper's sm_90a instructions, written as
+// inline PTX, which nvcc passes through unchecked), the .target and the lowest PTX ISA
+// version written over nvcc's in the output.
+type Target struct {
+	Arch    string // nvcc -arch, e.g. compute_80
+	SM      string // "", or the .target the PTX is given (sm_90a)
+	Version string // "", or the lowest .version the PTX is given (8.0, the first with sm_90a)
+}
+
+// TargetOf returns the target of module name (kernels/<name>.cu): compute_80, which the
+// driver JIT-compiles for every GPU from Ampere on, except the attention_hopper* modules,
+// compute_90 marked sm_90a with PTX ISA 8.0 or later, which only compute capability 9.0 loads.
+func TargetOf(module string) Target {
+	if strings.HasPrefix(module, "attention_hopper") {
+		return Target{Arch: "compute_90", SM: "sm_90a", Version: "8.0"}
+	}
+	return Target{Arch: "compute_80"}
+}
+
+// Flags is the header's description of t: nvcc's -arch flag, and the .target and .version
+// written over nvcc's.
+func (t Target) Flags(nvccFlags []string) string {
+	s := strings.Join(append(append([]string{}, nvccFlags...), "-arch="+t.Arch), " ")
+	if t.SM != "" {
+		s += "; then .target " + t.SM + ", .version >= " + t.Version
+	}
+	return s
+}
+
+// Retarget writes t's .target and .version over those of ptx (nvcc's output): .target
+// becomes t.SM, .version becomes t.Version where nvcc wrote an older one. It returns an error
+// naming what is missing when ptx has no .version or .target line.
+func (t Target) Retarget(ptx []byte) ([]byte, error) {
+	if t.SM == "" {
+		return ptx, nil
+	}
+	lines := strings.Split(string(ptx), "\n")
+	var sawVersion, sawTarget bool
+	for i, l := range lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 2 && f[0] == ".version":
+			sawVersion = true
+			if versionLess(f[1], t.Version) {
+				lines[i] = ".version " + t.Version
+			}
+		case len(f) >= 2 && f[0] == ".target":
+			sawTarget = true
+			lines[i] = ".target " + t.SM
+		}
+	}
+	if !sawVersion || !sawTarget {
+		return nil, fmt.Errorf("ptxhdr: nvcc's PTX has no .version or .target line to mark %s", t.SM)
+	}
+	return []byte(strings.Join(lines, "\n")), nil
+}
+
+// versionLess compares PTX ISA versions "major.minor".
+func versionLess(a, b string) bool {
+	var am, an, bm, bn int
+	fmt.Sscanf(a, "%d.%d", &am, &an)
+	fmt.Sscanf(b, "%d.%d", &bm, &bn)
+	return am < bm || am == bm && an < bn
+}

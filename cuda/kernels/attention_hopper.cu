@@ -1,0 +1,205 @@
+// attention_hopper.cu: the attention forward on Hopper's warpgroup tensor-core instructions
+// (wgmma, sm_90a only), bfloat16 operands with float32 accumulation: the same problem, masks,
+// softmax and outputs as attention_mma.cu's variants 7 to 10 (o, L and LRes as there; rows with
+// no visible key give o = 0, L = -Inf), which it replaces on compute capability 9.0
+// (cuda/attention_mma.go, pickMMA). Variants 12 and 13 of mmaCfgs; attention_hopper_bulk.cu's
+// variants 14 and 15 are the same but for how the tiles get to shared memory. The wgmma
+// primitives are in wgmma.cuh.
+//
+// Build: this file is compiled like the others by cuda/internal/genptx, but for compute_90,
+// and its PTX header is then marked .target sm_90a, PTX ISA 8.0: the wgmma, fence.proxy.async
+// instructions are written as inline PTX, which nvcc (11.8 here) passes through unchecked;
+// ptxas (the driver's JIT, or nvcc >= 12.0's ptxas -arch=sm_90a) checks them. The driver JIT
+// compiles sm_90a PTX for compute capability 9.0 only, so nothing here is loaded elsewhere.
+//
+// Work split: a block of NWG warpgroups (128 threads each) owns BM = 64 NWG query rows of one
+// (b, h); warpgroup w the rows 64 w .. 64 w + 63, its warp i the 16 rows 64 w + 16 i + [0, 16)
+// (so warp index and row r0 = m0 + 16 warp + g are as in attention_mma.cu, and FgRows serves
+// unchanged: the wgmma accumulator layout of m64nN is, warp by warp, the m16n8 C layout of
+// mma.sync, register 4 j + e = block j, element e). Per key tile of BN keys:
+//   S = Q K_j^T    wgmma m64nBNk16, A = Q and B = K_j from shared memory (D / 16 products)
+//   online softmax on S in registers (FgRows: exp2 with scale log2 e folded in, as variant 7)
+//   O += P V_j     wgmma m64nDk16, A = P from registers (S's accumulators rounded to bfloat16
+//                  are the A fragments, as in mma.sync), B = V_j from shared memory, N-major.
+// K and V come from the bfloat16 pre-pass (fg_attn_mma_prep, contiguous [B][Hkv][Nk][D]);
+// Q is converted from float32 (times the sign of scale, which keeps sl2 > 0) into shared
+// memory once.
+//
+// Shared memory: Q [BM][D], K [2][BN][D], V [2][BN][D] bfloat16 in the 128-byte swizzle of
+// wgmma (fg_sw128): each tile as D / 64 blocks of 64 columns, a block [R][64] with 128-byte
+// rows, the 16-byte chunk c of row r stored at chunk c ^ (r mod 8), blocks aligned to 1024
+// bytes. A descriptor (fg_wgmma_desc) gives the start of the 8 x 16 (K-major: rows x 16
+// columns) or 16 x 64 (N-major: keys x columns) piece a product reads: K-major, rows are 128
+// bytes apart, groups of 8 rows SBO = 1024 bytes, and the k16 step s of a block starts 32 s
+// bytes into the row (the hardware applies the swizzle to the address bits, so an offset
+// inside the 128-byte row is the logical one); N-major (V), 8-key groups SBO = 1024 bytes
+// apart, 64-column blocks LBO = 128 BN bytes apart.
+//
+// Pipeline (cp.async into two buffers each of K and V, one __syncthreads per tile). Variant 12
+// (OVL false): at the top of tile j every thread waits for its copies, fences them for the
+// async proxy (wgmma reads shared memory through it), and the block syncs; then the copies of
+// K_{j+1} and V_{j+1} start into the buffers tile j-1 used, and S_j, softmax_j and P_j V_j
+// run. Variant 13 (OVL true, FlashAttention-3's intra-warpgroup overlap): tile j issues S_j
+// and then P_{j-1} V_{j-1}, waits for S_j only, runs softmax_j while the tensor cores work on
+// P_{j-1} V_{j-1}, then waits for it and rescales O; the copies started at tile j are K_{j+1}
+// and V_j, and the last P V runs after the loop.
+#include "wgmma.cuh"
+
+namespace {
+
+__device__ __forceinline__ void fg_cp_async16_s(uint32_t saddr, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(valid ? 16 : 0));
+}
+
+// fg_load_sw128 starts the copy of rows [0, ROWS) of a contiguous bfloat16 matrix g with rows
+// of CH 16-byte chunks into the swizzled tile at shared address s; rows r >= nvalid are
+// zero-filled without reading global memory.
+template <int ROWS, int CH, int THREADS> __device__ __forceinline__ void fg_load_sw128(uint32_t s, const uint4* g, int nvalid) {
+#pragma unroll
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const bool ok = r < nvalid;
+    fg_cp_async16_s(s + fg_sw128<ROWS>(r, c), ok ? (const void*)(g + r * CH + c) : (const void*)g, ok);
+  }
+}
+
+}  // namespace
+
+// fg_attn_fwd_wgmma (variants 12 and 13): grid (ceil(Nq/BM), H, B), 128 NWG threads, BM = 64
+// NWG; D = 64 or 128 (d == D), BN = 64 or 128; k and v the pre-pass's bfloat16 planes.
+template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(const fg_attn_params& p) {
+  constexpr int BM = 64 * NWG, THREADS = 128 * NWG;
+  constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
+  constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;  // bytes of Q, of a K or V tile
+  static_assert(D % 64 == 0 && BN % 64 == 0, "tile sizes");
+  constexpr unsigned SMEM = QB + 4 * KB + 1024;  // + the alignment of the tiles to 1024 bytes
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sQ = (sbase + 1023) & ~1023u, sK = sQ + QB, sV = sK + 2 * KB;
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+  const uint4* k = (const uint4*)((const uint16_t*)p.k + b * p.k_batch + hk * p.k_head);
+  const uint4* v = (const uint4*)((const uint16_t*)p.v + b * p.v_batch + hk * p.v_head);
+  const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634), qs = p.scale < 0 ? -1.f : 1.f;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  FgRows<OB, float> rows(p, b, m0 + 16 * warp + g, t);
+  if (kv_end <= 0) {
+    rows.store(p, b, h);
+    return;
+  }
+  const int tiles = (kv_end + BN - 1) / BN;
+  const auto loadK = [&](int j) {
+    fg_load_sw128<BN, CH, THREADS>(sK + (j & 1) * KB, k + (int64_t)j * BN * CH, kv_end - j * BN);
+  };
+  const auto loadV = [&](int j) {
+    fg_load_sw128<BN, CH, THREADS>(sV + (j & 1) * KB, v + (int64_t)j * BN * CH, kv_end - j * BN);
+  };
+
+  // Q: float32 rows to bfloat16 chunks; rows past Nq zero.
+  for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    uint4 x = make_uint4(0, 0, 0, 0);
+    if (m0 + r < p.nq) {
+      const float* qr = q + (int64_t)(m0 + r) * p.q_row + 8 * c;
+      const float4 a = *(const float4*)qr, e = *(const float4*)(qr + 4);
+      x = make_uint4(fg_bf16x2(qs * a.x, qs * a.y), fg_bf16x2(qs * a.z, qs * a.w), fg_bf16x2(qs * e.x, qs * e.y),
+                     fg_bf16x2(qs * e.z, qs * e.w));
+    }
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + fg_sw128<BM>(r, c)), "r"(x.x), "r"(x.y), "r"(x.z),
+                 "r"(x.w)
+                 : "memory");
+  }
+  loadK(0);
+  if (!OVL) loadV(0);
+  fg_cp_async_commit();
+
+  // This warpgroup's 64 rows of Q: 64 wg rows into each 64-column block.
+  const uint32_t qw = sQ + wg * 64 * 128;
+  uint32_t pa[BN / 16][4];  // P of a tile as the A fragments of P V
+  const auto pv = [&](int j) {  // O += P V_j (issued, not waited for)
+    const uint32_t vt = sV + (j & 1) * KB;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) FgWgmma<D>::rs(rows.o, pa[kk], fg_wgmma_desc(vt + kk * 16 * 128, BN * 128, 1024));
+    fg_wgmma_commit();
+  };
+
+  for (int j = 0; j < tiles; ++j) {
+    fg_cp_async_wait<0>();
+    fg_fence_async();
+    __syncthreads();  // tile j's K (and V) landed for every thread; every warpgroup is done with tile j-1's products
+    if (j + 1 < tiles) loadK(j + 1);
+    if (OVL)
+      loadV(j);
+    else if (j + 1 < tiles)
+      loadV(j + 1);
+    fg_cp_async_commit();
+
+    // S = Q K_j^T.
+    float s[NB][4];
+    const uint32_t kt = sK + (j & 1) * KB;
+    fg_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      const uint32_t off = (kk % 4) * 32;  // the k16 step inside a 128-byte row
+      FgWgmma<BN>::ss(s, fg_wgmma_desc(qw + (kk / 4) * BM * 128 + off, 16, 1024),
+                      fg_wgmma_desc(kt + (kk / 4) * BN * 128 + off, 16, 1024), kk > 0);
+    }
+    fg_wgmma_commit();
+    if (OVL && j > 0) {
+      pv(j - 1);  // P_{j-1} V_{j-1} runs under softmax_j
+      fg_wgmma_wait<1>();
+    } else {
+      fg_wgmma_wait<0>();
+    }
+    fg_reg_fence(s);
+    float alpha[2];
+    rows.template probs<true, true>(s, j * BN, sl2, alpha);
+    if (OVL && j > 0) {
+      fg_wgmma_wait<0>();
+      fg_reg_fence(rows.o);
+    }
+    rows.rescale(alpha);
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pa[kk][0] = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), pa[kk][1] = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+      pa[kk][2] = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[kk][3] = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+    if (!OVL) {
+      fg_wgmma_fence();
+      pv(j);
+      fg_wgmma_wait<0>();
+      fg_reg_fence(rows.o);
+    }
+  }
+  if (OVL) {  // the last tile's P V, once its V landed
+    fg_cp_async_wait<0>();
+    fg_fence_async();
+    __syncthreads();
+    fg_wgmma_fence();
+    pv(tiles - 1);
+    fg_wgmma_wait<0>();
+    fg_reg_fence(rows.o);
+  }
+  rows.store(p, b, h);
+}
+
+// ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
+
+#define FG_FWD_WGMMA(V, OVL, D, BM, BN)                                                   \
+  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                                 \
+      fg_attn_fwd_wgmma_v##V##_bf16_d##D##_m##BM##_n##BN(const fg_attn_params p) {          \
+    fg_attn_fwd_wgmma<D, BN, BM / 64, OVL>(p);                                             \
+  }
+FG_FWD_WGMMA(12, false, 64, 128, 128)
+FG_FWD_WGMMA(12, false, 128, 128, 128)
+FG_FWD_WGMMA(13, true, 64, 128, 128)
+FG_FWD_WGMMA(13, true, 128, 128, 128)
+// Variant 16: variant 12 with one warpgroup per block, so that two blocks share an SM and
+// overlap each other's softmax and products (d = 128 with 64-key tiles, for two blocks'
+// shared memory).
+FG_FWD_WGMMA(16, false, 64, 64, 128)
+FG_FWD_WGMMA(16, false, 128, 64, 64)
+

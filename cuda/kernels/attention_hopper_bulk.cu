@@ -1,0 +1,264 @@
+// attention_hopper_bulk.cu: variants 14 and 15 of the Hopper forward (sm_90a, bfloat16): the
+// kernels of attention_hopper.cu (layouts, products, softmax as described there) fed by bulk
+// copies. A module of its own, so that its PTX (JIT-compiled separately) cannot stop the
+// other Hopper kernels from loading.
+#include "wgmma.cuh"
+
+// ---- whole tiles by bulk copies, a producer warp, mbarriers ----------------------------------
+//
+// Variants 12 and 13 spend every thread on cp.async copies (16-byte pieces, swizzled addresses)
+// and a block-wide sync per key tile, which keeps the two warpgroups in lockstep. Here the
+// pre-pass (fg_attn_hopper_prep) writes K and V already in the shared-memory layout, tile by
+// tile, so a tile is one contiguous run of bytes that one bulk copy (cp.async.bulk, the
+// non-tensor form of TMA: no tensor map) moves into shared memory; one producer warp (warp
+// 4 NWG, one lane) issues them, and mbarriers replace the syncs: full barriers count the
+// bytes (expect_tx / complete_tx), empty barriers the consumer threads done with a buffer.
+// The warpgroups never wait for each other. Variant 14 runs each tile as S, softmax, P V;
+// variant 15 overlaps softmax_j with P_{j-1} V_{j-1} as variant 13 (first tile peeled, so the
+// loop body is the same every time).
+
+// The key tile of the bulk layout (the pre-pass's tiling, fixed for both kernels and launcher).
+#define FG_HOPPER_BN 128
+
+// fg_attn_hopper_prep: the pre-pass of variants 14 and 15 (Go: startMMA). dst holds two planes,
+// K then V, each [B][Hkv][NT][BN x D] bfloat16 with NT = ceil(Nk / BN) and each tile in
+// fg_sw128's layout; keys at or past Nk or the batch's key length are written as zeros
+// (never read: a tile copy moves whole tiles, and zeros keep 0 x V finite).
+extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep(const fg_mma_prep_params pp) {
+  const fg_attn_params& p = pp.src;
+  constexpr int BN = FG_HOPPER_BN;
+  const int CH = p.d / 8, NT = (p.nk + BN - 1) / BN;
+  const int64_t rows = (int64_t)p.b * p.hkv * NT * BN, groups = rows * CH;
+  uint4* dk = (uint4*)pp.dst;
+  uint4* dv = dk + groups;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < groups; i += (int64_t)gridDim.x * blockDim.x) {
+    const int c = (int)(i % CH);
+    const int64_t row = i / CH, bh = row / (NT * BN);
+    const int j = (int)(row % (NT * BN)), hk = (int)(bh % p.hkv), b = (int)(bh / p.hkv);
+    const int tile = j / BN, r = j % BN;
+    uint4 kx = make_uint4(0, 0, 0, 0), vx = kx;
+    if (j < p.nk && (!p.key_lengths || j < ((const int32_t*)p.key_lengths)[b])) {
+      const float* kr = (const float*)p.k + b * p.k_batch + hk * p.k_head + j * p.k_row + 8 * c;
+      const float* vr = (const float*)p.v + b * p.v_batch + hk * p.v_head + j * p.v_row + 8 * c;
+      const float4 k0 = *(const float4*)kr, k1 = *(const float4*)(kr + 4);
+      const float4 v0 = *(const float4*)vr, v1 = *(const float4*)(vr + 4);
+      kx = make_uint4(fg_bf16x2(k0.x, k0.y), fg_bf16x2(k0.z, k0.w), fg_bf16x2(k1.x, k1.y), fg_bf16x2(k1.z, k1.w));
+      vx = make_uint4(fg_bf16x2(v0.x, v0.y), fg_bf16x2(v0.z, v0.w), fg_bf16x2(v1.x, v1.y), fg_bf16x2(v1.z, v1.w));
+    }
+    const int64_t at = (bh * NT + tile) * (BN * CH) + fg_sw128<BN>(r, c) / 16;
+    dk[at] = kx;
+    dv[at] = vx;
+  }
+}
+
+namespace {
+
+__device__ __forceinline__ void fg_mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fg_mbar_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+// fg_mbar_wait waits for the completion of the phase of parity parity of the mbarrier at bar.
+// A phase that has not completed after 2^24 polls (a fraction of a second at least; the real
+// waits are microseconds: a tile copy, or a warpgroup finishing a tile) never will: that is a
+// bug of the protocol, and the kernel traps, so that the launch fails with an error instead of
+// hanging the process.
+__device__ __forceinline__ void fg_mbar_wait(uint32_t bar, int parity) {
+  uint32_t done;
+  for (uint32_t polls = 0;; ++polls) {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    if (done) return;
+    if (polls == 1u << 24) __trap();
+  }
+}
+// fg_bulk_load copies bytes (a multiple of 16) from global src to shared dst, counting them on
+// the mbarrier bar, which it first tells to expect them.
+__device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile(
+      "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%2], %1;\n}\n"
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%3], %1, [%2];\n" ::"r"(dst),
+      "r"(bytes), "r"(bar), "l"(src)
+      : "memory");
+}
+
+}  // namespace
+
+// fg_attn_fwd_wgmma_bulk (variants 14, 15, 17, 18): grid (ceil(Nq/BM), H, B), 128 NWG + 32
+// threads (NWG consumer warpgroups, one producer warp), or 128 NWG + 128 with PWG (variants 17
+// and 18: a producer warpgroup that gives its registers to the consumers with setmaxnreg, as
+// FlashAttention-3: 24 each for the producer, 240 for the consumers, where ptxas budgets 168
+// for 384 threads); k and v the planes of fg_attn_hopper_prep.
+template <int D, int NWG, bool OVL, bool PWG = false> __device__ void fg_attn_fwd_wgmma_bulk(const fg_attn_params& p) {
+  constexpr int BN = FG_HOPPER_BN, BM = 64 * NWG, CONSUMERS = 128 * NWG;
+  constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
+  constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
+  constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sQ = (sbase + 1023) & ~1023u, sK = sQ + QB, sV = sK + 2 * KB, bars = sV + 2 * KB;
+  // mbarriers, 8 bytes each: full K [2], full V [2], empty K [2], empty V [2].
+  const auto fullK = [&](int s) { return bars + 8 * s; };
+  const auto fullV = [&](int s) { return bars + 16 + 8 * s; };
+  const auto emptyK = [&](int s) { return bars + 32 + 8 * s; };
+  const auto emptyV = [&](int s) { return bars + 48 + 8 * s; };
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  const int tiles = (kv_end + BN - 1) / BN;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < 2; ++s) {
+      fg_mbar_init(fullK(s), 1), fg_mbar_init(fullV(s), 1);
+      fg_mbar_init(emptyK(s), CONSUMERS), fg_mbar_init(emptyV(s), CONSUMERS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp >= 4 * NWG) {  // the producer
+    if constexpr (PWG) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (warp == 4 * NWG && lane == 0 && tiles > 0) {
+      const int NT = (p.nk + BN - 1) / BN;
+      const char* kt = (const char*)p.k + ((int64_t)b * p.hkv + hk) * NT * KB;
+      const char* vt = (const char*)p.v + ((int64_t)b * p.hkv + hk) * NT * KB;
+      for (int j = 0; j < tiles; ++j) {
+        const int s = j & 1, par = ((j >> 1) - 1) & 1;  // the phase that released tile j - 2
+        if (j >= 2) fg_mbar_wait(emptyK(s), par);
+        fg_bulk_load(sK + s * KB, kt + (int64_t)j * KB, KB, fullK(s));
+        if (j >= 2) fg_mbar_wait(emptyV(s), par);
+        fg_bulk_load(sV + s * KB, vt + (int64_t)j * KB, KB, fullV(s));
+      }
+    }
+    return;
+  }
+
+  if constexpr (PWG) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+  const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634), qs = p.scale < 0 ? -1.f : 1.f;
+  FgRows<OB, float> rows(p, b, m0 + 16 * warp + g, t);
+  if (tiles == 0) {
+    rows.store(p, b, h);
+    return;
+  }
+  // Q: this warpgroup's 64 rows, float32 to bfloat16 (rows past Nq zero), then fenced for
+  // the async proxy and synced within the warpgroup (named barrier 1 + wg).
+  for (int idx = threadIdx.x % 128; idx < 64 * CH; idx += 128) {
+    const int r = 64 * wg + idx / CH, c = idx % CH;
+    uint4 x = make_uint4(0, 0, 0, 0);
+    if (m0 + r < p.nq) {
+      const float* qr = q + (int64_t)(m0 + r) * p.q_row + 8 * c;
+      const float4 a = *(const float4*)qr, e = *(const float4*)(qr + 4);
+      x = make_uint4(fg_bf16x2(qs * a.x, qs * a.y), fg_bf16x2(qs * a.z, qs * a.w), fg_bf16x2(qs * e.x, qs * e.y),
+                     fg_bf16x2(qs * e.z, qs * e.w));
+    }
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + fg_sw128<BM>(r, c)), "r"(x.x), "r"(x.y), "r"(x.z),
+                 "r"(x.w)
+                 : "memory");
+  }
+  fg_fence_async();
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+
+  const uint32_t qw = sQ + wg * 64 * 128;
+  uint32_t pa[BN / 16][4];
+  float s[NB][4];
+  const auto qk = [&](int j) {  // S = Q K_j^T, issued
+    const uint32_t kt = sK + (j & 1) * KB;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      const uint32_t off = (kk % 4) * 32;
+      FgWgmma<BN>::ss(s, fg_wgmma_desc(qw + (kk / 4) * BM * 128 + off, 16, 1024),
+                      fg_wgmma_desc(kt + (kk / 4) * BN * 128 + off, 16, 1024), kk > 0);
+    }
+    fg_wgmma_commit();
+  };
+  const auto pv = [&](int j) {  // O += P V_j, issued
+    const uint32_t vt = sV + (j & 1) * KB;
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) FgWgmma<D>::rs(rows.o, pa[kk], fg_wgmma_desc(vt + kk * 16 * 128, BN * 128, 1024));
+    fg_wgmma_commit();
+  };
+  const auto pack = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pa[kk][0] = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), pa[kk][1] = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+      pa[kk][2] = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[kk][3] = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+  };
+  const auto par = [](int j) { return (j >> 1) & 1; };
+  float alpha[2];
+
+  if constexpr (!OVL) {
+    for (int j = 0; j < tiles; ++j) {
+      fg_mbar_wait(fullK(j & 1), par(j));
+      fg_wgmma_fence();
+      qk(j);
+      fg_wgmma_wait<0>();
+      fg_reg_fence(s);
+      fg_mbar_arrive(emptyK(j & 1));
+      rows.template probs<true, true>(s, j * BN, sl2, alpha);
+      rows.rescale(alpha);
+      pack();
+      fg_mbar_wait(fullV(j & 1), par(j));
+      fg_wgmma_fence();
+      pv(j);
+      fg_wgmma_wait<0>();
+      fg_reg_fence(rows.o);
+      fg_mbar_arrive(emptyV(j & 1));
+    }
+  } else {
+    fg_mbar_wait(fullK(0), 0);
+    fg_wgmma_fence();
+    qk(0);
+    fg_wgmma_wait<0>();
+    fg_reg_fence(s);
+    fg_mbar_arrive(emptyK(0));
+    rows.template probs<true, true>(s, 0, sl2, alpha);
+    rows.rescale(alpha);
+    pack();
+    for (int j = 1; j < tiles; ++j) {
+      fg_mbar_wait(fullK(j & 1), par(j));
+      fg_mbar_wait(fullV((j - 1) & 1), par(j - 1));
+      fg_wgmma_fence();
+      qk(j);
+      fg_wgmma_fence();  // a fence per batch, as FlashAttention-3 (v13 without it is serialized)
+      pv(j - 1);         // P_{j-1} V_{j-1} runs under softmax_j
+      fg_wgmma_wait<1>();
+      fg_reg_fence(s);
+      fg_mbar_arrive(emptyK(j & 1));
+      rows.template probs<true, true>(s, j * BN, sl2, alpha);
+      fg_wgmma_wait<0>();
+      fg_reg_fence(rows.o);
+      fg_mbar_arrive(emptyV((j - 1) & 1));
+      rows.rescale(alpha);
+      pack();
+    }
+    fg_mbar_wait(fullV((tiles - 1) & 1), par(tiles - 1));
+    fg_wgmma_fence();
+    pv(tiles - 1);
+    fg_wgmma_wait<0>();
+    fg_reg_fence(rows.o);
+  }
+  rows.store(p, b, h);
+}
+
+// ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
+
+#define FG_FWD_WGMMA_BULK(V, OVL, PWG, D, BM)                                             \
+  extern "C" __global__ void __launch_bounds__(2 * BM + (PWG ? 128 : 32), 1)              \
+      fg_attn_fwd_wgmma_v##V##_bf16_d##D##_m##BM##_n128(const fg_attn_params p) {          \
+    fg_attn_fwd_wgmma_bulk<D, BM / 64, OVL, PWG>(p);                                       \
+  }
+FG_FWD_WGMMA_BULK(14, false, false, 64, 128)
+FG_FWD_WGMMA_BULK(14, false, false, 128, 128)
+FG_FWD_WGMMA_BULK(15, true, false, 64, 128)
+FG_FWD_WGMMA_BULK(15, true, false, 128, 128)
+// Variants 17 (overlap) and 18 (none): 15 and 14 with a producer warpgroup and setmaxnreg.
+FG_FWD_WGMMA_BULK(17, true, true, 64, 128)
+FG_FWD_WGMMA_BULK(17, true, true, 128, 128)
+FG_FWD_WGMMA_BULK(18, false, true, 64, 128)
+FG_FWD_WGMMA_BULK(18, false, true, 128, 128)
