@@ -32,11 +32,14 @@ func ptxSource(module string) (string, error) {
 // loaded one kernel at a time, a fresh process compiles only what it launches.
 //
 // A top-level entry starts at a line beginning ".entry", ".visible .entry" or ".weak .entry"
-// and ends at the first line that is exactly "}" after it (nvcc writes nested braces indented).
+// and ends at the line where its braces close: the body's own braces nest (scopes, vector
+// operands, and inline-asm blocks, which nvcc copies verbatim, so a "}" at the start of a line
+// does not end the entry). Braces after "//" are comments and do not count.
 func ptxKernel(src, name string) (string, error) {
 	var b strings.Builder
 	b.Grow(len(src))
 	found, skip, inEntry := false, false, false
+	depth, opened := 0, false
 	for len(src) > 0 {
 		line := src
 		if i := strings.IndexByte(src, '\n'); i >= 0 {
@@ -46,7 +49,7 @@ func ptxKernel(src, name string) (string, error) {
 		}
 		if !inEntry {
 			if n, ok := ptxEntryName(line); ok {
-				inEntry, skip = true, n != name
+				inEntry, skip, depth, opened = true, n != name, 0, false
 				if n == name {
 					if found {
 						return "", fmt.Errorf("cuda: kernel %s is defined twice in its PTX", name)
@@ -54,19 +57,30 @@ func ptxKernel(src, name string) (string, error) {
 					found = true
 				}
 			}
-		} else if strings.TrimRight(line, "\r\n") == "}" {
-			inEntry = false
-			if skip {
-				skip = false
-				continue
+		}
+		if inEntry {
+			code, _, _ := strings.Cut(line, "//")
+			for _, c := range code {
+				switch c {
+				case '{':
+					depth++
+					opened = true
+				case '}':
+					depth--
+				}
 			}
+			if !skip {
+				b.WriteString(line)
+			}
+			if opened && depth <= 0 {
+				inEntry, skip = false, false
+			}
+			continue
 		}
-		if !skip {
-			b.WriteString(line)
-		}
+		b.WriteString(line)
 	}
 	if inEntry {
-		return "", fmt.Errorf("cuda: PTX ends inside an .entry (no closing brace) while looking for %s", name)
+		return "", fmt.Errorf("cuda: PTX ends inside an .entry (its braces do not close) while looking for %s", name)
 	}
 	if !found {
 		return "", fmt.Errorf("cuda: no kernel %s in the PTX", name)

@@ -10,10 +10,32 @@ import (
 	"testing"
 )
 
-// entryBlock matches one top-level kernel definition of nvcc's PTX, from its .entry line to
-// the first closing brace at the start of a line: a second reading of the rule ptxKernel
-// implements line by line.
-var entryBlock = regexp.MustCompile(`(?ms)^(?:\.visible |\.weak )?\.entry ([A-Za-z_$][\w$]*)\(.*?^\}\n`)
+// entryStart matches the line that starts a top-level kernel definition.
+var entryStart = regexp.MustCompile(`(?m)^(?:\.visible |\.weak )?\.entry ([A-Za-z_$][\w$]*)\(`)
+
+// nextTopLevel matches the lines that can only stand outside a kernel's body: another kernel
+// or function, nvcc's "// .globl" note, a global or shared declaration, the .file table and
+// the debug section.
+var nextTopLevel = regexp.MustCompile(`(?m)^(?:(?:\.visible |\.weak )?\.(?:entry|func) |\t// \.globl|\.global |\.extern |\.const |\t\.file\t|\t\.section\t)`)
+
+// entryBlocks returns each kernel's name and byte range in src, by a second rule independent
+// of ptxKernel's brace counting: a kernel runs from its .entry line to the last line that is
+// exactly "}" before the next line that can only stand at the top level.
+func entryBlocks(t *testing.T, src string) (names []string, spans [][2]int) {
+	for _, m := range entryStart.FindAllStringSubmatchIndex(src, -1) {
+		end := len(src)
+		if n := nextTopLevel.FindStringIndex(src[m[1]:]); n != nil {
+			end = m[1] + n[0]
+		}
+		i := strings.LastIndex(src[m[0]:end], "\n}\n")
+		if i < 0 {
+			t.Fatalf("kernel %s: no closing brace before the next top-level line", src[m[2]:m[3]])
+		}
+		names = append(names, src[m[2]:m[3]])
+		spans = append(spans, [2]int{m[0], m[0] + i + 3})
+	}
+	return names, spans
+}
 
 // ptxTarget is a module's .target directive.
 var ptxTarget = regexp.MustCompile(`(?m)^\.target (\w+)`)
@@ -35,15 +57,14 @@ func TestPTXKernel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			blocks := entryBlock.FindAllStringSubmatchIndex(src, -1)
+			names, blocks := entryBlocks(t, src)
 			if len(blocks) == 0 {
 				t.Fatal("no .entry found")
 			}
 			if n := strings.Count(src, ".entry "); n != len(blocks) {
 				t.Fatalf("%d .entry directives, %d entry blocks", n, len(blocks))
 			}
-			for i, bi := range blocks {
-				name := src[bi[2]:bi[3]]
+			for i, name := range names {
 				var want strings.Builder
 				last := 0
 				for j, bj := range blocks {
@@ -72,8 +93,10 @@ func TestPTXKernelErrors(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, src, want string }{
 		{"fg_no_such_kernel", src, "no kernel fg_no_such_kernel"},
-		{"k", ".version 7.8\n.visible .entry k(\n)\n{\n\tret;\n", "no closing brace"},
+		{"k", ".version 7.8\n.visible .entry k(\n)\n{\n\tret;\n", "braces do not close"},
 		{"k", ".entry k()\n{\n}\n.entry k()\n{\n}\n", "defined twice"},
+		// An inline-asm block's "}" at the start of a line does not end the kernel.
+		{"k", ".entry j()\n{\n\tasm {\n}\n\tret;\n}\n.entry k()\n{\n{\n}\n", "braces do not close"},
 	} {
 		if _, err := ptxKernel(tc.src, tc.name); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ptxKernel(%s): error %v, want one saying %q", tc.name, err, tc.want)
@@ -113,7 +136,7 @@ func TestPTXKernelCompiles(t *testing.T) {
 			t.Logf("%s: .target %s, not compiled for %s", module, tgt[1], arch)
 			continue
 		}
-		for _, m := range entryBlock.FindAllStringSubmatch(src, -1) {
+		for _, m := range entryStart.FindAllStringSubmatch(src, -1) {
 			name := m[1]
 			t.Run(module+"/"+name, func(t *testing.T) {
 				t.Parallel()
