@@ -33,28 +33,7 @@ func Workers() int { return runtime.GOMAXPROCS(0) }
 // one For at a time; a For that finds it busy (one called from inside a
 // body, or from another goroutine at the same time) starts goroutines of
 // its own.
-func For(n, grain int, body func(lo, hi int)) {
-	if n <= 0 {
-		return
-	}
-	if grain < 1 {
-		grain = 1
-	}
-	workers := Workers()
-	if max := (n + grain - 1) / grain; workers > max {
-		workers = max
-	}
-	if workers <= 1 {
-		body(0, n)
-		return
-	}
-	if thePool.mu.TryLock() {
-		defer thePool.mu.Unlock()
-		thePool.run(n, workers, workers, body)
-		return
-	}
-	spawn(n, workers, body)
-}
+func For(n, grain int, body func(lo, hi int)) { forChunks(n, grain, 1, body) }
 
 // Balance is how many chunks per worker ForDynamic cuts a loop into.
 const Balance = 4
@@ -68,7 +47,12 @@ const Balance = 4
 // not by its whole share. For long loops of many equal items (the row
 // strips of a large matrix product); each chunk should be worth several µs.
 // The split depends on n, grain and GOMAXPROCS only.
-func ForDynamic(n, grain int, body func(lo, hi int)) {
+func ForDynamic(n, grain int, body func(lo, hi int)) { forChunks(n, grain, Balance, body) }
+
+// forChunks is For (perWorker 1) and ForDynamic (perWorker Balance): body over
+// [0, n) in min(perWorker·GOMAXPROCS, ⌈n/grain⌉) chunks, on the pool when it
+// is free, else on goroutines of its own (one chunk each, as For).
+func forChunks(n, grain, perWorker int, body func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
@@ -76,7 +60,7 @@ func ForDynamic(n, grain int, body func(lo, hi int)) {
 		grain = 1
 	}
 	workers := Workers()
-	chunks := min(Balance*workers, (n+grain-1)/grain)
+	chunks := min(perWorker*workers, (n+grain-1)/grain)
 	workers = min(workers, chunks)
 	if workers <= 1 {
 		body(0, n)
