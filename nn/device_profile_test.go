@@ -21,14 +21,7 @@ import (
 // a little above a replayed step's graph.
 func BenchmarkCUDAStepProfile(b *testing.B) {
 	needCUDA(b)
-	for _, c := range []struct {
-		name  string
-		cfg   Config
-		batch int
-	}{
-		{"L2-W64-H4-C64-B32", Config{Vocab: 96, Context: 64, Layers: 2, Heads: 4, Width: 64, MLPRatio: 4}, 32},
-		{"L4-W256-H8-C256-B16", Config{Vocab: 96, Context: 256, Layers: 4, Heads: 8, Width: 256, MLPRatio: 4}, 16},
-	} {
+	for _, c := range trainBenchConfigs {
 		b.Run(c.name, func(b *testing.B) {
 			r, opt, _ := deviceRunner(b, c.cfg, c.batch, true)
 			defer r.Close()

@@ -230,6 +230,16 @@ func TestDeviceStepNonFinite(t *testing.T) {
 	}
 }
 
+// trainBenchConfigs are scripts/train-bench.sh's two configurations (vocabulary 96, float32).
+var trainBenchConfigs = []struct {
+	name  string
+	cfg   Config
+	batch int
+}{
+	{"L2-W64-H4-C64-B32", Config{Vocab: 96, Context: 64, Layers: 2, Heads: 4, Width: 64, MLPRatio: 4}, 32},
+	{"L4-W256-H8-C256-B16", Config{Vocab: 96, Context: 256, Layers: 4, Heads: 8, Width: 256, MLPRatio: 4}, 16},
+}
+
 // BenchmarkCUDAStepModes times a training step on the GPU three ways, at the two
 // configurations of scripts/train-bench.sh (vocabulary 96, float32): calls, the run, the
 // gradient norm, the loss and the clip and AdamW each handed to the cuda worker thread call by
@@ -238,14 +248,7 @@ func TestDeviceStepNonFinite(t *testing.T) {
 // CUDA graph launch.
 func BenchmarkCUDAStepModes(b *testing.B) {
 	needCUDA(b)
-	for _, c := range []struct {
-		name  string
-		cfg   Config
-		batch int
-	}{
-		{"L2-W64-H4-C64-B32", Config{Vocab: 96, Context: 64, Layers: 2, Heads: 4, Width: 64, MLPRatio: 4}, 32},
-		{"L4-W256-H8-C256-B16", Config{Vocab: 96, Context: 256, Layers: 4, Heads: 8, Width: 256, MLPRatio: 4}, 16},
-	} {
+	for _, c := range trainBenchConfigs {
 		for _, mode := range []string{"calls", "do", "graph"} {
 			b.Run(c.name+"/"+mode, func(b *testing.B) {
 				r, opt, _ := deviceRunner(b, c.cfg, c.batch, mode == "graph")
