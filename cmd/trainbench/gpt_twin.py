@@ -2,7 +2,7 @@
 """PyTorch twin of nn.GPT (examples/gpt's model) for training-throughput comparisons.
 
 Usage: gpt_twin.py --device cpu|cuda --threads T --layers L --width W --heads H --context C
-                   --batch B --steps S [--vocab V] [--compile default|reduce-overhead]
+                   --batch B --steps S [--vocab V] [--compile default|reduce-overhead] [--profile]
 
 Same architecture and sizes as nn.NewGPT with LayerNorm: token and learned position embeddings;
 L pre-norm blocks x += proj(attn(ln1(x))) with one fused QKV projection (bias) and causal
@@ -16,6 +16,7 @@ ours in this script's first version: it measures the same work, not the same num
 """
 import argparse
 import json
+import sys
 import time
 
 import torch
@@ -54,6 +55,25 @@ class GPT(nn.Module):
         return self.head(self.lnf(x))
 
 
+def print_profile(prof, steps, dt):
+    """Prints to stderr the device time per step by kernel (torch.profiler's CUDA events: kernels,
+    memsets and copies, those replayed from CUDA graphs included) beside the wall time per step."""
+    rows = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        r = rows.setdefault(e.name, [0, 0.0])
+        r[0] += 1
+        r[1] += e.time_range.elapsed_us()
+    total = sum(r[1] for r in rows.values())
+    out = [f"wall {dt / steps * 1e3:.3f} ms/step, device busy {total / steps / 1e3:.3f} ms/step, "
+           f"{sum(r[0] for r in rows.values()) / steps:.1f} device ops/step", "",
+           "| kernel | ops/step | µs/step | µs each | share |", "|---|---|---|---|---|"]
+    for name, (n, t) in sorted(rows.items(), key=lambda x: -x[1][1])[:45]:
+        out.append(f"| {name[:100].replace('|', '/')} | {n / steps:.1f} | {t / steps:.1f} | {t / n:.2f} | {100 * t / total:.1f}% |")
+    print("\n".join(out), file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name, default in [("threads", 0), ("layers", 2), ("width", 64), ("heads", 4), ("context", 64),
@@ -61,6 +81,8 @@ def main():
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--compile", default="", help="torch.compile mode: default or reduce-overhead")
+    ap.add_argument("--profile", action="store_true",
+                    help="profile the timed steps (torch.profiler) and print the device time by kernel to stderr")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -89,6 +111,10 @@ def main():
         step()
     if dev.type == "cuda":
         torch.cuda.synchronize()
+    prof = None
+    if a.profile and dev.type == "cuda":
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+        prof.__enter__()
     t0 = time.perf_counter()
     for _ in range(a.steps):
         loss = step()
@@ -96,6 +122,9 @@ def main():
     if dev.type == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    if prof is not None:
+        prof.__exit__(None, None, None)
+        print_profile(prof, a.steps, dt)
     print(json.dumps({"device": a.device, "threads": a.threads, "layers": a.layers, "width": a.width,
                       "heads": a.heads, "compile": a.compile, "context": a.context, "batch": a.batch, "steps": a.steps,
                       "params": sum(p.numel() for p in m.parameters()),

@@ -1,0 +1,120 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/flashgorgon/flashgorgon/machine"
+)
+
+// BenchmarkCUDAStepProfile says where a training step's device time goes, at the two
+// configurations of scripts/train-bench.sh (vocabulary 96, float32): each op node of the
+// training graph timed by CUDA events around its kernels (machine.Profile, the kernels queued
+// back to back), one run per iteration. It reports the sum over the nodes per run
+// (graph-ms/run) and logs the time by op kind and the costliest nodes grouped by op and
+// shape; the optimizer's kernels (norm, clip, AdamW) are not in the graph and not counted.
+func BenchmarkCUDAStepProfile(b *testing.B) {
+	needCUDA(b)
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		batch int
+	}{
+		{"L2-W64-H4-C64-B32", Config{Vocab: 96, Context: 64, Layers: 2, Heads: 4, Width: 64, MLPRatio: 4}, 32},
+		{"L4-W256-H8-C256-B16", Config{Vocab: 96, Context: 256, Layers: 4, Heads: 8, Width: 256, MLPRatio: 4}, 16},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r, opt, _ := deviceRunner(b, c.cfg, c.batch, true)
+			defer r.Close()
+			tok, tgt := batchOf(rand.New(rand.NewSource(2)), c.batch*c.cfg.Context, c.cfg.Vocab)
+			for range 2 { // modules loaded, cuBLAS set up, the step recorded
+				if _, _, err := r.TrainStep(opt, 1e-3, 1, tok, tgt, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if err := r.bind(tok, tgt, nil); err != nil {
+				b.Fatal(err)
+			}
+			var sum []machine.OpTime
+			runs := 0
+			b.ResetTimer()
+			for b.Loop() {
+				ts, err := r.vm.Profile(1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sum == nil {
+					sum = ts
+				} else {
+					for i := range ts {
+						sum[i].Ms += ts[i].Ms
+					}
+				}
+				runs++
+			}
+			b.StopTimer()
+			total := 0.0
+			for i := range sum {
+				sum[i].Ms /= float64(runs)
+				total += sum[i].Ms
+			}
+			b.ReportMetric(total, "graph-ms/run")
+			b.ReportMetric(float64(len(sum)), "nodes/run")
+			b.Log(profileTable(sum, total))
+		})
+	}
+}
+
+// profileTable formats op times by op kind, and the costliest groups of nodes with one op and
+// shape.
+func profileTable(ts []machine.OpTime, total float64) string {
+	type group struct {
+		name string
+		n    int
+		ms   float64
+	}
+	add := func(m map[string]*group, k string, t machine.OpTime) {
+		g := m[k]
+		if g == nil {
+			g = &group{name: k}
+			m[k] = g
+		}
+		g.n++
+		g.ms += t.Ms
+	}
+	kinds, ops := map[string]*group{}, map[string]*group{}
+	for _, t := range ts {
+		add(kinds, t.Kind, t)
+		op := t.Op
+		if len(op) > 70 {
+			op = op[:70]
+		}
+		add(ops, fmt.Sprintf("%s %v", op, t.Shape), t)
+	}
+	sorted := func(m map[string]*group) []*group {
+		var s []*group
+		for _, g := range m {
+			s = append(s, g)
+		}
+		sort.Slice(s, func(i, j int) bool { return s[i].ms > s[j].ms })
+		return s
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n%d op nodes, %.3f ms per run\n\n| op kind | nodes | ms/run | share |\n|---|---|---|---|\n", len(ts), total)
+	for _, g := range sorted(kinds) {
+		fmt.Fprintf(&sb, "| %s | %d | %.3f | %.1f%% |\n", g.name, g.n, g.ms, 100*g.ms/total)
+	}
+	fmt.Fprintf(&sb, "\n| op and output shape | nodes | ms/run | µs each | share |\n|---|---|---|---|---|\n")
+	for i, g := range sorted(ops) {
+		if i == 45 {
+			break
+		}
+		fmt.Fprintf(&sb, "| %s | %d | %.3f | %.1f | %.1f%% |\n", strings.ReplaceAll(g.name, "|", "/"), g.n, g.ms, 1e3*g.ms/float64(g.n), 100*g.ms/total)
+	}
+	return sb.String()
+}
