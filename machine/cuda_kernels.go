@@ -20,6 +20,7 @@ import (
 //	matmul:   TransA, TransB
 //	norm, normGrad: Center (LayerNorm; RMSNorm without), Eps
 //	heads:    Split, B, T, H, D, Off, C (see nn's headsOp)
+//	xent, xentGrad: Ignore (the ignore index of the cross-entropy's targets)
 type NNSpec struct {
 	Scale, Shift   bool
 	Prod, Grad     bool
@@ -29,6 +30,7 @@ type NNSpec struct {
 	Split          bool
 	B, T, H, D     int
 	Off, C         int
+	Ignore         int
 }
 
 // NNSpecer is implemented by the descriptions of nn's ops (graph.DefOf).
@@ -71,6 +73,8 @@ func cudaKernels(c *cudaBackend) Registry {
 		"nn.normGradOp":        c.normGrad,
 		"nn.headsOp":           c.heads,
 		"nn.gatherOp":          c.gather,
+		"nn.xentOp":            c.xent,
+		"nn.xentGradOp":        c.xent,
 		"nn.scatterAddOp":      c.scatterAdd,
 		"softmax.fwdOp":        c.softmax,
 		"softmax.bwdOp":        c.softmax,

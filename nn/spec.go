@@ -19,6 +19,8 @@ func (k geluOp) spec() machine.NNSpec     { return machine.NNSpec{Grad: k.grad} 
 func (k matmulOp) spec() machine.NNSpec   { return machine.NNSpec{TransA: k.tA, TransB: k.tB} }
 func (k normOp) spec() machine.NNSpec     { return machine.NNSpec{Center: k.center, Eps: k.eps} }
 func (k normGradOp) spec() machine.NNSpec { return machine.NNSpec{Center: k.center, Eps: k.eps} }
+func (k xentOp) spec() machine.NNSpec     { return machine.NNSpec{Ignore: k.ignore} }
+func (k xentGradOp) spec() machine.NNSpec { return machine.NNSpec{Ignore: k.ignore} }
 func (k headsOp) spec() machine.NNSpec {
 	return machine.NNSpec{Split: k.split, B: k.b, T: k.t, H: k.h, D: k.d, Off: k.off, C: k.c}
 }
