@@ -285,6 +285,54 @@ func embedding(op, tname string, table, idx *Buffer, rname string, rows *Buffer,
 	return dt, []operand{{name: tname, b: table, dt: DT, n: table.n}, {name: "idx", b: idx, dt: Int32, n: m}, {name: rname, b: rows, dt: DT, n: m * d}}, nil
 }
 
+// ---- attention heads -------------------------------------------------------------------------
+
+// HeadsParams describes the moves between rows X [B·T, C] and attention heads [B, H, T, D]
+// (nn's headsOp), over columns [Off, Off + H·D) of the rows (Off + H·D ≤ C):
+//
+//	split (Split):  Y[b, h, t, j] = X[b·T + t, Off + h·D + j]          X [B·T, C], Y [B, H, T, D]
+//	merge:          Y[b·T + t, Off + h·D + j] = X[b, h, t, j]          X [B, H, T, D], Y [B·T, C]
+//
+// the merge writing zeros in Y's other columns. X and Y are Float32 or Float64 of one type,
+// with fewer than 2³¹ elements each. The kernel moves 16 bytes at a time where D, C, Off and
+// the buffers' addresses allow it, one element otherwise.
+type HeadsParams struct {
+	Split              bool
+	B, T, H, D, C, Off int
+	X, Y               *Buffer
+}
+
+// Heads performs the move p describes.
+func Heads(p HeadsParams) error {
+	const op = "attention heads"
+	DT, dt, err := floatOf(op, "X", p.X)
+	if err != nil {
+		return err
+	}
+	heads, okH := mulSizes(p.B, p.H, p.T, p.D)
+	rows, okR := mulSizes(p.B, p.T, p.C)
+	if p.B < 1 || p.T < 1 || p.H < 1 || p.D < 1 || p.Off < 0 || p.Off+p.H*p.D > p.C || okH != nil || okR != nil || heads >= 1<<31 || rows >= 1<<31 {
+		return fmt.Errorf("cuda: %s: B=%d T=%d H=%d D=%d C=%d Off=%d: want sizes ≥ 1, Off ≥ 0, Off + H·D ≤ C and fewer than 2^31 elements", op, p.B, p.T, p.H, p.D, p.C, p.Off)
+	}
+	xn, yn := rows, heads
+	if !p.Split {
+		xn, yn = heads, rows
+	}
+	ops := []operand{{name: "X", b: p.X, dt: DT, n: xn}, {name: "Y", b: p.Y, dt: DT, n: yn}}
+	return launchOn(op, ops, func(s *state) error {
+		kp := headsParams{x: p.X.ptr, y: p.Y.ptr, b: int64(p.B), t: int64(p.T), h: int64(p.H), d: int64(p.D), c: int64(p.C), off: int64(p.Off)}
+		if p.Split {
+			kp.split = 1
+		}
+		w := 16 / DT.Size()
+		kernel := "fg_heads"
+		if p.D%w != 0 || p.C%w != 0 || p.Off%w != 0 || p.X.ptr%16 != 0 || p.Y.ptr%16 != 0 {
+			kernel, w = "fg_heads1", 1
+		}
+		return s.startNN(kernel, dt, ewGrid(yn/w), ewThreads, unsafe.Pointer(&kp))
+	})
+}
+
 // ---- LayerNorm / RMSNorm ---------------------------------------------------------------------
 
 // NormParams describes LayerNorm (RMS false) or RMSNorm (RMS true) over the rows of

@@ -421,13 +421,18 @@ func (c *cudaBackend) normParams(rows, d int, sp NNSpec, x *cuda.Buffer) (cuda.N
 	return cuda.NormParams{Rows: rows, D: d, Eps: sp.Eps, RMS: !sp.Center, X: x, Mean: mean, Rstd: rstd}, nil
 }
 
-// heads: nn's headsOp, x [B·T, C] columns [Off, Off+H·D) ↔ [B, H, T, D], a strided copy over
-// the index space [B, H, T, D] (the scatter direction zeroes its output first when the heads
-// do not cover every column).
+// heads: nn's headsOp, x [B·T, C] columns [Off, Off+H·D) ↔ [B, H, T, D], on cuda.Heads (16
+// bytes at a time, the merge writing the zeros of the other columns itself), or beyond its
+// 2³¹ elements a strided copy over the index space [B, H, T, D] (the merge zeroing its output
+// first when the heads do not cover every column).
 func (c *cudaBackend) heads(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
 	sp, y, x, ok, err := nnOperands(op, out, in, arity(1))
 	if !ok || err != nil {
 		return nil, err
+	}
+	if max(size(out.Shape), size(in[0].Shape)) < 1<<31 {
+		hp := cuda.HeadsParams{Split: sp.Split, B: sp.B, T: sp.T, H: sp.H, D: sp.D, C: sp.C, Off: sp.Off, X: x[0], Y: y}
+		return func() error { return cuda.Heads(hp) }, nil
 	}
 	rowsStride := [4]int{sp.T * sp.C, sp.D, sp.C, 1}
 	headsStride := [4]int{sp.H * sp.T * sp.D, sp.T * sp.D, sp.D, 1}

@@ -189,6 +189,47 @@ template <typename T> __device__ void fg_scatter(const fg_embed_params& p) {
   }
 }
 
+// ---- attention heads -----------------------------------------------------------------------------
+
+// fg_heads_body moves vectors V of W elements T (d, c, off counted in vectors), a thread per
+// vector of y, with 32-bit indices: the split reads d-long runs of x's rows and writes y
+// contiguously; the merge writes y's rows contiguously, zeros outside the heads' columns, so
+// that it needs no memset before it.
+template <typename T, typename V> __device__ void fg_heads_body(const fg_heads_params& p) {
+  constexpr int W = sizeof(V) / sizeof(T);
+  const uint32_t D = (uint32_t)(p.d / W), C = (uint32_t)(p.c / W), off = (uint32_t)(p.off / W);
+  const uint32_t H = (uint32_t)p.h, Tn = (uint32_t)p.t, HD = H * D;
+  const V* x = (const V*)p.x;
+  V* y = (V*)p.y;
+  const uint32_t stride = gridDim.x * blockDim.x;
+  if (p.split) {
+    const uint32_t n = (uint32_t)p.b * H * Tn * D;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+      const uint32_t j = i % D, r = i / D;  // r = (bi·h + hi)·t + ti
+      const uint32_t ti = r % Tn, bh = r / Tn;
+      const uint32_t hi = bh % H, bi = bh / H;
+      y[i] = x[(bi * Tn + ti) * C + off + hi * D + j];
+    }
+    return;
+  }
+  const uint32_t n = (uint32_t)p.b * Tn * C;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint32_t c = i % C, r = i / C;  // r = bi·t + ti
+    V v{};
+    if (c >= off && c < off + HD) {
+      const uint32_t k = c - off, hi = k / D, j = k % D;
+      const uint32_t bi = r / Tn, ti = r % Tn;
+      v = x[((bi * H + hi) * Tn + ti) * D + j];
+    }
+    y[i] = v;
+  }
+}
+template <typename T> struct FgVec16;
+template <> struct FgVec16<float> { typedef float4 type; };
+template <> struct FgVec16<double> { typedef double2 type; };
+template <typename T> __device__ void fg_heads(const fg_heads_params& p) { fg_heads_body<T, typename FgVec16<T>::type>(p); }
+template <typename T> __device__ void fg_heads1(const fg_heads_params& p) { fg_heads_body<T, T>(p); }
+
 // ---- LayerNorm / RMSNorm -------------------------------------------------------------------------
 
 // A warp per row; each lane walks the row's columns lane, lane+32, … in order and the lanes'
@@ -555,6 +596,8 @@ FG_ENTRY(fg_dropout, fg_ew_params, fg_dropout, FG_EW_THREADS)
 FG_ENTRY(fg_clip, fg_ew_params, fg_clip, FG_EW_THREADS)
 FG_ENTRY(fg_gather, fg_embed_params, fg_gather, FG_EW_THREADS)
 FG_ENTRY(fg_scatter, fg_embed_params, fg_scatter, FG_EW_THREADS)
+FG_ENTRY(fg_heads, fg_heads_params, fg_heads, FG_EW_THREADS)
+FG_ENTRY(fg_heads1, fg_heads_params, fg_heads1, FG_EW_THREADS)
 FG_ENTRY(fg_norm_fwd, fg_norm_params, fg_norm_fwd, FG_NORM_WARPS * 32)
 FG_ENTRY(fg_norm_bwd, fg_norm_params, fg_norm_bwd, FG_NORM_WARPS * 32)
 FG_ENTRY(fg_colsum_partial, fg_colsum_params, fg_colsum_partial, 32 * FG_COLSUM_TY)

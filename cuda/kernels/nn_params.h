@@ -47,6 +47,18 @@ typedef struct {
   int32_t center, reserved;
 } fg_norm_params;
 
+// fg_heads_params: the moves between rows x [b * t, c] and attention heads [b, h, t, d], columns
+// [off, off + h * d) of the rows:
+//   split: y[bi, hi, ti, j] = x[bi * t + ti, off + hi * d + j]                 y [b, h, t, d]
+//   merge: y[bi * t + ti, off + hi * d + j] = x[bi, hi, ti, j], 0 in the other columns of y [b * t, c]
+// fg_heads_T moves 16 bytes at a time (d, c, off multiples of 16 / sizeof(T), x and y aligned
+// to 16 bytes), fg_heads1_T one element; both index in 32 bits (fewer than 2^31 elements).
+typedef struct {
+  uint64_t x, y;
+  int64_t b, t, h, d, c, off;
+  int32_t split, reserved;
+} fg_heads_params;
+
 // fg_colsum_params: deterministic column sums of g [rows, d], in two stages.
 //   fg_colsum_partial_T: work[c * d + j] = sum over the rows of chunk c of f(r, j), with
 //     f = g (mode 0), g * x (mode 1), or g * xhat with xhat = (x - mean[r]) * rstd[r] (mode 2,
