@@ -152,6 +152,11 @@ func Affine(y, x, gamma, beta *Buffer) error {
 			return nil
 		}
 		kp := ewParams{a: x.ptr, b: ptrOf(gamma), c: ptrOf(beta), y: y.ptr, n: int64(x.n), d: int64(d)}
+		// 16 bytes at a time where the rows and every buffer allow it.
+		w := 16 / DT.Size()
+		if x.n < 1<<31 && d%w == 0 && (x.ptr|y.ptr|ptrOf(gamma)|ptrOf(beta))%16 == 0 {
+			return s.startNN("fg_affine_vec", dt, ewGrid(x.n/w), ewThreads, unsafe.Pointer(&kp))
+		}
 		return s.startNN("fg_affine", dt, ewGrid(x.n), ewThreads, unsafe.Pointer(&kp))
 	})
 }

@@ -81,10 +81,12 @@ func TestAffineDevice(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(11))
 	for _, dt := range dtypes {
-		for _, sh := range [][2]int{{1, 1}, {17, 33}, {129, 7}, {3, 1025}} {
+		// Rows of 8 and 256 run the 16-byte kernel, the others and x one element off a 16-byte
+		// boundary (shift 1) the one-element kernel.
+		for _, sh := range [][3]int{{1, 1, 0}, {17, 33, 0}, {129, 7, 0}, {3, 1025, 0}, {33, 8, 0}, {64, 256, 0}, {64, 256, 1}} {
 			for _, mode := range []string{"bias", "gain", "both"} {
-				rows, d := sh[0], sh[1]
-				t.Run(fmt.Sprintf("%v/%dx%d/%s", dt, rows, d, mode), func(t *testing.T) {
+				rows, d, shift := sh[0], sh[1], sh[2]
+				t.Run(fmt.Sprintf("%v/%dx%d/shift%d/%s", dt, rows, d, shift, mode), func(t *testing.T) {
 					x, g, bt := rounded(randn(rng, rows*d, 1), dt), rounded(randn(rng, d, 1), dt), rounded(randn(rng, d, 1), dt)
 					var G, Bt *Buffer
 					if mode != "bias" {
@@ -94,7 +96,11 @@ func TestAffineDevice(t *testing.T) {
 						Bt = devBuf(t, dt, bt)
 					}
 					Y := devOut(t, dt, rows*d)
-					if err := Affine(Y, devBuf(t, dt, x), G, Bt); err != nil {
+					X, err := devBuf(t, dt, append(make([]float64, shift), x...)).View(shift, rows*d)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := Affine(Y, X, G, Bt); err != nil {
 						t.Fatal(err)
 					}
 					want := make([]float64, rows*d)

@@ -16,6 +16,12 @@
 __device__ __forceinline__ double fg_nan() { return __longlong_as_double(0x7ff8000000000000ULL); }
 __device__ __forceinline__ double fg_inf() { return __longlong_as_double(0x7ff0000000000000ULL); }
 
+// FgVec16<T>::type is the 16-byte vector of T (four floats, two doubles), which the kernels
+// that move rows load and store at once where sizes and addresses allow.
+template <typename T> struct FgVec16;
+template <> struct FgVec16<float> { typedef float4 type; };
+template <> struct FgVec16<double> { typedef double2 type; };
+
 // ---- elementwise -------------------------------------------------------------------------------
 
 template <typename T> __device__ void fg_ew(const fg_ew_params& p) {
@@ -64,6 +70,37 @@ template <typename T> __device__ void fg_affine(const fg_ew_params& p) {
     T v = x[i];
     if (gamma) v = v * gamma[j];
     if (beta) v = v + beta[j];
+    y[i] = v;
+  }
+}
+
+// fg_affine_vec is fg_affine on 16-byte vectors (d a multiple of their length, the buffers
+// aligned to 16 bytes) with 32-bit indices (fewer than 2^31 elements): the same operations on
+// each element.
+template <typename T> __device__ void fg_affine_vec(const fg_ew_params& p) {
+  typedef typename FgVec16<T>::type V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  const uint32_t n = (uint32_t)(p.n / W), d = (uint32_t)(p.d / W);
+  const V* x = (const V*)p.a;
+  const V* gamma = (const V*)p.b;
+  const V* beta = (const V*)p.c;
+  V* y = (V*)p.y;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const uint32_t j = i % d;
+    V v = x[i];
+    T* e = reinterpret_cast<T*>(&v);
+    if (gamma) {
+      const V g = gamma[j];
+      const T* ge = reinterpret_cast<const T*>(&g);
+#pragma unroll
+      for (int k = 0; k < W; ++k) e[k] = e[k] * ge[k];
+    }
+    if (beta) {
+      const V b = beta[j];
+      const T* be = reinterpret_cast<const T*>(&b);
+#pragma unroll
+      for (int k = 0; k < W; ++k) e[k] = e[k] + be[k];
+    }
     y[i] = v;
   }
 }
@@ -224,9 +261,6 @@ template <typename T, typename V> __device__ void fg_heads_body(const fg_heads_p
     y[i] = v;
   }
 }
-template <typename T> struct FgVec16;
-template <> struct FgVec16<float> { typedef float4 type; };
-template <> struct FgVec16<double> { typedef double2 type; };
 template <typename T> __device__ void fg_heads(const fg_heads_params& p) { fg_heads_body<T, typename FgVec16<T>::type>(p); }
 template <typename T> __device__ void fg_heads1(const fg_heads_params& p) { fg_heads_body<T, T>(p); }
 
@@ -592,6 +626,7 @@ FG_ENTRY(fg_ew, fg_ew_params, fg_ew, FG_EW_THREADS)
 FG_ENTRY(fg_gelu_fwd, fg_ew_params, fg_gelu_fwd, FG_EW_THREADS)
 FG_ENTRY(fg_gelu_bwd, fg_ew_params, fg_gelu_bwd, FG_EW_THREADS)
 FG_ENTRY(fg_affine, fg_ew_params, fg_affine, FG_EW_THREADS)
+FG_ENTRY(fg_affine_vec, fg_ew_params, fg_affine_vec, FG_EW_THREADS)
 FG_ENTRY(fg_dropout, fg_ew_params, fg_dropout, FG_EW_THREADS)
 FG_ENTRY(fg_clip, fg_ew_params, fg_clip, FG_EW_THREADS)
 FG_ENTRY(fg_gather, fg_embed_params, fg_gather, FG_EW_THREADS)
