@@ -218,14 +218,28 @@ func ColSum(p ColSumParams) error {
 	})
 }
 
-// colsum launches both stages of the column sums kp describes.
+// colsum launches both stages of the column sums kp describes (modes 0 and 1), the first on
+// 16-byte vectors where the rows and the buffers' alignment allow it.
 func (s *state) colsum(kp *colsumParams, dt dtype) error {
-	grid := [3]int{ceilDiv(int(kp.d), 32), int(kp.nchunks), 1}
-	if err := s.startNN("fg_colsum_partial", dt, grid, 256, unsafe.Pointer(kp)); err != nil {
+	d := int(kp.d)
+	w := 16 / dt.size()
+	grid := [3]int{ceilDiv(d, 32), int(kp.nchunks), 1}
+	partial := "fg_colsum_partial"
+	if d%w == 0 && kp.rows*kp.d < 1<<31 && (kp.g|kp.x)%16 == 0 {
+		grid[0], partial = ceilDiv(d/w, 32), "fg_colsum_partial_vec"
+	}
+	if err := s.startNN(partial, dt, grid, 32*colsumTY, unsafe.Pointer(kp)); err != nil {
 		return err
 	}
-	return s.startNN("fg_colsum_final", dt, ewGrid(int(kp.d)), ewThreads, unsafe.Pointer(kp))
+	return s.colsumFinal(kp, dt)
 }
+
+// colsumFinal launches the second stage of the column sums kp describes.
+func (s *state) colsumFinal(kp *colsumParams, dt dtype) error {
+	return s.startNN("fg_colsum_final", dt, [3]int{ceilDiv(int(kp.d), 32), 1, 1}, 32*colsumTY, unsafe.Pointer(kp))
+}
+
+const colsumTY = 8 // FG_COLSUM_TY: rows (chunks) a column's sums are split over in a block
 
 // ---- embedding -------------------------------------------------------------------------------
 
@@ -482,7 +496,7 @@ func NormBackward(p NormParams) error {
 			fp := cp
 			fp.out = out.ptr
 			fp.work += devptr(int64(i) * cp.nchunks * cp.d * 8)
-			if err := s.startNN("fg_colsum_final", dt, ewGrid(p.D), ewThreads, unsafe.Pointer(&fp)); err != nil {
+			if err := s.colsumFinal(&fp, dt); err != nil {
 				return err
 			}
 		}

@@ -127,14 +127,23 @@ func TestColSumDevice(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(12))
 	for _, dt := range dtypes {
-		for _, sh := range [][2]int{{1, 1}, {63, 33}, {64, 32}, {65, 300}, {1000, 17}, {20000, 5}} {
+		// Rows whose length is a multiple of 4 run the 16-byte first stage, unless g and x are
+		// off a 16-byte boundary (shift 2).
+		for _, sh := range [][3]int{{1, 1, 0}, {63, 33, 0}, {64, 32, 0}, {65, 300, 0}, {1000, 17, 0}, {20000, 5, 0}, {257, 132, 0}, {4096, 768, 0}, {300, 64, 2}} {
 			for _, prod := range []bool{false, true} {
-				rows, d := sh[0], sh[1]
-				t.Run(fmt.Sprintf("%v/%dx%d/prod=%t", dt, rows, d, prod), func(t *testing.T) {
+				rows, d, shift := sh[0], sh[1], sh[2]
+				t.Run(fmt.Sprintf("%v/%dx%d/shift%d/prod=%t", dt, rows, d, shift, prod), func(t *testing.T) {
 					g, x, old := rounded(randn(rng, rows*d, 1), dt), rounded(randn(rng, rows*d, 1), dt), rounded(randn(rng, d, 1), dt)
-					p := ColSumParams{Rows: rows, D: d, G: devBuf(t, dt, g), Out: devOut(t, dt, d), Work: devOut(t, Float64, ColSumWorkspace(rows, d))}
+					view := func(v []float64) *Buffer {
+						b, err := devBuf(t, dt, append(make([]float64, shift), v...)).View(shift, len(v))
+						if err != nil {
+							t.Fatal(err)
+						}
+						return b
+					}
+					p := ColSumParams{Rows: rows, D: d, G: view(g), Out: devOut(t, dt, d), Work: devOut(t, Float64, ColSumWorkspace(rows, d))}
 					if prod {
-						p.X = devBuf(t, dt, x)
+						p.X = view(x)
 					}
 					want := make([]float64, d)
 					for r := 0; r < rows; r++ {

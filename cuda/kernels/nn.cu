@@ -376,16 +376,69 @@ template <typename T> __device__ void fg_colsum_partial(const fg_colsum_params& 
   if (p.mode == 2) work[(p.nchunks + c) * p.d + j] = a2;
 }
 
-// Stage 2: a thread per column adds the chunks' sums in chunk order.
-template <typename T> __device__ void fg_colsum_final(const fg_colsum_params& p) {
-  const double* work = (const double*)p.work;
-  T* out = (T*)p.out;
-  FG_FOR_EACH(j, p.d) {
-    double s = p.accumulate ? (double)out[j] : 0.0;
-    double t = 0;
-    for (int64_t c = 0; c < p.nchunks; ++c) t += work[c * p.d + j];
-    out[j] = T(s + t);
+// Stage 1 on 16-byte vectors (modes 0 and 1; d a multiple of the vector's W elements, g and x
+// aligned to 16 bytes, fewer than 2^31 elements): a block of 32 × 8 threads per (32 vectors of
+// columns, chunk of rows), each thread summing W columns over rows ty, ty+8, … of the chunk;
+// the same order of additions per column as fg_colsum_partial, so the same bits.
+template <typename T> __device__ void fg_colsum_partial_vec(const fg_colsum_params& p) {
+  typedef typename FgVec16<T>::type V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  __shared__ double s1[FG_COLSUM_TY][32 * W];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x / 32;
+  const uint32_t dv = (uint32_t)(p.d / W), jv = blockIdx.x * 32 + tx;
+  const uint32_t c = blockIdx.y;
+  const uint32_t r0 = c * (uint32_t)p.chunk_rows, r1 = (uint32_t)min(p.rows, (int64_t)r0 + p.chunk_rows);
+  const V* g = (const V*)p.g;
+  const V* x = (const V*)p.x;
+  double a[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) a[k] = 0;
+  if (jv < dv) {
+    for (uint32_t r = r0 + ty; r < r1; r += FG_COLSUM_TY) {
+      const V gv = g[r * dv + jv];
+      const T* ge = reinterpret_cast<const T*>(&gv);
+      if (p.mode == 1) {
+        const V xv = x[r * dv + jv];
+        const T* xe = reinterpret_cast<const T*>(&xv);
+#pragma unroll
+        for (int k = 0; k < W; ++k) a[k] += (double)ge[k] * (double)xe[k];
+      } else {
+#pragma unroll
+        for (int k = 0; k < W; ++k) a[k] += (double)ge[k];
+      }
+    }
   }
+#pragma unroll
+  for (int k = 0; k < W; ++k) s1[ty][tx * W + k] = a[k];
+  __syncthreads();
+  if (ty != 0 || jv >= dv) return;
+  for (int q = 1; q < FG_COLSUM_TY; ++q) {
+#pragma unroll
+    for (int k = 0; k < W; ++k) a[k] += s1[q][tx * W + k];
+  }
+  double* work = (double*)p.work + (int64_t)c * p.d + (int64_t)jv * W;
+#pragma unroll
+  for (int k = 0; k < W; ++k) work[k] = a[k];
+}
+
+// Stage 2: a block of 32 × 8 threads per 32 columns; thread (tx, ty) adds the sums of chunks
+// ty, ty+8, … in order, then thread ty = 0 adds the 8 results in order (a fixed order, so the
+// same bits on every run), with loads of 8 chunks in flight rather than one chain of them.
+template <typename T> __device__ void fg_colsum_final(const fg_colsum_params& p) {
+  __shared__ double s[FG_COLSUM_TY][32];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x / 32;
+  const int64_t j = (int64_t)blockIdx.x * 32 + tx;
+  const double* work = (const double*)p.work;
+  double t = 0;
+  if (j < p.d)
+    for (int64_t c = ty; c < p.nchunks; c += FG_COLSUM_TY) t += work[c * p.d + j];
+  s[ty][tx] = t;
+  __syncthreads();
+  if (ty != 0 || j >= p.d) return;
+  for (int k = 1; k < FG_COLSUM_TY; ++k) t += s[k][tx];
+  T* out = (T*)p.out;
+  const double base = p.accumulate ? (double)out[j] : 0.0;
+  out[j] = T(base + t);
 }
 
 // ---- block reductions ------------------------------------------------------------------------------
@@ -636,7 +689,8 @@ FG_ENTRY(fg_heads1, fg_heads_params, fg_heads1, FG_EW_THREADS)
 FG_ENTRY(fg_norm_fwd, fg_norm_params, fg_norm_fwd, FG_NORM_WARPS * 32)
 FG_ENTRY(fg_norm_bwd, fg_norm_params, fg_norm_bwd, FG_NORM_WARPS * 32)
 FG_ENTRY(fg_colsum_partial, fg_colsum_params, fg_colsum_partial, 32 * FG_COLSUM_TY)
-FG_ENTRY(fg_colsum_final, fg_colsum_params, fg_colsum_final, FG_EW_THREADS)
+FG_ENTRY(fg_colsum_partial_vec, fg_colsum_params, fg_colsum_partial_vec, 32 * FG_COLSUM_TY)
+FG_ENTRY(fg_colsum_final, fg_colsum_params, fg_colsum_final, 32 * FG_COLSUM_TY)
 FG_ENTRY(fg_ce_rows, fg_ce_params, fg_ce_rows, FG_CE_THREADS)
 FG_ENTRY(fg_ce_loss, fg_ce_params, fg_ce_loss, FG_RED_THREADS)
 FG_ENTRY(fg_ce_bwd, fg_ce_params, fg_ce_bwd, FG_CE_THREADS)
