@@ -73,6 +73,7 @@ func cudaKernels(c *cudaBackend) Registry {
 		"nn.normGradOp":        c.normGrad,
 		"nn.headsOp":           c.heads,
 		"nn.gatherOp":          c.gather,
+		"nn.linearOp":          c.linear,
 		"nn.xentOp":            c.xent,
 		"nn.xentGradOp":        c.xent,
 		"nn.scatterAddOp":      c.scatterAdd,
