@@ -25,7 +25,8 @@ func TestElementwiseDevice(t *testing.T) {
 		return 0.5*(1+th) + 0.5*x*(1-th*th)*k*(1+3*0.044715*x*x)
 	}
 	for _, dt := range dtypes {
-		for _, n := range lengths {
+		// Lengths that are multiples of 4 run the 16-byte kernels, the others one element at a time.
+		for _, n := range append(lengths, 1024, 3*4096) {
 			t.Run(fmt.Sprintf("%v/n=%d", dt, n), func(t *testing.T) {
 				a, b := rounded(randn(rng, n, 3), dt), rounded(randn(rng, n, 3), dt)
 				A, B, Y := devBuf(t, dt, a), devBuf(t, dt, b), devOut(t, dt, n)

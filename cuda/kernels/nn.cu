@@ -74,6 +74,38 @@ template <typename T> __device__ void fg_affine(const fg_ew_params& p) {
   }
 }
 
+// fg_ew_vec, fg_gelu_fwd_vec, fg_gelu_bwd_vec: fg_ew, fg_gelu_fwd and fg_gelu_bwd on 16-byte
+// vectors (n a multiple of their length, the buffers aligned to 16 bytes) with 32-bit indices
+// (fewer than 2^31 elements): the same operation on each element.
+template <typename T, typename F> __device__ __forceinline__ void fg_lanes(const fg_ew_params& p, F f) {
+  typedef typename FgVec16<T>::type V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  const uint32_t n = (uint32_t)(p.n / W);
+  const V* a = (const V*)p.a;
+  const V* b = (const V*)p.b;
+  V* y = (V*)p.y;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    V u = a[i], v = b ? b[i] : u;
+    T* ue = reinterpret_cast<T*>(&u);
+    const T* ve = reinterpret_cast<const T*>(&v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) ue[k] = f(ue[k], ve[k]);
+    y[i] = u;
+  }
+}
+template <typename T> __device__ void fg_ew_vec(const fg_ew_params& p) {
+  if (p.op == FG_EW_MUL)
+    fg_lanes<T>(p, [](T a, T b) { return a * b; });
+  else
+    fg_lanes<T>(p, [](T a, T b) { return a + b; });
+}
+template <typename T> __device__ void fg_gelu_fwd_vec(const fg_ew_params& p) {
+  fg_lanes<T>(p, [](T x, T) { return fg_gelu(x); });
+}
+template <typename T> __device__ void fg_gelu_bwd_vec(const fg_ew_params& p) {
+  fg_lanes<T>(p, [](T x, T g) { return g * fg_gelu_prime(x); });
+}
+
 // fg_affine_vec is fg_affine on 16-byte vectors (d a multiple of their length, the buffers
 // aligned to 16 bytes) with 32-bit indices (fewer than 2^31 elements): the same operations on
 // each element.
@@ -680,6 +712,9 @@ FG_ENTRY(fg_gelu_fwd, fg_ew_params, fg_gelu_fwd, FG_EW_THREADS)
 FG_ENTRY(fg_gelu_bwd, fg_ew_params, fg_gelu_bwd, FG_EW_THREADS)
 FG_ENTRY(fg_affine, fg_ew_params, fg_affine, FG_EW_THREADS)
 FG_ENTRY(fg_affine_vec, fg_ew_params, fg_affine_vec, FG_EW_THREADS)
+FG_ENTRY(fg_ew_vec, fg_ew_params, fg_ew_vec, FG_EW_THREADS)
+FG_ENTRY(fg_gelu_fwd_vec, fg_ew_params, fg_gelu_fwd_vec, FG_EW_THREADS)
+FG_ENTRY(fg_gelu_bwd_vec, fg_ew_params, fg_gelu_bwd_vec, FG_EW_THREADS)
 FG_ENTRY(fg_dropout, fg_ew_params, fg_dropout, FG_EW_THREADS)
 FG_ENTRY(fg_clip, fg_ew_params, fg_clip, FG_EW_THREADS)
 FG_ENTRY(fg_gather, fg_embed_params, fg_gather, FG_EW_THREADS)
