@@ -102,7 +102,7 @@ func ew(op string, kernel string, code int32, y, a, b *Buffer) error {
 	}
 	n := a.n
 	ops := []operand{{name: "a", b: a, dt: DT, n: n}, {name: "y", b: y, dt: DT, n: n}}
-	if kernel != "fg_gelu_fwd" {
+	if kernel != "fg_gelu_fwd" && kernel != "fg_copy" {
 		ops = append(ops, operand{name: "b", b: b, dt: DT, n: n})
 	}
 	return launchOn(op, ops, func(s *state) error {
@@ -120,6 +120,10 @@ func ew(op string, kernel string, code int32, y, a, b *Buffer) error {
 
 // Add computes y = a + b elementwise (residual connections); y may be a or b.
 func Add(y, a, b *Buffer) error { return ew("add", "fg_ew", ewAdd, y, a, b) }
+
+// Assign copies a into y (one element type and length; not overlapping unless the same), a
+// kernel queued on the stream like every launch (Copy is a copy the host waits for).
+func Assign(y, a *Buffer) error { return ew("assign", "fg_copy", 0, y, a, nil) }
 
 // Mul computes y = a∘b elementwise; y may be a or b.
 func Mul(y, a, b *Buffer) error { return ew("mul", "fg_ew", ewMul, y, a, b) }

@@ -43,6 +43,7 @@ func TestElementwiseDevice(t *testing.T) {
 				}
 				check("add", Add(Y, A, B), Y, func(i int) float64 { return a[i] + b[i] }, tol(dt))
 				check("mul", Mul(Y, A, B), Y, func(i int) float64 { return a[i] * b[i] }, tol(dt))
+				check("assign", Assign(Y, A), Y, func(i int) float64 { return a[i] }, 0)
 				// float32 GELU: a few ulp of float32 arithmetic on arguments up to |u| ≈ 100.
 				gt := map[DType]float64{Float32: 2e-6, Float64: 1e-13}[dt]
 				check("gelu", GELU(Y, A), Y, func(i int) float64 { return gelu(a[i]) }, gt)

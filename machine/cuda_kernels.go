@@ -603,14 +603,32 @@ func (c *cudaBackend) attnScatter(op gorgonia.Op, out Operand, in []Operand) (Ke
 	if err != nil {
 		return nil, err
 	}
-	n := size(in[0].Shape)
-	shape, stride := flat(n)
-	p := cuda.StridedParams{Shape: shape, X: x[0], Y: y, YOff: s.ScatterOffset(), XStride: stride, YStride: stride, Alpha: 1}
-	return func() error {
-		if err := y.Zero(); err != nil {
-			return err
+	n, off := size(in[0].Shape), s.ScatterOffset()
+	if off < 0 || off+n > y.Len() {
+		return nil, nil
+	}
+	piece, err := y.View(off, n)
+	if err != nil {
+		return nil, err
+	}
+	// The rest, before and after the piece, is zeroed.
+	var zeros []*cuda.Buffer
+	for _, r := range [][2]int{{0, off}, {off + n, y.Len()}} {
+		if r[1] > r[0] {
+			z, err := y.View(r[0], r[1]-r[0])
+			if err != nil {
+				return nil, err
+			}
+			zeros = append(zeros, z)
 		}
-		return cuda.Strided(p)
+	}
+	return func() error {
+		for _, z := range zeros {
+			if err := z.Zero(); err != nil {
+				return err
+			}
+		}
+		return cuda.Assign(piece, x[0])
 	}, nil
 }
 

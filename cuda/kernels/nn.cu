@@ -47,6 +47,12 @@ template <typename T> __device__ __forceinline__ T fg_gelu_prime(T x) {
   return s + s * se * x * (k2 + k3 * x * x);
 }
 
+template <typename T> __device__ void fg_copy(const fg_ew_params& p) {
+  const T* x = (const T*)p.a;
+  T* y = (T*)p.y;
+  FG_FOR_EACH(i, p.n) { y[i] = x[i]; }
+}
+
 template <typename T> __device__ void fg_gelu_fwd(const fg_ew_params& p) {
   const T* x = (const T*)p.a;
   T* y = (T*)p.y;
@@ -98,6 +104,9 @@ template <typename T> __device__ void fg_ew_vec(const fg_ew_params& p) {
     fg_lanes<T>(p, [](T a, T b) { return a * b; });
   else
     fg_lanes<T>(p, [](T a, T b) { return a + b; });
+}
+template <typename T> __device__ void fg_copy_vec(const fg_ew_params& p) {
+  fg_lanes<T>(p, [](T x, T) { return x; });
 }
 template <typename T> __device__ void fg_gelu_fwd_vec(const fg_ew_params& p) {
   fg_lanes<T>(p, [](T x, T) { return fg_gelu(x); });
@@ -713,6 +722,8 @@ FG_ENTRY(fg_gelu_bwd, fg_ew_params, fg_gelu_bwd, FG_EW_THREADS)
 FG_ENTRY(fg_affine, fg_ew_params, fg_affine, FG_EW_THREADS)
 FG_ENTRY(fg_affine_vec, fg_ew_params, fg_affine_vec, FG_EW_THREADS)
 FG_ENTRY(fg_ew_vec, fg_ew_params, fg_ew_vec, FG_EW_THREADS)
+FG_ENTRY(fg_copy, fg_ew_params, fg_copy, FG_EW_THREADS)
+FG_ENTRY(fg_copy_vec, fg_ew_params, fg_copy_vec, FG_EW_THREADS)
 FG_ENTRY(fg_gelu_fwd_vec, fg_ew_params, fg_gelu_fwd_vec, FG_EW_THREADS)
 FG_ENTRY(fg_gelu_bwd_vec, fg_ew_params, fg_gelu_bwd_vec, FG_EW_THREADS)
 FG_ENTRY(fg_dropout, fg_ew_params, fg_dropout, FG_EW_THREADS)

@@ -14,7 +14,7 @@
 #define FG_EW_MUL 1
 
 // fg_ew_params: the elementwise kernels over n elements (rows of length d where broadcast):
-//   fg_ew_T:        y = a + b or a * b (op)
+//   fg_ew_T:        y = a + b or a * b (op);   fg_copy_T: y = a
 //   fg_gelu_fwd_T:  y = gelu(a);   fg_gelu_bwd_T: y = b * gelu'(a)
 //   fg_affine_T:    y[r, j] = a[r, j] * b[j] + c[j]  (b or c may be 0)
 //   fg_dropout_T:   y = a * mask, or y = mask when a is 0; mask from Philox(seed, offset), p = alpha
