@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"log"
 	"os"
 	"strings"
 	"sync"
@@ -63,11 +64,13 @@ var (
 	ltOnce    sync.Once
 	ltLib     string
 	ltLoadErr error
-	// lt is the cuBLASLt handle and the context generation it was made in; the worker thread
-	// alone reads and writes it (a handle of a lost context is not used again).
+	// lt is the cuBLASLt handle and the context generation it was made in, and off once a
+	// call failed; the worker thread alone reads and writes it (a handle of a lost context is
+	// not used again).
 	lt struct {
 		h   ltHandle
 		gen uint64
+		off bool
 	}
 )
 
@@ -123,7 +126,11 @@ type GemmBiasParams struct {
 
 // GemmBias computes the product p describes: on cuBLASLt with the bias added in the product's
 // epilogue, or, where cuBLASLt is absent or refuses the problem, as a cuBLAS product followed
-// by Affine (the same sums; one more pass over C). It waits for nothing.
+// by Affine (the same sums; one more pass over C). A cuBLASLt call failing otherwise (a status
+// that is not CUBLAS_STATUS_NOT_SUPPORTED: cuBLASLt is given what cuBLAS would accept, so
+// that is a fault of this binding or of the library) is logged once and cuBLASLt is not used
+// again in this process: the products stay on the device, through cuBLAS. It waits for
+// nothing.
 func GemmBias(p GemmBiasParams) error {
 	g := GemmParams{TransA: p.TransA, TransB: p.TransB, M: p.M, N: p.N, K: p.K, Alpha: 1, A: p.A, B: p.B, C: p.C}
 	dt, err := g.check()
@@ -154,12 +161,16 @@ func GemmBias(p GemmBiasParams) error {
 		if err != nil {
 			return err
 		}
-		if p.K > 0 {
+		if p.K > 0 && !lt.off {
 			if h, err := s.ltHandleOf(); err == nil {
-				if r := ltGemmBias(s, h, dt, &g, p.Bias); r == blasStatusSuccess {
+				r := ltGemmBias(s, h, dt, &g, p.Bias)
+				if r == blasStatusSuccess {
 					return nil
-				} else if r != blasStatusNotSupported {
-					return fmt.Errorf("cuda: cublasLtMatmul (M=%d N=%d K=%d, bias epilogue): %s", p.M, p.N, p.K, blasStatus(r))
+				}
+				if r != blasStatusNotSupported {
+					lt.off = true
+					log.Printf("flashgorgon: cublasLtMatmul (%s, M=%d N=%d K=%d, bias epilogue): %s: products with a bias run as a cuBLAS product and a bias kernel from now on",
+						ltLib, p.M, p.N, p.K, blasStatus(r))
 				}
 			}
 		}

@@ -70,6 +70,14 @@ func TestGemmBiasDevice(t *testing.T) {
 			})
 		}
 	}
+	// Where cuBLASLt loaded, every product above ran on it: no call failed and switched it off.
+	var off bool
+	if err := run("test", func(*state) error { off = lt.off; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if loadLt() == nil && off {
+		t.Errorf("a cuBLASLt call failed and switched it off (the log says why)")
+	}
 	t.Run("errors", func(t *testing.T) {
 		a, b, c := devOut(t, Float32, 6), devOut(t, Float32, 6), devOut(t, Float32, 4)
 		for _, p := range []GemmBiasParams{
