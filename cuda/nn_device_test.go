@@ -807,7 +807,23 @@ func TestNNDeterminism(t *testing.T) {
 		return [][]float64{host(t, dtab), host(t, np.DGamma), host(t, np.DBeta), host(t, ce.Loss)}
 	}
 	a, b := once(), once()
-	for k, name := range []string{"scatter-add", "dgamma", "dbeta", "loss"} {
+	// The column sums' 16-byte first stage adds each column's rows in the one-element
+	// kernel's order: the same bits from g aligned to 16 bytes (the 16-byte kernel) and from g
+	// one element past it (one element at a time).
+	g := randn(rng, rows*d, 1)
+	colsum := func(shift int) []float64 {
+		G, err := devBuf(t, Float32, append(make([]float64, shift), g...)).View(shift, rows*d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ColSumParams{Rows: rows, D: d, G: G, Out: devOut(t, Float32, d), Work: devOut(t, Float64, ColSumWorkspace(rows, d))}
+		if err := ColSum(p); err != nil {
+			t.Fatal(err)
+		}
+		return host(t, p.Out)
+	}
+	a, b = append(a, colsum(0)), append(b, colsum(1))
+	for k, name := range []string{"scatter-add", "dgamma", "dbeta", "loss", "column sums, 16-byte and one-element first stage"} {
 		for i := range a[k] {
 			if math.Float64bits(a[k][i]) != math.Float64bits(b[k][i]) {
 				t.Errorf("%s[%d]: %v, then %v", name, i, a[k][i], b[k][i])
