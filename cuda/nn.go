@@ -102,7 +102,7 @@ func ew(op string, kernel string, code int32, y, a, b *Buffer) error {
 	}
 	n := a.n
 	ops := []operand{{name: "a", b: a, dt: DT, n: n}, {name: "y", b: y, dt: DT, n: n}}
-	if kernel != "fg_gelu_fwd" {
+	if kernel != "fg_gelu_fwd" && kernel != "fg_copy" {
 		ops = append(ops, operand{name: "b", b: b, dt: DT, n: n})
 	}
 	return launchOn(op, ops, func(s *state) error {
@@ -110,12 +110,20 @@ func ew(op string, kernel string, code int32, y, a, b *Buffer) error {
 			return nil
 		}
 		kp := ewParams{a: a.ptr, b: ptrOf(b), y: y.ptr, n: int64(n), op: code}
+		// 16 bytes at a time where the length and every buffer's alignment allow it.
+		if w := 16 / DT.Size(); n%w == 0 && n < 1<<31 && (a.ptr|ptrOf(b)|y.ptr)%16 == 0 {
+			return s.startNN(kernel+"_vec", dt, ewGrid(n/w), ewThreads, unsafe.Pointer(&kp))
+		}
 		return s.startNN(kernel, dt, ewGrid(n), ewThreads, unsafe.Pointer(&kp))
 	})
 }
 
 // Add computes y = a + b elementwise (residual connections); y may be a or b.
 func Add(y, a, b *Buffer) error { return ew("add", "fg_ew", ewAdd, y, a, b) }
+
+// Assign copies a into y (one element type and length; not overlapping unless the same), a
+// kernel queued on the stream like every launch (Copy is a copy the host waits for).
+func Assign(y, a *Buffer) error { return ew("assign", "fg_copy", 0, y, a, nil) }
 
 // Mul computes y = a∘b elementwise; y may be a or b.
 func Mul(y, a, b *Buffer) error { return ew("mul", "fg_ew", ewMul, y, a, b) }
@@ -152,6 +160,11 @@ func Affine(y, x, gamma, beta *Buffer) error {
 			return nil
 		}
 		kp := ewParams{a: x.ptr, b: ptrOf(gamma), c: ptrOf(beta), y: y.ptr, n: int64(x.n), d: int64(d)}
+		// 16 bytes at a time where the rows and every buffer allow it.
+		w := 16 / DT.Size()
+		if x.n < 1<<31 && d%w == 0 && (x.ptr|y.ptr|ptrOf(gamma)|ptrOf(beta))%16 == 0 {
+			return s.startNN("fg_affine_vec", dt, ewGrid(x.n/w), ewThreads, unsafe.Pointer(&kp))
+		}
 		return s.startNN("fg_affine", dt, ewGrid(x.n), ewThreads, unsafe.Pointer(&kp))
 	})
 }
@@ -213,14 +226,28 @@ func ColSum(p ColSumParams) error {
 	})
 }
 
-// colsum launches both stages of the column sums kp describes.
+// colsum launches both stages of the column sums kp describes (modes 0 and 1), the first on
+// 16-byte vectors where the rows and the buffers' alignment allow it.
 func (s *state) colsum(kp *colsumParams, dt dtype) error {
-	grid := [3]int{ceilDiv(int(kp.d), 32), int(kp.nchunks), 1}
-	if err := s.startNN("fg_colsum_partial", dt, grid, 256, unsafe.Pointer(kp)); err != nil {
+	d := int(kp.d)
+	w := 16 / dt.size()
+	grid := [3]int{ceilDiv(d, 32), int(kp.nchunks), 1}
+	partial := "fg_colsum_partial"
+	if d%w == 0 && kp.rows*kp.d < 1<<31 && (kp.g|kp.x)%16 == 0 {
+		grid[0], partial = ceilDiv(d/w, 32), "fg_colsum_partial_vec"
+	}
+	if err := s.startNN(partial, dt, grid, 32*colsumTY, unsafe.Pointer(kp)); err != nil {
 		return err
 	}
-	return s.startNN("fg_colsum_final", dt, ewGrid(int(kp.d)), ewThreads, unsafe.Pointer(kp))
+	return s.colsumFinal(kp, dt)
 }
+
+// colsumFinal launches the second stage of the column sums kp describes.
+func (s *state) colsumFinal(kp *colsumParams, dt dtype) error {
+	return s.startNN("fg_colsum_final", dt, [3]int{ceilDiv(int(kp.d), 32), 1, 1}, 32*colsumTY, unsafe.Pointer(kp))
+}
+
+const colsumTY = 8 // FG_COLSUM_TY: rows (chunks) a column's sums are split over in a block
 
 // ---- embedding -------------------------------------------------------------------------------
 
@@ -283,6 +310,54 @@ func embedding(op, tname string, table, idx *Buffer, rname string, rows *Buffer,
 	}
 	m := idx.Len()
 	return dt, []operand{{name: tname, b: table, dt: DT, n: table.n}, {name: "idx", b: idx, dt: Int32, n: m}, {name: rname, b: rows, dt: DT, n: m * d}}, nil
+}
+
+// ---- attention heads -------------------------------------------------------------------------
+
+// HeadsParams describes the moves between rows X [B·T, C] and attention heads [B, H, T, D]
+// (nn's headsOp), over columns [Off, Off + H·D) of the rows (Off + H·D ≤ C):
+//
+//	split (Split):  Y[b, h, t, j] = X[b·T + t, Off + h·D + j]          X [B·T, C], Y [B, H, T, D]
+//	merge:          Y[b·T + t, Off + h·D + j] = X[b, h, t, j]          X [B, H, T, D], Y [B·T, C]
+//
+// the merge writing zeros in Y's other columns. X and Y are Float32 or Float64 of one type,
+// with fewer than 2³¹ elements each. The kernel moves 16 bytes at a time where D, C, Off and
+// the buffers' addresses allow it, one element otherwise.
+type HeadsParams struct {
+	Split              bool
+	B, T, H, D, C, Off int
+	X, Y               *Buffer
+}
+
+// Heads performs the move p describes.
+func Heads(p HeadsParams) error {
+	const op = "attention heads"
+	DT, dt, err := floatOf(op, "X", p.X)
+	if err != nil {
+		return err
+	}
+	heads, okH := mulSizes(p.B, p.H, p.T, p.D)
+	rows, okR := mulSizes(p.B, p.T, p.C)
+	if p.B < 1 || p.T < 1 || p.H < 1 || p.D < 1 || p.Off < 0 || p.Off+p.H*p.D > p.C || okH != nil || okR != nil || heads >= 1<<31 || rows >= 1<<31 {
+		return fmt.Errorf("cuda: %s: B=%d T=%d H=%d D=%d C=%d Off=%d: want sizes ≥ 1, Off ≥ 0, Off + H·D ≤ C and fewer than 2^31 elements", op, p.B, p.T, p.H, p.D, p.C, p.Off)
+	}
+	xn, yn := rows, heads
+	if !p.Split {
+		xn, yn = heads, rows
+	}
+	ops := []operand{{name: "X", b: p.X, dt: DT, n: xn}, {name: "Y", b: p.Y, dt: DT, n: yn}}
+	return launchOn(op, ops, func(s *state) error {
+		kp := headsParams{x: p.X.ptr, y: p.Y.ptr, b: int64(p.B), t: int64(p.T), h: int64(p.H), d: int64(p.D), c: int64(p.C), off: int64(p.Off)}
+		if p.Split {
+			kp.split = 1
+		}
+		w := 16 / DT.Size()
+		kernel := "fg_heads"
+		if p.D%w != 0 || p.C%w != 0 || p.Off%w != 0 || p.X.ptr%16 != 0 || p.Y.ptr%16 != 0 {
+			kernel, w = "fg_heads1", 1
+		}
+		return s.startNN(kernel, dt, ewGrid(yn/w), ewThreads, unsafe.Pointer(&kp))
+	})
 }
 
 // ---- LayerNorm / RMSNorm ---------------------------------------------------------------------
@@ -429,7 +504,7 @@ func NormBackward(p NormParams) error {
 			fp := cp
 			fp.out = out.ptr
 			fp.work += devptr(int64(i) * cp.nchunks * cp.d * 8)
-			if err := s.startNN("fg_colsum_final", dt, ewGrid(p.D), ewThreads, unsafe.Pointer(&fp)); err != nil {
+			if err := s.colsumFinal(&fp, dt); err != nil {
 				return err
 			}
 		}

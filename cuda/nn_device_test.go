@@ -25,7 +25,8 @@ func TestElementwiseDevice(t *testing.T) {
 		return 0.5*(1+th) + 0.5*x*(1-th*th)*k*(1+3*0.044715*x*x)
 	}
 	for _, dt := range dtypes {
-		for _, n := range lengths {
+		// Lengths that are multiples of 4 run the 16-byte kernels, the others one element at a time.
+		for _, n := range append(lengths, 1024, 3*4096) {
 			t.Run(fmt.Sprintf("%v/n=%d", dt, n), func(t *testing.T) {
 				a, b := rounded(randn(rng, n, 3), dt), rounded(randn(rng, n, 3), dt)
 				A, B, Y := devBuf(t, dt, a), devBuf(t, dt, b), devOut(t, dt, n)
@@ -42,6 +43,7 @@ func TestElementwiseDevice(t *testing.T) {
 				}
 				check("add", Add(Y, A, B), Y, func(i int) float64 { return a[i] + b[i] }, tol(dt))
 				check("mul", Mul(Y, A, B), Y, func(i int) float64 { return a[i] * b[i] }, tol(dt))
+				check("assign", Assign(Y, A), Y, func(i int) float64 { return a[i] }, 0)
 				// float32 GELU: a few ulp of float32 arithmetic on arguments up to |u| ≈ 100.
 				gt := map[DType]float64{Float32: 2e-6, Float64: 1e-13}[dt]
 				check("gelu", GELU(Y, A), Y, func(i int) float64 { return gelu(a[i]) }, gt)
@@ -81,10 +83,12 @@ func TestAffineDevice(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(11))
 	for _, dt := range dtypes {
-		for _, sh := range [][2]int{{1, 1}, {17, 33}, {129, 7}, {3, 1025}} {
+		// Rows of 8 and 256 run the 16-byte kernel, the others and x one element off a 16-byte
+		// boundary (shift 1) the one-element kernel.
+		for _, sh := range [][3]int{{1, 1, 0}, {17, 33, 0}, {129, 7, 0}, {3, 1025, 0}, {33, 8, 0}, {64, 256, 0}, {64, 256, 1}} {
 			for _, mode := range []string{"bias", "gain", "both"} {
-				rows, d := sh[0], sh[1]
-				t.Run(fmt.Sprintf("%v/%dx%d/%s", dt, rows, d, mode), func(t *testing.T) {
+				rows, d, shift := sh[0], sh[1], sh[2]
+				t.Run(fmt.Sprintf("%v/%dx%d/shift%d/%s", dt, rows, d, shift, mode), func(t *testing.T) {
 					x, g, bt := rounded(randn(rng, rows*d, 1), dt), rounded(randn(rng, d, 1), dt), rounded(randn(rng, d, 1), dt)
 					var G, Bt *Buffer
 					if mode != "bias" {
@@ -94,7 +98,11 @@ func TestAffineDevice(t *testing.T) {
 						Bt = devBuf(t, dt, bt)
 					}
 					Y := devOut(t, dt, rows*d)
-					if err := Affine(Y, devBuf(t, dt, x), G, Bt); err != nil {
+					X, err := devBuf(t, dt, append(make([]float64, shift), x...)).View(shift, rows*d)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := Affine(Y, X, G, Bt); err != nil {
 						t.Fatal(err)
 					}
 					want := make([]float64, rows*d)
@@ -121,14 +129,23 @@ func TestColSumDevice(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(12))
 	for _, dt := range dtypes {
-		for _, sh := range [][2]int{{1, 1}, {63, 33}, {64, 32}, {65, 300}, {1000, 17}, {20000, 5}} {
+		// Rows whose length is a multiple of 4 run the 16-byte first stage, unless g and x are
+		// off a 16-byte boundary (shift 2).
+		for _, sh := range [][3]int{{1, 1, 0}, {63, 33, 0}, {64, 32, 0}, {65, 300, 0}, {1000, 17, 0}, {20000, 5, 0}, {257, 132, 0}, {4096, 768, 0}, {300, 64, 2}} {
 			for _, prod := range []bool{false, true} {
-				rows, d := sh[0], sh[1]
-				t.Run(fmt.Sprintf("%v/%dx%d/prod=%t", dt, rows, d, prod), func(t *testing.T) {
+				rows, d, shift := sh[0], sh[1], sh[2]
+				t.Run(fmt.Sprintf("%v/%dx%d/shift%d/prod=%t", dt, rows, d, shift, prod), func(t *testing.T) {
 					g, x, old := rounded(randn(rng, rows*d, 1), dt), rounded(randn(rng, rows*d, 1), dt), rounded(randn(rng, d, 1), dt)
-					p := ColSumParams{Rows: rows, D: d, G: devBuf(t, dt, g), Out: devOut(t, dt, d), Work: devOut(t, Float64, ColSumWorkspace(rows, d))}
+					view := func(v []float64) *Buffer {
+						b, err := devBuf(t, dt, append(make([]float64, shift), v...)).View(shift, len(v))
+						if err != nil {
+							t.Fatal(err)
+						}
+						return b
+					}
+					p := ColSumParams{Rows: rows, D: d, G: view(g), Out: devOut(t, dt, d), Work: devOut(t, Float64, ColSumWorkspace(rows, d))}
 					if prod {
-						p.X = devBuf(t, dt, x)
+						p.X = view(x)
 					}
 					want := make([]float64, d)
 					for r := 0; r < rows; r++ {
@@ -790,7 +807,23 @@ func TestNNDeterminism(t *testing.T) {
 		return [][]float64{host(t, dtab), host(t, np.DGamma), host(t, np.DBeta), host(t, ce.Loss)}
 	}
 	a, b := once(), once()
-	for k, name := range []string{"scatter-add", "dgamma", "dbeta", "loss"} {
+	// The column sums' 16-byte first stage adds each column's rows in the one-element
+	// kernel's order: the same bits from g aligned to 16 bytes (the 16-byte kernel) and from g
+	// one element past it (one element at a time).
+	g := randn(rng, rows*d, 1)
+	colsum := func(shift int) []float64 {
+		G, err := devBuf(t, Float32, append(make([]float64, shift), g...)).View(shift, rows*d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ColSumParams{Rows: rows, D: d, G: G, Out: devOut(t, Float32, d), Work: devOut(t, Float64, ColSumWorkspace(rows, d))}
+		if err := ColSum(p); err != nil {
+			t.Fatal(err)
+		}
+		return host(t, p.Out)
+	}
+	a, b = append(a, colsum(0)), append(b, colsum(1))
+	for k, name := range []string{"scatter-add", "dgamma", "dbeta", "loss", "column sums, 16-byte and one-element first stage"} {
 		for i := range a[k] {
 			if math.Float64bits(a[k][i]) != math.Float64bits(b[k][i]) {
 				t.Errorf("%s[%d]: %v, then %v", name, i, a[k][i], b[k][i])

@@ -48,6 +48,15 @@ type colsumParams struct {
 	mode, accumulate            int32
 }
 
+// headsParams is fg_heads_params: the moves between rows [B·T, C] and attention heads
+// [B, H, T, D] (HeadsParams).
+type headsParams struct {
+	_                  structs.HostLayout
+	x, y               devptr
+	b, t, h, d, c, off int64
+	split, reserved    int32
+}
+
 // ceParams is fg_ce_params: cross-entropy with log-softmax and an ignore index.
 type ceParams struct {
 	_                                           structs.HostLayout

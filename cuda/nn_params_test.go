@@ -30,6 +30,7 @@ func TestNNParamsHeader(t *testing.T) {
 		{"fg_embed_params", reflect.TypeFor[embedParams]()},
 		{"fg_norm_params", reflect.TypeFor[normParams]()},
 		{"fg_colsum_params", reflect.TypeFor[colsumParams]()},
+		{"fg_heads_params", reflect.TypeFor[headsParams]()},
 		{"fg_ce_params", reflect.TypeFor[ceParams]()},
 		{"fg_adamw_params", reflect.TypeFor[adamwParams]()},
 		{"fg_sumsq_params", reflect.TypeFor[sumsqParams]()},

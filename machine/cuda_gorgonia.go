@@ -46,6 +46,16 @@ func (c *cudaBackend) pointwise(op gorgonia.Op, out Operand, in []Operand) (Kern
 	if x[0].Len() != n && x[1].Len() != n {
 		return nil, nil // two scalars into a larger output: not an elementwise op
 	}
+	// Sums and products of two whole tensors (residual connections and the gradients that
+	// meet at them) on nn's kernels, which move 16 bytes at a time.
+	if x[0].Len() == n && x[1].Len() == n {
+		switch name {
+		case "+":
+			return func() error { return cuda.Add(y, x[0], x[1]) }, nil
+		case "⊙":
+			return func() error { return cuda.Mul(y, x[0], x[1]) }, nil
+		}
+	}
 	return func() error { return cuda.Binary(f, y, x[0], x[1]) }, nil
 }
 

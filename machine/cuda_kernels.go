@@ -73,6 +73,7 @@ func cudaKernels(c *cudaBackend) Registry {
 		"nn.normGradOp":        c.normGrad,
 		"nn.headsOp":           c.heads,
 		"nn.gatherOp":          c.gather,
+		"nn.linearOp":          c.linear,
 		"nn.xentOp":            c.xent,
 		"nn.xentGradOp":        c.xent,
 		"nn.scatterAddOp":      c.scatterAdd,
@@ -421,13 +422,18 @@ func (c *cudaBackend) normParams(rows, d int, sp NNSpec, x *cuda.Buffer) (cuda.N
 	return cuda.NormParams{Rows: rows, D: d, Eps: sp.Eps, RMS: !sp.Center, X: x, Mean: mean, Rstd: rstd}, nil
 }
 
-// heads: nn's headsOp, x [B·T, C] columns [Off, Off+H·D) ↔ [B, H, T, D], a strided copy over
-// the index space [B, H, T, D] (the scatter direction zeroes its output first when the heads
-// do not cover every column).
+// heads: nn's headsOp, x [B·T, C] columns [Off, Off+H·D) ↔ [B, H, T, D], on cuda.Heads (16
+// bytes at a time, the merge writing the zeros of the other columns itself), or beyond its
+// 2³¹ elements a strided copy over the index space [B, H, T, D] (the merge zeroing its output
+// first when the heads do not cover every column).
 func (c *cudaBackend) heads(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
 	sp, y, x, ok, err := nnOperands(op, out, in, arity(1))
 	if !ok || err != nil {
 		return nil, err
+	}
+	if max(size(out.Shape), size(in[0].Shape)) < 1<<31 {
+		hp := cuda.HeadsParams{Split: sp.Split, B: sp.B, T: sp.T, H: sp.H, D: sp.D, C: sp.C, Off: sp.Off, X: x[0], Y: y}
+		return func() error { return cuda.Heads(hp) }, nil
 	}
 	rowsStride := [4]int{sp.T * sp.C, sp.D, sp.C, 1}
 	headsStride := [4]int{sp.H * sp.T * sp.D, sp.T * sp.D, sp.D, 1}
@@ -597,14 +603,32 @@ func (c *cudaBackend) attnScatter(op gorgonia.Op, out Operand, in []Operand) (Ke
 	if err != nil {
 		return nil, err
 	}
-	n := size(in[0].Shape)
-	shape, stride := flat(n)
-	p := cuda.StridedParams{Shape: shape, X: x[0], Y: y, YOff: s.ScatterOffset(), XStride: stride, YStride: stride, Alpha: 1}
-	return func() error {
-		if err := y.Zero(); err != nil {
-			return err
+	n, off := size(in[0].Shape), s.ScatterOffset()
+	if off < 0 || off+n > y.Len() {
+		return nil, nil
+	}
+	piece, err := y.View(off, n)
+	if err != nil {
+		return nil, err
+	}
+	// The rest, before and after the piece, is zeroed.
+	var zeros []*cuda.Buffer
+	for _, r := range [][2]int{{0, off}, {off + n, y.Len()}} {
+		if r[1] > r[0] {
+			z, err := y.View(r[0], r[1]-r[0])
+			if err != nil {
+				return nil, err
+			}
+			zeros = append(zeros, z)
 		}
-		return cuda.Strided(p)
+	}
+	return func() error {
+		for _, z := range zeros {
+			if err := z.Zero(); err != nil {
+				return err
+			}
+		}
+		return cuda.Assign(piece, x[0])
 	}, nil
 }
 

@@ -62,7 +62,10 @@
 // (integers as int32) and binds, in cuda_kernels.go, a kernel to each op
 // kind of a GPT's training graph: nn's affine, column sums, GELU, matrix
 // products (cuBLAS), norms (the gradient reading its forward's row
-// statistics), heads split and merge, gather and scatter-add; ops/softmax's
+// statistics), heads split and merge, gather and scatter-add, and nn's two
+// fused ops (cuda_fused.go: the linear layer with its bias added in the
+// product's epilogue on cuBLASLt, the cross-entropy with its log-softmax), so
+// that a Runner builds the same fused graph on the GPU as on the CPU; ops/softmax's
 // family; ops/attention's forward and backward on views of the packed values
 // (cuda.AttentionForwardBuffers) and the packing of its gradient; and
 // Gorgonia's own ops: elementwise arithmetic and functions (+ − ⊙ ÷ ^ with
@@ -79,6 +82,10 @@
 // graphs of Gorgonia's general-purpose ops: none. Kernels queue
 // on the device's one stream; a run waits for the device only where the host
 // reads a value (Value, Read, a host op's inputs).
+//
+// Profile (cuda_profile.go) times each op node of a run on the device with
+// CUDA events, the kernels queued back to back behind a long product:
+// nn's BenchmarkCUDAStepProfile prints where a training step's time goes.
 //
 // TrainStep runs a training step (the graph, the gradient norm, the clip and
 // AdamW) as one program: on CUDA in one cuda.Do (one hand-off to the cuda

@@ -114,3 +114,28 @@ func profileTable(ts []machine.OpTime, total float64) string {
 	}
 	return sb.String()
 }
+
+// TestDeviceFusedOps: a Runner on the GPU builds the fused graph, as on the CPU (the CUDA
+// backend runs nn's fused ops: machine.Native), each linear layer with a bias one linearOp
+// and the loss one xentOp with its gradient, and every node runs on the device.
+func TestDeviceFusedOps(t *testing.T) {
+	needCUDA(t)
+	cfg := Config{Vocab: 13, Context: 8, Layers: 2, Heads: 2, Width: 16, MLPRatio: 4}
+	r, _, _ := deviceRunner(t, cfg, 2, true)
+	defer r.Close()
+	kinds := map[string]int{}
+	for _, n := range r.Scope.G.AllNodes() {
+		if n.Op() != nil {
+			kinds[machine.OpKind(n.Op())]++
+		}
+	}
+	// Per block the attention's QKV and output projections and the MLP's two layers.
+	for kind, want := range map[string]int{"nn.linearOp": 4 * cfg.Layers, "nn.xentOp": 1, "nn.xentGradOp": 1} {
+		if kinds[kind] != want {
+			t.Errorf("%d nodes of %s in the GPU's training graph, want %d (kinds: %v)", kinds[kind], kind, want, kinds)
+		}
+	}
+	if h := r.vm.Report().HostOps; len(h) > 0 {
+		t.Errorf("ops on the host: %v", h)
+	}
+}

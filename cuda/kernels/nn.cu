@@ -16,6 +16,12 @@
 __device__ __forceinline__ double fg_nan() { return __longlong_as_double(0x7ff8000000000000ULL); }
 __device__ __forceinline__ double fg_inf() { return __longlong_as_double(0x7ff0000000000000ULL); }
 
+// FgVec16<T>::type is the 16-byte vector of T (four floats, two doubles), which the kernels
+// that move rows load and store at once where sizes and addresses allow.
+template <typename T> struct FgVec16;
+template <> struct FgVec16<float> { typedef float4 type; };
+template <> struct FgVec16<double> { typedef double2 type; };
+
 // ---- elementwise -------------------------------------------------------------------------------
 
 template <typename T> __device__ void fg_ew(const fg_ew_params& p) {
@@ -41,6 +47,12 @@ template <typename T> __device__ __forceinline__ T fg_gelu_prime(T x) {
   return s + s * se * x * (k2 + k3 * x * x);
 }
 
+template <typename T> __device__ void fg_copy(const fg_ew_params& p) {
+  const T* x = (const T*)p.a;
+  T* y = (T*)p.y;
+  FG_FOR_EACH(i, p.n) { y[i] = x[i]; }
+}
+
 template <typename T> __device__ void fg_gelu_fwd(const fg_ew_params& p) {
   const T* x = (const T*)p.a;
   T* y = (T*)p.y;
@@ -64,6 +76,72 @@ template <typename T> __device__ void fg_affine(const fg_ew_params& p) {
     T v = x[i];
     if (gamma) v = v * gamma[j];
     if (beta) v = v + beta[j];
+    y[i] = v;
+  }
+}
+
+// fg_ew_vec, fg_gelu_fwd_vec, fg_gelu_bwd_vec: fg_ew, fg_gelu_fwd and fg_gelu_bwd on 16-byte
+// vectors (n a multiple of their length, the buffers aligned to 16 bytes) with 32-bit indices
+// (fewer than 2^31 elements): the same operation on each element.
+template <typename T, typename F> __device__ __forceinline__ void fg_lanes(const fg_ew_params& p, F f) {
+  typedef typename FgVec16<T>::type V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  const uint32_t n = (uint32_t)(p.n / W);
+  const V* a = (const V*)p.a;
+  const V* b = (const V*)p.b;
+  V* y = (V*)p.y;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    V u = a[i], v = b ? b[i] : u;
+    T* ue = reinterpret_cast<T*>(&u);
+    const T* ve = reinterpret_cast<const T*>(&v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) ue[k] = f(ue[k], ve[k]);
+    y[i] = u;
+  }
+}
+template <typename T> __device__ void fg_ew_vec(const fg_ew_params& p) {
+  if (p.op == FG_EW_MUL)
+    fg_lanes<T>(p, [](T a, T b) { return a * b; });
+  else
+    fg_lanes<T>(p, [](T a, T b) { return a + b; });
+}
+template <typename T> __device__ void fg_copy_vec(const fg_ew_params& p) {
+  fg_lanes<T>(p, [](T x, T) { return x; });
+}
+template <typename T> __device__ void fg_gelu_fwd_vec(const fg_ew_params& p) {
+  fg_lanes<T>(p, [](T x, T) { return fg_gelu(x); });
+}
+template <typename T> __device__ void fg_gelu_bwd_vec(const fg_ew_params& p) {
+  fg_lanes<T>(p, [](T x, T g) { return g * fg_gelu_prime(x); });
+}
+
+// fg_affine_vec is fg_affine on 16-byte vectors (d a multiple of their length, the buffers
+// aligned to 16 bytes) with 32-bit indices (fewer than 2^31 elements): the same operations on
+// each element.
+template <typename T> __device__ void fg_affine_vec(const fg_ew_params& p) {
+  typedef typename FgVec16<T>::type V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  const uint32_t n = (uint32_t)(p.n / W), d = (uint32_t)(p.d / W);
+  const V* x = (const V*)p.a;
+  const V* gamma = (const V*)p.b;
+  const V* beta = (const V*)p.c;
+  V* y = (V*)p.y;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const uint32_t j = i % d;
+    V v = x[i];
+    T* e = reinterpret_cast<T*>(&v);
+    if (gamma) {
+      const V g = gamma[j];
+      const T* ge = reinterpret_cast<const T*>(&g);
+#pragma unroll
+      for (int k = 0; k < W; ++k) e[k] = e[k] * ge[k];
+    }
+    if (beta) {
+      const V b = beta[j];
+      const T* be = reinterpret_cast<const T*>(&b);
+#pragma unroll
+      for (int k = 0; k < W; ++k) e[k] = e[k] + be[k];
+    }
     y[i] = v;
   }
 }
@@ -189,6 +267,44 @@ template <typename T> __device__ void fg_scatter(const fg_embed_params& p) {
   }
 }
 
+// ---- attention heads -----------------------------------------------------------------------------
+
+// fg_heads_body moves vectors V of W elements T (d, c, off counted in vectors), a thread per
+// vector of y, with 32-bit indices: the split reads d-long runs of x's rows and writes y
+// contiguously; the merge writes y's rows contiguously, zeros outside the heads' columns, so
+// that it needs no memset before it.
+template <typename T, typename V> __device__ void fg_heads_body(const fg_heads_params& p) {
+  constexpr int W = sizeof(V) / sizeof(T);
+  const uint32_t D = (uint32_t)(p.d / W), C = (uint32_t)(p.c / W), off = (uint32_t)(p.off / W);
+  const uint32_t H = (uint32_t)p.h, Tn = (uint32_t)p.t, HD = H * D;
+  const V* x = (const V*)p.x;
+  V* y = (V*)p.y;
+  const uint32_t stride = gridDim.x * blockDim.x;
+  if (p.split) {
+    const uint32_t n = (uint32_t)p.b * H * Tn * D;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+      const uint32_t j = i % D, r = i / D;  // r = (bi·h + hi)·t + ti
+      const uint32_t ti = r % Tn, bh = r / Tn;
+      const uint32_t hi = bh % H, bi = bh / H;
+      y[i] = x[(bi * Tn + ti) * C + off + hi * D + j];
+    }
+    return;
+  }
+  const uint32_t n = (uint32_t)p.b * Tn * C;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint32_t c = i % C, r = i / C;  // r = bi·t + ti
+    V v{};
+    if (c >= off && c < off + HD) {
+      const uint32_t k = c - off, hi = k / D, j = k % D;
+      const uint32_t bi = r / Tn, ti = r % Tn;
+      v = x[((bi * H + hi) * Tn + ti) * D + j];
+    }
+    y[i] = v;
+  }
+}
+template <typename T> __device__ void fg_heads(const fg_heads_params& p) { fg_heads_body<T, typename FgVec16<T>::type>(p); }
+template <typename T> __device__ void fg_heads1(const fg_heads_params& p) { fg_heads_body<T, T>(p); }
+
 // ---- LayerNorm / RMSNorm -------------------------------------------------------------------------
 
 // A warp per row; each lane walks the row's columns lane, lane+32, … in order and the lanes'
@@ -301,16 +417,69 @@ template <typename T> __device__ void fg_colsum_partial(const fg_colsum_params& 
   if (p.mode == 2) work[(p.nchunks + c) * p.d + j] = a2;
 }
 
-// Stage 2: a thread per column adds the chunks' sums in chunk order.
-template <typename T> __device__ void fg_colsum_final(const fg_colsum_params& p) {
-  const double* work = (const double*)p.work;
-  T* out = (T*)p.out;
-  FG_FOR_EACH(j, p.d) {
-    double s = p.accumulate ? (double)out[j] : 0.0;
-    double t = 0;
-    for (int64_t c = 0; c < p.nchunks; ++c) t += work[c * p.d + j];
-    out[j] = T(s + t);
+// Stage 1 on 16-byte vectors (modes 0 and 1; d a multiple of the vector's W elements, g and x
+// aligned to 16 bytes, fewer than 2^31 elements): a block of 32 × 8 threads per (32 vectors of
+// columns, chunk of rows), each thread summing W columns over rows ty, ty+8, … of the chunk;
+// the same order of additions per column as fg_colsum_partial, so the same bits.
+template <typename T> __device__ void fg_colsum_partial_vec(const fg_colsum_params& p) {
+  typedef typename FgVec16<T>::type V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  __shared__ double s1[FG_COLSUM_TY][32 * W];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x / 32;
+  const uint32_t dv = (uint32_t)(p.d / W), jv = blockIdx.x * 32 + tx;
+  const uint32_t c = blockIdx.y;
+  const uint32_t r0 = c * (uint32_t)p.chunk_rows, r1 = (uint32_t)min(p.rows, (int64_t)r0 + p.chunk_rows);
+  const V* g = (const V*)p.g;
+  const V* x = (const V*)p.x;
+  double a[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) a[k] = 0;
+  if (jv < dv) {
+    for (uint32_t r = r0 + ty; r < r1; r += FG_COLSUM_TY) {
+      const V gv = g[r * dv + jv];
+      const T* ge = reinterpret_cast<const T*>(&gv);
+      if (p.mode == 1) {
+        const V xv = x[r * dv + jv];
+        const T* xe = reinterpret_cast<const T*>(&xv);
+#pragma unroll
+        for (int k = 0; k < W; ++k) a[k] += (double)ge[k] * (double)xe[k];
+      } else {
+#pragma unroll
+        for (int k = 0; k < W; ++k) a[k] += (double)ge[k];
+      }
+    }
   }
+#pragma unroll
+  for (int k = 0; k < W; ++k) s1[ty][tx * W + k] = a[k];
+  __syncthreads();
+  if (ty != 0 || jv >= dv) return;
+  for (int q = 1; q < FG_COLSUM_TY; ++q) {
+#pragma unroll
+    for (int k = 0; k < W; ++k) a[k] += s1[q][tx * W + k];
+  }
+  double* work = (double*)p.work + (int64_t)c * p.d + (int64_t)jv * W;
+#pragma unroll
+  for (int k = 0; k < W; ++k) work[k] = a[k];
+}
+
+// Stage 2: a block of 32 × 8 threads per 32 columns; thread (tx, ty) adds the sums of chunks
+// ty, ty+8, … in order, then thread ty = 0 adds the 8 results in order (a fixed order, so the
+// same bits on every run), with loads of 8 chunks in flight rather than one chain of them.
+template <typename T> __device__ void fg_colsum_final(const fg_colsum_params& p) {
+  __shared__ double s[FG_COLSUM_TY][32];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x / 32;
+  const int64_t j = (int64_t)blockIdx.x * 32 + tx;
+  const double* work = (const double*)p.work;
+  double t = 0;
+  if (j < p.d)
+    for (int64_t c = ty; c < p.nchunks; c += FG_COLSUM_TY) t += work[c * p.d + j];
+  s[ty][tx] = t;
+  __syncthreads();
+  if (ty != 0 || j >= p.d) return;
+  for (int k = 1; k < FG_COLSUM_TY; ++k) t += s[k][tx];
+  T* out = (T*)p.out;
+  const double base = p.accumulate ? (double)out[j] : 0.0;
+  out[j] = T(base + t);
 }
 
 // ---- block reductions ------------------------------------------------------------------------------
@@ -551,14 +720,23 @@ FG_ENTRY(fg_ew, fg_ew_params, fg_ew, FG_EW_THREADS)
 FG_ENTRY(fg_gelu_fwd, fg_ew_params, fg_gelu_fwd, FG_EW_THREADS)
 FG_ENTRY(fg_gelu_bwd, fg_ew_params, fg_gelu_bwd, FG_EW_THREADS)
 FG_ENTRY(fg_affine, fg_ew_params, fg_affine, FG_EW_THREADS)
+FG_ENTRY(fg_affine_vec, fg_ew_params, fg_affine_vec, FG_EW_THREADS)
+FG_ENTRY(fg_ew_vec, fg_ew_params, fg_ew_vec, FG_EW_THREADS)
+FG_ENTRY(fg_copy, fg_ew_params, fg_copy, FG_EW_THREADS)
+FG_ENTRY(fg_copy_vec, fg_ew_params, fg_copy_vec, FG_EW_THREADS)
+FG_ENTRY(fg_gelu_fwd_vec, fg_ew_params, fg_gelu_fwd_vec, FG_EW_THREADS)
+FG_ENTRY(fg_gelu_bwd_vec, fg_ew_params, fg_gelu_bwd_vec, FG_EW_THREADS)
 FG_ENTRY(fg_dropout, fg_ew_params, fg_dropout, FG_EW_THREADS)
 FG_ENTRY(fg_clip, fg_ew_params, fg_clip, FG_EW_THREADS)
 FG_ENTRY(fg_gather, fg_embed_params, fg_gather, FG_EW_THREADS)
 FG_ENTRY(fg_scatter, fg_embed_params, fg_scatter, FG_EW_THREADS)
+FG_ENTRY(fg_heads, fg_heads_params, fg_heads, FG_EW_THREADS)
+FG_ENTRY(fg_heads1, fg_heads_params, fg_heads1, FG_EW_THREADS)
 FG_ENTRY(fg_norm_fwd, fg_norm_params, fg_norm_fwd, FG_NORM_WARPS * 32)
 FG_ENTRY(fg_norm_bwd, fg_norm_params, fg_norm_bwd, FG_NORM_WARPS * 32)
 FG_ENTRY(fg_colsum_partial, fg_colsum_params, fg_colsum_partial, 32 * FG_COLSUM_TY)
-FG_ENTRY(fg_colsum_final, fg_colsum_params, fg_colsum_final, FG_EW_THREADS)
+FG_ENTRY(fg_colsum_partial_vec, fg_colsum_params, fg_colsum_partial_vec, 32 * FG_COLSUM_TY)
+FG_ENTRY(fg_colsum_final, fg_colsum_params, fg_colsum_final, 32 * FG_COLSUM_TY)
 FG_ENTRY(fg_ce_rows, fg_ce_params, fg_ce_rows, FG_CE_THREADS)
 FG_ENTRY(fg_ce_loss, fg_ce_params, fg_ce_loss, FG_RED_THREADS)
 FG_ENTRY(fg_ce_bwd, fg_ce_params, fg_ce_bwd, FG_CE_THREADS)

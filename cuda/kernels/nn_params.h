@@ -14,7 +14,7 @@
 #define FG_EW_MUL 1
 
 // fg_ew_params: the elementwise kernels over n elements (rows of length d where broadcast):
-//   fg_ew_T:        y = a + b or a * b (op)
+//   fg_ew_T:        y = a + b or a * b (op);   fg_copy_T: y = a
 //   fg_gelu_fwd_T:  y = gelu(a);   fg_gelu_bwd_T: y = b * gelu'(a)
 //   fg_affine_T:    y[r, j] = a[r, j] * b[j] + c[j]  (b or c may be 0)
 //   fg_dropout_T:   y = a * mask, or y = mask when a is 0; mask from Philox(seed, offset), p = alpha
@@ -46,6 +46,18 @@ typedef struct {
   double eps;
   int32_t center, reserved;
 } fg_norm_params;
+
+// fg_heads_params: the moves between rows x [b * t, c] and attention heads [b, h, t, d], columns
+// [off, off + h * d) of the rows:
+//   split: y[bi, hi, ti, j] = x[bi * t + ti, off + hi * d + j]                 y [b, h, t, d]
+//   merge: y[bi * t + ti, off + hi * d + j] = x[bi, hi, ti, j], 0 in the other columns of y [b * t, c]
+// fg_heads_T moves 16 bytes at a time (d, c, off multiples of 16 / sizeof(T), x and y aligned
+// to 16 bytes), fg_heads1_T one element; both index in 32 bits (fewer than 2^31 elements).
+typedef struct {
+  uint64_t x, y;
+  int64_t b, t, h, d, c, off;
+  int32_t split, reserved;
+} fg_heads_params;
 
 // fg_colsum_params: deterministic column sums of g [rows, d], in two stages.
 //   fg_colsum_partial_T: work[c * d + j] = sum over the rows of chunk c of f(r, j), with
