@@ -17,8 +17,8 @@ func TestHeadsDevice(t *testing.T) {
 		for _, c := range []struct{ b, t, h, d, c, off, shift int }{
 			{1, 1, 1, 4, 4, 0, 0},
 			{2, 3, 2, 4, 8, 0, 0},
-			{2, 5, 3, 8, 48, 16, 0}, // the middle third of q, k, v
-			{2, 5, 3, 8, 48, 32, 0},
+			{2, 5, 3, 8, 48, 16, 0}, // heads in the middle of the row
+			{2, 5, 3, 8, 48, 24, 0}, // heads ending at the row's last column
 			{1, 17, 2, 5, 13, 3, 0}, // one element at a time
 			{2, 4, 2, 4, 24, 8, 1},  // buffers off 16-byte alignment
 			{3, 7, 4, 2, 8, 0, 0},   // d = 2: 16 bytes are a whole row of float64 only
@@ -71,6 +71,7 @@ func TestHeadsDevice(t *testing.T) {
 		for _, p := range []HeadsParams{
 			{Split: true, B: 1, T: 2, H: 2, D: 4, C: 7, X: x, Y: y},          // H·D > C
 			{Split: true, B: 1, T: 2, H: 2, D: 4, C: 8, Off: -1, X: x, Y: y}, // Off < 0
+			{Split: true, B: 1, T: 2, H: 2, D: 4, C: 12, Off: 5, X: x, Y: y}, // Off + H·D > C
 			{Split: true, B: 1, T: 2, H: 2, D: 4, C: 16, X: x, Y: y},         // X too short for [2, 16]… and Y too long
 			{Split: true, B: 0, T: 2, H: 2, D: 4, C: 8, X: x, Y: y},
 		} {
