@@ -102,15 +102,8 @@ template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(co
   for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
     const int r = idx / CH, c = idx % CH;
     uint4 x = make_uint4(0, 0, 0, 0);
-    if (m0 + r < p.nq) {
-      const float* qr = q + (int64_t)(m0 + r) * p.q_row + 8 * c;
-      const float4 a = *(const float4*)qr, e = *(const float4*)(qr + 4);
-      x = make_uint4(fg_bf16x2(qs * a.x, qs * a.y), fg_bf16x2(qs * a.z, qs * a.w), fg_bf16x2(qs * e.x, qs * e.y),
-                     fg_bf16x2(qs * e.z, qs * e.w));
-    }
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + fg_sw128<BM>(r, c)), "r"(x.x), "r"(x.y), "r"(x.z),
-                 "r"(x.w)
-                 : "memory");
+    if (m0 + r < p.nq) x = fg_bf16x8(q + (int64_t)(m0 + r) * p.q_row + 8 * c, qs);
+    fg_st_shared16(sQ + fg_sw128<BM>(r, c), x);
   }
   loadK(0);
   if (!OVL) loadV(0);

@@ -511,12 +511,7 @@ template <int D, int BM, int WM, int BN> __device__ void fg_attn_fwd_mma_pre(con
   for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
     const int r = idx / CH, c = idx % CH;
     uint4 x = make_uint4(0, 0, 0, 0);
-    if (m0 + r < p.nq) {
-      const float* qr = q + (int64_t)(m0 + r) * p.q_row + 8 * c;
-      const float4 a = *(const float4*)qr, e = *(const float4*)(qr + 4);
-      x = make_uint4(fg_bf16x2(qs * a.x, qs * a.y), fg_bf16x2(qs * a.z, qs * a.w), fg_bf16x2(qs * e.x, qs * e.y),
-                     fg_bf16x2(qs * e.z, qs * e.w));
-    }
+    if (m0 + r < p.nq) x = fg_bf16x8(q + (int64_t)(m0 + r) * p.q_row + 8 * c, qs);
     sQ[fg_swz<CH>(r, c)] = x;
   }
   fg_load_bf16_tile<BN, CH, THREADS>(sK, k, kv_end);

@@ -45,6 +45,13 @@ __device__ __forceinline__ uint32_t fg_bf16x2(float lo, float hi) {  // lo in th
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+// fg_bf16x8 returns s x[0 .. 8) rounded to bfloat16, packed in 16 bytes (x 16-byte aligned):
+// a chunk of 8 columns of a scaled query row for the bfloat16 tiles.
+__device__ __forceinline__ uint4 fg_bf16x8(const float* x, float s) {
+  const float4 a = *(const float4*)x, e = *(const float4*)(x + 4);
+  return make_uint4(fg_bf16x2(s * a.x, s * a.y), fg_bf16x2(s * a.z, s * a.w), fg_bf16x2(s * e.x, s * e.y),
+                    fg_bf16x2(s * e.z, s * e.w));
+}
 __device__ __forceinline__ uint32_t fg_tf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));

@@ -14,6 +14,11 @@ template <int R> __device__ __forceinline__ uint32_t fg_sw128(int r, int c) {
   return (uint32_t)((c / 8) * R * 128 + r * 128 + (((c % 8) ^ (r % 8)) << 4));
 }
 
+// fg_st_shared16 stores 16 bytes at shared-memory byte address a.
+__device__ __forceinline__ void fg_st_shared16(uint32_t a, uint4 x) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(x.x), "r"(x.y), "r"(x.z), "r"(x.w) : "memory");
+}
+
 // fg_wgmma_desc is the shared-memory matrix descriptor of wgmma for the 128-byte swizzle:
 // start address, leading and stride byte offsets (each >> 4 in 14 bits), swizzle mode 1 in
 // bits 62-63, base offset 0 (the swizzle blocks are 1024-byte aligned).
