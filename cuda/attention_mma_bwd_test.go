@@ -105,14 +105,19 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 }
 
 func (c mmaBwdCfg) short() string {
-	ldm := ""
-	if c.LDM {
-		ldm = "ldm "
+	form := ""
+	switch {
+	case c.Pre && c.Reg:
+		form = "pre reg "
+	case c.Pre:
+		form = "pre "
+	case c.LDM:
+		form = "ldm "
 	}
 	if c.DQ {
-		return fmt.Sprintf("%sdq m%d n%d", ldm, c.BM, c.BN)
+		return fmt.Sprintf("%sdq m%d n%d", form, c.BM, c.BN)
 	}
-	return fmt.Sprintf("%sdkdv n%d m%d s%d", ldm, c.BN, c.BM, c.SB)
+	return fmt.Sprintf("%sdkdv n%d m%d s%d", form, c.BN, c.BM, c.SB)
 }
 
 func pairName(pair [2]int) string {
@@ -333,25 +338,28 @@ func TestAttentionMMABwdDeterminism(t *testing.T) {
 func TestPickMMABwd(t *testing.T) {
 	base := AttentionParams{B: 1, H: 2, Hkv: 1, Nq: 5, Nk: 7, D: 64, Scale: 0.125}
 	for _, c := range []struct {
-		name   string
-		prec   Precision
-		d      int
-		dt     dtype
-		kv, dq string
+		name    string
+		prec    Precision
+		d       int
+		dt      dtype
+		scratch bool
+		kv, dq  string
 	}{
-		{"default", PrecisionFMA, 64, f32, "", ""},
-		{"f64", PrecisionBF16, 64, f64, "", ""},
-		{"d100", PrecisionBF16, 100, f32, "", ""},
-		{"d256", PrecisionExact, 256, f32, "", ""},
-		{"bf16-d64", PrecisionBF16, 64, f32, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
-		{"bf16-d128", PrecisionBF16, 128, f32, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
-		{"exact-d128", PrecisionExact, 128, f32, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
-		{"tf32-d128", PrecisionTF32, 128, f32, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
+		{"default", PrecisionFMA, 64, f32, true, "", ""},
+		{"f64", PrecisionBF16, 64, f64, true, "", ""},
+		{"d100", PrecisionBF16, 100, f32, true, "", ""},
+		{"d256", PrecisionExact, 256, f32, true, "", ""},
+		{"bf16-d64", PrecisionBF16, 64, f32, true, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n128_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
+		{"bf16-d128", PrecisionBF16, 128, f32, true, "fg_attn_bwd_mma_pre_dkdv_bf16_d128_n128_m32_s16_r0", "fg_attn_bwd_mma_pre_dq_bf16_d128_m128_n32_r1"},
+		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
+		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
+		{"exact-d128", PrecisionExact, 128, f32, true, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"tf32-d128", PrecisionTF32, 128, f32, false, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
 		kp := p.kernelParams()
-		kv, dq, ok := pickMMABwd(&kp, c.dt, -1, -1)
+		kv, dq, ok := pickMMABwd(&kp, c.dt, -1, -1, c.scratch)
 		gotKV, gotDQ := "", ""
 		if ok {
 			gotKV, gotDQ = kv.name(), dq.name()
@@ -362,8 +370,15 @@ func TestPickMMABwd(t *testing.T) {
 	}
 	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.qRow = 66 // a row not on 16 bytes
-	if _, _, ok := pickMMABwd(&kp, f32, -1, -1); ok {
+	if _, _, ok := pickMMABwd(&kp, f32, -1, -1, true); ok {
 		t.Errorf("pickMMABwd accepts a Q row stride of 66 elements")
+	}
+	// A layout that is not contiguous (rows of 68 elements): the bfloat16 planes, which share
+	// the operands' strides, would not fit; the kernels without a pre-pass run.
+	kp = (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionBF16}).kernelParams()
+	kp.kRow = 68
+	if kv, q, ok := pickMMABwd(&kp, f32, -1, -1, true); !ok || kv.Pre || q.Pre {
+		t.Errorf("pickMMABwd with K rows of 68 elements = %q, %q, %v, want kernels without a pre-pass", kv.name(), q.name(), ok)
 	}
 
 	ptx, err := ptxSource("attention_mma_bwd")
@@ -389,11 +404,11 @@ func TestPickMMABwd(t *testing.T) {
 		if !c.DQ && c.BM%c.SB != 0 {
 			t.Errorf("%s: BM %d is not a multiple of SB %d", c.name(), c.BM, c.SB)
 		}
-		if c.LDM && c.Prec != PrecisionBF16 {
-			t.Errorf("%s: bfloat16 tiles for %v", c.name(), c.Prec)
+		if (c.LDM || c.Pre) && c.Prec != PrecisionBF16 || c.LDM && c.Pre || c.Reg && !c.Pre {
+			t.Errorf("%s: form LDM %v, Pre %v, Reg %v for %v", c.name(), c.LDM, c.Pre, c.Reg, c.Prec)
 		}
 	}
-	if n := len(regexp.MustCompile(`(?m)^FG_BWD_MMA_(LDM_)?(DKDV|DQ)\(`).FindAll(src, -1)); n != len(mmaBwdCfgs) {
+	if n := len(regexp.MustCompile(`(?m)^FG_BWD_MMA_(LDM_|PRE_)?(DKDV|DQ)\(`).FindAll(src, -1)); n != len(mmaBwdCfgs) {
 		t.Errorf("attention_mma_bwd.cu instantiates %d kernels, mmaBwdCfgs lists %d", n, len(mmaBwdCfgs))
 	}
 	for _, prec := range mmaPrecisions {
@@ -411,20 +426,6 @@ var (
 	mmaBwdTime      = flag.Bool("mmabwd.time", false, "time forward+backward of every precision at attnbench's shapes (TestAttentionMMABwdTiming)")
 	mmaBwdTimePairs = flag.String("mmabwd.pairs", "exact,tf32,bf16", "with -mmabwd.time: the precisions whose every backward kernel pair is timed too")
 )
-
-// backwardBuffersPair is AttentionBackwardBuffers with the kernel pair at indices kv, dq of
-// mmaBwdCfgs (-1: the defaults).
-func backwardBuffersPair(p AttentionBuffers, kv, dq int) error {
-	const op = "attention backward"
-	dt, ops, err := p.check(op, true)
-	if err != nil {
-		return err
-	}
-	return launchOn(op, ops, func(s *state) error {
-		kp := p.kernel()
-		return s.attnBackwardKernels(&kp, dt, kv, dq)
-	})
-}
 
 // TestAttentionMMABwdTiming (with -mmabwd.time) times the forward and forward+backward of each
 // precision on device Buffers at attnbench's shapes (H = 16, B·N = 32768, d ∈ {64, 128},
@@ -459,6 +460,16 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 				p.Q, p.K, p.V, p.DO, p.O = alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn)
 				p.L, p.LRes = alloc(Float32, ln), alloc(Float32, ln)
 				p.DQ, p.DK, p.DV, p.Delta = alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float64, ln)
+				// The pre-passes' workspace: the largest any precision asks for, forward or backward.
+				scratch := 0
+				for _, prec := range mmaPrecisions {
+					pp := p
+					pp.Precision = prec
+					scratch = max(scratch, pp.ForwardScratch(), pp.BackwardScratch())
+				}
+				if scratch > 0 {
+					p.Scratch = alloc(Float32, scratch)
+				}
 				rng := rand.New(rand.NewSource(int64(n + d)))
 				host := make([]float32, qn)
 				for _, b := range []*Buffer{p.Q, p.K, p.V, p.DO} {
@@ -523,6 +534,14 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 					for _, pair := range append(pairs[1:], pairs[0]) {
 						ms := time(3, func() error { return backwardBuffersPair(p, pair[0], pair[1]) })
 						fmt.Printf("|   |   |   | %v bwd [%s] | | %.3f | %.3f | | %.1f | |\n", prec, pairName(pair), fwd+ms, ms,
+							3.5*flops/(fwd+ms)/1e9)
+					}
+					if p.BackwardScratch() > 0 {
+						// The defaults without a scratch buffer (no pre-pass), for comparison.
+						np := p
+						np.Scratch = nil
+						ms := time(3, func() error { return AttentionBackwardBuffers(np) })
+						fmt.Printf("|   |   |   | %v bwd without scratch | | %.3f | %.3f | | %.1f | |\n", prec, fwd+ms, ms,
 							3.5*flops/(fwd+ms)/1e9)
 					}
 				}
