@@ -179,6 +179,9 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 		if kv.Pre || q.Pre {
 			pre = "fg_attn_bwd_bf16_prep"
 		}
+		if kv.Fused {
+			return []string{fwd, pre, kv.name()}, nil
+		}
 		return []string{fwd, pre, kv.name(), q.name()}, nil
 	}
 	return []string{fwd, "fg_attn_bwd_preprocess_" + dt.String(),

@@ -18,13 +18,16 @@ import (
 //	  K and V to bfloat16 once per call into a scratch buffer (and writes L2 and delta), and
 //	  the kernels copy bfloat16 tiles by cp.async straight into shared memory (half the
 //	  bytes, no conversion per tile), fragments loaded with ldmatrix; with Reg each warp keeps
-//	  its own 16 rows of K and V (dK/dV) or Q and dO (dQ) as A fragments in registers.
+//	  its own 16 rows of K and V (dK/dV) or Q and dO (dQ) as A fragments in registers;
+//	  Fused (dK/dV only): the dK/dV kernel also computes dQ, adding each key tile's share
+//	  in a fixed order (a semaphore per 16 query rows), and no dQ kernel runs.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
 	D, BM, BN int
 	SB        int // dK/dV only: queries per sub-block (S^T and dP^T take SB/2 registers each)
 	Pre, Reg  bool
+	Fused     bool
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu: the tile sizes of
@@ -38,30 +41,34 @@ type mmaBwdCfg struct {
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
 	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer).
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true},
-	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false},
 	// The defaults without a scratch buffer: the fastest dK/dV and dQ kernels of each
 	// precision and D on the H100 (results/mma-bwd/time-mma-bwd-run{2,3}.log, 44 kernels timed
 	// after the tests checked them; those that lost everywhere were dropped: 8-warp float32
 	// tiles, other stage sizes).
-	{false, true, PrecisionBF16, 64, 64, 64, 64, false, false}, {true, true, PrecisionBF16, 64, 128, 32, 0, false, false},
-	{false, true, PrecisionBF16, 128, 16, 64, 16, false, false}, {true, true, PrecisionBF16, 128, 128, 16, 0, false, false},
-	{false, false, PrecisionTF32, 64, 64, 64, 64, false, false}, {true, false, PrecisionTF32, 64, 64, 64, 0, false, false},
-	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false},
-	{false, false, PrecisionExact, 64, 32, 64, 16, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false},
-	{false, false, PrecisionExact, 128, 16, 64, 16, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false},
-	// Other bfloat16-plane kernels, for comparison.
-	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false},
+	{false, true, PrecisionBF16, 64, 64, 64, 64, false, false, false}, {true, true, PrecisionBF16, 64, 128, 32, 0, false, false, false},
+	{false, true, PrecisionBF16, 128, 16, 64, 16, false, false, false}, {true, true, PrecisionBF16, 128, 128, 16, 0, false, false, false},
+	{false, false, PrecisionTF32, 64, 64, 64, 64, false, false, false}, {true, false, PrecisionTF32, 64, 64, 64, 0, false, false, false},
+	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false, false},
+	{false, false, PrecisionExact, 64, 32, 64, 16, false, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false, false},
+	{false, false, PrecisionExact, 128, 16, 64, 16, false, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false, false},
+	// Other bfloat16-plane kernels, for comparison; the fused ones (dQ inside the dK/dV kernel).
+	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true},
 	// Kept for comparison: BF16 on float32 tiles (the first defaults; the bfloat16-tile
 	// defaults above take 22% (d = 64) and 43% (d = 128) off the backward at N = 16384).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, false, false}, {true, false, PrecisionBF16, 64, 64, 64, 0, false, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, false, false}, {true, false, PrecisionBF16, 128, 64, 32, 0, false, false},
+	{false, false, PrecisionBF16, 64, 64, 64, 64, false, false, false}, {true, false, PrecisionBF16, 64, 64, 64, 0, false, false, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, false, false, false}, {true, false, PrecisionBF16, 128, 64, 32, 0, false, false, false},
 }
 
 func (c mmaBwdCfg) name() string {
 	form := ""
 	switch {
+	case c.Fused:
+		form = "fused_"
 	case c.Pre:
 		form = "pre_"
 	case c.LDM:
@@ -92,12 +99,15 @@ func (c mmaBwdCfg) threads() int {
 // and two stages of Q, dO [BM][D] with (L2, delta) [BM]; dQ Q, dO [BM][D] and two stages of
 // K, V [BN][D]. bfloat16 tiles: the float32 stages of the streamed tiles, and every tile in
 // bfloat16 with rows of D + 8. bfloat16 planes: every tile in bfloat16 with rows of D + 8,
-// two stages of the streamed ones (dK/dV: and their (L2, delta)).
+// two stages of the streamed ones (dK/dV: and their (L2, delta)); Fused: and dS^T [BN][BM+8]
+// bfloat16.
 func (c mmaBwdCfg) smem() int {
 	h := (2*c.BM + 2*c.BN) * (c.D + 8) * 2
 	switch {
 	case c.DQ && c.Pre:
 		return (2*c.BM + 4*c.BN) * (c.D + 8) * 2
+	case c.Fused:
+		return (2*c.BN+4*c.BM)*(c.D+8)*2 + 2*c.BM*8 + c.BN*(c.BM+8)*2
 	case c.Pre:
 		return (2*c.BN+4*c.BM)*(c.D+8)*2 + 2*c.BM*8
 	case c.DQ && c.LDM:
@@ -111,8 +121,12 @@ func (c mmaBwdCfg) smem() int {
 }
 
 // grid is the launch grid: a block per key tile of every (b, key/value head), or per query tile
-// of every (b, h).
+// of every (b, h). The fused kernel's blocks run over (b, key/value head) first, key tiles
+// second, so that key tile j's blocks launch after key tile j - 1's, whose turns they wait for.
 func (c mmaBwdCfg) grid(kp *attnParams) [3]int {
+	if c.Fused {
+		return [3]int{int(kp.b) * int(kp.hkv), ceilDiv(int(kp.nk), c.BN), 1}
+	}
 	if c.DQ {
 		return [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
 	}
@@ -164,15 +178,16 @@ func contiguous(kp *attnParams) bool {
 }
 
 // bwdScratchBytes is the size of fg_attn_bwd_bf16_prep's output: Q, dO [B, H, Nq, d] and K, V
-// [B, Hkv, Nk, d] in bfloat16.
+// [B, Hkv, Nk, d] in bfloat16, then the fused kernel's semaphores, int32 [B, H, ceil(Nq/16)].
 func bwdScratchBytes(kp *attnParams) int64 {
 	q := int64(kp.b) * int64(kp.h) * int64(kp.nq) * int64(kp.d)
 	k := int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
-	return 2 * 2 * (q + k)
+	return 2*2*(q+k) + 4*int64(kp.b)*int64(kp.h)*int64(ceilDiv(int(kp.nq), 16))
 }
 
 // startMMABwd launches the tensor-core backward: the row preprocess (L2 and delta into the
-// workspace kp.delta, 8 bytes per row), the dK/dV kernel kv and the dQ kernel q. When either
+// workspace kp.delta, 8 bytes per row), the dK/dV kernel kv and the dQ kernel q (none when kv
+// is Fused). When either
 // reads bfloat16 planes (Pre), the preprocess is fg_attn_bwd_bf16_prep, which also writes
 // the planes into bwdScratchBytes(kp) bytes from scratch, and that kernel reads Q, dO, K and
 // V from there (same strides: pickMMABwd requires contiguous layouts).
@@ -201,7 +216,11 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 	} else if err := s.start(mod, "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
 		return err
 	}
-	for _, c := range []mmaBwdCfg{kv, q} {
+	kernels := []mmaBwdCfg{kv, q}
+	if kv.Fused {
+		kernels = kernels[:1]
+	}
+	for _, c := range kernels {
 		p := kp
 		if c.Pre {
 			p = &m

@@ -107,6 +107,10 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 func (c mmaBwdCfg) short() string {
 	form := ""
 	switch {
+	case c.Fused && c.Reg:
+		form = "fused reg "
+	case c.Fused:
+		form = "fused "
 	case c.Pre && c.Reg:
 		form = "pre reg "
 	case c.Pre:
@@ -121,6 +125,9 @@ func (c mmaBwdCfg) short() string {
 }
 
 func pairName(pair [2]int) string {
+	if mmaBwdCfgs[pair[0]].Fused {
+		return mmaBwdCfgs[pair[0]].short() + " (dQ inside)"
+	}
 	return mmaBwdCfgs[pair[0]].short() + " + " + mmaBwdCfgs[pair[1]].short()
 }
 
@@ -291,7 +298,8 @@ func runMMABackward(t *testing.T, p AttentionParams, pair [2]int) [6][]float64 {
 	return [6][]float64{as64(p.O), as64(p.L), as64(p.LRes), as64(p.DQ), as64(p.DK), as64(p.DV)}
 }
 
-// TestAttentionMMABwdDeterminism runs the backward of every precision 50 times on the same
+// TestAttentionMMABwdDeterminism runs the backward of every precision and every kernel pair
+// (mmaBwdPairs: the fused kernel's fixed order of dQ adds among them) 50 times on the same
 // input and requires dQ, dK, dV bit-identical to the first run's.
 func TestAttentionMMABwdDeterminism(t *testing.T) {
 	needDevice(t)
@@ -306,29 +314,123 @@ func TestAttentionMMABwdDeterminism(t *testing.T) {
 			withForwardOf(&p, pr.o, pr.l)
 			for _, prec := range mmaPrecisions {
 				p.Precision = prec
-				var first []string
-				for run := 0; run < 50; run++ {
-					if err := AttentionBackward(p); err != nil {
-						t.Fatal(err)
-					}
-					var outs []string
-					for _, x := range []any{p.DQ, p.DK, p.DV} {
-						ptr, n := hostBytes(x)
-						outs = append(outs, string(unsafe.Slice((*byte)(ptr), n)))
-					}
-					if run == 0 {
-						first = outs
-						continue
-					}
-					for i, name := range []string{"dQ", "dK", "dV"} {
-						if outs[i] != first[i] {
-							t.Fatalf("%v run %d: %s differs from run 0", prec, run, name)
+				for _, pair := range mmaBwdPairs(prec, c.D) {
+					var first []string
+					for run := 0; run < 50; run++ {
+						if err := attentionBackward(p, pair[0], pair[1]); err != nil {
+							t.Fatal(err)
+						}
+						var outs []string
+						for _, x := range []any{p.DQ, p.DK, p.DV} {
+							ptr, n := hostBytes(x)
+							outs = append(outs, string(unsafe.Slice((*byte)(ptr), n)))
+						}
+						if run == 0 {
+							first = outs
+							continue
+						}
+						for i, name := range []string{"dQ", "dK", "dV"} {
+							if outs[i] != first[i] {
+								t.Fatalf("%v [%s] run %d: %s differs from run 0", prec, pairName(pair), run, name)
+							}
 						}
 					}
 				}
 			}
-			t.Logf("dQ, dK, dV bit-identical over 50 runs in every precision")
+			t.Logf("dQ, dK, dV bit-identical over 50 runs in every precision and kernel pair")
 		})
+	}
+}
+
+// TestAttentionMMABwdBuffersScratch runs the backward on device Buffers with a Scratch
+// buffer (BF16: the kernels on the pre-pass's bfloat16 planes) and without (the kernels
+// without a pre-pass), each against float64 within twice the naive same-precision error, and
+// checks that a Scratch smaller than BackwardScratch is refused with an error naming it.
+func TestAttentionMMABwdBuffersScratch(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(16))
+	c := attnCase{2, 4, 2, 129, 200, 64, true, []int{150, 200}, true}
+	pr := newAttnProblem(rng, c, false)
+	hp := pr.p
+	withForwardOf(&hp, pr.o, pr.l)
+	qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
+	var bufs []*Buffer
+	defer func() {
+		for _, b := range bufs {
+			b.Free()
+		}
+	}()
+	buf := func(dt DType, n int, x any) *Buffer {
+		b, err := Alloc(dt, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, b)
+		if x != nil {
+			if err := b.Upload(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b
+	}
+	p := AttentionBuffers{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Scale: hp.Scale, Causal: c.Causal,
+		KeyLengths: buf(Int32, c.B, keyLengths32(c.KeyLengths)),
+		Q:          buf(Float32, qn, hp.Q), K: buf(Float32, kn, hp.K), V: buf(Float32, kn, hp.V), O: buf(Float32, qn, hp.O),
+		L: buf(Float32, ln, hp.L), LRes: buf(Float32, ln, hp.LRes), DO: buf(Float32, qn, hp.DO), DL: buf(Float32, ln, hp.DL),
+		DQ: buf(Float32, qn, nil), DK: buf(Float32, kn, nil), DV: buf(Float32, kn, nil), Delta: buf(Float64, ln, nil)}
+	for _, prec := range mmaPrecisions {
+		p.Precision = prec
+		hp.Precision = prec
+		nq, nk, nv := refAttentionBwdNaive(&hp, pr.q, pr.k, pr.v, as64(hp.O), as64(hp.L), pr.do, pr.dl, prec)
+		for _, scratch := range []bool{false, true} {
+			p.Scratch = nil
+			if n := p.BackwardScratch(); scratch && n > 0 {
+				p.Scratch = buf(Float32, n, nil)
+			}
+			if err := AttentionBackwardBuffers(p); err != nil {
+				t.Fatalf("%v scratch %v: %v", prec, scratch, err)
+			}
+			names, _ := p.Kernels()
+			what := fmt.Sprintf("%v %v", prec, names[1:])
+			for _, x := range []struct {
+				name      string
+				b         *Buffer
+				want, nai []float64
+			}{{"dQ", p.DQ, pr.dq, nq}, {"dK", p.DK, pr.dk, nk}, {"dV", p.DV, pr.dvv, nv}} {
+				got := make([]float32, x.b.Len())
+				if err := x.b.Download(got); err != nil {
+					t.Fatal(err)
+				}
+				compare(t, what+" "+x.name, as64(got), x.want, 2*errMeasure(x.nai, x.want)+mmaFloor)
+			}
+		}
+		if n := p.BackwardScratch(); n > 0 {
+			p.Scratch = buf(Float32, n-1, nil)
+			if err := AttentionBackwardBuffers(p); err == nil || !strings.Contains(err.Error(), "Scratch") {
+				t.Errorf("%v: a Scratch of %d elements (%d needed): err = %v, want one naming Scratch", prec, n-1, n, err)
+			}
+		}
+	}
+}
+
+// TestBackwardScratch checks the size of the BF16 backward's pre-pass buffer (no GPU): Q, dO
+// [B, H, Nq, D] and K, V [B, Hkv, Nk, D] in bfloat16 and an int32 per 16 query rows of every
+// (b, h), in float32 elements; 0 for the precisions whose backward has no pre-pass.
+func TestBackwardScratch(t *testing.T) {
+	p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: PrecisionBF16}
+	want := (2*2*(3*4*50*64+3*2*100*64) + 4*3*4*4) / 4
+	if got := p.BackwardScratch(); got != want {
+		t.Errorf("BF16: BackwardScratch = %d, want %d", got, want)
+	}
+	for _, q := range []AttentionBuffers{
+		{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 64, Scale: 1, Precision: PrecisionTF32},
+		{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 64, Scale: 1, Precision: PrecisionExact},
+		{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 64, Scale: 1, Precision: PrecisionFMA},
+		{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 100, Scale: 1, Precision: PrecisionBF16},
+	} {
+		if got := q.BackwardScratch(); got != 0 {
+			t.Errorf("%v d=%d: BackwardScratch = %d, want 0", q.Precision, q.D, got)
+		}
 	}
 }
 
@@ -404,11 +506,14 @@ func TestPickMMABwd(t *testing.T) {
 		if !c.DQ && c.BM%c.SB != 0 {
 			t.Errorf("%s: BM %d is not a multiple of SB %d", c.name(), c.BM, c.SB)
 		}
-		if (c.LDM || c.Pre) && c.Prec != PrecisionBF16 || c.LDM && c.Pre || c.Reg && !c.Pre {
-			t.Errorf("%s: form LDM %v, Pre %v, Reg %v for %v", c.name(), c.LDM, c.Pre, c.Reg, c.Prec)
+		if (c.LDM || c.Pre) && c.Prec != PrecisionBF16 || c.LDM && c.Pre || c.Reg && !c.Pre || c.Fused && (!c.Pre || c.DQ) {
+			t.Errorf("%s: form LDM %v, Pre %v, Reg %v, Fused %v for %v", c.name(), c.LDM, c.Pre, c.Reg, c.Fused, c.Prec)
+		}
+		if c.Fused && ((c.BN/16)%(c.BM/16) != 0 || c.D/((c.BN/16)/(c.BM/16))%16 != 0) {
+			t.Errorf("%s: the dQ shares of BN/16 warps over BM/16 row blocks do not divide D in 16s", c.name())
 		}
 	}
-	if n := len(regexp.MustCompile(`(?m)^FG_BWD_MMA_(LDM_|PRE_)?(DKDV|DQ)\(`).FindAll(src, -1)); n != len(mmaBwdCfgs) {
+	if n := len(regexp.MustCompile(`(?m)^FG_BWD_MMA_(LDM_|PRE_|FUSED_)?(DKDV|DQ)\(`).FindAll(src, -1)); n != len(mmaBwdCfgs) {
 		t.Errorf("attention_mma_bwd.cu instantiates %d kernels, mmaBwdCfgs lists %d", n, len(mmaBwdCfgs))
 	}
 	for _, prec := range mmaPrecisions {

@@ -437,6 +437,50 @@ __device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t r
   ((float2*)p.delta)[row] = make_float2(l2, (float)s);
 }
 
+// fg_bwd_sem_wait spins (one thread) until the semaphore *c reads turn (acquire, GPU scope);
+// it traps instead of hanging when that takes more than about 2^26 polls (seconds), which
+// only a broken order could cause.
+__device__ __forceinline__ void fg_bwd_sem_wait(const int* c, int turn) {
+  for (int n = 0;; ++n) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(c) : "memory");
+    if (v == turn) return;
+    if (n > (1 << 26)) __trap();
+    __nanosleep(64);
+  }
+}
+__device__ __forceinline__ void fg_bwd_sem_set(int* c, int v) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(c), "r"(v) : "memory");
+}
+
+// fg_bwd_dq_partial computes a warp's share of the query tile's dQ partial dS K (BM x D, over
+// the BN keys of the block): rows 16 rb .. 16 rb + 15, columns c0 .. c0 + NC - 1, into
+// acc[NC / 8][4] (m16n8 C layout). sdS holds dS^T [BN][BM + 8] bfloat16 (key-major): A's
+// fragment (m = query, k = key) comes by ldmatrix.x4.trans (lane l addresses key row
+// 16 kk + (l / 16) 8 + l % 8, query column 16 rb + (l / 8 % 2) 8); K [BN][D + 8] gives B's
+// fragments as in fg_bwd_ldm_ab.
+template <int D, int BM, int BN, int NC>
+__device__ __forceinline__ void fg_bwd_dq_partial(float (&acc)[NC / 8][4], const uint16_t* sdS, const uint16_t* sK,
+                                                  int rb, int c0, int lane) {
+  constexpr int LDS = BM + 8, LDH = D + 8;
+#pragma unroll
+  for (int n = 0; n < NC / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0;
+  const uint16_t* pa = sdS + ((lane / 16) * 8 + lane % 8) * LDS + 16 * rb + (lane / 8 % 2) * 8;
+  const uint16_t* pb = sK + ((lane / 8 % 2) * 8 + lane % 8) * LDH + c0 + (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    uint32_t a[4];
+    fg_ldmatrix_x4_trans(a, pa + 16 * kk * LDS);
+#pragma unroll
+    for (int np = 0; np < NC / 16; ++np) {
+      uint32_t b[4];
+      fg_ldmatrix_x4_trans(b, pb + 16 * kk * LDH + 16 * np);
+      fg_mma_bf16(acc[2 * np], a[0], a[1], a[2], a[3], b[0], b[1]);
+      fg_mma_bf16(acc[2 * np + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
+    }
+  }
+}
+
 }  // namespace
 
 // fg_attn_bwd_mma_pre: grid ceil(B*H*Nq / 4), 128 threads, a warp per query row (the lanes sum
@@ -463,7 +507,10 @@ extern "C" __global__ void __launch_bounds__(128) fg_attn_bwd_mma_pre(const fg_a
 // holds columns 2l, 2l + 1 of every 64); a key row writes K and V rounded to bfloat16, unless
 // the key is padding (j >= key_lengths[b]: neither read nor written; the main kernels never
 // read it). pp.dst: four contiguous planes, Q, dO [B, H, Nq, d] then K, V [B, Hkv, Nk, d]
-// (the launcher requires contiguous layouts, so each plane shares its source's strides).
+// (the launcher requires contiguous layouts, so each plane shares its source's strides), then
+// the fused kernel's semaphores, int32 [B, H, ceil(Nq / 16)], which the pre-pass sets to 0;
+// it also writes dQ = 0 in the rows without a visible key (L = -Inf), which no key tile of
+// the fused kernel adds to (the other dQ kernels write those rows again).
 extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg_mma_prep_params pp) {
   const fg_attn_params& p = pp.src;
   const int lane = threadIdx.x % 32;
@@ -472,6 +519,7 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
   uint16_t* doh = qh + qrows * p.d;
   uint16_t* kh = doh + qrows * p.d;
   uint16_t* vh = kh + krows * p.d;
+  int* sem = (int*)(vh + krows * p.d);
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
   for (int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < qrows + krows; row += warps) {
     if (row < qrows) {
@@ -490,6 +538,13 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
       }
       s = fg_group_sum<32>(s);
       if (lane == 0) fg_bwd_row_ld(p, row, s);
+      // For the fused kernel: the semaphore of each 16 query rows starts at 0, and dQ of a
+      // row without a visible key is 0 (no key tile adds to it).
+      if (lane == 0 && i % 16 == 0) sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
+      if (fg_is_neg_inf(((const float*)p.lse)[row])) {
+        float* dq = (float*)p.dq + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
+        for (int c = 2 * lane; c < p.d; c += 64) *(float2*)(dq + c) = make_float2(0.f, 0.f);
+      }
     } else {
       const int64_t kr = row - qrows;
       const int j = (int)(kr % p.nk), hk = (int)(kr / p.nk % p.hkv), b = (int)(kr / p.nk / p.hkv);
@@ -843,17 +898,36 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg
 // A fragments in registers for the whole walk (4 D / 8 registers) instead of reloading them
 // for every query sub-block. Shared memory: K, V [BN][D+8] bfloat16, and two stages of Q, dO
 // [BM][D+8] bfloat16 with (L2, delta) [BM].
-template <int D, int BN, int BM, int SB, bool KREG> __device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
-  constexpr int THREADS = 2 * BN, NB = SB / 8, OB = D / 8, LDH = D + 8;
+//
+// FUSE: the kernel also computes dQ, without the dQ kernel's second S and dP (FlashAttention-3's
+// deterministic mode): per query tile the warps store dS^T in bfloat16 in shared memory, each
+// warp computes a 16-row, D/(W/(BM/16))-column share of the tile's partial dQ = dS K over the
+// block's BN keys, and the block adds it to dQ (float32, in global memory) in a fixed order:
+// key tile 0 first (it stores), then 1, 2, ...: a semaphore per 16 query rows (in the scratch
+// after the V plane, zeroed by the pre-pass) counts the key tiles that have added, and the
+// block of key tile jt waits until it reads jt, adds with L2-only loads and stores, and sets
+// it to jt + 1. Every key tile below jt adds to every query tile jt adds to (they start at or
+// before its first), so the order is total and the bits the same on every run. The grid is
+// (B Hkv, ceil(Nk / BN)): key tile jt's blocks come after key tile jt - 1's in launch order,
+// so a block only waits for blocks already running or done. Shared memory: and dS^T
+// [BN][BM + 8] bfloat16.
+template <int D, int BN, int BM, int SB, bool KREG, bool FUSE>
+__device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BN, NB = SB / 8, OB = D / 8, LDH = D + 8, W = BN / 16;
   static_assert(D % 16 == 0 && BN % 16 == 0 && BM % SB == 0 && SB % 16 == 0, "tile sizes");
+  constexpr int RB = BM / 16, CS = FUSE ? W / RB : 1, NC = D / CS;  // the dQ shares
+  static_assert(!FUSE || (W % RB == 0 && NC % 16 == 0), "dQ shares");
   constexpr int STAGE = 2 * BM * LDH + 4 * BM;  // uint16 per stage: Q, dO, (L2, delta)
-  constexpr unsigned SMEM = (2 * BN * LDH + 2 * STAGE) * sizeof(uint16_t);
+  constexpr int LDS = BM + 8;
+  constexpr unsigned SMEM = (2 * BN * LDH + 2 * STAGE + (FUSE ? BN * LDS : 0)) * sizeof(uint16_t);
   if (fg_dynamic_smem() < SMEM) __trap();
   uint16_t* sKh = (uint16_t*)fg_smem;
   uint16_t* sVh = sKh + BN * LDH;
   uint16_t* sStage = sVh + BN * LDH;
+  uint16_t* sdS = sStage + 2 * STAGE;  // FUSE only
 
-  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int jt = FUSE ? blockIdx.y : blockIdx.x;
+  const int n0 = jt * BN, hk = FUSE ? blockIdx.x % p.hkv : blockIdx.y, b = FUSE ? blockIdx.x / p.hkv : blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   int klen = p.nk;
@@ -911,8 +985,49 @@ template <int D, int BN, int BM, int SB, bool KREG> __device__ void fg_attn_bwd_
       ka.abt(sT, sKh, 16 * warp, sQh, sb, lane);
       va.abt(dpT, sVh, 16 * warp, sdOh, sb, lane);
       fg_bwd_pds_t(sT, dpT, sLD, sb, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      if constexpr (FUSE) {
+        // dS^T in bfloat16 (the rounding the dK product applies): keys kr, kr + 8, queries
+        // sb + 8 j + 2 t, + 1.
+#pragma unroll
+        for (int j = 0; j < NB; ++j)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            *(uint32_t*)&sdS[(kr + 8 * r) * LDS + sb + 8 * j + 2 * t] = fg_bf16x2(dpT[j][2 * r], dpT[j][2 * r + 1]);
+      }
       fg_bwd_ldm_ab<D, NB>(dv, sT, sdOh, sb, lane);
       fg_bwd_ldm_ab<D, NB>(dk, dpT, sQh, sb, lane);
+    }
+    if constexpr (FUSE) {
+      __syncthreads();  // dS^T of the whole tile stored
+      const int rb = warp % RB, c0 = warp / RB * NC;
+      float acc[NC / 8][4];
+      fg_bwd_dq_partial<D, BM, BN, NC>(acc, sdS, sKh, rb, c0, lane);
+      const int hq = hk * group + it / ntiles;
+      int* sem = (int*)((const uint16_t*)p.v + (int64_t)p.b * p.hkv * p.nk * p.d) +
+                 ((int64_t)b * p.h + hq) * ((p.nq + 15) / 16) + m0 / 16;
+      if (threadIdx.x == 0) fg_bwd_sem_wait(sem, jt);
+      __syncthreads();  // our turn; also: every warp is done reading sdS
+      float* dq = (float*)p.dq + b * p.q_batch + hq * p.q_head;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int i = m0 + 16 * rb + g + 8 * r;
+        if (i >= p.nq) continue;
+#pragma unroll
+        for (int n = 0; n < NC / 8; ++n) {
+          float2* at = (float2*)&dq[(int64_t)i * p.q_row + c0 + 8 * n + 2 * t];
+          float2 x = make_float2(acc[n][2 * r], acc[n][2 * r + 1]);
+          if (jt > 0) {
+            const float2 y = __ldcg(at);
+            x.x += y.x, x.y += y.y;
+          }
+          __stcg(at, x);
+        }
+      }
+      __syncthreads();  // every add issued
+      if (threadIdx.x == 0) {
+        __threadfence();
+        fg_bwd_sem_set(sem, jt + 1);
+      }
     }
   }
 
@@ -1042,7 +1157,12 @@ FG_BWD_MMA_LDM_DQ(128, 128, 16)
 #define FG_BWD_MMA_PRE_DKDV(D, BN, BM, SB, R)                                                   \
   extern "C" __global__ void __launch_bounds__(2 * BN)                                          \
       fg_attn_bwd_mma_pre_dkdv_bf16_d##D##_n##BN##_m##BM##_s##SB##_r##R(const fg_attn_params p) { \
-    fg_attn_bwd_mma_pre_dkdv<D, BN, BM, SB, (R) != 0>(p);                                               \
+    fg_attn_bwd_mma_pre_dkdv<D, BN, BM, SB, (R) != 0, false>(p);                                 \
+  }
+#define FG_BWD_MMA_FUSED_DKDV(D, BN, BM, SB, R)                                                   \
+  extern "C" __global__ void __launch_bounds__(2 * BN)                                            \
+      fg_attn_bwd_mma_fused_dkdv_bf16_d##D##_n##BN##_m##BM##_s##SB##_r##R(const fg_attn_params p) { \
+    fg_attn_bwd_mma_pre_dkdv<D, BN, BM, SB, (R) != 0, true>(p);                                   \
   }
 #define FG_BWD_MMA_PRE_DQ(D, BM, BN, R)                                                         \
   extern "C" __global__ void __launch_bounds__(2 * BM)                                          \
@@ -1059,3 +1179,7 @@ FG_BWD_MMA_PRE_DKDV(128, 128, 32, 16, 0)
 FG_BWD_MMA_PRE_DKDV(128, 64, 32, 32, 0)
 FG_BWD_MMA_PRE_DQ(128, 128, 32, 1)
 FG_BWD_MMA_PRE_DQ(128, 128, 16, 0)
+FG_BWD_MMA_FUSED_DKDV(64, 128, 64, 64, 1)
+FG_BWD_MMA_FUSED_DKDV(64, 128, 64, 32, 1)
+FG_BWD_MMA_FUSED_DKDV(128, 128, 32, 16, 0)
+FG_BWD_MMA_FUSED_DKDV(128, 64, 32, 32, 0)
