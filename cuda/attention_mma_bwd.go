@@ -57,6 +57,7 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false},
 	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false},
 	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true},
+	{false, false, PrecisionBF16, 64, 128, 128, 32, true, true, true},
 	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true},
 	// Kept for comparison: BF16 on float32 tiles (the first defaults; the bfloat16-tile
 	// defaults above take 22% (d = 64) and 43% (d = 128) off the backward at N = 16384).
