@@ -38,11 +38,18 @@ type mmaBwdCfg struct {
 // 124 to 255; no spills except the EXACT dK/dV kernel at D = 128 (112 bytes: dK and dV alone
 // take 128 registers, the split operands 16 more; the variant with 32-row query tiles spills
 // 20 bytes but runs one block per multiprocessor instead of two and takes 34% longer).
+// The bfloat16-plane kernels: 128 to 252 registers, no spills (ptxas -v, sm_90, CUDA 13).
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
-	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer).
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false},
-	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false},
+	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer): the fastest tested pair
+	// of each D on the H100 (results/h100-2026-11-23-s5-bwd/timing.log, every pair timed after
+	// the tests checked it): backward 1.17–1.41× (d = 64) and 1.40–1.73× (d = 128) faster than
+	// the defaults without a scratch buffer below, over attnbench's shapes. Four warps of 16
+	// keys (d = 64: 64 keys and 64-row query tiles; d = 128: 64 keys, 32-row query tiles),
+	// two blocks per multiprocessor, beat eight warps (128 keys) by up to 7% (d = 64; within
+	// 0.3% the other way at N = 4096) and 11–15% (d = 128).
+	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false},
 	// The defaults without a scratch buffer: the fastest dK/dV and dQ kernels of each
 	// precision and D on the H100 (results/mma-bwd/time-mma-bwd-run{2,3}.log, 44 kernels timed
 	// after the tests checked them; those that lost everywhere were dropped: 8-warp float32
@@ -53,9 +60,14 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false, false},
 	{false, false, PrecisionExact, 64, 32, 64, 16, false, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false, false},
 	{false, false, PrecisionExact, 128, 16, 64, 16, false, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false, false},
-	// Other bfloat16-plane kernels, for comparison; the fused ones (dQ inside the dK/dV kernel).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false},
+	// Other bfloat16-plane kernels, for comparison: eight warps (128 keys); the dQ kernel
+	// without registers for Q and dO (d = 64: 0–2.4% faster than the default's dQ kernel,
+	// timed with the 128-key dK/dV kernel only); and the fused ones (dQ inside the dK/dV
+	// kernel), 1.1–1.7× slower than even the defaults without a scratch buffer: the ordered
+	// adds wait for each other, three block syncs per query tile, and each tile's dQ share is
+	// read, added and written in global memory.
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false},
 	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true},
 	{false, false, PrecisionBF16, 64, 128, 128, 32, true, true, true},
 	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true},

@@ -48,6 +48,13 @@
 // The BF16 kernels also come in a second form, fg_attn_bwd_mma_ldm_*: the tiles are converted
 // to bfloat16 once in shared memory (rows of D + 8 halves) and the fragments loaded by ldmatrix
 // (.trans for the B operands read down a column), a quarter of the load instructions.
+// And a third form on bfloat16 planes, fg_attn_bwd_mma_pre_* (the BF16 defaults where a scratch
+// buffer can be had): the pre-pass fg_attn_bwd_bf16_prep rounds Q, dO, K and V to bfloat16 once
+// per call into the scratch (and writes (L2, delta)), and the kernels copy bfloat16 tiles by
+// cp.async straight into their shared-memory tiles: half the bytes, no conversion per tile, a
+// warp's own A operand optionally kept in registers. The fused dK/dV kernel of that form
+// (fg_attn_bwd_mma_fused_dkdv_*) also computes dQ, adding each key tile's share in a fixed
+// order under semaphores (no atomics either); it is slower on the H100 (attention_mma_bwd.go).
 #include "mma.cuh"
 
 namespace {
