@@ -10,9 +10,10 @@ import (
 // DK and DV [B,Hkv,Nk,D], L, LRes and DL [B,H,Nq]: one element type, Float32 or Float64.
 // KeyLengths is nil or Int32 [B] (values in [0, Nk], uploaded by the caller); Delta is the
 // backward's Float64 [B·H·Nq] scratch. LRes and DL may be nil. Scratch, when set, is the
-// forward's Float32 workspace of at least ForwardScratch() elements, where the tensor-core
-// kernel of Precision converts K and V once per call (the fastest kernels do); when nil, the
-// fastest kernel without that pre-pass runs.
+// Float32 workspace of the tensor-core kernels' pre-passes, of at least ForwardScratch()
+// elements for the forward (the kernel of Precision converts K and V once per call) and
+// BackwardScratch() for the backward (BF16: Q, dO, K and V converted once per call); the
+// fastest kernels use one; when nil, the fastest kernel without a pre-pass runs.
 type AttentionBuffers struct {
 	B, H, Hkv, Nq, Nk, D int
 	Scale                float64
@@ -44,8 +45,12 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 	ops := []operand{{name: "Q", b: p.Q, dt: DT, n: qLen}, {name: "K", b: p.K, dt: DT, n: kLen}, {name: "V", b: p.V, dt: DT, n: kLen},
 		{name: "O", b: p.O, dt: DT, n: qLen}, {name: "L", b: p.L, dt: DT, n: lLen}, {name: "LRes", b: p.LRes, dt: DT, n: lLen, optional: true},
 		{name: "KeyLengths", b: p.KeyLengths, dt: Int32, n: p.B, optional: true}}
-	if !backward && p.Scratch != nil {
-		ops = append(ops, operand{name: "Scratch", b: p.Scratch, dt: Float32, n: p.forwardScratch(dt), atLeast: true})
+	if p.Scratch != nil {
+		n := p.forwardScratch(dt)
+		if backward {
+			n = p.backwardScratch(dt)
+		}
+		ops = append(ops, operand{name: "Scratch", b: p.Scratch, dt: Float32, n: n, atLeast: true})
 	}
 	if backward {
 		ops = append(ops, operand{name: "DO", b: p.DO, dt: DT, n: qLen}, operand{name: "DL", b: p.DL, dt: DT, n: lLen, optional: true},
@@ -109,17 +114,46 @@ func (p *AttentionBuffers) forwardScratch(dt dtype) int {
 	return int((c.scratchBytes(&kp) + 3) / 4)
 }
 
+// BackwardScratch returns the number of Float32 elements of Scratch that
+// AttentionBackwardBuffers uses for p (0 when its kernels have no pre-pass: float64, a
+// precision other than PrecisionBF16, a D without tensor-core kernels).
+func (p AttentionBuffers) BackwardScratch() int {
+	dt := f32
+	if p.Q != nil && p.Q.dt == Float64 {
+		dt = f64
+	}
+	return p.backwardScratch(dt)
+}
+
+func (p *AttentionBuffers) backwardScratch(dt dtype) int {
+	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
+	kp.precision = int32(p.Precision.Resolved())
+	kv, q, ok := pickMMABwd(&kp, dt, -1, -1, true)
+	if !ok || !kv.Pre && !q.Pre {
+		return 0
+	}
+	return int((bwdScratchBytes(&kp) + 3) / 4)
+}
+
 // AttentionBackwardBuffers computes DQ, DK and DV from Q, K, V, O, L (LRes), DO (and DL) with
 // the deterministic backward kernels, without waiting.
-func AttentionBackwardBuffers(p AttentionBuffers) error {
+func AttentionBackwardBuffers(p AttentionBuffers) error { return backwardBuffersPair(p, -1, -1) }
+
+// backwardBuffersPair is AttentionBackwardBuffers with the tensor-core kernels at indices
+// dkdv, dq of mmaBwdCfgs (-1: the defaults; see pickMMABwd).
+func backwardBuffersPair(p AttentionBuffers, dkdv, dq int) error {
 	const op = "attention backward"
 	dt, ops, err := p.check(op, true)
 	if err != nil {
 		return err
 	}
+	var scratch func(int64) (devptr, error)
+	if p.Scratch != nil {
+		scratch = func(int64) (devptr, error) { return p.Scratch.ptr, nil } // sized by check
+	}
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
-		return s.attnBackwardKernels(&kp, dt, -1, -1)
+		return s.attnBackwardKernels(&kp, dt, dkdv, dq, scratch)
 	})
 }
 
@@ -140,8 +174,15 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 			fwd = prep + "+" + fwd
 		}
 	}
-	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1); ok {
-		return []string{fwd, "fg_attn_bwd_mma_pre", kv.name(), q.name()}, nil
+	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1, p.Scratch != nil); ok {
+		pre := "fg_attn_bwd_mma_pre"
+		if kv.Pre || q.Pre {
+			pre = "fg_attn_bwd_bf16_prep"
+		}
+		if kv.Fused {
+			return []string{fwd, pre, kv.name()}, nil
+		}
+		return []string{fwd, pre, kv.name(), q.name()}, nil
 	}
 	return []string{fwd, "fg_attn_bwd_preprocess_" + dt.String(),
 		"fg_attn_bwd_dkdv_" + pickCfg(dkdvCfgs[dt], p.D).suffix(dt), "fg_attn_bwd_dq_" + pickCfg(dqCfgs[dt], p.D).suffix(dt)}, nil

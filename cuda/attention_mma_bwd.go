@@ -8,51 +8,96 @@ import (
 // mmaBwdCfg is one tensor-core backward kernel of kernels/attention_mma_bwd.cu: the dK/dV
 // kernel (a block of BN/16 warps per BN keys, a warp per 16 keys, query tiles of BM rows walked
 // in sub-blocks of SB) or the dQ kernel (DQ: a block of BM/16 warps per BM query rows, key tiles
-// of BN rows), for one precision and head dimension D (d == D only). Two forms:
+// of BN rows), for one precision and head dimension D (d == D only). Three forms:
 //
-//	float32 tiles (LDM false): every precision; tiles swizzled in shared memory as float32,
-//	  operands converted as each warp loads its fragments;
+//	float32 tiles (LDM, Pre false): every precision; tiles swizzled in shared memory as
+//	  float32, operands converted as each warp loads its fragments;
 //	bfloat16 tiles (LDM true): BF16 only; tiles converted once to bfloat16 in shared memory
-//	  (the streamed ones staged as float32 by cp.async), fragments loaded with ldmatrix.
+//	  (the streamed ones staged as float32 by cp.async), fragments loaded with ldmatrix;
+//	bfloat16 planes (Pre true): BF16 only; a pre-pass (fg_attn_bwd_bf16_prep) rounds Q, dO,
+//	  K and V to bfloat16 once per call into a scratch buffer (and writes L2 and delta), and
+//	  the kernels copy bfloat16 tiles by cp.async straight into shared memory (half the
+//	  bytes, no conversion per tile), fragments loaded with ldmatrix; with Reg each warp keeps
+//	  its own 16 rows of K and V (dK/dV) or Q and dO (dQ) as A fragments in registers;
+//	  Fused (dK/dV only): the dK/dV kernel also computes dQ, adding each key tile's share
+//	  in a fixed order (a semaphore per 16 query rows), and no dQ kernel runs.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
 	D, BM, BN int
 	SB        int // dK/dV only: queries per sub-block (S^T and dP^T take SB/2 registers each)
+	Pre, Reg  bool
+	Fused     bool
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu: the tile sizes of
 // the tensor-core backward, chosen here only. For each precision and D the first dK/dV entry
-// and the first dQ entry are the ones AttentionBackward runs. Registers (ptxas -v, sm_80):
+// and the first dQ entry are the ones AttentionBackward runs (the first without Pre where no
+// scratch buffer can be had: AttentionBackwardBuffers without Scratch). Registers (ptxas -v,
+// sm_80):
 // 124 to 255; no spills except the EXACT dK/dV kernel at D = 128 (112 bytes: dK and dV alone
 // take 128 registers, the split operands 16 more; the variant with 32-row query tiles spills
 // 20 bytes but runs one block per multiprocessor instead of two and takes 34% longer).
+// The bfloat16-plane kernels: 128 to 252 registers, no spills (ptxas -v, sm_90, CUDA 13).
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
-	// The defaults: the fastest dK/dV and dQ kernels of each precision and D on the H100
-	// (results/mma-bwd/time-mma-bwd-run{2,3}.log, 44 kernels timed after the tests checked
-	// them; those that lost everywhere were dropped: 8-warp float32 tiles, other stage sizes).
-	{false, true, PrecisionBF16, 64, 64, 64, 64}, {true, true, PrecisionBF16, 64, 128, 32, 0},
-	{false, true, PrecisionBF16, 128, 16, 64, 16}, {true, true, PrecisionBF16, 128, 128, 16, 0},
-	{false, false, PrecisionTF32, 64, 64, 64, 64}, {true, false, PrecisionTF32, 64, 64, 64, 0},
-	{false, false, PrecisionTF32, 128, 32, 128, 16}, {true, false, PrecisionTF32, 128, 128, 32, 0},
-	{false, false, PrecisionExact, 64, 32, 64, 16}, {true, false, PrecisionExact, 64, 64, 64, 0},
-	{false, false, PrecisionExact, 128, 16, 64, 16}, {true, false, PrecisionExact, 128, 64, 16, 0},
+	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer): the fastest tested pair
+	// of each D on the H100 (results/h100-2026-11-23-s5-bwd/timing.log, every pair timed after
+	// the tests checked it): backward 1.17–1.41× (d = 64) and 1.40–1.73× (d = 128) faster than
+	// the defaults without a scratch buffer below, over attnbench's shapes. Four warps of 16
+	// keys (d = 64: 64 keys and 64-row query tiles; d = 128: 64 keys, 32-row query tiles),
+	// two blocks per multiprocessor, beat eight warps (128 keys) by up to 7% (d = 64; within
+	// 0.3% the other way at N = 4096) and 11–15% (d = 128).
+	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false},
+	// The defaults without a scratch buffer: the fastest dK/dV and dQ kernels of each
+	// precision and D on the H100 (results/mma-bwd/time-mma-bwd-run{2,3}.log, 44 kernels timed
+	// after the tests checked them; those that lost everywhere were dropped: 8-warp float32
+	// tiles, other stage sizes).
+	{false, true, PrecisionBF16, 64, 64, 64, 64, false, false, false}, {true, true, PrecisionBF16, 64, 128, 32, 0, false, false, false},
+	{false, true, PrecisionBF16, 128, 16, 64, 16, false, false, false}, {true, true, PrecisionBF16, 128, 128, 16, 0, false, false, false},
+	{false, false, PrecisionTF32, 64, 64, 64, 64, false, false, false}, {true, false, PrecisionTF32, 64, 64, 64, 0, false, false, false},
+	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false, false},
+	{false, false, PrecisionExact, 64, 32, 64, 16, false, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false, false},
+	{false, false, PrecisionExact, 128, 16, 64, 16, false, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false, false},
+	// Other bfloat16-plane kernels, for comparison: eight warps (128 keys); the dQ kernel
+	// without registers for Q and dO (d = 64: 0–2.4% faster than the default's dQ kernel,
+	// timed with the 128-key dK/dV kernel only); and the fused ones (dQ inside the dK/dV
+	// kernel), 1.1–1.7× slower than even the defaults without a scratch buffer: the ordered
+	// adds wait for each other, three block syncs per query tile, and each tile's dQ share is
+	// read, added and written in global memory.
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true},
+	{false, false, PrecisionBF16, 64, 128, 128, 32, true, true, true},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true},
 	// Kept for comparison: BF16 on float32 tiles (the first defaults; the bfloat16-tile
 	// defaults above take 22% (d = 64) and 43% (d = 128) off the backward at N = 16384).
-	{false, false, PrecisionBF16, 64, 64, 64, 64}, {true, false, PrecisionBF16, 64, 64, 64, 0},
-	{false, false, PrecisionBF16, 128, 32, 64, 32}, {true, false, PrecisionBF16, 128, 64, 32, 0},
+	{false, false, PrecisionBF16, 64, 64, 64, 64, false, false, false}, {true, false, PrecisionBF16, 64, 64, 64, 0, false, false, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, false, false, false}, {true, false, PrecisionBF16, 128, 64, 32, 0, false, false, false},
 }
 
 func (c mmaBwdCfg) name() string {
-	ldm := ""
-	if c.LDM {
-		ldm = "ldm_"
+	form := ""
+	switch {
+	case c.Fused:
+		form = "fused_"
+	case c.Pre:
+		form = "pre_"
+	case c.LDM:
+		form = "ldm_"
+	}
+	reg := ""
+	if c.Pre {
+		reg = "_r0"
+		if c.Reg {
+			reg = "_r1"
+		}
 	}
 	if c.DQ {
-		return fmt.Sprintf("fg_attn_bwd_mma_%sdq_%s_d%d_m%d_n%d", ldm, c.Prec, c.D, c.BM, c.BN)
+		return fmt.Sprintf("fg_attn_bwd_mma_%sdq_%s_d%d_m%d_n%d%s", form, c.Prec, c.D, c.BM, c.BN, reg)
 	}
-	return fmt.Sprintf("fg_attn_bwd_mma_%sdkdv_%s_d%d_n%d_m%d_s%d", ldm, c.Prec, c.D, c.BN, c.BM, c.SB)
+	return fmt.Sprintf("fg_attn_bwd_mma_%sdkdv_%s_d%d_n%d_m%d_s%d%s", form, c.Prec, c.D, c.BN, c.BM, c.SB, reg)
 }
 
 // threads is the block size: two threads per tile row of the block's own operand.
@@ -66,10 +111,18 @@ func (c mmaBwdCfg) threads() int {
 // smem is the kernel's shared memory (its SMEM constant). Float32 tiles: dK/dV K, V [BN][D]
 // and two stages of Q, dO [BM][D] with (L2, delta) [BM]; dQ Q, dO [BM][D] and two stages of
 // K, V [BN][D]. bfloat16 tiles: the float32 stages of the streamed tiles, and every tile in
-// bfloat16 with rows of D + 8.
+// bfloat16 with rows of D + 8. bfloat16 planes: every tile in bfloat16 with rows of D + 8,
+// two stages of the streamed ones (dK/dV: and their (L2, delta)); Fused: and dS^T [BN][BM+8]
+// bfloat16.
 func (c mmaBwdCfg) smem() int {
 	h := (2*c.BM + 2*c.BN) * (c.D + 8) * 2
 	switch {
+	case c.DQ && c.Pre:
+		return (2*c.BM + 4*c.BN) * (c.D + 8) * 2
+	case c.Fused:
+		return (2*c.BN+4*c.BM)*(c.D+8)*2 + 2*c.BM*8 + c.BN*(c.BM+8)*2
+	case c.Pre:
+		return (2*c.BN+4*c.BM)*(c.D+8)*2 + 2*c.BM*8
 	case c.DQ && c.LDM:
 		return 2*2*c.BN*c.D*4 + h
 	case c.DQ:
@@ -81,8 +134,12 @@ func (c mmaBwdCfg) smem() int {
 }
 
 // grid is the launch grid: a block per key tile of every (b, key/value head), or per query tile
-// of every (b, h).
+// of every (b, h). The fused kernel's blocks run over (b, key/value head) first, key tiles
+// second, so that key tile j's blocks launch after key tile j - 1's, whose turns they wait for.
 func (c mmaBwdCfg) grid(kp *attnParams) [3]int {
+	if c.Fused {
+		return [3]int{int(kp.b) * int(kp.hkv), ceilDiv(int(kp.nk), c.BN), 1}
+	}
 	if c.DQ {
 		return [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
 	}
@@ -94,8 +151,10 @@ func (c mmaBwdCfg) grid(kp *attnParams) [3]int {
 // gradients, which share their strides) on 16 bytes (the rule pickMMA applies to the forward),
 // and kernels in mmaBwdCfgs for the precision and D. It returns the dK/dV and dQ kernels:
 // the first of each for the precision and D, or the ones at indices dkdv and dq of
-// mmaBwdCfgs when those are not negative (the tests' way to run every kernel).
-func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int) (kv, q mmaBwdCfg, ok bool) {
+// mmaBwdCfgs when those are not negative (the tests' way to run every kernel). Kernels on the
+// pre-pass's bfloat16 planes (Pre) only when scratch (a scratch buffer can be had) is set and
+// the layouts are contiguous (the planes share the strides of the operands they copy).
+func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch bool) (kv, q mmaBwdCfg, ok bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return kv, q, false
 	}
@@ -105,9 +164,10 @@ func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int) (kv, q mmaBwdCfg, ok boo
 			return kv, q, false
 		}
 	}
+	pre := scratch && contiguous(kp)
 	var haveKV, haveQ bool
 	for i, c := range mmaBwdCfgs {
-		if c.Prec != Precision(kp.precision) || c.D != int(kp.d) {
+		if c.Prec != Precision(kp.precision) || c.D != int(kp.d) || (c.Pre && !pre) {
 			continue
 		}
 		switch {
@@ -120,15 +180,65 @@ func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int) (kv, q mmaBwdCfg, ok boo
 	return kv, q, haveKV && haveQ
 }
 
+// contiguous reports whether q, o [B, H, Nq, d] and k, v [B, Hkv, Nk, d] are contiguous (the
+// layouts attnBase gives).
+func contiguous(kp *attnParams) bool {
+	d := int64(kp.d)
+	qh, kh := int64(kp.nq)*d, int64(kp.nk)*d
+	qb, kb := int64(kp.h)*qh, int64(kp.hkv)*kh
+	return kp.qRow == d && kp.qHead == qh && kp.qBatch == qb && kp.oRow == d && kp.oHead == qh && kp.oBatch == qb &&
+		kp.kRow == d && kp.kHead == kh && kp.kBatch == kb && kp.vRow == d && kp.vHead == kh && kp.vBatch == kb
+}
+
+// bwdScratchBytes is the size of fg_attn_bwd_bf16_prep's output: Q, dO [B, H, Nq, d] and K, V
+// [B, Hkv, Nk, d] in bfloat16, then the fused kernel's semaphores, int32 [B, H, ceil(Nq/16)].
+func bwdScratchBytes(kp *attnParams) int64 {
+	q := int64(kp.b) * int64(kp.h) * int64(kp.nq) * int64(kp.d)
+	k := int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
+	return 2*2*(q+k) + 4*int64(kp.b)*int64(kp.h)*int64(ceilDiv(int(kp.nq), 16))
+}
+
 // startMMABwd launches the tensor-core backward: the row preprocess (L2 and delta into the
-// workspace kp.delta, 8 bytes per row), the dK/dV kernel kv and the dQ kernel q.
-func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg) error {
+// workspace kp.delta, 8 bytes per row), the dK/dV kernel kv and the dQ kernel q (none when kv
+// is Fused). When either
+// reads bfloat16 planes (Pre), the preprocess is fg_attn_bwd_bf16_prep, which also writes
+// the planes into bwdScratchBytes(kp) bytes from scratch, and that kernel reads Q, dO, K and
+// V from there (same strides: pickMMABwd requires contiguous layouts).
+func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error)) error {
+	const mod = "attention_mma_bwd"
 	rows := int(kp.b) * int(kp.h) * int(kp.nq)
-	if err := s.start("attention_mma_bwd", "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
+	m := *kp
+	if kv.Pre || q.Pre {
+		if scratch == nil {
+			return fmt.Errorf("cuda: attention backward: %s needs a scratch buffer", kv.name())
+		}
+		dst, err := scratch(bwdScratchBytes(kp))
+		if err != nil {
+			return err
+		}
+		pp := &mmaPrepParams{src: *kp, dst: dst}
+		// A warp per query row and per key row, 8 warps a block, grid-stride.
+		warps := rows + int(kp.b)*int(kp.hkv)*int(kp.nk)
+		if err := s.start(mod, "fg_attn_bwd_bf16_prep", [3]int{max(1, min(ceilDiv(warps, 8), 1<<16)), 1, 1}, 256, 0,
+			unsafe.Pointer(pp)); err != nil {
+			return err
+		}
+		qn := devptr(2 * int64(rows) * int64(kp.d))
+		kn := devptr(2 * int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d))
+		m.q, m.do, m.k, m.v = dst, dst+qn, dst+2*qn, dst+2*qn+kn
+	} else if err := s.start(mod, "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
 		return err
 	}
-	for _, c := range []mmaBwdCfg{kv, q} {
-		if err := s.start("attention_mma_bwd", c.name(), c.grid(kp), c.threads(), c.smem(), unsafe.Pointer(kp)); err != nil {
+	kernels := []mmaBwdCfg{kv, q}
+	if kv.Fused {
+		kernels = kernels[:1]
+	}
+	for _, c := range kernels {
+		p := kp
+		if c.Pre {
+			p = &m
+		}
+		if err := s.start(mod, c.name(), c.grid(p), c.threads(), c.smem(), unsafe.Pointer(p)); err != nil {
 			return err
 		}
 	}

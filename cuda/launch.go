@@ -354,7 +354,7 @@ func attentionBackward(p AttentionParams, dkdv, dq int) error {
 				return err
 			}
 		}
-		if err := s.attnBackwardKernels(&kp, dt, dkdv, dq); err != nil {
+		if err := s.attnBackwardKernels(&kp, dt, dkdv, dq, sc.alloc); err != nil {
 			return err
 		}
 		if err := ctxSynchronize("attention backward kernels"); err != nil {
@@ -375,9 +375,11 @@ func attentionBackward(p AttentionParams, dkdv, dq int) error {
 
 // attnBackwardKernels launches the three backward kernels on buffers already on the device:
 // the tensor-core kernels pickMMABwd chooses (dkdv, dq: its indices, or -1), else the FMA ones.
-func (s *state) attnBackwardKernels(kp *attnParams, dt dtype, dkdv, dq int) error {
-	if kv, q, ok := pickMMABwd(kp, dt, dkdv, dq); ok { // attention_mma_bwd.go
-		return s.startMMABwd(kp, kv, q)
+// scratch gives the buffer of the BF16 kernels' pre-pass (nil: none can be had; kernels
+// without one run).
+func (s *state) attnBackwardKernels(kp *attnParams, dt dtype, dkdv, dq int, scratch func(bytes int64) (devptr, error)) error {
+	if kv, q, ok := pickMMABwd(kp, dt, dkdv, dq, scratch != nil); ok { // attention_mma_bwd.go
+		return s.startMMABwd(kp, kv, q, scratch)
 	}
 	d := int(kp.d)
 	pre := "fg_attn_bwd_preprocess_" + dt.String()

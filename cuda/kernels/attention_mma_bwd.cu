@@ -48,6 +48,13 @@
 // The BF16 kernels also come in a second form, fg_attn_bwd_mma_ldm_*: the tiles are converted
 // to bfloat16 once in shared memory (rows of D + 8 halves) and the fragments loaded by ldmatrix
 // (.trans for the B operands read down a column), a quarter of the load instructions.
+// And a third form on bfloat16 planes, fg_attn_bwd_mma_pre_* (the BF16 defaults where a scratch
+// buffer can be had): the pre-pass fg_attn_bwd_bf16_prep rounds Q, dO, K and V to bfloat16 once
+// per call into the scratch (and writes (L2, delta)), and the kernels copy bfloat16 tiles by
+// cp.async straight into their shared-memory tiles: half the bytes, no conversion per tile, a
+// warp's own A operand optionally kept in registers. The fused dK/dV kernel of that form
+// (fg_attn_bwd_mma_fused_dkdv_*) also computes dQ, adding each key tile's share in a fixed
+// order under semaphores (no atomics either); it is slower on the H100 (attention_mma_bwd.go).
 #include "mma.cuh"
 
 namespace {
@@ -314,20 +321,21 @@ __device__ __forceinline__ void fg_bwd_load_bf16(uint16_t* dst, const float* g, 
   }
 }
 
-// fg_bwd_ldm_abt is fg_bwd_abt on bfloat16 tiles (row stride D + 8, so the 8 rows of an
-// ldmatrix hit distinct banks): A rows ar0 .. ar0 + 15 of sA, B rows br0 + 8 j + g of sB. An
+// fg_bwd_ldm_abt_a is fg_bwd_abt on bfloat16 tiles (row stride D + 8, so the 8 rows of an
+// ldmatrix hit distinct banks) with the warp's A operand (16 rows) given chunk by chunk:
+// a_of(ch, a) sets a to A's fragment for columns 16 ch .. 16 ch + 15 (fg_bwd_ldm_abt loads it by
+// ldmatrix, the pre-pass kernels keep it in registers). B rows br0 + 8 j + g of sB. An
 // ldmatrix.x4 gives A's fragment for 16 columns (lane l addresses row l % 16, column
 // (l / 16) 8), or B's for two 8-row blocks (row (l / 16) 8 + l % 8, column (l / 8 % 2) 8).
-template <int D, int NB>
-__device__ __forceinline__ void fg_bwd_ldm_abt(float (&c)[NB][4], const uint16_t* sA, int ar0, const uint16_t* sB,
-                                               int br0, int lane) {
+template <int D, int NB, typename AF>
+__device__ __forceinline__ void fg_bwd_ldm_abt_a(float (&c)[NB][4], const AF& a_of, const uint16_t* sB, int br0,
+                                                 int lane) {
   constexpr int LDH = D + 8;
-  const uint16_t* pa = sA + (ar0 + lane % 16) * LDH + (lane / 16) * 8;
   const uint16_t* pb = sB + (br0 + (lane / 16) * 8 + lane % 8) * LDH + (lane / 8 % 2) * 8;
 #pragma unroll
   for (int ch = 0; ch < D / 16; ++ch) {
     uint32_t a[4];
-    fg_ldmatrix_x4(a, pa + 16 * ch);
+    a_of(ch, a);
 #pragma unroll
     for (int jp = 0; jp < NB / 2; ++jp) {
       uint32_t b[4];
@@ -337,6 +345,44 @@ __device__ __forceinline__ void fg_bwd_ldm_abt(float (&c)[NB][4], const uint16_t
     }
   }
 }
+
+// fg_bwd_ldm_a_ptr is where lane addresses the A fragments of rows ar0 .. ar0 + 15 of sA.
+template <int D> __device__ __forceinline__ const uint16_t* fg_bwd_ldm_a_ptr(const uint16_t* sA, int ar0, int lane) {
+  return sA + (ar0 + lane % 16) * (D + 8) + (lane / 16) * 8;
+}
+
+// fg_bwd_ldm_abt: fg_bwd_ldm_abt_a with A rows ar0 .. ar0 + 15 of sA loaded by ldmatrix.
+template <int D, int NB>
+__device__ __forceinline__ void fg_bwd_ldm_abt(float (&c)[NB][4], const uint16_t* sA, int ar0, const uint16_t* sB,
+                                               int br0, int lane) {
+  const uint16_t* pa = fg_bwd_ldm_a_ptr<D>(sA, ar0, lane);
+  fg_bwd_ldm_abt_a<D, NB>(c, [&](int ch, uint32_t (&a)[4]) { fg_ldmatrix_x4(a, pa + 16 * ch); }, sB, br0, lane);
+}
+
+// FgBwdRegA holds a warp's A fragments of 16 rows and D columns in registers (4 D / 16 of
+// them) when KEEP, nothing otherwise; abt is fg_bwd_ldm_abt with A from the registers, or
+// loaded from sA (rows ar0 ..) when not KEEP.
+template <int D, bool KEEP> struct FgBwdRegA {
+  uint32_t f[KEEP ? D / 16 : 1][4];
+  __device__ __forceinline__ void load(const uint16_t* sA, int ar0, int lane) {
+    if constexpr (KEEP) {
+      const uint16_t* pa = fg_bwd_ldm_a_ptr<D>(sA, ar0, lane);
+#pragma unroll
+      for (int ch = 0; ch < D / 16; ++ch) fg_ldmatrix_x4(f[ch], pa + 16 * ch);
+    }
+  }
+  template <int NB>
+  __device__ __forceinline__ void abt(float (&c)[NB][4], const uint16_t* sA, int ar0, const uint16_t* sB, int br0,
+                                     int lane) const {
+    if constexpr (KEEP) {
+      fg_bwd_ldm_abt_a<D, NB>(
+          c, [&](int ch, uint32_t (&a)[4]) { a[0] = f[ch][0], a[1] = f[ch][1], a[2] = f[ch][2], a[3] = f[ch][3]; }, sB,
+          br0, lane);
+    } else {
+      fg_bwd_ldm_abt<D, NB>(c, sA, ar0, sB, br0, lane);
+    }
+  }
+};
 
 // fg_bwd_ldm_ab is fg_bwd_ab on a bfloat16 tile: B rows br0 .. br0 + 8 NB of sB, read by
 // ldmatrix.x4.trans, which gives the B fragments of two 8-column blocks for 16 rows (lane l
@@ -359,6 +405,89 @@ __device__ __forceinline__ void fg_bwd_ldm_ab(float (&o)[D / 8][4], const float 
   }
 }
 
+// fg_bwd_copy_bf16 starts the copy of rows [0, ROWS) of a row-major bfloat16 global matrix g
+// (row stride ld_g elements, D columns: the pre-pass's planes) into a tile of row stride D + 8
+// (the layout of fg_bwd_ldm_*), 16 bytes per cp.async: rows r < nvalid are copied, the others
+// zero-filled without a global read.
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void fg_bwd_copy_bf16(uint16_t* s, const uint16_t* g, int64_t ld_g, int nvalid) {
+  constexpr int CH = D / 8;
+#pragma unroll 4
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const bool ok = r < nvalid;
+    fg_cp_async16((float*)(s + r * (D + 8) + 8 * c), ok ? (const float*)(g + r * ld_g + 8 * c) : (const float*)g, ok);
+  }
+}
+
+// fg_bwd_copy_ld starts the copy of the (L2, delta) of rows [0, ROWS) from the workspace ld
+// (8 bytes per row) into s; rows r >= nvalid are zero-filled without a global read.
+template <int ROWS, int THREADS> __device__ __forceinline__ void fg_bwd_copy_ld(float* s, const float* ld, int nvalid) {
+  for (int r = threadIdx.x; r < ROWS; r += THREADS) {
+    const bool ok = r < nvalid;
+    const unsigned a = (unsigned)__cvta_generic_to_shared(s + 2 * r);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(a), "l"(ok ? ld + 2 * r : ld), "r"(ok ? 8 : 0));
+  }
+}
+
+// fg_bwd_row_ld writes the workspace entry (L2, delta) of query row `row` ((b H + h) Nq + i)
+// from s = rowsum(dO * O): L2 = (L + lres) log2 e (0 for a row without a visible key, L = -Inf)
+// and delta = s - dL, rounded to float.
+__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s) {
+  const float L = ((const float*)p.lse)[row];
+  float l2 = 0;
+  if (!fg_is_neg_inf(L)) {
+    if (p.dlse) s -= (double)((const float*)p.dlse)[row];
+    const double full = (double)L + (p.lres ? (double)((const float*)p.lres)[row] : 0.0);
+    l2 = (float)(full * 1.4426950408889634);
+  }
+  ((float2*)p.delta)[row] = make_float2(l2, (float)s);
+}
+
+// fg_bwd_sem_wait spins (one thread) until the semaphore *c reads turn (acquire, GPU scope);
+// it traps instead of hanging when that takes more than about 2^26 polls (seconds), which
+// only a broken order could cause.
+__device__ __forceinline__ void fg_bwd_sem_wait(const int* c, int turn) {
+  for (int n = 0;; ++n) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(c) : "memory");
+    if (v == turn) return;
+    if (n > (1 << 26)) __trap();
+    __nanosleep(64);
+  }
+}
+__device__ __forceinline__ void fg_bwd_sem_set(int* c, int v) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(c), "r"(v) : "memory");
+}
+
+// fg_bwd_dq_partial computes a warp's share of the query tile's dQ partial dS K (BM x D, over
+// the BN keys of the block): rows 16 rb .. 16 rb + 15, columns c0 .. c0 + NC - 1, into
+// acc[NC / 8][4] (m16n8 C layout). sdS holds dS^T [BN][BM + 8] bfloat16 (key-major): A's
+// fragment (m = query, k = key) comes by ldmatrix.x4.trans (lane l addresses key row
+// 16 kk + (l / 16) 8 + l % 8, query column 16 rb + (l / 8 % 2) 8); K [BN][D + 8] gives B's
+// fragments as in fg_bwd_ldm_ab.
+template <int D, int BM, int BN, int NC>
+__device__ __forceinline__ void fg_bwd_dq_partial(float (&acc)[NC / 8][4], const uint16_t* sdS, const uint16_t* sK,
+                                                  int rb, int c0, int lane) {
+  constexpr int LDS = BM + 8, LDH = D + 8;
+#pragma unroll
+  for (int n = 0; n < NC / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0;
+  const uint16_t* pa = sdS + ((lane / 16) * 8 + lane % 8) * LDS + 16 * rb + (lane / 8 % 2) * 8;
+  const uint16_t* pb = sK + ((lane / 8 % 2) * 8 + lane % 8) * LDH + c0 + (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    uint32_t a[4];
+    fg_ldmatrix_x4_trans(a, pa + 16 * kk * LDS);
+#pragma unroll
+    for (int np = 0; np < NC / 16; ++np) {
+      uint32_t b[4];
+      fg_ldmatrix_x4_trans(b, pb + 16 * kk * LDH + 16 * np);
+      fg_mma_bf16(acc[2 * np], a[0], a[1], a[2], a[3], b[0], b[1]);
+      fg_mma_bf16(acc[2 * np + 1], a[0], a[1], a[2], a[3], b[2], b[3]);
+    }
+  }
+}
+
 }  // namespace
 
 // fg_attn_bwd_mma_pre: grid ceil(B*H*Nq / 4), 128 threads, a warp per query row (the lanes sum
@@ -374,15 +503,68 @@ extern "C" __global__ void __launch_bounds__(128) fg_attn_bwd_mma_pre(const fg_a
   double s = 0;
   for (int c = lane; c < p.d; c += 32) s = fma((double)dO[c], (double)o[c], s);
   s = fg_group_sum<32>(s);
-  if (lane != 0) return;
-  const float L = ((const float*)p.lse)[row];
-  float l2 = 0;
-  if (!fg_is_neg_inf(L)) {
-    if (p.dlse) s -= (double)((const float*)p.dlse)[row];
-    const double full = (double)L + (p.lres ? (double)((const float*)p.lres)[row] : 0.0);
-    l2 = (float)(full * 1.4426950408889634);
+  if (lane == 0) fg_bwd_row_ld(p, row, s);
+}
+
+// fg_attn_bwd_bf16_prep: the pre-pass of the BF16 kernels that read bfloat16 planes
+// (fg_attn_bwd_mma_pre_*), one launch per call: a warp per row, grid-stride over the B H Nq
+// query rows, then the B Hkv Nk key rows. A query row writes Q and dO rounded to bfloat16
+// (round to nearest even, as the other BF16 kernels round them) and its workspace entry
+// (L2, delta) as fg_attn_bwd_mma_pre (the lanes sum dO * O in double, in a fixed order: lane l
+// holds columns 2l, 2l + 1 of every 64); a key row writes K and V rounded to bfloat16, unless
+// the key is padding (j >= key_lengths[b]: neither read nor written; the main kernels never
+// read it). pp.dst: four contiguous planes, Q, dO [B, H, Nq, d] then K, V [B, Hkv, Nk, d]
+// (the launcher requires contiguous layouts, so each plane shares its source's strides), then
+// the fused kernel's semaphores, int32 [B, H, ceil(Nq / 16)], which the pre-pass sets to 0;
+// it also writes dQ = 0 in the rows without a visible key (L = -Inf), which no key tile of
+// the fused kernel adds to (the other dQ kernels write those rows again).
+extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg_mma_prep_params pp) {
+  const fg_attn_params& p = pp.src;
+  const int lane = threadIdx.x % 32;
+  const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
+  uint16_t* qh = (uint16_t*)pp.dst;
+  uint16_t* doh = qh + qrows * p.d;
+  uint16_t* kh = doh + qrows * p.d;
+  uint16_t* vh = kh + krows * p.d;
+  int* sem = (int*)(vh + krows * p.d);
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  for (int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < qrows + krows; row += warps) {
+    if (row < qrows) {
+      const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
+      const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
+      const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
+      const float* o = (const float*)p.o + off;
+      const float* dO = (const float*)p.do_ + off;
+      double s = 0;
+      for (int c = 2 * lane; c < p.d; c += 64) {
+        const float2 x = *(const float2*)(q + c), y = *(const float2*)(dO + c), z = *(const float2*)(o + c);
+        *(uint32_t*)(qh + row * p.d + c) = fg_bf16x2(x.x, x.y);
+        *(uint32_t*)(doh + row * p.d + c) = fg_bf16x2(y.x, y.y);
+        s = fma((double)y.x, (double)z.x, s);
+        s = fma((double)y.y, (double)z.y, s);
+      }
+      s = fg_group_sum<32>(s);
+      if (lane == 0) fg_bwd_row_ld(p, row, s);
+      // For the fused kernel: the semaphore of each 16 query rows starts at 0, and dQ of a
+      // row without a visible key is 0 (no key tile adds to it).
+      if (lane == 0 && i % 16 == 0) sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
+      if (fg_is_neg_inf(((const float*)p.lse)[row])) {
+        float* dq = (float*)p.dq + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
+        for (int c = 2 * lane; c < p.d; c += 64) *(float2*)(dq + c) = make_float2(0.f, 0.f);
+      }
+    } else {
+      const int64_t kr = row - qrows;
+      const int j = (int)(kr % p.nk), hk = (int)(kr / p.nk % p.hkv), b = (int)(kr / p.nk / p.hkv);
+      if (p.key_lengths && j >= ((const int32_t*)p.key_lengths)[b]) continue;  // padding: never read
+      const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j * p.k_row;
+      const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j * p.v_row;
+      for (int c = 2 * lane; c < p.d; c += 64) {
+        const float2 x = *(const float2*)(k + c), y = *(const float2*)(v + c);
+        *(uint32_t*)(kh + kr * p.d + c) = fg_bf16x2(x.x, x.y);
+        *(uint32_t*)(vh + kr * p.d + c) = fg_bf16x2(y.x, y.y);
+      }
+    }
   }
-  ((float2*)p.delta)[row] = make_float2(l2, (float)s);
 }
 
 // fg_attn_bwd_mma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN/16 warps). D: the head
@@ -716,6 +898,226 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg
   fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + g, p.nq - m0, p.nq - m0, t);
 }
 
+// fg_attn_bwd_mma_pre_dkdv (BF16 only): fg_attn_bwd_mma_ldm_dkdv on the bfloat16 planes of
+// fg_attn_bwd_bf16_prep (p.q, p.do_, p.k, p.v point at them): every tile is copied by cp.async
+// straight into its bfloat16 tile, half the bytes of the float32 tiles and no conversion pass
+// (nor the block sync after it) per tile. With KREG the warp keeps its 16 rows of K and V as
+// A fragments in registers for the whole walk (4 D / 8 registers) instead of reloading them
+// for every query sub-block. Shared memory: K, V [BN][D+8] bfloat16, and two stages of Q, dO
+// [BM][D+8] bfloat16 with (L2, delta) [BM].
+//
+// FUSE: the kernel also computes dQ, without the dQ kernel's second S and dP (FlashAttention-3's
+// deterministic mode): per query tile the warps store dS^T in bfloat16 in shared memory, each
+// warp computes a 16-row, D/(W/(BM/16))-column share of the tile's partial dQ = dS K over the
+// block's BN keys, and the block adds it to dQ (float32, in global memory) in a fixed order:
+// key tile 0 first (it stores), then 1, 2, ...: a semaphore per 16 query rows (in the scratch
+// after the V plane, zeroed by the pre-pass) counts the key tiles that have added, and the
+// block of key tile jt waits until it reads jt, adds with L2-only loads and stores, and sets
+// it to jt + 1. Every key tile below jt adds to every query tile jt adds to (they start at or
+// before its first), so the order is total and the bits the same on every run. The grid is
+// (B Hkv, ceil(Nk / BN)): key tile jt's blocks come after key tile jt - 1's in launch order,
+// so a block only waits for blocks already running or done. Shared memory: and dS^T
+// [BN][BM + 8] bfloat16.
+template <int D, int BN, int BM, int SB, bool KREG, bool FUSE>
+__device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BN, NB = SB / 8, OB = D / 8, LDH = D + 8, W = BN / 16;
+  static_assert(D % 16 == 0 && BN % 16 == 0 && BM % SB == 0 && SB % 16 == 0, "tile sizes");
+  constexpr int RB = BM / 16, CS = FUSE ? W / RB : 1, NC = D / CS;  // the dQ shares
+  static_assert(!FUSE || (W % RB == 0 && NC % 16 == 0), "dQ shares");
+  constexpr int STAGE = 2 * BM * LDH + 4 * BM;  // uint16 per stage: Q, dO, (L2, delta)
+  constexpr int LDS = BM + 8;
+  constexpr unsigned SMEM = (2 * BN * LDH + 2 * STAGE + (FUSE ? BN * LDS : 0)) * sizeof(uint16_t);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  uint16_t* sKh = (uint16_t*)fg_smem;
+  uint16_t* sVh = sKh + BN * LDH;
+  uint16_t* sStage = sVh + BN * LDH;
+  uint16_t* sdS = sStage + 2 * STAGE;  // FUSE only
+
+  const int jt = FUSE ? blockIdx.y : blockIdx.x;
+  const int n0 = jt * BN, hk = FUSE ? blockIdx.x % p.hkv : blockIdx.y, b = FUSE ? blockIdx.x / p.hkv : blockIdx.z;
+  const int group = p.h / p.hkv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
+  const int m_start = i_first / BM * BM;
+  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
+  const int total = group * ntiles;
+
+  auto load_stage = [&](int it) {
+    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    uint16_t* st = sStage + (it & 1) * STAGE;
+    const int nvalid = p.nq - m0;
+    fg_bwd_copy_bf16<BM, D, THREADS>(st, (const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
+                                     p.q_row, nvalid);
+    fg_bwd_copy_bf16<BM, D, THREADS>(
+        st + BM * LDH, (const uint16_t*)p.do_ + b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row, p.o_row, nvalid);
+    fg_bwd_copy_ld<BM, THREADS>((float*)(st + 2 * BM * LDH), (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0),
+                                nvalid);
+  };
+
+  if (total > 0) {
+    fg_bwd_copy_bf16<BN, D, THREADS>(sKh, (const uint16_t*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)n0 * p.k_row,
+                                     p.k_row, klen - n0);
+    fg_bwd_copy_bf16<BN, D, THREADS>(sVh, (const uint16_t*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)n0 * p.v_row,
+                                     p.v_row, klen - n0);
+    load_stage(0);
+    fg_cp_async_commit();
+  }
+
+  float dk[OB][4], dv[OB][4];
+  fg_bwd_zero(dk);
+  fg_bwd_zero(dv);
+  FgBwdRegA<D, KREG> ka, va;
+  const int kr = 16 * warp + g;
+  for (int it = 0; it < total; ++it) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // this tile landed; every warp is done with the other stage
+    if (it == 0) ka.load(sKh, 16 * warp, lane), va.load(sVh, 16 * warp, lane);
+    if (it + 1 < total) {
+      load_stage(it + 1);
+      fg_cp_async_commit();
+    }
+    const int m0 = m_start + (it % ntiles) * BM;
+    const uint16_t* sQh = sStage + (it & 1) * STAGE;
+    const uint16_t* sdOh = sQh + BM * LDH;
+    const float2* sLD = (const float2*)(sdOh + BM * LDH);
+    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+#pragma unroll 1
+    for (int sb = 0; sb < BM; sb += SB) {
+      float sT[NB][4], dpT[NB][4];
+      fg_bwd_zero(sT);
+      fg_bwd_zero(dpT);
+      ka.abt(sT, sKh, 16 * warp, sQh, sb, lane);
+      va.abt(dpT, sVh, 16 * warp, sdOh, sb, lane);
+      fg_bwd_pds_t(sT, dpT, sLD, sb, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      if constexpr (FUSE) {
+        // dS^T in bfloat16 (the rounding the dK product applies): keys kr, kr + 8, queries
+        // sb + 8 j + 2 t, + 1.
+#pragma unroll
+        for (int j = 0; j < NB; ++j)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            *(uint32_t*)&sdS[(kr + 8 * r) * LDS + sb + 8 * j + 2 * t] = fg_bf16x2(dpT[j][2 * r], dpT[j][2 * r + 1]);
+      }
+      fg_bwd_ldm_ab<D, NB>(dv, sT, sdOh, sb, lane);
+      fg_bwd_ldm_ab<D, NB>(dk, dpT, sQh, sb, lane);
+    }
+    if constexpr (FUSE) {
+      __syncthreads();  // dS^T of the whole tile stored
+      const int rb = warp % RB, c0 = warp / RB * NC;
+      float acc[NC / 8][4];
+      fg_bwd_dq_partial<D, BM, BN, NC>(acc, sdS, sKh, rb, c0, lane);
+      const int hq = hk * group + it / ntiles;
+      int* sem = (int*)((const uint16_t*)p.v + (int64_t)p.b * p.hkv * p.nk * p.d) +
+                 ((int64_t)b * p.h + hq) * ((p.nq + 15) / 16) + m0 / 16;
+      if (threadIdx.x == 0) fg_bwd_sem_wait(sem, jt);
+      __syncthreads();  // our turn; also: every warp is done reading sdS
+      float* dq = (float*)p.dq + b * p.q_batch + hq * p.q_head;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int i = m0 + 16 * rb + g + 8 * r;
+        if (i >= p.nq) continue;
+#pragma unroll
+        for (int n = 0; n < NC / 8; ++n) {
+          float2* at = (float2*)&dq[(int64_t)i * p.q_row + c0 + 8 * n + 2 * t];
+          float2 x = make_float2(acc[n][2 * r], acc[n][2 * r + 1]);
+          if (jt > 0) {
+            const float2 y = __ldcg(at);
+            x.x += y.x, x.y += y.y;
+          }
+          __stcg(at, x);
+        }
+      }
+      __syncthreads();  // every add issued
+      if (threadIdx.x == 0) {
+        __threadfence();
+        fg_bwd_sem_set(sem, jt + 1);
+      }
+    }
+  }
+
+  float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
+  float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
+  fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
+  fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
+}
+
+// fg_attn_bwd_mma_pre_dq (BF16 only): fg_attn_bwd_mma_ldm_dq on the bfloat16 planes of
+// fg_attn_bwd_bf16_prep: Q and dO copied once, the key tiles in two stages, all by cp.async
+// straight into bfloat16 tiles. With QREG the warp keeps its 16 rows of Q and dO as A
+// fragments in registers. Shared memory: Q, dO [BM][D+8] and two stages of K, V [BN][D+8],
+// bfloat16.
+template <int D, int BM, int BN, bool QREG> __device__ void fg_attn_bwd_mma_pre_dq(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BM, NB = BN / 8, OB = D / 8, LDH = D + 8;
+  static_assert(D % 16 == 0 && BM % 16 == 0 && BN % 16 == 0, "tile sizes");
+  constexpr int STAGE = 2 * BN * LDH;
+  constexpr unsigned SMEM = (2 * BM * LDH + 2 * STAGE) * sizeof(uint16_t);
+  if (fg_dynamic_smem() < SMEM) __trap();
+  uint16_t* sQh = (uint16_t*)fg_smem;
+  uint16_t* sdOh = sQh + BM * LDH;
+  uint16_t* sStage = sdOh + BM * LDH;
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const uint16_t* k = (const uint16_t*)p.k + b * p.k_batch + hk * p.k_head;
+  const uint16_t* v = (const uint16_t*)p.v + b * p.v_batch + hk * p.v_head;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  const int r0 = m0 + 16 * warp + g;
+  int lim[2];
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+    l2[r] = x.x, dl[r] = x.y;
+  }
+  const int lim_min = min(lim[0], lim[1]);
+
+  auto load_stage = [&](int n0) {
+    uint16_t* st = sStage + ((n0 / BN) & 1) * STAGE;
+    fg_bwd_copy_bf16<BN, D, THREADS>(st, k + (int64_t)n0 * p.k_row, p.k_row, kv_end - n0);
+    fg_bwd_copy_bf16<BN, D, THREADS>(st + BN * LDH, v + (int64_t)n0 * p.v_row, p.v_row, kv_end - n0);
+  };
+  if (kv_end > 0) {
+    fg_bwd_copy_bf16<BM, D, THREADS>(sQh, (const uint16_t*)p.q + b * p.q_batch + h * p.q_head + (int64_t)m0 * p.q_row,
+                                     p.q_row, p.nq - m0);
+    fg_bwd_copy_bf16<BM, D, THREADS>(sdOh, (const uint16_t*)p.do_ + b * p.o_batch + h * p.o_head + (int64_t)m0 * p.o_row,
+                                     p.o_row, p.nq - m0);
+    load_stage(0);
+    fg_cp_async_commit();
+  }
+
+  float dq[OB][4];
+  fg_bwd_zero(dq);
+  FgBwdRegA<D, QREG> qa, doa;
+  for (int n0 = 0; n0 < kv_end; n0 += BN) {
+    fg_cp_async_wait_all();
+    __syncthreads();  // this tile landed; every warp is done with the other stage
+    if (n0 == 0) qa.load(sQh, 16 * warp, lane), doa.load(sdOh, 16 * warp, lane);
+    if (n0 + BN < kv_end) {
+      load_stage(n0 + BN);
+      fg_cp_async_commit();
+    }
+    const uint16_t* sKh = sStage + ((n0 / BN) & 1) * STAGE;
+    const uint16_t* sVh = sKh + BN * LDH;
+    float s[NB][4], dp[NB][4];
+    fg_bwd_zero(s);
+    fg_bwd_zero(dp);
+    qa.abt(s, sQh, 16 * warp, sKh, 0, lane);
+    doa.abt(dp, sdOh, 16 * warp, sVh, 0, lane);
+    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    fg_bwd_ldm_ab<D, NB>(dq, dp, sKh, 0, lane);
+  }
+
+  float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
+  fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + g, p.nq - m0, p.nq - m0, t);
+}
+
 // ---- entry points ----------------------------------------------------------------------------
 // Names encode every template parameter; cuda/attention_mma_bwd.go (mmaBwdCfgs) builds the same.
 
@@ -758,3 +1160,34 @@ FG_BWD_MMA_LDM_DKDV(64, 64, 64, 64)
 FG_BWD_MMA_LDM_DQ(64, 128, 32)
 FG_BWD_MMA_LDM_DKDV(128, 64, 16, 16)
 FG_BWD_MMA_LDM_DQ(128, 128, 16)
+
+#define FG_BWD_MMA_PRE_DKDV(D, BN, BM, SB, R)                                                   \
+  extern "C" __global__ void __launch_bounds__(2 * BN)                                          \
+      fg_attn_bwd_mma_pre_dkdv_bf16_d##D##_n##BN##_m##BM##_s##SB##_r##R(const fg_attn_params p) { \
+    fg_attn_bwd_mma_pre_dkdv<D, BN, BM, SB, (R) != 0, false>(p);                                 \
+  }
+#define FG_BWD_MMA_FUSED_DKDV(D, BN, BM, SB, R)                                                   \
+  extern "C" __global__ void __launch_bounds__(2 * BN)                                            \
+      fg_attn_bwd_mma_fused_dkdv_bf16_d##D##_n##BN##_m##BM##_s##SB##_r##R(const fg_attn_params p) { \
+    fg_attn_bwd_mma_pre_dkdv<D, BN, BM, SB, (R) != 0, true>(p);                                   \
+  }
+#define FG_BWD_MMA_PRE_DQ(D, BM, BN, R)                                                         \
+  extern "C" __global__ void __launch_bounds__(2 * BM)                                          \
+      fg_attn_bwd_mma_pre_dq_bf16_d##D##_m##BM##_n##BN##_r##R(const fg_attn_params p) {          \
+    fg_attn_bwd_mma_pre_dq<D, BM, BN, (R) != 0>(p);                                                     \
+  }
+// bfloat16 planes from the pre-pass fg_attn_bwd_bf16_prep (mmaBwdCfg.Pre; R: A fragments kept
+// in registers).
+FG_BWD_MMA_PRE_DKDV(64, 128, 64, 64, 1)
+FG_BWD_MMA_PRE_DKDV(64, 64, 64, 64, 1)
+FG_BWD_MMA_PRE_DQ(64, 128, 64, 1)
+FG_BWD_MMA_PRE_DQ(64, 128, 32, 0)
+FG_BWD_MMA_PRE_DKDV(128, 128, 32, 16, 0)
+FG_BWD_MMA_PRE_DKDV(128, 64, 32, 32, 0)
+FG_BWD_MMA_PRE_DQ(128, 128, 32, 1)
+FG_BWD_MMA_PRE_DQ(128, 128, 16, 0)
+FG_BWD_MMA_FUSED_DKDV(64, 128, 64, 64, 1)
+FG_BWD_MMA_FUSED_DKDV(64, 128, 64, 32, 1)
+FG_BWD_MMA_FUSED_DKDV(64, 128, 128, 32, 1)
+FG_BWD_MMA_FUSED_DKDV(128, 128, 32, 16, 0)
+FG_BWD_MMA_FUSED_DKDV(128, 64, 32, 32, 0)

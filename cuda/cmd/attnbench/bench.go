@@ -93,12 +93,12 @@ func benchAttention(c benchCase) (res benchResult, err error) {
 			return res, err
 		}
 	}
-	// The scratch of the largest pre-pass among the precisions.
+	// The scratch of the largest pre-pass among the precisions, forward or backward.
 	scratch := 0
 	for _, prec := range c.Precisions {
 		pp := p
 		pp.Precision = prec
-		scratch = max(scratch, pp.ForwardScratch())
+		scratch = max(scratch, pp.ForwardScratch(), pp.BackwardScratch())
 	}
 	if scratch > 0 {
 		if err := alloc(&p.Scratch, cuda.Float32, scratch); err != nil {

@@ -14,10 +14,9 @@
 // the bf16 backends those values rounded to bf16.
 //
 // Ours: each precision of -prec (fma, exact, tf32, bf16: cuda.Precision) through the public
-// API: device Buffers, AttentionForwardBuffers (with the Scratch buffer that ForwardScratch
-// asks for) and AttentionBackwardBuffers, timed with cuda.Timer (CUDA events) around the
-// kernels, median of -reps after a warm-up. The backward takes no precision yet (it runs the
-// float32 FMA kernels), so forward+backward differs between precisions by the forward only.
+// API: device Buffers, AttentionForwardBuffers and AttentionBackwardBuffers (with the Scratch
+// buffer that ForwardScratch and BackwardScratch ask for), timed with cuda.Timer (CUDA events)
+// around the kernels, median of -reps after a warm-up.
 // PyTorch: f32 EFFICIENT, bf16 FLASH, bf16 cuDNN (sdpa_bench.py), timed the same way.
 //
 // Errors: the largest |x − x64| / max(1, |x64|) over the checked rows (checkRows: 8 query rows
