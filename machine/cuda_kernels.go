@@ -589,6 +589,13 @@ func (c *cudaBackend) attention(op gorgonia.Op, out Operand, in []Operand) (Kern
 	if p.Delta, err = c.alloc(cuda.Float64, lLen); err != nil {
 		return nil, err
 	}
+	// The BF16 backward's workspace (Q, dO, K and V as bfloat16 planes, converted once per
+	// call); none for the other precisions, which read float32 tiles.
+	if n := p.BackwardScratch(); n > 0 {
+		if p.Scratch, err = c.alloc(cuda.Float32, n); err != nil {
+			return nil, err
+		}
+	}
 	return func() error { return cuda.AttentionBackwardBuffers(p) }, nil
 }
 

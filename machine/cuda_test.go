@@ -10,6 +10,7 @@ import (
 	"github.com/flashgorgon/flashgorgon/cuda"
 	"github.com/flashgorgon/flashgorgon/machine"
 	"github.com/flashgorgon/flashgorgon/nn"
+	"github.com/flashgorgon/flashgorgon/ops/attention"
 )
 
 // needGPU skips a test without a CUDA device (and cuBLAS).
@@ -263,6 +264,44 @@ func TestOpen(t *testing.T) {
 			defer b.Close()
 			if got := b.Name() == "cpu"; got != c.cpu {
 				t.Errorf("%s=%q, Open(%q): backend %s", machine.DeviceEnv, c.env, c.device, b.Name())
+			}
+		})
+	}
+}
+
+// TestCUDAAttentionPrecisions runs attention with tensor-core shapes (d = 64, causal, GQA, key
+// lengths) on the CUDA machine in each float32 precision and compares the gradients with the
+// CPU machine's float32 ones: within each precision's rounding, and for TF32 and BF16 above
+// float32's level, so a precision that never reached the kernels (or a BF16 backward that fell
+// back to the float32-tile kernels) shows. The BF16 backward reads the bfloat16 planes of its
+// pre-pass from a scratch buffer the machine plans with the others.
+func TestCUDAAttentionPrecisions(t *testing.T) {
+	needGPU(t)
+	for _, c := range []struct {
+		prec         cuda.Precision
+		lower, upper float64 // the largest gradient error, relative to the gradient's largest entry
+	}{
+		{cuda.PrecisionExact, 0, 1e-4},
+		{cuda.PrecisionTF32, 1e-5, 2e-2},
+		{cuda.PrecisionBF16, 1e-4, 8e-2},
+	} {
+		t.Run(c.prec.String(), func(t *testing.T) {
+			build := attn(2, 4, 2, 70, 90, 64, attention.Options{Causal: true, KeyLengths: []int{90, 41}, Precision: c.prec}, false)
+			cpu, loss, _, grads := onMachine(t, build, tensor.Float32)
+			_, wantGrads := results(t, cpu, loss, grads)
+			gpu, loss, _, grads := onMachine(t, build, tensor.Float32, machine.OnDevice("cuda"))
+			_, gotGrads := results(t, gpu, loss, grads)
+			for k := range wantGrads {
+				scale, e := 0.0, 0.0
+				for i, w := range wantGrads[k] {
+					scale = max(scale, math.Abs(w))
+					e = max(e, math.Abs(gotGrads[k][i]-w))
+				}
+				e /= max(scale, 1e-30)
+				if !(e >= c.lower && e <= c.upper) {
+					t.Errorf("gradient %d: largest error %.3g relative to its largest entry, want it in [%g, %g]", k, e, c.lower, c.upper)
+				}
+				t.Logf("gradient %d: error %.3g", k, e)
 			}
 		})
 	}
