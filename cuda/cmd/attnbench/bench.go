@@ -7,6 +7,7 @@ import (
 
 	"github.com/flashgorgon/flashgorgon/cuda"
 	"github.com/flashgorgon/flashgorgon/internal/attnspec"
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
 )
 
 // benchCase is one attention problem timed by benchAttention: q, k, v, dO [B, H, N, D]
@@ -210,6 +211,7 @@ func median(x []float64) float64 {
 type checker struct {
 	p                 *attnspec.Problem
 	q, k, v, do, o, l []float64
+	stats             map[[2]int][]rowStat // groupStats by (b, key/value head)
 }
 
 // rowRef returns, for query row r = (b·H + h)·Nq + i, the probabilities P_rj over the visible
@@ -296,25 +298,28 @@ func (ch *checker) dqRows(rows []int, dq []float64) float64 {
 }
 
 // dkdvRows returns the largest error of dK and dV on the given key rows kr = (b·Hkv + g)·Nk + j,
-// summing over every query row that sees the key. P_ij uses the device's L and Δ_i the
-// device's O (both checked on rows by forwardRows), which keeps this O(Nq·D) per key row.
+// summing over every query row that sees the key: dV_j = Σ_i P_ij dO_i and dK_j = Scale Σ_i
+// P_ij (dP_ij − Δ_i) q_i, with P_ij from a float64 log-sum-exp of row i and Δ_i = dO_i·O_i from
+// a float64 O_i (groupStats), both from the inputs alone: no output of the kernels under test
+// enters the reference.
 func (ch *checker) dkdvRows(keyRows []int, dk, dv []float64) float64 {
 	p := ch.p
 	D, G, worst := p.D, p.H/p.Hkv, 0.0
 	for _, kr := range keyRows {
 		b, hk, j := kr/(p.Hkv*p.Nk), kr/p.Nk%p.Hkv, kr%p.Nk
+		st := ch.groupStats(b, hk)
 		gk, gv := make([]float64, D), make([]float64, D)
 		for h := hk * G; h < (hk+1)*G; h++ {
 			for i := p.FirstQuery(b, j); i < p.Nq; i++ {
 				r := (b*p.H+h)*p.Nq + i
-				s, dp, delta := 0.0, 0.0, 0.0
+				x := st[(h-hk*G)*p.Nq+i]
+				s, dp := 0.0, 0.0
 				for c := 0; c < D; c++ {
 					s += ch.q[r*D+c] * ch.k[kr*D+c]
 					dp += ch.do[r*D+c] * ch.v[kr*D+c]
-					delta += ch.do[r*D+c] * ch.o[r*D+c]
 				}
-				pij := math.Exp(p.Scale*s - ch.l[r])
-				ds := pij * (dp - delta)
+				pij := math.Exp(p.Scale*s - x.lse)
+				ds := pij * (dp - x.delta)
 				for c := 0; c < D; c++ {
 					gk[c] += p.Scale * ds * ch.q[r*D+c]
 					gv[c] += pij * ch.do[r*D+c]
@@ -326,6 +331,45 @@ func (ch *checker) dkdvRows(keyRows []int, dk, dv []float64) float64 {
 		}
 	}
 	return worst
+}
+
+// rowStat is a query row's float64 log-sum-exp and Δ = dO·O.
+type rowStat struct{ lse, delta float64 }
+
+// groupStats returns the rowStat of every query row of the heads that share key/value head
+// (b, hk), indexed by (h − hk·G)·Nq + i: O(G·Nq·Nk·D) work, spread over the cores and kept
+// in ch for the next call (every precision of a shape checks the same key rows).
+func (ch *checker) groupStats(b, hk int) []rowStat {
+	p := ch.p
+	key := [2]int{b, hk}
+	if st, ok := ch.stats[key]; ok {
+		return st
+	}
+	D, G := p.D, p.H/p.Hkv
+	st := make([]rowStat, G*p.Nq)
+	parallel.For(len(st), 1, func(lo, hi int) {
+		o := make([]float64, D)
+		for x := lo; x < hi; x++ {
+			r := (b*p.H+hk*G+x/p.Nq)*p.Nq + x%p.Nq
+			pr, lse, kv := ch.rowRef(r)
+			clear(o)
+			for j, pj := range pr {
+				for c := 0; c < D; c++ {
+					o[c] += pj * ch.v[kv+j*D+c]
+				}
+			}
+			delta := 0.0
+			for c := 0; c < D; c++ {
+				delta += ch.do[r*D+c] * o[c]
+			}
+			st[x] = rowStat{lse, delta}
+		}
+	})
+	if ch.stats == nil {
+		ch.stats = map[[2]int][]rowStat{}
+	}
+	ch.stats[key] = st
+	return st
 }
 
 // relErr is |got − want| / max(1, |want|); NaN counts as infinitely wrong.
