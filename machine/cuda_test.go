@@ -283,7 +283,7 @@ func TestCUDAAttentionPrecisions(t *testing.T) {
 		prec         cuda.Precision
 		lower, upper float64 // the largest gradient error, relative to the gradient's largest entry
 	}{
-		{cuda.PrecisionExact, 0, 1e-5},
+		{cuda.PrecisionExact, 0, 5e-5}, // the float64 graph's inputs are not rounded to float32
 		{cuda.PrecisionTF32, 1e-5, 2e-2},
 		{cuda.PrecisionBF16, 1e-4, 8e-2},
 	} {
