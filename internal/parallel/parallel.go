@@ -12,7 +12,10 @@
 // whole step and parks them a few ms after the work ends. The environment
 // variable FLASHGORGON_SPIN (SpinEnv), read once at start-up, sets the spin
 // as a Go duration ("0" parks at once, "50µs", "5ms"), at most MaxSpin;
-// Spin reports the value in force and SpinErr an unusable setting.
+// Spin reports the value in force and SpinErr an unusable setting. Polling
+// takes CPU time that other busy processes of the machine could use, so on
+// a machine shared with them (more threads ready to run than cores) a short
+// spin or none may do better, as OpenMP's passive wait policy does.
 package parallel
 
 import (
