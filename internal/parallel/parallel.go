@@ -12,10 +12,15 @@
 // whole step and parks them a few ms after the work ends. The environment
 // variable FLASHGORGON_SPIN (SpinEnv), read once at start-up, sets the spin
 // as a Go duration ("0" parks at once, "50µs", "5ms"), at most MaxSpin;
-// Spin reports the value in force and SpinErr an unusable setting. Polling
-// takes CPU time that other busy processes of the machine could use, so on
-// a machine shared with them (more threads ready to run than cores) a short
-// spin or none may do better, as OpenMP's passive wait policy does.
+// Spin reports the value in force and SpinErr an unusable setting.
+//
+// Polling takes CPU time that other threads ready to run could use. When
+// GOMAXPROCS exceeds the CPUs the process may run on (runtime.NumCPU), the
+// workers themselves outnumber the cores, and the spin is cut to
+// OversubscribedSpin, as libgomp cuts its spin count when its threads
+// outnumber the CPUs. On a machine shared with other busy processes a short
+// spin or none (FLASHGORGON_SPIN=50µs or 0) may do better too, as OpenMP's
+// passive wait policy does.
 package parallel
 
 import (
@@ -123,9 +128,16 @@ const DefaultSpin = 5 * time.Millisecond
 // Intel's 200 ms), so that no setting keeps idle workers polling for long.
 const MaxSpin = 200 * time.Millisecond
 
+// OversubscribedSpin is the most a worker polls while GOMAXPROCS exceeds
+// runtime.NumCPU (see the package doc): main's fixed spin before SpinEnv.
+const OversubscribedSpin = 50 * time.Microsecond
+
 // spin is how long an idle worker, and the caller waiting for the workers,
 // poll before blocking (read once at start-up, see SpinEnv): thePool's.
 var spin, spinErr = parseSpin(os.Getenv(SpinEnv))
+
+// numCPU is how many CPUs the process may run on (at start-up).
+var numCPU = runtime.NumCPU()
 
 // parseSpin reads a value of SpinEnv: empty gives DefaultSpin, a Go
 // duration ≥ 0 (a bare "0" included) gives itself capped at MaxSpin;
@@ -164,13 +176,23 @@ const (
 	goschedEvery  = 64
 )
 
-// poll calls ready until it reports true, and reports true, or until spin
-// has passed, and reports false.
+// pollFor returns how long to poll for a spin of spin with procs
+// goroutines' worth of processors (GOMAXPROCS) on cpus CPUs: spin, or at
+// most OversubscribedSpin when procs > cpus.
+func pollFor(spin time.Duration, procs, cpus int) time.Duration {
+	if procs > cpus {
+		return min(spin, OversubscribedSpin)
+	}
+	return spin
+}
+
+// poll calls ready until it reports true, and reports true, or until
+// pollFor(spin, GOMAXPROCS, numCPU) has passed, and reports false.
 func poll(spin time.Duration, ready func() bool) bool {
 	if ready() {
 		return true
 	}
-	if spin <= 0 {
+	if spin = pollFor(spin, Workers(), numCPU); spin <= 0 {
 		return false
 	}
 	start := time.Now()

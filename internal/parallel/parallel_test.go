@@ -280,14 +280,36 @@ func TestParseSpin(t *testing.T) {
 	}
 }
 
+// TestPollFor: the spin in force is FLASHGORGON_SPIN's, cut to
+// OversubscribedSpin when GOMAXPROCS exceeds the CPUs.
+func TestPollFor(t *testing.T) {
+	for _, tc := range []struct {
+		spin        time.Duration
+		procs, cpus int
+		want        time.Duration
+	}{
+		{5 * time.Millisecond, 16, 16, 5 * time.Millisecond},
+		{5 * time.Millisecond, 2, 16, 5 * time.Millisecond},
+		{5 * time.Millisecond, 16, 2, OversubscribedSpin},
+		{10 * time.Microsecond, 16, 2, 10 * time.Microsecond},
+		{0, 17, 16, 0},
+		{MaxSpin, 1, 1, MaxSpin},
+	} {
+		if got := pollFor(tc.spin, tc.procs, tc.cpus); got != tc.want {
+			t.Errorf("pollFor(%v, GOMAXPROCS %d, %d CPUs) = %v, want %v", tc.spin, tc.procs, tc.cpus, got, tc.want)
+		}
+	}
+}
+
 // TestIdleWorkersPark checks the spin policy on a pool of its own: after a
 // job, no worker parks before the spin has passed since the job opened (a
 // worker polls for the spin from the end of its last chunk), and every
 // worker has parked soon after (idle workers stop taking CPU time); the
-// parked workers then serve the next job.
+// parked workers then serve the next job. GOMAXPROCS stays within the CPUs
+// (pollFor would cut the spin otherwise); the pool runs 4 workers anyway.
 func TestIdleWorkersPark(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	runtime.GOMAXPROCS(4)
+	runtime.GOMAXPROCS(min(4, runtime.NumCPU()))
 	for _, s := range []time.Duration{0, 100 * time.Millisecond} {
 		t.Run(s.String(), func(t *testing.T) {
 			p := newPool(s)

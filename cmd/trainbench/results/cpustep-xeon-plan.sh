@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Xeon A/B of internal/parallel's spin (FLASHGORGON_SPIN) on the large GPT's CPU training step
-# (branch cpustep, fifth session of 2026-11-23). About 60-80 s of run time on the H100 machine's
+# (branch cpustep, fifth session of 2026-11-23). About 70-85 s of run time on the H100 machine's
 # 16-vCPU Xeon (46 s for the benchmarks on the 2-core development machine); every command has a
 # timeout.
 #
@@ -17,9 +17,10 @@
 #      default), and nn-base.test when present, interleaved over two rounds: tokens/s and, for
 #      each process, the vCPUs' steal and idle ticks from /proc/stat (the VM's host taking our
 #      vCPUs; cores left idle, polling counting as busy).
-#   2. trainbench at 16 threads with the default spin and -cpuprofile over 6 timed steps: where the
+#   2. the small config's step (L2_D64_H4_T64_B32) at 2 and 16 threads, one run per variant.
+#   3. trainbench at 16 threads with the default spin and -cpuprofile over 6 timed steps: where the
 #      16-thread step goes now (`go tool pprof -top train-large-16.prof`, no binary needed).
-#   3. PyTorch's twin (gpt_twin.py, vocab 128, same model) at 2 and 16 threads, 4 timed steps,
+#   4. PyTorch's twin (gpt_twin.py, vocab 128, same model) at 2 and 16 threads, 4 timed steps,
 #      when python3 has torch: the ratio in the same call.
 set -u
 D=${D:-.devbin/s5x}
@@ -52,6 +53,14 @@ for round in 1 2; do
 		done
 	done
 done
+# The small config (2 layers, width 64, batch 32, context 64: ≈ 25 ms steps, loops of tens of µs
+# at 16 threads, 0.98× its 2-thread rate in the fourth session): one process per variant.
+for v in $VARIANTS; do
+	bin=$D/nn.test spin=${v#spin}
+	[ "$v" = base ] && bin=$D/nn-base.test spin=
+	FLASHGORGON_SPIN=$spin timeout 15 "$bin" -test.run XXX -test.bench 'TrainStep/L2_D64_H4_T64_B32' \
+		-test.benchtime 20x -test.cpu 2,16 >"$L/small-$v.txt" 2>&1
+done
 T1=$(date +%s)
 FLASHGORGON_SPIN=5ms timeout 20 "$D/trainbench" -threads 16 -layers 4 -width 256 -heads 8 -context 256 \
 	-batch 16 -vocab 96 -steps 6 -cpuprofile "$L/train-large-16.prof" >"$L/trainbench-16.json" 2>&1
@@ -80,6 +89,11 @@ echo "seconds: benchmarks $((T1 - T0)), trainbench $((T2 - T1)), torch $((T3 - T
 			done
 			echo "$line"
 		done
+	done
+	echo
+	echo "## BenchmarkTrainStep/L2_D64_H4_T64_B32 (small) tokens/s at 2 and 16 threads"
+	for v in $VARIANTS; do
+		echo "$v: $(grep -o '[0-9.]* tokens/s' "$L/small-$v.txt" | cut -d' ' -f1 | tr '\n' ' ')"
 	done
 	echo
 	echo "## trainbench 16 threads, spin 5ms, profiled"
