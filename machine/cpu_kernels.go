@@ -99,7 +99,7 @@ const (
 // [0, n), split over the cores in runs of at least grain elements.
 func forBlocks(n, grain int, f func(lo, hi int)) {
 	nb := (n + elemBlock - 1) / elemBlock
-	parallel.For(nb, max(1, grain/elemBlock), func(b0, b1 int) {
+	parallel.ForDynamic(nb, max(1, grain/elemBlock), func(b0, b1 int) {
 		f(b0*elemBlock, min(b1*elemBlock, n))
 	})
 }
@@ -178,7 +178,7 @@ func repeat[T vec.Float](out, in Operand, ys tensor.Shape, xst []int) Kernel {
 	last := len(ys) - 1
 	d, rows := ys[last], size(ys)/ys[last]
 	return func() error {
-		parallel.For(rows, max(1, elemGrain/d), func(lo, hi int) {
+		parallel.ForDynamic(rows, max(1, elemGrain/d), func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				// The offset of row r in x: its index along each axis but the last.
 				off, rest := 0, r
@@ -221,7 +221,7 @@ func sumAll[T vec.Float](out, in Operand) Kernel {
 	nb := (len(x) + sumBlock - 1) / sumBlock
 	part := make([]float64, nb)
 	return func() error {
-		parallel.For(nb, 2, func(lo, hi int) {
+		parallel.ForDynamic(nb, 2, func(lo, hi int) {
 			for b := lo; b < hi; b++ {
 				part[b] = vec.Sum(x[b*sumBlock : min((b+1)*sumBlock, len(x))])
 			}

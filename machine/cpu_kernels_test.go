@@ -49,6 +49,21 @@ func valuesOf(o Operand) []float64 {
 	return out
 }
 
+// poison sets every element of a CPU operand's buffer to NaN, so that a
+// kernel that leaves an element unwritten fails its check.
+func poison(o Operand) {
+	switch d := o.Buf.(*hostBuffer).data.(type) {
+	case []float32:
+		for i := range d {
+			d[i] = float32(math.NaN())
+		}
+	case []float64:
+		for i := range d {
+			d[i] = math.NaN()
+		}
+	}
+}
+
 // opOf returns the op of the node that build makes from inputs of shapes.
 func opOf(t *testing.T, dt tensor.Dtype, shapes []tensor.Shape, build func(in ...*gorgonia.Node) (*gorgonia.Node, error)) gorgonia.Op {
 	t.Helper()
@@ -83,8 +98,10 @@ func bind(t *testing.T, mk KernelMaker, op gorgonia.Op, out Operand, in ...Opera
 }
 
 // TestCPUElemBin checks x + y and x ∘ y against float64 loops, at sizes
-// around the vector widths and the parallel blocks.
+// around the vector widths and the parallel blocks, at several GOMAXPROCS
+// (each entry rounded once: the same bits for any split).
 func TestCPUElemBin(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	rng := rand.New(rand.NewSource(1))
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
 		for _, s := range []tensor.Shape{{1}, {17}, {3, 5}, {127, 129}, {1025, 71}} {
@@ -98,16 +115,21 @@ func TestCPUElemBin(t *testing.T) {
 					x, xv := operandOf(t, dt, rng, s)
 					y, yv := operandOf(t, dt, rng, s)
 					z, _ := operandOf(t, dt, rng, s)
-					if err := bind(t, cpuElemBin, op, z, x, y)(); err != nil {
-						t.Fatal(err)
-					}
-					for i, got := range valuesOf(z) {
-						want := xv[i] + yv[i]
-						if mul {
-							want = xv[i] * yv[i]
+					k := bind(t, cpuElemBin, op, z, x, y)
+					for _, procs := range []int{1, 4, 3} {
+						runtime.GOMAXPROCS(procs)
+						poison(z)
+						if err := k(); err != nil {
+							t.Fatal(err)
 						}
-						if math.Abs(got-want) > tol(dt, want) {
-							t.Fatalf("[%d]: %v, want %v", i, got, want)
+						for i, got := range valuesOf(z) {
+							want := xv[i] + yv[i]
+							if mul {
+								want = xv[i] * yv[i]
+							}
+							if math.Abs(got-want) > tol(dt, want) {
+								t.Fatalf("GOMAXPROCS=%d [%d]: %v, want %v", procs, i, got, want)
+							}
 						}
 					}
 				})
@@ -117,8 +139,10 @@ func TestCPUElemBin(t *testing.T) {
 }
 
 // TestCPURepeat checks the broadcast of axes of length 1 against index
-// arithmetic, from a scalar and from [M, 1] and [1, V].
+// arithmetic, from a scalar and from [M, 1] and [1, V], at several
+// GOMAXPROCS.
 func TestCPURepeat(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	rng := rand.New(rand.NewSource(2))
 	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
 		for _, tc := range []struct {
@@ -129,6 +153,7 @@ func TestCPURepeat(t *testing.T) {
 			{tensor.Shape{37, 1}, tensor.Shape{37, 96}, 1},
 			{tensor.Shape{1, 17}, tensor.Shape{129, 17}, 0},
 			{tensor.Shape{5, 1, 3}, tensor.Shape{5, 7, 3}, 1},
+			{tensor.Shape{1, 96}, tensor.Shape{2048, 96}, 0},
 		} {
 			t.Run(fmt.Sprintf("%v/%v", dt, tc.y), func(t *testing.T) {
 				// BroadcastAdd repeats x along axis to y's shape.
@@ -148,26 +173,31 @@ func TestCPURepeat(t *testing.T) {
 				x, xv := operandOf(t, dt, rng, tc.x)
 				y, _ := operandOf(t, dt, rng, tc.y)
 				n, _ := operandOf(t, tensor.Int, rng, tensor.ScalarShape()) // the count: read from the shape
-				if err := bind(t, cpuRepeat, op, y, x, n)(); err != nil {
-					t.Fatal(err)
-				}
-				got := valuesOf(y)
-				for i := 0; i < size(tc.y); i++ {
-					// The index of element i of y in x: the axes where x has length 1 read index 0.
-					xi, rest, stride := 0, i, 1
-					idx := make([]int, len(tc.y))
-					for k := len(tc.y) - 1; k >= 0; k-- {
-						idx[k] = rest % tc.y[k]
-						rest /= tc.y[k]
+				k := bind(t, cpuRepeat, op, y, x, n)
+				for _, procs := range []int{1, 4, 3} {
+					runtime.GOMAXPROCS(procs)
+					poison(y)
+					if err := k(); err != nil {
+						t.Fatal(err)
 					}
-					for k := len(tc.y) - 1; k >= 0; k-- {
-						if tc.x[k] != 1 {
-							xi += idx[k] * stride
+					got := valuesOf(y)
+					for i := 0; i < size(tc.y); i++ {
+						// The index of element i of y in x: the axes where x has length 1 read index 0.
+						xi, rest, stride := 0, i, 1
+						idx := make([]int, len(tc.y))
+						for k := len(tc.y) - 1; k >= 0; k-- {
+							idx[k] = rest % tc.y[k]
+							rest /= tc.y[k]
 						}
-						stride *= tc.x[k]
-					}
-					if got[i] != xv[xi] {
-						t.Fatalf("[%v]: %v, want x[%d] = %v", idx, got[i], xi, xv[xi])
+						for k := len(tc.y) - 1; k >= 0; k-- {
+							if tc.x[k] != 1 {
+								xi += idx[k] * stride
+							}
+							stride *= tc.x[k]
+						}
+						if got[i] != xv[xi] {
+							t.Fatalf("GOMAXPROCS=%d [%v]: %v, want x[%d] = %v", procs, idx, got[i], xi, xv[xi])
+						}
 					}
 				}
 			})

@@ -86,7 +86,7 @@ func affineFwd[T float](k affineOp, y []T, in []*tensor.Dense) {
 		copy(y, x)
 		return
 	}
-	parallel.For(len(x)/d, rowsGrain(d), func(lo, hi int) {
+	parallel.ForDynamic(len(x)/d, rowsGrain(d), func(lo, hi int) {
 		vec.AffineRows(y[lo*d:hi*d], x[lo*d:hi*d], gamma, beta)
 	})
 }
@@ -172,7 +172,7 @@ func colSum[T float](k colSumOp, s []T, in []*tensor.Dense) {
 	defer putPartials(pp)
 	part := *pp
 	clear(part) // vec.ColSums adds to it
-	parallel.For(nb, 1, func(lo, hi int) {
+	parallel.ForDynamic(nb, 1, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			r0, r1 := b*per*d, min((b+1)*per, rows)*d
 			if x != nil {

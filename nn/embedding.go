@@ -90,7 +90,7 @@ func checkIndices(idx []int, v int) error {
 }
 
 func gather[T float](y, table []T, idx []int, d int) {
-	parallel.For(len(idx), 256, func(lo, hi int) {
+	parallel.ForDynamic(len(idx), 256, func(lo, hi int) {
 		for m := lo; m < hi; m++ {
 			copy(y[m*d:(m+1)*d], table[idx[m]*d:(idx[m]+1)*d])
 		}
@@ -138,7 +138,7 @@ func (k scatterAddOp) grads() []gradSpec { return nil }
 func scatterAdd[T float](dt, g []T, idx []int, d int) {
 	clear(dt) // out may hold a previous value (a machine's buffer)
 	cols := (d + 15) / 16
-	parallel.For(cols, max(1, rowGrain/(16*max(len(idx), 1))), func(lo, hi int) {
+	parallel.ForDynamic(cols, max(1, rowGrain/(16*max(len(idx), 1))), func(lo, hi int) {
 		lo, hi = lo*16, min(hi*16, d)
 		for m, v := range idx {
 			dst := dt[v*d+lo : v*d+hi]

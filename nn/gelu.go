@@ -83,7 +83,7 @@ func geluKernel[T float](grad bool, y []T, in []*tensor.Dense) {
 	if grad {
 		g = floats[T](in[1])
 	}
-	parallel.For(len(x), geluGrain, func(lo, hi int) {
+	parallel.ForDynamic(len(x), geluGrain, func(lo, hi int) {
 		if grad {
 			vec.GELUGrad(y[lo:hi], x[lo:hi], g[lo:hi])
 			return

@@ -69,7 +69,7 @@ func moveHeads[T float](k headsOp, y, x []T) {
 	zero := !k.split && k.h*k.d != k.c
 	// One head of one sequence: T rows of d, at a stride of C in the row
 	// layout and of d in the head layout.
-	parallel.For(k.b*k.h, max(1, rowGrain/max(k.t*k.d, 1)), func(lo, hi int) {
+	parallel.ForDynamic(k.b*k.h, max(1, rowGrain/max(k.t*k.d, 1)), func(lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
 			b, i := bh/k.h, bh%k.h
 			if zero && i == 0 {

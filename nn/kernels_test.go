@@ -118,3 +118,161 @@ func TestScatterAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestRowKernelsAnyCores runs the row and elementwise kernels of the GPT
+// step (LayerNorm and RMSNorm with their gradients, the affine gain and
+// bias, GELU and its gradient, the heads split and scatter, the embedding
+// gather) in float32 on inputs large enough for many chunks, at several
+// GOMAXPROCS: the same bits every time, and within float32 rounding of a
+// float64 loop.
+func TestRowKernelsAnyCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewSource(9))
+	const rows, d = 1000, 256
+	const eps = 1e-5
+	dense := func(scale, shift float64, shape ...int) (*tensor.Dense, []float64) {
+		x := newDense(tensor.Float32, shape...)
+		fromF64(x, randSlice(rng, x.Shape().TotalSize(), scale, shift))
+		return x, toF64(x)
+	}
+	x, xv := dense(1.5, 0.3, rows, d)
+	g, gv := dense(1, 0.1, rows, d)
+	gamma, gammav := dense(0.5, 1, d)
+	beta, betav := dense(0.5, 0, d)
+	ones := make([]float64, d)
+	for j := range ones {
+		ones[j] = 1
+	}
+	// normGrad is ∂L/∂x = r·(g − [center]·mean(g) − x̂·mean(g∘x̂)) of each row.
+	normGrad := func(center bool) []float64 {
+		xh := refNorm(xv, ones, nil, d, center, eps)
+		out := make([]float64, len(xv))
+		for r := 0; r < rows; r++ {
+			mu, v2 := 0.0, 0.0
+			if center {
+				for _, v := range xv[r*d : (r+1)*d] {
+					mu += v / d
+				}
+			}
+			for _, v := range xv[r*d : (r+1)*d] {
+				v2 += (v - mu) * (v - mu) / d
+			}
+			inv := 1 / math.Sqrt(v2+eps)
+			mg, mgx := 0.0, 0.0
+			for j := r * d; j < (r+1)*d; j++ {
+				mg += gv[j] / d
+				mgx += gv[j] * xh[j] / d
+			}
+			if !center {
+				mg = 0
+			}
+			for j := r * d; j < (r+1)*d; j++ {
+				out[j] = inv * (gv[j] - mg - xh[j]*mgx)
+			}
+		}
+		return out
+	}
+	const k = 0.7978845608028654 // √(2/π)
+	gelu := func(grad bool) []float64 {
+		out := make([]float64, len(xv))
+		for i, v := range xv {
+			u := k * (v + 0.044715*v*v*v)
+			th := math.Tanh(u)
+			out[i] = 0.5 * v * (1 + th)
+			if grad {
+				out[i] = gv[i] * (0.5*(1+th) + 0.5*v*(1-th*th)*k*(1+3*0.044715*v*v))
+			}
+		}
+		return out
+	}
+	// Heads: qkv [B·T, 3·h·hd], whose middle third (the keys) the split
+	// reads and the scatter writes (zeros elsewhere).
+	const b, tt, h, hd = 5, 40, 8, 32
+	c := 3 * h * hd
+	qkv, qkvv := dense(1, 0, b*tt, c)
+	split := headsOp{split: true, b: b, t: tt, h: h, d: hd, off: h * hd, c: c}
+	heads, headsv := dense(1, 0, b, h, tt, hd)
+	scatter := headsOp{b: b, t: tt, h: h, d: hd, off: h * hd, c: c}
+	headsRef := func(toHeads bool) []float64 {
+		out := make([]float64, b*tt*c)
+		if toHeads {
+			out = out[:b*h*tt*hd]
+		}
+		for bi := 0; bi < b; bi++ {
+			for i := 0; i < h; i++ {
+				for ti := 0; ti < tt; ti++ {
+					for j := 0; j < hd; j++ {
+						hi, ri := ((bi*h+i)*tt+ti)*hd+j, (bi*tt+ti)*c+h*hd+i*hd+j
+						if toHeads {
+							out[hi] = qkvv[ri]
+						} else {
+							out[ri] = headsv[hi]
+						}
+					}
+				}
+			}
+		}
+		return out
+	}
+	idxT := tensor.New(tensor.WithShape(rows), tensor.Of(tensor.Int))
+	idx := idxT.Data().([]int)
+	for i := range idx {
+		idx[i] = rng.Intn(97)
+	}
+	table, tablev := dense(1, 0, 97, d)
+	gatherRef := func() []float64 {
+		out := make([]float64, 0, rows*d)
+		for _, v := range idx {
+			out = append(out, tablev[v*d:(v+1)*d]...)
+		}
+		return out
+	}
+	affine := make([]float64, len(xv))
+	for i, v := range xv {
+		affine[i] = v*gammav[i%d] + betav[i%d]
+	}
+	for _, tc := range []struct {
+		name string
+		op   kernel
+		in   []*tensor.Dense
+		want []float64
+		tol  float64 // relative to 1 + |want|
+	}{
+		{"layernorm", normOp{center: true, eps: eps, dims: 2}, []*tensor.Dense{x}, refNorm(xv, ones, nil, d, true, eps), 1e-6},
+		{"rmsnorm", normOp{eps: eps, dims: 2}, []*tensor.Dense{x}, refNorm(xv, ones, nil, d, false, eps), 1e-6},
+		{"layernorm-grad", normGradOp{center: true, eps: eps, dims: 2}, []*tensor.Dense{x, g}, normGrad(true), 1e-5},
+		{"rmsnorm-grad", normGradOp{eps: eps, dims: 2}, []*tensor.Dense{x, g}, normGrad(false), 1e-5},
+		{"affine", affineOp{scale: true, shift: true, dims: 2}, []*tensor.Dense{x, gamma, beta}, affine, 1e-7},
+		{"gelu", geluOp{dims: 2}, []*tensor.Dense{x}, gelu(false), 1e-6},
+		{"gelu-grad", geluOp{grad: true, dims: 2}, []*tensor.Dense{x, g}, gelu(true), 1e-6},
+		{"heads-split", split, []*tensor.Dense{qkv}, headsRef(true), 0},
+		{"heads-scatter", scatter, []*tensor.Dense{heads}, headsRef(false), 0},
+		{"gather", gatherOp{}, []*tensor.Dense{table, idxT}, gatherRef(), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var first []float32
+			for _, procs := range []int{1, 4, 3} {
+				runtime.GOMAXPROCS(procs)
+				out, err := run(tc.op, tc.in...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := floats[float32](out)
+				if first == nil {
+					for i, v := range got {
+						if w := tc.want[i]; !(math.Abs(float64(v)-w) <= tc.tol*(1+math.Abs(w))) {
+							t.Fatalf("entry %d: %v, float64 reference %v", i, v, w)
+						}
+					}
+					first = append([]float32(nil), got...)
+					continue
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(first[i]) {
+						t.Fatalf("GOMAXPROCS=%d: entry %d is %v, with one core %v", procs, i, got[i], first[i])
+					}
+				}
+			}
+		})
+	}
+}

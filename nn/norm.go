@@ -74,7 +74,7 @@ func normRows[T float](k normOp, out *tensor.Dense, in []*tensor.Dense) {
 	if len(in) == 2 {
 		g = floats[T](in[1])
 	}
-	parallel.For(len(x)/d, rowsGrain(d), func(lo, hi int) {
+	parallel.ForDynamic(len(x)/d, rowsGrain(d), func(lo, hi int) {
 		if g == nil {
 			vec.NormRows(y[lo*d:hi*d], x[lo*d:hi*d], d, k.center, k.eps)
 		} else {

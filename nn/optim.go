@@ -29,7 +29,7 @@ type AdamW struct {
 	params []*Param
 	m, v   []*tensor.Dense
 	t      int
-	spans  []span // the parameters' blocks (spansOf)
+	blocks flatBlocks // the parameters' entries in blocks of blockLen
 }
 
 // NewAdamW returns an AdamW over params with zeroed moments at step 0. The
@@ -41,7 +41,11 @@ func NewAdamW(params []*Param, beta1, beta2, eps, weightDecay float64) (*AdamW, 
 	if err := checkParamList("nn.NewAdamW", params); err != nil {
 		return nil, err
 	}
-	o := &AdamW{Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay, params: params, spans: spansOf(params)}
+	sizes := make([]int, len(params))
+	for i, p := range params {
+		sizes[i] = p.Value.Shape().TotalSize()
+	}
+	o := &AdamW{Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay, params: params, blocks: cutBlocks(sizes)}
 	for _, p := range params {
 		if err := checkFloat("nn.NewAdamW: parameter "+p.Name, p.Value.Dtype()); err != nil {
 			return nil, err
@@ -141,20 +145,21 @@ func (o *AdamW) step(grads []*tensor.Dense, lr float64) {
 	o.t++
 	c1 := 1 - math.Pow(o.Beta1, float64(o.t))
 	c2 := 1 - math.Pow(o.Beta2, float64(o.t))
-	// One loop over blocks of every parameter (vec.AdamW: float64
-	// arithmetic, each entry on its own, so the split changes no bit).
-	parallel.For(len(o.spans), 1, func(lo, hi int) {
-		for _, sp := range o.spans[lo:hi] {
-			p := o.params[sp.i]
+	// One loop over every parameter's entries in equal blocks (vec.AdamW:
+	// float64 arithmetic, each entry on its own, so the split changes no
+	// bit), claimed by the workers as they finish.
+	parallel.ForDynamic(o.blocks.len(), 1, func(lo, hi int) {
+		for _, pc := range o.blocks.pieces(lo, hi) {
+			p := o.params[pc.i]
 			h := vec.AdamWStep{Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, LR: lr, C1: c1, C2: c2}
 			if p.Decay {
 				h.Decay = lr * o.WeightDecay
 			}
 			switch p.Value.Dtype() {
 			case tensor.Float32:
-				adamw(floats[float32](p.Value), floats[float32](grads[sp.i]), floats[float32](o.m[sp.i]), floats[float32](o.v[sp.i]), sp.lo, sp.hi, &h)
+				adamw(floats[float32](p.Value), floats[float32](grads[pc.i]), floats[float32](o.m[pc.i]), floats[float32](o.v[pc.i]), pc.lo, pc.hi, &h)
 			default:
-				adamw(floats[float64](p.Value), floats[float64](grads[sp.i]), floats[float64](o.m[sp.i]), floats[float64](o.v[sp.i]), sp.lo, sp.hi, &h)
+				adamw(floats[float64](p.Value), floats[float64](grads[pc.i]), floats[float64](o.m[pc.i]), floats[float64](o.v[pc.i]), pc.lo, pc.hi, &h)
 			}
 		}
 	})
@@ -165,24 +170,52 @@ func adamw[T float](p, g, m, v []T, lo, hi int, h *vec.AdamWStep) {
 	vec.AdamW(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], h)
 }
 
-// span is entries [lo, hi) of parameter i: the optimizer's unit of work.
-type span struct{ i, lo, hi int }
+// piece is entries [lo, hi) of tensor i of a list.
+type piece struct{ i, lo, hi int }
 
-// spanLen is the most entries of a span (a few µs of AdamW on one core).
-const spanLen = 16384
+// blockLen is the entries of a block of flatBlocks (a few µs of AdamW on
+// one core).
+const blockLen = 16384
 
-// spansOf cuts every parameter into spans of at most spanLen entries, in
-// order.
-func spansOf(params []*Param) []span {
-	var out []span
-	for i, p := range params {
-		n := p.Value.Shape().TotalSize()
-		for lo := 0; lo < n; lo += spanLen {
-			out = append(out, span{i, lo, min(lo+spanLen, n)})
+// flatBlocks is a list of tensors' entries, taken in order as one
+// concatenation, cut into blocks of blockLen entries (the last may be
+// shorter): the unit of work of the loops over all parameters or all
+// gradients (AdamW, the clip), so that their chunks hold equal numbers of
+// entries whatever the tensors' sizes, and the blocks do not depend on the
+// number of cores. Block b is the pieces at[b] to at[b+1] of all, in order.
+type flatBlocks struct {
+	all []piece
+	at  []int
+}
+
+// cutBlocks returns the blocks of tensors of sizes[i] entries (0 for one
+// that is absent).
+func cutBlocks(sizes []int) flatBlocks {
+	f := flatBlocks{at: []int{0}}
+	fill := 0 // entries in the block being cut
+	for i, n := range sizes {
+		for lo := 0; lo < n; {
+			hi := min(n, lo+blockLen-fill)
+			f.all = append(f.all, piece{i, lo, hi})
+			fill += hi - lo
+			lo = hi
+			if fill == blockLen {
+				f.at = append(f.at, len(f.all))
+				fill = 0
+			}
 		}
 	}
-	return out
+	if fill > 0 {
+		f.at = append(f.at, len(f.all))
+	}
+	return f
 }
+
+// len returns the number of blocks.
+func (f flatBlocks) len() int { return len(f.at) - 1 }
+
+// pieces returns the pieces of blocks [lo, hi), in order.
+func (f flatBlocks) pieces(lo, hi int) []piece { return f.all[f.at[lo]:f.at[hi]] }
 
 func describe(t *tensor.Dense) string {
 	if t == nil {
@@ -198,24 +231,32 @@ func describe(t *tensor.Dense) string {
 // error). A non-finite norm is returned as is and the gradients are left
 // untouched, so that the caller can skip the step.
 func ClipGradNorm(grads []*tensor.Dense, maxNorm float64) float64 {
-	// The squares of each gradient on the cores (vec.Dot: products and sum
-	// in float64), then their sum in order: the bits of a serial loop.
-	part := make([]float64, len(grads))
-	parallel.For(len(grads), 1, func(lo, hi int) {
-		for i, g := range grads[lo:hi] {
-			if g == nil {
-				continue
-			}
-			switch d := g.Data().(type) {
-			case []float32:
-				part[lo+i] = vec.Dot(d, d)
-			case []float64:
-				ss := 0.0
-				for _, x := range d {
-					ss += x * x
+	// All gradients' entries in equal blocks (flatBlocks), each block's
+	// squares summed on the cores (vec.Dot: products and sum in float64),
+	// then the blocks' sums added in order: the same bits for any number of
+	// cores.
+	sizes := make([]int, len(grads))
+	for i, g := range grads {
+		if g != nil {
+			sizes[i] = g.Shape().TotalSize()
+		}
+	}
+	blocks := cutBlocks(sizes)
+	pp := getPartials(blocks.len())
+	defer putPartials(pp)
+	part := *pp // every entry is written
+	parallel.ForDynamic(blocks.len(), 1, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			ss := 0.0
+			for _, pc := range blocks.pieces(b, b+1) {
+				switch d := grads[pc.i].Data().(type) {
+				case []float32:
+					ss += vec.Dot(d[pc.lo:pc.hi], d[pc.lo:pc.hi])
+				case []float64:
+					ss += vec.Dot(d[pc.lo:pc.hi], d[pc.lo:pc.hi])
 				}
-				part[lo+i] = ss
 			}
+			part[b] = ss
 		}
 	})
 	ss := 0.0
@@ -227,18 +268,13 @@ func ClipGradNorm(grads []*tensor.Dense, maxNorm float64) float64 {
 		return norm
 	}
 	scale := maxNorm / norm
-	parallel.For(len(grads), 1, func(lo, hi int) {
-		for _, g := range grads[lo:hi] {
-			if g == nil {
-				continue
-			}
-			switch d := g.Data().(type) {
+	parallel.ForDynamic(blocks.len(), 1, func(lo, hi int) {
+		for _, pc := range blocks.pieces(lo, hi) {
+			switch d := grads[pc.i].Data().(type) {
 			case []float32:
-				vec.Scale(d, float32(scale))
+				vec.Scale(d[pc.lo:pc.hi], float32(scale))
 			case []float64:
-				for i := range d {
-					d[i] *= scale
-				}
+				vec.Scale(d[pc.lo:pc.hi], scale)
 			}
 		}
 	})

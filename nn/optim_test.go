@@ -1,8 +1,10 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -252,5 +254,168 @@ func TestBadHyperparametersChangeNothing(t *testing.T) {
 	// And the optimizer still works afterwards.
 	if _, _, err := r.TrainStep(opt, 1e-2, 1, tok, tgt, nil); err != nil || opt.Steps() != 3 {
 		t.Fatalf("good step after the refused ones: %v, %d steps", err, opt.Steps())
+	}
+}
+
+// TestCutBlocks checks the blocks of the loops over all parameters: every
+// entry of every tensor in exactly one piece, in order, and every block but
+// the last of blockLen entries.
+func TestCutBlocks(t *testing.T) {
+	for _, sizes := range [][]int{{}, {0}, {1}, {blockLen}, {blockLen + 1}, {3, 0, 2*blockLen + 5, 17, blockLen - 1, 1}} {
+		t.Run(fmt.Sprint(sizes), func(t *testing.T) {
+			f := cutBlocks(sizes)
+			total := 0
+			for _, n := range sizes {
+				total += n
+			}
+			if want := (total + blockLen - 1) / blockLen; f.len() != want {
+				t.Fatalf("%d blocks, want %d", f.len(), want)
+			}
+			i, next := 0, 0 // the tensor and entry the next piece must start at
+			for b := 0; b < f.len(); b++ {
+				n := 0
+				for _, pc := range f.pieces(b, b+1) {
+					for i < len(sizes) && next == sizes[i] {
+						i, next = i+1, 0
+					}
+					if pc.i != i || pc.lo != next || pc.hi <= pc.lo || pc.hi > sizes[i] {
+						t.Fatalf("block %d: piece %+v, want tensor %d from entry %d (sizes %v)", b, pc, i, next, sizes)
+					}
+					next = pc.hi
+					n += pc.hi - pc.lo
+				}
+				if want := min(blockLen, total-b*blockLen); n != want {
+					t.Fatalf("block %d holds %d entries, want %d", b, n, want)
+				}
+			}
+		})
+	}
+}
+
+// TestClipGradNormAnyCores checks the global norm against a float64 loop
+// and the clipped gradients against g·maxNorm/‖g‖, on gradients of mixed
+// sizes (a nil one, one smaller than a block, several across blocks) and
+// dtypes, and that both are the same bits at any GOMAXPROCS.
+func TestClipGradNormAnyCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewSource(11))
+	// Blocks of comparable sums, so that a sum in another order shows in
+	// the last bits.
+	shapes := [][]int{{3}, nil, {200, 201}, {17}, {blockLen + 1}, {4, 16384}, {1}, {999}, {5000}, {7, 3000}, {2}}
+	dts := []tensor.Dtype{tensor.Float32, tensor.Float32, tensor.Float64, tensor.Float32, tensor.Float32, tensor.Float64, tensor.Float32, tensor.Float64, tensor.Float32, tensor.Float32, tensor.Float64}
+	vals := make([][]float64, len(shapes))
+	want, ss := 0.0, 0.0
+	for i, sh := range shapes {
+		if sh == nil {
+			continue
+		}
+		g := newDense(dts[i], sh...)
+		fromF64(g, randSlice(rng, g.Shape().TotalSize(), 0.5+float64(i%4)/4, 0.1))
+		vals[i] = toF64(g) // after rounding
+		for _, x := range vals[i] {
+			ss += x * x
+		}
+	}
+	want = math.Sqrt(ss)
+	const maxNorm = 1.0
+	var first []*tensor.Dense
+	var firstNorm float64
+	for _, procs := range []int{1, 2, 5} {
+		runtime.GOMAXPROCS(procs)
+		grads := make([]*tensor.Dense, len(shapes))
+		for i, sh := range shapes {
+			if sh != nil {
+				grads[i] = newDense(dts[i], sh...)
+				fromF64(grads[i], vals[i])
+			}
+		}
+		norm := ClipGradNorm(grads, maxNorm)
+		if math.Abs(norm-want) > 1e-12*want {
+			t.Fatalf("GOMAXPROCS=%d: norm %v, float64 loop %v", procs, norm, want)
+		}
+		for i, g := range grads {
+			if g == nil {
+				continue
+			}
+			tol := 1e-12 // the norm's own error
+			if g.Dtype() == tensor.Float32 {
+				tol = 1e-7
+			}
+			for j, x := range toF64(g) {
+				if w := vals[i][j] * maxNorm / want; math.Abs(x-w) > tol*math.Abs(w) {
+					t.Fatalf("GOMAXPROCS=%d: gradient %d entry %d clipped to %g, want %g", procs, i, j, x, w)
+				}
+			}
+		}
+		if first == nil {
+			first, firstNorm = grads, norm
+			continue
+		}
+		if math.Float64bits(norm) != math.Float64bits(firstNorm) {
+			t.Fatalf("GOMAXPROCS=%d: norm %v, with one core %v", procs, norm, firstNorm)
+		}
+		for i, g := range grads {
+			if g == nil {
+				continue
+			}
+			a, b := toF64(g), toF64(first[i])
+			for j := range a {
+				if math.Float64bits(a[j]) != math.Float64bits(b[j]) {
+					t.Fatalf("GOMAXPROCS=%d: gradient %d entry %d is %v, with one core %v", procs, i, j, a[j], b[j])
+				}
+			}
+		}
+	}
+}
+
+// TestAdamWAnyCores runs three steps on parameters of mixed sizes and
+// dtypes (blocks that span several parameters) at several GOMAXPROCS: the
+// same bits every time (TestAdamWAgainstReference checks the values).
+func TestAdamWAnyCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	shapes := [][]int{{5}, {300, 70}, {blockLen + 3}, {1}, {64, 300}}
+	var first [][]float64
+	for _, procs := range []int{1, 4, 3} {
+		runtime.GOMAXPROCS(procs)
+		rng := rand.New(rand.NewSource(12))
+		var params []*Param
+		for i, sh := range shapes {
+			dt := tensor.Float32
+			if i == 3 {
+				dt = tensor.Float64
+			}
+			p := newParam(fmt.Sprint("p", i), dt, i%2 == 0, sh...)
+			p.fillNormal(rng, 1)
+			params = append(params, p)
+		}
+		opt, err := NewAdamW(params, 0.9, 0.95, 1e-8, 0.1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := 0; step < 3; step++ {
+			grads := make([]*tensor.Dense, len(params))
+			for i, p := range params {
+				grads[i] = newDense(p.Value.Dtype(), p.Value.Shape()...)
+				fromF64(grads[i], randSlice(rng, p.Size(), 1, 0))
+			}
+			if err := opt.Step(grads, 1e-2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got [][]float64
+		for i, p := range params {
+			got = append(got, toF64(p.Value), toF64(opt.m[i]), toF64(opt.v[i]))
+		}
+		if first == nil {
+			first = got
+			continue
+		}
+		for k := range got {
+			for j := range got[k] {
+				if math.Float64bits(got[k][j]) != math.Float64bits(first[k][j]) {
+					t.Fatalf("GOMAXPROCS=%d: tensor %d (parameter %d) entry %d is %v, with one core %v", procs, k, k/3, j, got[k][j], first[k][j])
+				}
+			}
+		}
 	}
 }

@@ -113,7 +113,7 @@ func xentLoss[T float](x []T, t []int, v, ignore int) float64 {
 	pp := getPartials(nb)
 	defer putPartials(pp)
 	part := *pp // every entry is written
-	parallel.For(nb, 1, func(lo, hi int) {
+	parallel.ForDynamic(nb, 1, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			s := 0.0
 			for m := b * xentRows; m < min((b+1)*xentRows, rows); m++ {
@@ -182,7 +182,7 @@ func xentGrad[T float](dx, x []T, t []int, g T, v, ignore int) {
 		c = float64(g) / float64(n)
 	}
 	rows := len(t)
-	parallel.For((rows+xentRows-1)/xentRows, 1, func(lo, hi int) {
+	parallel.ForDynamic((rows+xentRows-1)/xentRows, 1, func(lo, hi int) {
 		for m := lo * xentRows; m < min(hi*xentRows, rows); m++ {
 			d := dx[m*v : (m+1)*v]
 			if t[m] == ignore || n == 0 {

@@ -1,10 +1,33 @@
 // Package parallel splits loops over independent work items across the
 // machine's cores. It is the one place where the project decides how many
 // goroutines a kernel may use, so ops stay free of scheduling code.
+//
+// The loops run on a pool of worker goroutines. A worker that has finished
+// its chunks polls for the next loop for a while (the spin duration) before
+// it parks; a loop that finds workers parked wakes them, which costs a
+// futex wake and, on a virtual machine whose idle vCPUs sleep, the time the
+// host takes to run them again. A training step is hundreds of loops a
+// millisecond or so long with gaps of tens of µs between them, so the
+// default spin (DefaultSpin, a few ms) keeps the workers polling through a
+// whole step and parks them a few ms after the work ends. The environment
+// variable FLASHGORGON_SPIN (SpinEnv), read once at start-up, sets the spin
+// as a Go duration ("0" parks at once, "50µs", "5ms"), at most MaxSpin;
+// Spin reports the value in force and SpinErr an unusable setting.
+//
+// Polling takes CPU time that other threads ready to run could use. When
+// GOMAXPROCS exceeds the CPUs the process may run on (runtime.NumCPU), the
+// workers themselves outnumber the cores, and the spin is cut to
+// OversubscribedSpin, as libgomp cuts its spin count when its threads
+// outnumber the CPUs. On a machine shared with other busy processes a short
+// spin or none (FLASHGORGON_SPIN=50µs or 0) may do better too, as OpenMP's
+// passive wait policy does.
 package parallel
 
 import (
+	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,9 +50,9 @@ func Workers() int { return runtime.GOMAXPROCS(0) }
 // The chunks are run by the calling goroutine and a pool of worker
 // goroutines, each taking the next chunk not yet taken until none is left
 // (so a worker that the OS has not scheduled yet delays nobody). A worker
-// with nothing to do polls for a short while (spinFor) before it parks, so
-// that the many short loops of a training step (thousands of elements each
-// at 16 cores) do not each pay for waking sleeping threads. The pool serves
+// with nothing to do polls for the spin duration (see the package doc)
+// before it parks, so that the many short loops of a training step do not
+// each pay for waking sleeping threads. The pool serves
 // one For at a time; a For that finds it busy (one called from inside a
 // body, or from another goroutine at the same time) starts goroutines of
 // its own.
@@ -90,14 +113,106 @@ func spawn(n, workers int, body func(lo, hi int)) {
 	wg.Wait()
 }
 
-// spinFor is how long an idle worker, and the caller waiting for the
-// workers, poll before blocking; every pollsPerYield polls they yield the
-// processor to any other thread ready to run (yield), so that polling costs
-// little where threads outnumber cores.
+// SpinEnv is the environment variable that sets the spin duration.
+const SpinEnv = "FLASHGORGON_SPIN"
+
+// DefaultSpin is the spin duration when SpinEnv is unset: longer than a
+// training step's gaps between loops and than a worker's wait for the
+// slowest chunk of a loop (a ms or two at 16 cores), so that workers stay
+// polling from the first loop of a step to the last, and short enough that
+// idle workers stop taking CPU time soon after the work ends (at most
+// DefaultSpin × workers of CPU time per stretch of work).
+const DefaultSpin = 5 * time.Millisecond
+
+// MaxSpin caps SpinEnv (the longest default of the common OpenMP runtimes,
+// Intel's 200 ms), so that no setting keeps idle workers polling for long.
+const MaxSpin = 200 * time.Millisecond
+
+// OversubscribedSpin is the most a worker polls while GOMAXPROCS exceeds
+// runtime.NumCPU (see the package doc): main's fixed spin before SpinEnv.
+const OversubscribedSpin = 50 * time.Microsecond
+
+// spin is how long an idle worker, and the caller waiting for the workers,
+// poll before blocking (read once at start-up, see SpinEnv): thePool's.
+var spin, spinErr = parseSpin(os.Getenv(SpinEnv))
+
+// numCPU is how many CPUs the process may run on (at start-up).
+var numCPU = runtime.NumCPU()
+
+// parseSpin reads a value of SpinEnv: empty gives DefaultSpin, a Go
+// duration ≥ 0 (a bare "0" included) gives itself capped at MaxSpin;
+// anything else is an error and gives DefaultSpin.
+func parseSpin(env string) (time.Duration, error) {
+	env = strings.TrimSpace(env)
+	if env == "" {
+		return DefaultSpin, nil
+	}
+	d, err := time.ParseDuration(env)
+	if err != nil || d < 0 {
+		return DefaultSpin, fmt.Errorf("parallel: %s=%q is not a duration ≥ 0 such as 0, 50µs or 5ms; spinning %v", SpinEnv, env, DefaultSpin)
+	}
+	return min(d, MaxSpin), nil
+}
+
+// Spin returns the spin duration in force.
+func Spin() time.Duration { return spin }
+
+// SpinErr reports an unusable SpinEnv value (the spin is then DefaultSpin),
+// so that programs can say so; loops never fail over it.
+func SpinErr() error { return spinErr }
+
+// A spinning goroutine pauses for pausesPerPoll PAUSE instructions between
+// polls (pause: a fraction of a µs that leaves the core's other hardware
+// thread its resources, as OpenMP runtimes and Go's own spinning locks do)
+// and reads the clock every pollsPerYield polls. At each reading it yields
+// the processor to any other thread ready to run (yield, so that polling
+// costs little where threads outnumber cores), and every goschedEvery
+// readings to any other goroutine ready to run (runtime.Gosched: a worker
+// polls on a P of its own, which the program's other goroutines, the
+// garbage collector's included, may be waiting for).
 const (
-	spinFor       = 50 * time.Microsecond
+	pausesPerPoll = 16
 	pollsPerYield = 16
+	goschedEvery  = 64
 )
+
+// pollFor returns how long to poll for a spin of spin with procs
+// goroutines' worth of processors (GOMAXPROCS) on cpus CPUs: spin, or at
+// most OversubscribedSpin when procs > cpus.
+func pollFor(spin time.Duration, procs, cpus int) time.Duration {
+	if procs > cpus {
+		return min(spin, OversubscribedSpin)
+	}
+	return spin
+}
+
+// poll calls ready until it reports true, and reports true, or until
+// pollFor(spin, GOMAXPROCS, numCPU) has passed, and reports false.
+func poll(spin time.Duration, ready func() bool) bool {
+	if ready() {
+		return true
+	}
+	if spin = pollFor(spin, Workers(), numCPU); spin <= 0 {
+		return false
+	}
+	start := time.Now()
+	for i := 1; ; i++ {
+		pause(pausesPerPoll)
+		if ready() {
+			return true
+		}
+		if i%pollsPerYield == 0 {
+			if time.Since(start) > spin {
+				return false
+			}
+			if i%(pollsPerYield*goschedEvery) == 0 {
+				runtime.Gosched()
+			} else {
+				yield()
+			}
+		}
+	}
+}
 
 // Worker states.
 const (
@@ -118,6 +233,7 @@ const (
 // the For using it.
 type pool struct {
 	mu      sync.Mutex
+	spin    time.Duration // how long idle workers and the caller poll
 	workers []*worker
 	gen     uint64
 	// The open job: body over [0, n), claimed through claim; done counts
@@ -135,7 +251,13 @@ type worker struct {
 	wake  chan struct{}
 }
 
-var thePool = &pool{fin: make(chan struct{}, 1)}
+var thePool = newPool(spin)
+
+// newPool returns a pool without workers (run starts them) whose idle
+// workers poll for spin before they park.
+func newPool(spin time.Duration) *pool {
+	return &pool{spin: spin, fin: make(chan struct{}, 1)}
+}
 
 // run opens a job of w chunks of body over [0, n), tells workers−1 ≤ w−1
 // workers, takes chunks itself and waits until every chunk is finished;
@@ -202,17 +324,7 @@ func (p *pool) chunk(i, w int) {
 // wait returns when every chunk of the open job is finished.
 func (p *pool) wait() {
 	w := int64(p.claim.Load() >> claimBits & claimMask)
-	if p.done.Load() != w {
-		start := time.Now()
-		for i := 1; p.done.Load() != w; i++ {
-			if i%pollsPerYield == 0 {
-				if time.Since(start) > spinFor {
-					break
-				}
-				yield()
-			}
-		}
-	}
+	poll(p.spin, func() bool { return p.done.Load() == w })
 	<-p.fin
 	p.body = nil
 }
@@ -221,7 +333,7 @@ func (p *pool) wait() {
 // parked) and takes chunks of the open job.
 func (p *pool) loop(wk *worker) {
 	for {
-		if !wk.await() {
+		if !wk.await(p.spin) {
 			<-wk.wake
 		}
 		// Reset before taking chunks, so that a job opened meanwhile
@@ -231,21 +343,12 @@ func (p *pool) loop(wk *worker) {
 	}
 }
 
-// await polls for a job for spinFor and reports whether one came; when
-// none did it marks the worker parked (the caller then blocks on wake, which
-// the next job's opening sends to) and reports false.
-func (wk *worker) await() bool {
-	start := time.Now()
-	for i := 1; ; i++ {
-		if wk.state.Load() == stateJob {
-			return true
-		}
-		if i%pollsPerYield == 0 {
-			if time.Since(start) > spinFor {
-				break
-			}
-			yield()
-		}
+// await polls for a job for the spin duration and reports whether one
+// came; when none did it marks the worker parked (the caller then blocks on
+// wake, which the next job's opening sends to) and reports false.
+func (wk *worker) await(spin time.Duration) bool {
+	if poll(spin, func() bool { return wk.state.Load() == stateJob }) {
+		return true
 	}
 	// A job opened between the last poll and the mark is seen here.
 	return !wk.state.CompareAndSwap(stateSpinning, stateParked)

@@ -51,9 +51,10 @@ func BenchmarkFor(b *testing.B) {
 
 // BenchmarkForAfterIdle times a For of one 20 µs item per worker (20 µs
 // when every worker takes one at once) that comes after the caller has
-// been busy alone for a while (gap), long enough for the workers to stop
-// polling and park: what waking them costs, which a training step pays
-// after each stretch of work on one core. The gap is not timed.
+// been busy alone for a while (gap): with a gap longer than the spin
+// (FLASHGORGON_SPIN=50µs, say) the workers have stopped polling and
+// parked, and the For pays for waking them, as a training step would after
+// each stretch of work on one core. The gap is not timed.
 func BenchmarkForAfterIdle(b *testing.B) {
 	for _, gap := range []time.Duration{20 * time.Microsecond, 200 * time.Microsecond, 2 * time.Millisecond} {
 		b.Run(fmt.Sprintf("gap=%v", gap), func(b *testing.B) {
@@ -246,4 +247,110 @@ func goid() string {
 	var b [64]byte
 	f := strings.Fields(string(b[:runtime.Stack(b[:], false)]))
 	return f[1]
+}
+
+// TestParseSpin checks the values of FLASHGORGON_SPIN: Go durations ≥ 0
+// (a bare 0 included) capped at MaxSpin, DefaultSpin when unset, and an
+// error naming the variable for anything else.
+func TestParseSpin(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want time.Duration
+		bad  bool
+	}{
+		{"", DefaultSpin, false},
+		{"0", 0, false},
+		{"50µs", 50 * time.Microsecond, false},
+		{" 50us ", 50 * time.Microsecond, false},
+		{"5ms", 5 * time.Millisecond, false},
+		{"1h", MaxSpin, false},
+		{"-1ms", DefaultSpin, true},
+		{"5", DefaultSpin, true},
+		{"fast", DefaultSpin, true},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			got, err := parseSpin(tc.env)
+			if got != tc.want || (err != nil) != tc.bad {
+				t.Fatalf("parseSpin(%q) = %v, %v; want %v, error %t", tc.env, got, err, tc.want, tc.bad)
+			}
+			if err != nil && !strings.Contains(err.Error(), SpinEnv) {
+				t.Fatalf("error %q does not name %s", err, SpinEnv)
+			}
+		})
+	}
+}
+
+// TestPollFor: the spin in force is FLASHGORGON_SPIN's, cut to
+// OversubscribedSpin when GOMAXPROCS exceeds the CPUs.
+func TestPollFor(t *testing.T) {
+	for _, tc := range []struct {
+		spin        time.Duration
+		procs, cpus int
+		want        time.Duration
+	}{
+		{5 * time.Millisecond, 16, 16, 5 * time.Millisecond},
+		{5 * time.Millisecond, 2, 16, 5 * time.Millisecond},
+		{5 * time.Millisecond, 16, 2, OversubscribedSpin},
+		{10 * time.Microsecond, 16, 2, 10 * time.Microsecond},
+		{0, 17, 16, 0},
+		{MaxSpin, 1, 1, MaxSpin},
+	} {
+		if got := pollFor(tc.spin, tc.procs, tc.cpus); got != tc.want {
+			t.Errorf("pollFor(%v, GOMAXPROCS %d, %d CPUs) = %v, want %v", tc.spin, tc.procs, tc.cpus, got, tc.want)
+		}
+	}
+}
+
+// TestIdleWorkersPark checks the spin policy on a pool of its own: after a
+// job, no worker parks before the spin has passed since the job opened (a
+// worker polls for the spin from the end of its last chunk), and every
+// worker has parked soon after (idle workers stop taking CPU time); the
+// parked workers then serve the next job. GOMAXPROCS stays within the CPUs
+// (pollFor would cut the spin otherwise); the pool runs 4 workers anyway.
+func TestIdleWorkersPark(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(min(4, runtime.NumCPU()))
+	for _, s := range []time.Duration{0, 100 * time.Millisecond} {
+		t.Run(s.String(), func(t *testing.T) {
+			p := newPool(s)
+			const n, workers = 64, 4
+			hits := make([]int32, 2*n)
+			job := func(off int) {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				p.run(n, workers, workers, func(lo, hi int) {
+					for i := lo; i < hi; i++ {
+						atomic.AddInt32(&hits[off+i], 1)
+					}
+				})
+			}
+			t0 := time.Now()
+			job(0)
+			for {
+				parked := 0
+				for _, wk := range p.workers {
+					if wk.state.Load() == stateParked {
+						parked++
+					}
+				}
+				since := time.Since(t0)
+				if parked > 0 && since < s {
+					t.Fatalf("%d workers parked %v after the job opened, before the spin of %v", parked, since, s)
+				}
+				if parked == len(p.workers) {
+					break
+				}
+				if since > s+5*time.Second {
+					t.Fatalf("%d of %d workers still polling %v after the job opened (spin %v)", len(p.workers)-parked, len(p.workers), since, s)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			job(n)
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("index %d visited %d times, want 1", i, h)
+				}
+			}
+		})
+	}
 }

@@ -86,9 +86,10 @@ func adamWAVX512(p, gr, m, v *float32, n int, h *adamConsts)
 //go:noescape
 func adamWAVX2(p, gr, m, v *float32, n int, h *adamConsts)
 
-// adamConsts is the layout the AdamW assembly reads (offsets 8·k).
+// adamConsts is the layout the AdamW assembly reads (offsets 8·k): the
+// moments' factors, E and A of adamScalars, and 1 − Decay.
 type adamConsts struct {
-	b1, nb1, b2, nb2, eps, lr, keep, c1, c2 float64
+	b1, nb1, b2, nb2, e, a, keep float64
 }
 
 func (v wide) geluArg(dst, x *float32, n int) {
@@ -287,8 +288,8 @@ func (s wide) nnKernels() *nnKernels32 {
 		adamW: func(p, g, m, v []float32, h *AdamWStep) {
 			n := body(len(p))
 			if n > 0 {
-				k := adamConsts{b1: h.Beta1, nb1: 1 - h.Beta1, b2: h.Beta2, nb2: 1 - h.Beta2, eps: h.Eps,
-					lr: h.LR, keep: 1 - h.Decay, c1: h.C1, c2: h.C2}
+				a, e := adamScalars(h)
+				k := adamConsts{b1: h.Beta1, nb1: 1 - h.Beta1, b2: h.Beta2, nb2: 1 - h.Beta2, e: e, a: a, keep: 1 - h.Decay}
 				s.adamW(&p[0], &g[0], &m[0], &v[0], n, &k)
 			}
 			adamWGo(p[n:], g[n:], m[n:], v[n:], h)

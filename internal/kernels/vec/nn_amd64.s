@@ -611,7 +611,7 @@ loop:
 
 // func adamWAVX512(p, g, m, v *float32, n int, h *adamConsts)
 // 8 entries per iteration, in float64 as adamWGo:
-// m' = b1·m + nb1·g, v' = b2·v + nb2·g·g, p = p·keep − lr·(m'/c1)/(√(v'/c2) + eps)
+// m' = b1·m + nb1·g, v' = b2·v + nb2·g·g, p = p·keep − (a·m')/(√v' + e)
 TEXT ·adamWAVX512(SB), NOSPLIT, $0-48
 	MOVQ p+0(FP), DI
 	MOVQ gr+8(FP), SI
@@ -626,8 +626,6 @@ TEXT ·adamWAVX512(SB), NOSPLIT, $0-48
 	VBROADCASTSD 32(R8), Z27
 	VBROADCASTSD 40(R8), Z26
 	VBROADCASTSD 48(R8), Z25
-	VBROADCASTSD 56(R8), Z24
-	VBROADCASTSD 64(R8), Z23
 	SHRQ $3, CX
 
 loop:
@@ -645,9 +643,7 @@ loop:
 	VMOVUPS   Y5, (DX)
 	VCVTPD2PS Z3, Y6
 	VMOVUPS   Y6, (BX)
-	VDIVPD    Z24, Z1, Z1
 	VMULPD    Z26, Z1, Z1
-	VDIVPD    Z23, Z3, Z3
 	VSQRTPD   Z3, Z3
 	VADDPD    Z27, Z3, Z3
 	VDIVPD    Z3, Z1, Z1
@@ -1251,7 +1247,7 @@ loop:
 
 // func adamWAVX2(p, g, m, v *float32, n int, h *adamConsts)
 // 4 entries per iteration, in float64 as adamWGo:
-// m' = b1·m + nb1·g, v' = b2·v + nb2·g·g, p = p·keep − lr·(m'/c1)/(√(v'/c2) + eps)
+// m' = b1·m + nb1·g, v' = b2·v + nb2·g·g, p = p·keep − (a·m')/(√v' + e)
 TEXT ·adamWAVX2(SB), NOSPLIT, $0-48
 	MOVQ p+0(FP), DI
 	MOVQ gr+8(FP), SI
@@ -1266,8 +1262,6 @@ TEXT ·adamWAVX2(SB), NOSPLIT, $0-48
 	VBROADCASTSD 32(R8), Y11
 	VBROADCASTSD 40(R8), Y10
 	VBROADCASTSD 48(R8), Y9
-	VBROADCASTSD 56(R8), Y8
-	VBROADCASTSD 64(R8), Y7
 	SHRQ $2, CX
 
 loop:
@@ -1285,9 +1279,7 @@ loop:
 	VMOVUPS    X5, (DX)
 	VCVTPD2PSY Y3, X6
 	VMOVUPS    X6, (BX)
-	VDIVPD    Y8, Y1, Y1
 	VMULPD    Y10, Y1, Y1
-	VDIVPD    Y7, Y3, Y3
 	VSQRTPD   Y3, Y3
 	VADDPD    Y11, Y3, Y3
 	VDIVPD    Y3, Y1, Y1

@@ -235,18 +235,26 @@ func TestAdamWRows(t *testing.T) {
 			for i := range v {
 				v[i] *= v[i]
 			}
-			wp, wm, wv := make([]float64, n), make([]float64, n), make([]float64, n)
+			// wp is the update as written in AdamW's doc; wq as computed,
+			// with A = LR·√C2/C1 and E = Eps·√C2 (the same value up to
+			// float64 rounding), which every variant must give bit for bit.
+			wp, wq, wm, wv := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+			a, e := h.LR*math.Sqrt(h.C2)/h.C1, h.Eps*math.Sqrt(h.C2)
 			for i := range p {
 				gi := float64(g[i])
 				mi := h.Beta1*float64(m[i]) + (1-h.Beta1)*gi
 				vi := h.Beta2*float64(v[i]) + (1-h.Beta2)*gi*gi
 				wm[i], wv[i] = mi, vi
 				wp[i] = float64(p[i])*(1-h.Decay) - h.LR*(mi/h.C1)/(math.Sqrt(vi/h.C2)+h.Eps)
+				wq[i] = float64(p[i])*(1-h.Decay) - (a*mi)/(math.Sqrt(vi)+e)
 			}
 			AdamW(p, g, m, v, h)
 			for i := range p {
-				if p[i] != float32(wp[i]) || m[i] != float32(wm[i]) || v[i] != float32(wv[i]) {
-					t.Fatalf("n=%d entry %d: p, m, v = %g, %g, %g; want %g, %g, %g", n, i, p[i], m[i], v[i], wp[i], wm[i], wv[i])
+				if p[i] != float32(wq[i]) || m[i] != float32(wm[i]) || v[i] != float32(wv[i]) {
+					t.Fatalf("n=%d entry %d: p, m, v = %g, %g, %g; want %g, %g, %g", n, i, p[i], m[i], v[i], wq[i], wm[i], wv[i])
+				}
+				if math.Abs(wq[i]-wp[i]) > 1e-15*math.Abs(wp[i]) {
+					t.Fatalf("n=%d entry %d: p %g as computed, %g as written", n, i, wq[i], wp[i])
 				}
 			}
 		}
