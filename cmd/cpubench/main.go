@@ -42,6 +42,7 @@ import (
 	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/benchkit"
 	"github.com/flashgorgon/flashgorgon/internal/isa"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/gemm"
 	"github.com/flashgorgon/flashgorgon/machine"
 	"github.com/flashgorgon/flashgorgon/ops/attention"
 	"github.com/flashgorgon/flashgorgon/ops/softmax"
@@ -125,7 +126,16 @@ func main() {
 		}()
 	}
 
-	fmt.Println("| threads | B,H,N,d,causal | ours fwd / fwd+bwd GFLOP/s | torch FLASH fwd / fwd+bwd | ours ÷ FLASH | torch MATH fwd / fwd+bwd | ours ÷ MATH |")
+	// The FMA peak of the kernels' level at each thread count, measured here, in this run: the
+	// denominator of "% of peak" (scripts/cpu-bench.sh's peak.c measures the AVX2 loop only).
+	peaks := map[int]float64{}
+	for _, t := range threads {
+		runtime.GOMAXPROCS(t)
+		peaks[t] = gemm.PeakFMA(t, 300*time.Millisecond)
+		fmt.Printf("- %s FMA peak at %d threads: %.1f GFLOP/s\n", isa.Get(), t, peaks[t])
+	}
+	fmt.Println()
+	fmt.Println("| threads | B,H,N,d,causal | ours fwd / fwd+bwd GFLOP/s (% of peak) | torch FLASH fwd / fwd+bwd | ours ÷ FLASH | torch MATH fwd / fwd+bwd | ours ÷ MATH |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, t := range threads {
 		runtime.GOMAXPROCS(t)
@@ -140,6 +150,9 @@ func main() {
 			fwd := s.FwdFLOPs() / timeAttention(s, false, *reps).Seconds() / 1e9
 			fb := benchkit.FwdBwdFactor * s.FwdFLOPs() / timeAttention(s, true, *reps).Seconds() / 1e9
 			row := fmt.Sprintf("| %d | %s | %.1f / %.1f", t, s, fwd, fb)
+			if pk := peaks[t]; pk > 0 {
+				row += fmt.Sprintf(" (%.0f%% / %.0f%%)", 100*fwd/pk, 100*fb/pk)
+			}
 			for _, backend := range []string{"FLASH", "MATH"} {
 				tr, ok := findTorch(torch, s, t, backend)
 				switch {
