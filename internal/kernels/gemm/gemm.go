@@ -85,6 +85,8 @@ type Workspace[T Float] struct {
 	b    []T // packed op(B) block: strips of nr columns, each [kc][nr]
 	a    []T // a packed strip of op(A) (m < mr, or A stored transposed): [kc][mr]
 	tile []T // scratch C tile for edge strips: [mr][nr]
+	// the strips of op(A) of a group of rows (block)
+	strips []aStrip[T]
 }
 
 // Gemm computes, on the calling goroutine,
@@ -271,7 +273,7 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 	}
 	packAT := tA && n > 2*nr
 	if m < mr || packAT {
-		w.a = grow(w.a, kc*mr)
+		w.a = grow(w.a, kc*mr*(aStrips(kn, kc, size)+1))
 	}
 	w.tile = grow(w.tile, mr*nr)
 
@@ -294,8 +296,20 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 
 // block runs depth block after depth block of rows [r0, r1) and columns
 // [jc, jc+ncb) of the product gemmPacked describes.
+//
+// Within a depth block the rows go in groups of at most aStrips strips
+// (their part of op(A), at most aBlockBytes, stays in the L2 cache). When a
+// strip of the packed op(B) block is at most kn.bPanel bytes, a
+// group runs column strip after column strip, each over the group's row
+// strips, so the B strip is read from L1 by all of them and only the A
+// strips (mr values a depth step, not nr) stream from L2 (BLIS's order);
+// else row strip after row strip, each over the columns. Either way each
+// tile of C gets the same micro-kernel calls, depth block after depth
+// block, so the order does not change a bit of C.
 func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc, ncb, np int, packB, packAT bool, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T) {
 	mr, nr := kn.mr, kn.nr
+	size := int(unsafe.Sizeof(alpha))
+	ga := aStrips(kn, kc, size) * mr
 	for pc := 0; pc < k; pc += kc {
 		kcb := min(kc, k-pc)
 		kb := kn.chunk(kcb)
@@ -312,58 +326,122 @@ func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc
 		case packB:
 			packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
 		}
-		for ir := r0; ir < r1; ir += mr {
-			h := min(mr, m-ir)
-			// The micro-kernel's strip of A: rows i0…i0+hk−1 of op(A),
-			// of which rows ro… are the new rows ir…ir+h−1. The last
-			// rows run on the edge kernel of h rows where there is one,
-			// else recompute the last full strip.
-			micro, hk := kn.micro, mr
-			i0, ro := ir, 0
-			if h < mr {
-				if e := kn.edgeKernel(h); e != nil {
-					micro, hk = e, h
-				} else if m >= mr {
-					i0, ro = m-mr, mr-h
-				}
-			}
-			var ap *T
-			var rs, ps int
-			switch {
-			case m < mr && hk == mr:
-				packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
-				ap, rs, ps = &w.a[0], 1, mr
-			case tA && packAT:
-				packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, hk)
-				ap, rs, ps = &w.a[0], 1, mr
-			case tA:
-				ap, rs, ps = &a[pc*lda+i0], 1, lda
-			default:
-				ap, rs, ps = &a[i0*lda+pc], lda, 1
-			}
-			for jr := 0; jr < ncb; jr += nr {
-				wd := min(nr, ncb-jr)
-				co := 0
-				var bp *T
-				var bs int
-				if packB {
-					bp, bs = &pk[jr*kcb], nr
-				} else {
-					j0 := jc + jr
-					if wd < nr { // n ≥ nr here: recompute the last full strip
-						j0, co = n-nr, nr-wd
+		// tile computes the tile of row strip st and the column strip at
+		// jr of the block.
+		tile := func(st *aStrip[T], jr int) {
+			ir, h := st.ir, st.h
+			wd := min(nr, ncb-jr)
+			micro, hk, ro, width := st.micro, st.hk, st.ro, nr
+			if wd < nr {
+				// The last columns: on a narrower kernel where one holds
+				// them (its edge kernel of hk rows, or the full strip of
+				// rows when the strip's rows are recomputed).
+				if ck := kn.colKernel(wd); ck != kn {
+					ek := ck.micro
+					if hk < mr {
+						ek = ck.edgeKernel(hk)
 					}
-					bp, bs = &b[pc*ldb+j0], ldb
+					if ek != nil {
+						micro, width = ek, ck.nr
+					}
 				}
-				if hk == h && wd == nr {
-					micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
-					continue
+			}
+			co := 0
+			var bp *T
+			var bs int
+			if packB {
+				bp, bs = &pk[jr*kcb], nr
+			} else {
+				j0 := jc + jr
+				if wd < width { // n ≥ width here: recompute the last full strip
+					j0, co = n-width, width-wd
 				}
-				micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
-				addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*nr+co:], nr, h, wd, bet, load)
+				bp, bs = &b[pc*ldb+j0], ldb
+			}
+			if hk == h && wd == width {
+				micro(kcb, kb, st.ap, st.rs, st.ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
+				return
+			}
+			micro(kcb, kb, st.ap, st.rs, st.ps, bp, bs, &w.tile[0], width, alpha, 0, false)
+			addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*width+co:], width, h, wd, bet, load)
+		}
+		for g0 := r0; g0 < r1; g0 += ga {
+			g1 := min(g0+ga, r1)
+			strips := w.aStrips(kn, tA, packAT, m, g0, g1, kcb, pc, a, lda, ga)
+			if kcb*nr*size <= kn.bPanel {
+				for jr := 0; jr < ncb; jr += nr {
+					for i := range strips {
+						tile(&strips[i], jr)
+					}
+				}
+				continue
+			}
+			for i := range strips {
+				for jr := 0; jr < ncb; jr += nr {
+					tile(&strips[i], jr)
+				}
 			}
 		}
 	}
+}
+
+// bPanelBytes bounds a strip of the packed op(B) block (kc×nr) that the
+// rows of a group read from the L1 cache (block, kernels whose bPanel is
+// set): the smaller L1 data caches of current x86 cores are 32–48 KiB.
+const bPanelBytes = 32 << 10
+
+// An aStrip is how the micro-kernel reads a strip of op(A): rows
+// i0…i0+hk−1 of op(A) at ap (row stride rs, depth stride ps), of which
+// rows ro… are the strip's rows ir…ir+h−1 of C, with micro, the kernel of
+// hk rows.
+type aStrip[T Float] struct {
+	ir, h, hk, ro int
+	micro         microKernel[T]
+	ap            *T
+	rs, ps        int
+}
+
+// aStrips returns the strips of rows [g0, g1) of op(A) over depth
+// pc…pc+kcb−1, packing them into w.a where they are to be packed: a
+// transposed A a group at a time (packABlock: the full strips at w.a[0],
+// the last partial one after ga rows), and A of fewer than mr rows. The
+// last rows run on the edge kernel of h rows where there is one, else
+// recompute the last full strip.
+func (w *Workspace[T]) aStrips(kn *kernel[T], tA, packAT bool, m, g0, g1, kcb, pc int, a []T, lda, ga int) []aStrip[T] {
+	mr := kn.mr
+	full := (min(g1, m) - g0) / mr
+	if packAT && full > 0 {
+		packABlock(kn, w.a, a, lda, g0, pc, kcb, full)
+	}
+	w.strips = w.strips[:0]
+	for ir := g0; ir < g1; ir += mr {
+		st := aStrip[T]{ir: ir, h: min(mr, m-ir), hk: mr, micro: kn.micro}
+		i0 := ir
+		if st.h < mr {
+			if e := kn.edgeKernel(st.h); e != nil {
+				st.micro, st.hk = e, st.h
+			} else if m >= mr {
+				i0, st.ro = m-mr, mr-st.h
+			}
+		}
+		switch {
+		case m < mr && st.hk == mr:
+			packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, st.h)
+			st.ap, st.rs, st.ps = &w.a[0], 1, mr
+		case packAT && st.h == mr:
+			st.ap, st.rs, st.ps = &w.a[(ir-g0)*kcb], 1, mr
+		case packAT:
+			p := w.a[ga*kcb:]
+			packStrip(kn, p, a, tA, lda, i0, pc, kcb, st.hk)
+			st.ap, st.rs, st.ps = &p[0], 1, mr
+		case tA:
+			st.ap, st.rs, st.ps = &a[pc*lda+i0], 1, lda
+		default:
+			st.ap, st.rs, st.ps = &a[i0*lda+pc], lda, 1
+		}
+		w.strips = append(w.strips, st)
+	}
+	return w.strips
 }
 
 // addTile sets the h×wd block of C to t + bet·C (t when !load).

@@ -152,6 +152,8 @@ func (p *problem[T]) mismatch(want, mag []float64) error {
 }
 
 // shapes covers the edges of every tile (mr ∈ {4,6,12}, nr ∈ {4,8,16,32,64}),
+// last column strips on the narrower kernels of a variant's rows (n mod
+// 64 of 32, 16 and 26: whole and recomputed, B packed and read in place),
 // depths around the chunk and block lengths, m < mr, n < nr, attention's
 // tiles, and B read in place and packed (large B with many rows of C, or
 // with long rows); 128×128×128 is attention's tile at d = 128.
@@ -159,6 +161,7 @@ var shapes = [][3]int{
 	{1, 1, 1}, {1, 40, 3}, {5, 3, 17}, {6, 32, 8}, {7, 33, 9}, {12, 64, 64}, {13, 31, 129},
 	{64, 64, 64}, {64, 64, 128}, {17, 100, 257}, {3, 70, 300}, {130, 7, 513}, {100, 40, 20},
 	{100, 200, 100}, {20, 600, 120}, {128, 128, 128}, {31, 130, 100},
+	{50, 96, 70}, {9, 80, 33}, {12, 90, 40},
 }
 
 func testGemm[T Float](t *testing.T, run func(p *problem[T]) error) {
@@ -232,6 +235,33 @@ func TestGemmParallel(t *testing.T) {
 				t.Run(fmt.Sprintf("%v/%v/float32", s, tr), func(t *testing.T) { p.verify(t, want, mag) })
 				t.Run(fmt.Sprintf("%v/%v/float64", s, tr), func(t *testing.T) { q.verify(t, wq, mq) })
 			}
+		}
+	})
+}
+
+// TestTransposedAGroups runs products of a transposed A wide enough to be
+// packed (packABlock) and tall enough to be packed in several groups of
+// strips (aStrips: 240 rows in float32 and 120 in float64 at the depth
+// blocks of k = 600), with a last strip of 4 rows, on one goroutine,
+// against the reference.
+func TestTransposedAGroups(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(6))
+		for _, tB := range []bool{false, true} {
+			p := newProblem[float32](rng, true, tB, 262, 140, 600, 3, 1.5, 0.5)
+			q := newProblem[float64](rng, true, tB, 262, 140, 600, 3, 1, 0)
+			want, mag := p.reference()
+			wq, mq := q.reference()
+			var w Workspace[float32]
+			if err := w.Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+				t.Fatal(err)
+			}
+			var wd Workspace[float64]
+			if err := wd.Gemm(q.tA, q.tB, q.m, q.n, q.k, q.alpha, q.a, q.lda, q.b, q.ldb, q.beta, q.c, q.ldc); err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("tB=%t/float32", tB), func(t *testing.T) { p.verify(t, want, mag) })
+			t.Run(fmt.Sprintf("tB=%t/float64", tB), func(t *testing.T) { q.verify(t, wq, mq) })
 		}
 	})
 }

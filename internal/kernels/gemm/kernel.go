@@ -26,6 +26,11 @@ type transposer[T Float] func(dst *T, ldd int, src *T, lds int, rows, cols int)
 // 128) from src at a stride of lds bytes to dst at a stride of ldd bytes.
 type rowCopier func(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
 
+// A pieceCopier cuts each of rows rows of src (lds bytes apart) into
+// pieces pieces of width bytes (a multiple of 8) and copies piece s of row
+// p to dst + s·ldd + p·width.
+type pieceCopier func(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, pieces, width int)
+
 // A kernel is a micro-kernel with its tile, and the SIMD routines that
 // pack for it (nil: plain loops do).
 type kernel[T Float] struct {
@@ -39,11 +44,32 @@ type kernel[T Float] struct {
 	trans  transposer[T]
 	tblock int // the transposer's block size
 	rows   rowCopier
+	pieces pieceCopier
 	chunk  func(depth int) int // the chunk length for a depth block
 	// narrow lists kernels of fewer columns, nr ascending, each with its
 	// own edges and packing: a product of n < nr columns runs on the
 	// first whose nr ≥ n (see forColumns).
 	narrow []*kernel[T]
+	// cols lists kernels of the same rows and fewer columns, nr
+	// ascending, with their edges: the last column strip of a product,
+	// of w < nr columns, runs on the first whose nr ≥ w (colKernel)
+	// instead of a full strip computed into a scratch tile.
+	cols []*kernel[T]
+	// bPanel: a group of row strips runs column strip after column strip
+	// when a strip of the packed op(B) block is at most bPanel bytes
+	// (block; 0: row strip after row strip).
+	bPanel int
+}
+
+// colKernel returns the kernel of kn.mr rows for a column strip of w < nr
+// columns: the narrowest of kn.cols that holds them, or kn.
+func (kn *kernel[T]) colKernel(w int) *kernel[T] {
+	for _, x := range kn.cols {
+		if w <= x.nr {
+			return x
+		}
+	}
+	return kn
 }
 
 // forColumns returns the kernel for a product of n columns: kn, or, when
