@@ -147,7 +147,8 @@ func operands(rng *rand.Rand, s benchShape) (a, bb, c []float32, lda, ldb int) {
 }
 
 // BenchmarkGemm runs Gemm (split over GOMAXPROCS cores) at nn's shapes, in
-// float32 at the level in force, beside gonum's Sgemm.
+// float32 at the level in force, beside gonum's Sgemm, and GemmBias (bias)
+// at those of a linear layer's forward.
 func BenchmarkGemm(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	for _, s := range nnShapes {
@@ -163,6 +164,22 @@ func BenchmarkGemm(b *testing.B) {
 				}
 			})
 		})
+		if !s.tA && !s.tB { // a linear layer's x·W + b
+			bias := make([]float32, s.n)
+			for i := range bias {
+				bias[i] = float32(i%7) * 0.25
+			}
+			b.Run(s.name+"/bias", func(b *testing.B) {
+				pk := peakRate(isa.Get(), runtime.GOMAXPROCS(0))
+				measure(b, flops, pk, func() {
+					for range b.N {
+						if err := GemmBias(false, false, s.m, s.n, s.k, a, lda, bb, ldb, bias, c, s.n); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
+		}
 		b.Run(s.name+"/gonum", func(b *testing.B) {
 			measure(b, flops, peak{}, func() {
 				for range b.N {

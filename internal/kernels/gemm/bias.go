@@ -12,8 +12,8 @@ import (
 // (a linear layer's x·W + b) as Gemm with alpha 1 and beta 0 followed by
 // the addition of bias to every row of C, each product entry rounded and
 // then the sum: the bits of Gemm and then vec.Add. Each core adds the bias
-// to the strip of rows it has just computed, still in its cache, instead of
-// a pass over C of its own. Arguments and errors are Gemm's; bias has at
+// to each block of rows (at most cBlockBytes of C) as soon as it has
+// computed it, still in its cache, instead of a pass over C of its own. Arguments and errors are Gemm's; bias has at
 // least n entries.
 func GemmBias[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, bias []T, c []T, ldc int) error {
 	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {

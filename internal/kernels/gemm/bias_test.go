@@ -10,11 +10,17 @@ import (
 // TestGemmBias checks C = op(A)·op(B) + bias against the float64 reference
 // (Gemm's error bound plus the addition's rounding) and bit for bit
 // against Gemm followed by adding the bias, for products split by rows, by
-// columns and on one core, at GOMAXPROCS 1 and 4.
+// columns and on one core, at GOMAXPROCS 1 and 4; 300×1024×64 adds the
+// bias block of rows by block of rows (gemmPacked's row blocks of 60),
+// 540×520×768 after all of a chunk's rows (two blocks of columns).
 func TestGemmBias(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	rng := rand.New(rand.NewSource(4))
-	for _, s := range [][3]int{{2048, 64, 64}, {203, 61, 150}, {37, 300, 129}, {5, 3, 17}} {
+	sizes := [][3]int{{2048, 64, 64}, {203, 61, 150}, {37, 300, 129}, {5, 3, 17}, {300, 1024, 64}, {540, 520, 768}}
+	if testing.Short() {
+		sizes = sizes[:5]
+	}
+	for _, s := range sizes {
 		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}} {
 			for _, procs := range []int{1, 4} {
 				runtime.GOMAXPROCS(procs)

@@ -154,7 +154,8 @@ const sharedBMax = 8 << 20
 // packed at all, is packed once, its strips over the cores, and every
 // chunk reads that copy: the workers no longer each pack all of op(B) and
 // hold their own copies of it in the shared caches. after, when not nil,
-// runs on each chunk's rows [r0, r1) once they are computed. The packed
+// runs on every row of C once, on rows [r0, r1) as soon as they are
+// computed (a block of rows still in the core's cache: gemmPacked). The packed
 // blocks and the micro-kernel calls are those of the serial product, so
 // C has its bits.
 func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, after func(r0, r1 int)) {
@@ -179,12 +180,13 @@ func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a [
 		if tA {
 			aOff = r0
 		}
-		w := getWorkspace[T]()
-		w.gemmPacked(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc, pb)
-		putWorkspace(w)
+		var done func(i0, i1 int)
 		if after != nil {
-			after(r0, r1)
+			done = func(i0, i1 int) { after(r0+i0, r0+i1) }
 		}
+		w := getWorkspace[T]()
+		w.gemmPacked(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc, pb, done)
+		putWorkspace(w)
 	})
 }
 
@@ -244,17 +246,23 @@ func check(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) error {
 
 // gemm is the single-threaded product; the arguments have been checked.
 func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	w.gemmPacked(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+	w.gemmPacked(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil)
 }
 
 // gemmPacked is gemm reading op(B) from pb, packed by packShared for the
-// kernel kn.forColumns(n), when pb is not nil (b is then not read).
-func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T) {
+// kernel kn.forColumns(n), when pb is not nil (b is then not read). after,
+// when not nil, runs once on every row of C, on rows [i0, i1) as soon as
+// all their columns are computed: block of rows by block of rows when one
+// block of columns covers n, else on all rows at the end.
+func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T, after func(i0, i1 int)) {
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 || alpha == 0 {
 		scale(m, n, beta, c, ldc)
+		if after != nil {
+			after(0, m)
+		}
 		return
 	}
 	kn = kn.forColumns(n)
@@ -277,20 +285,27 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 	}
 	w.tile = grow(w.tile, mr*nr)
 
-	// With op(B) packed whole (pb) and several depth blocks, the rows go in
+	// With op(B) packed whole (pb) and several depth blocks, or an after
+	// to run (and op(B) not packed block by block here), the rows go in
 	// blocks of mc whose part of C (at most cBlockBytes) stays in the
-	// core's cache from one depth block to the next, instead of a pass
-	// over all m rows of C per depth block; each entry of C still sums the
-	// same micro-kernel calls in the same order.
+	// core's cache from one depth block to the next and for after, instead
+	// of a pass over all m rows of C per depth block; each entry of C
+	// still sums the same micro-kernel calls in the same order.
 	mc := m
-	if pb != nil && k > kc {
+	if pb != nil && k > kc || after != nil && (pb != nil || !packB) {
 		mc = max(mr, cBlockBytes/(nc*size)/mr*mr)
 	}
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
 		for ic := 0; ic < m; ic += mc {
 			w.block(kn, tA, tB, m, n, k, kc, ic, min(ic+mc, m), jc, ncb, np, packB, packAT, alpha, a, lda, b, ldb, beta, c, ldc, pb)
+			if after != nil && nc >= n {
+				after(ic, min(ic+mc, m))
+			}
 		}
+	}
+	if after != nil && nc < n {
+		after(0, m)
 	}
 }
 
