@@ -76,6 +76,10 @@ func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, piec
 //	   step from L2 (about 21 bytes a cycle at two FMAs a cycle). Zen 5,
 //	   one core, nn's k = 256 products: within noise of variant 6 (its
 //	   L2 keeps up), −8% on 4096×256·(1024×256)ᵀ. Not yet timed on the Xeon.
+//	14 variant 4 (12×32) in that order: its B strip is 32 KiB at kc = 256
+//	   too (k > 512: nn's 1024-deep and 4096-deep products), where variant
+//	   13's is 64 KiB and runs in variant 6's order. Not yet timed on the
+//	   Xeon.
 //
 // Dropped after the Xeon runs (the logs keep their numbers): 3 8×32
 // (72.1%), 5 14×32 (71.2%), 7 and 8 the 8×32 and 12×32 prefetching B eight
@@ -94,6 +98,7 @@ var (
 		generated512(4, 12, 2),
 		generated512(6, 6, 4),
 		panelOrder(generated512(13, 6, 4)),
+		panelOrder(generated512(14, 12, 2)),
 	}
 	variants256 = []variant{
 		{1, "avx2v1_6x16",
