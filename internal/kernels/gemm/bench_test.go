@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math/rand"
 	"runtime"
 	"sync"
@@ -106,20 +107,34 @@ type benchShape struct {
 }
 
 // nnShapes are the products of nn's GPT layers (nn/linear.go: y = x·W,
-// ∂x = g·Wᵀ, ∂W = xᵀ·g) at width 256 over B·T = 4096 tokens and width 64
-// over 2048 tokens, with the MLP's 4× hidden width and the q,k,v
-// projection's 3×.
-var nnShapes = []benchShape{
-	{"D256/qkv/xW", false, false, 4096, 768, 256},
-	{"D256/fc/xW", false, false, 4096, 1024, 256},
-	{"D256/proj/xW", false, false, 4096, 256, 1024},
-	{"D256/proj/gWt", false, true, 4096, 1024, 256},
-	{"D256/fc/xtg", true, false, 256, 1024, 4096},
-	{"D64/qkv/xW", false, false, 2048, 192, 64},
-	{"D64/fc/xW", false, false, 2048, 256, 64},
-	{"D64/proj/xW", false, false, 2048, 64, 256},
-	{"D64/fc/gWt", false, true, 2048, 64, 256},
-	{"D64/fc/xtg", true, false, 64, 256, 2048},
+// ∂x = g·Wᵀ, ∂W = xᵀ·g): those of the large configuration of
+// scripts/train-bench.sh (width 256 over B·T = 4096 tokens: the q,k,v
+// projection 256→768, the MLP's 256→1024 and 1024→256, the attention's
+// output projection 256→256 and the vocabulary head 256→96), as nn's
+// BenchmarkMatMulGPT times them, and of the small one (width 64 over 2048
+// tokens).
+var nnShapes = append(gptShapes("D256", 4096, [][2]int{{256, 768}, {256, 1024}, {1024, 256}, {256, 256}, {256, 96}}),
+	benchShape{"D64/qkv/xW", false, false, 2048, 192, 64},
+	benchShape{"D64/fc/xW", false, false, 2048, 256, 64},
+	benchShape{"D64/proj/xW", false, false, 2048, 64, 256},
+	benchShape{"D64/fc/gWt", false, true, 2048, 64, 256},
+	benchShape{"D64/fc/xtg", true, false, 64, 256, 2048},
+)
+
+// gptShapes returns the three products of each layer in→out over tokens
+// rows: x·W [tokens, in]·[in, out], g·Wᵀ [tokens, out]·[in, out]ᵀ and
+// xᵀ·g [tokens, in]ᵀ·[tokens, out], named <prefix>/<in>x<out>/<product>.
+func gptShapes(prefix string, tokens int, layers [][2]int) []benchShape {
+	var ss []benchShape
+	for _, l := range layers {
+		in, out := l[0], l[1]
+		name := fmt.Sprintf("%s/%dx%d/", prefix, in, out)
+		ss = append(ss,
+			benchShape{name + "xW", false, false, tokens, out, in},
+			benchShape{name + "gWt", false, true, tokens, in, out},
+			benchShape{name + "xtg", true, false, in, out, tokens})
+	}
+	return ss
 }
 
 // tileShapes are attention's tile products (Br×Bc tiles, head dim d):

@@ -110,6 +110,6 @@
 // ten products at one core, where variant 1 (the 6×32 kernel used before)
 // reached 62–75% and 57–69% in the same rounds
 // (cmd/cpubench/results/gemm-xeon-variants-run3.log). The tenth, the
-// 4096-deep weight gradient D256/fc/xtg, gave variant 6 49% and variant 1
+// 4096-deep weight gradient D256/fc/xtg (now D256/256x1024/xtg), gave variant 6 49% and variant 1
 // 68% there, and the reverse order (56%, 47%) in the run before.
 package gemm
