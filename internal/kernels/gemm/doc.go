@@ -27,17 +27,27 @@
 // examples/gpt's d = 16 and 32: its backward ran 2.2× faster at d = 32.
 //
 // The micro-kernel reads op(A) where it lies, through a row stride and a
-// depth stride (A·… reads rows of A; Aᵀ·… packs a strip when it is reused
-// across many column strips), and op(B) as rows of nr values at a depth
+// depth stride (A·… reads rows of A; Aᵀ·… packs its strips when they are
+// reused across many column strips: a group of strips at a time, reading
+// A along its rows, packABlock), and op(B) as rows of nr values at a depth
 // stride: straight from B when B is not transposed and small (attention's
 // tiles), else from a packed copy of the kc×nc block, zero-padded to whole
 // strips (AVX row copier; an 8×8 AVX transposer when B is stored
 // transposed). The last rows of C (h < mr) run on the variant's kernel of
 // h rows where it has one (the generated AVX-512 kernels come in every
-// height), so A is never padded; else, and for the last columns, the
-// last full strip (rows m−mr…m−1, columns n−nr…n−1) is recomputed into a
-// scratch tile of which only the new part is kept, and A is packed only
-// when m < mr.
+// height), so A is never padded; the last columns (w < nr) on its kernel
+// of the same rows and one or two vectors a row where one holds them
+// (kernel.cols: 6×16 or 6×32 beside 6×64; the head 4096×256·256×96 ran
+// 1.4× faster on one Zen 5 core than with a 6×64 strip of which half was
+// kept). Else the last full strip (rows m−mr…m−1, columns n−w…n−1 of the
+// kernel's width w) is recomputed into a scratch tile of which only the
+// new part is kept, and A is packed only when m < mr.
+//
+// Within a depth block the rows go in groups (their part of op(A) at most
+// aBlockBytes), each row strip over the column strips (the A strip stays
+// in L1, the B strips stream from L2); variants with kernel.bPanel set run
+// each column strip over the group's row strips instead where the B strip
+// fits in L1 (BLIS's order; variants 13, 14: for the Xeon to time).
 //
 // # Accumulation (accuracy)
 //
@@ -110,6 +120,7 @@
 // ten products at one core, where variant 1 (the 6×32 kernel used before)
 // reached 62–75% and 57–69% in the same rounds
 // (cmd/cpubench/results/gemm-xeon-variants-run3.log). The tenth, the
-// 4096-deep weight gradient D256/fc/xtg (now D256/256x1024/xtg), gave variant 6 49% and variant 1
-// 68% there, and the reverse order (56%, 47%) in the run before.
+// 4096-deep weight gradient D256/fc/xtg (now D256/256x1024/xtg), gave
+// variant 6 49% and variant 1 68% there, and the reverse order (56%, 47%)
+// in the run before.
 package gemm
