@@ -115,19 +115,24 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
 		return err
 	}
-	kn := kernelFor[T]()
+	product(kernelFor[T](), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	return nil
+}
+
+// product is Gemm on kernel kn, the arguments checked.
+func product[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if 2*m*n*k < parallelFlops {
 		w := getWorkspace[T]()
 		w.gemm(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		putWorkspace(w)
-		return nil
+		return
 	}
 	// Split the larger of m and n into whole strips. Each part is a
 	// product of its own; splitting the columns lets each worker pack only
 	// its own part of B, splitting the rows keeps long rows of C together.
 	if m >= n {
 		rowsParallel(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
-		return nil
+		return
 	}
 	units := (n + kn.nr - 1) / kn.nr
 	grain := max(1, parallelFlops/(2*kn.nr*m*k))
@@ -141,7 +146,6 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 		w.gemm(kn, tA, tB, m, c1-c0, k, alpha, a, lda, b[bOff:], ldb, beta, c[c0:], ldc)
 		putWorkspace(w)
 	})
-	return nil
 }
 
 // sharedBMax bounds op(B) packed once for all the workers of a product

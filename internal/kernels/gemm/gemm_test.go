@@ -28,6 +28,7 @@ func forEachVariant(t *testing.T, f func(t *testing.T)) {
 // and C (stride beyond the row) hold NaN, so reading them shows in C.
 type problem[T Float] struct {
 	tA, tB        bool
+	chain         bool // summed by GemmDepth or GemmBias: a chain per depth block
 	m, n, k       int
 	alpha, beta   T
 	a, b, c       []T
@@ -106,9 +107,14 @@ func (p *problem[T]) reference() (want, mag []float64) {
 
 // errorBound is the worst-case relative error (in units of the element's
 // unit roundoff) of the scheme for depth k: the chunk chain, the chain of
-// chunk totals, the chain of depth blocks through C, alpha and beta.
-func errorBound(k int) float64 {
+// chunk totals, the chain of depth blocks through C, alpha and beta; with
+// chain (GemmDepth, GemmBias), the block's chain, the chain of blocks
+// through C and the depth parts' sum.
+func errorBound(k int, chain bool) float64 {
 	kc := depthBlock(max(k, 1))
+	if chain {
+		return float64(kc+(k+kc-1)/kc+depthUnits) + 4
+	}
 	kb := chunkSingle(kc) // the longer chains of the two schemes
 	return float64(kb+(kc+kb-1)/kb+(k+kc-1)/kc) + 4
 }
@@ -132,7 +138,7 @@ func (p *problem[T]) verify(t *testing.T, want, mag []float64) {
 // mismatch returns an error naming the first entry of C farther from the
 // reference than the error bound, or a padding entry that was written.
 func (p *problem[T]) mismatch(want, mag []float64) error {
-	tol := errorBound(p.k) * unitRoundoff[T]()
+	tol := errorBound(p.k, p.chain) * unitRoundoff[T]()
 	for i := 0; i < p.m; i++ {
 		for j := 0; j < p.ldc && i*p.ldc+j < len(p.c); j++ {
 			got := float64(p.c[i*p.ldc+j])
@@ -312,20 +318,36 @@ func TestRowsParallelBits(t *testing.T) {
 	})
 }
 
-// TestFloat64Exact checks the gradient-check path: float64 products within
-// 1e-12 of the float64 reference, relative to Σ|a·b|.
+// TestFloat64Exact checks the gradient-check path: float64 products
+// (Gemm, GemmDepth, GemmBias) within 1e-12 of the float64 reference,
+// relative to Σ|a·b|.
 func TestFloat64Exact(t *testing.T) {
 	forEachVariant(t, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(3))
 		for _, s := range [][3]int{{64, 64, 64}, {31, 45, 1025}, {96, 40, 4096}} {
 			p := newProblem[float64](rng, false, true, s[0], s[1], s[2], 0, 1, 0)
 			want, mag := p.reference()
-			if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
-				t.Fatal(err)
-			}
-			for i, w := range want {
-				if d := math.Abs(p.c[i] - w); d > 1e-12*mag[i] {
-					t.Fatalf("%v: entry %d: %.17g, want %.17g (relative error %.3g)", s, i, p.c[i], w, d/mag[i])
+			// Gemm, and nn's GemmDepth and GemmBias (a chain per depth block).
+			zero := make([]float64, p.n)
+			for _, f := range []struct {
+				name string
+				run  func() error
+			}{
+				{"Gemm", func() error {
+					return Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc)
+				}},
+				{"GemmDepth", func() error { return GemmDepth(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc) }},
+				{"GemmBias", func() error {
+					return GemmBias(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, zero, p.c, p.ldc)
+				}},
+			} {
+				if err := f.run(); err != nil {
+					t.Fatal(err)
+				}
+				for i, w := range want {
+					if d := math.Abs(p.c[i] - w); d > 1e-12*mag[i] {
+						t.Fatalf("%s %v: entry %d: %.17g, want %.17g (relative error %.3g)", f.name, s, i, p.c[i], w, d/mag[i])
+					}
 				}
 			}
 		}

@@ -109,30 +109,35 @@ type variant struct {
 	d    *kernel[float64]
 }
 
-// The kernels in use, picked from isa.Get() at start-up.
+// The kernels in use, picked from isa.Get() at start-up: kern32 and
+// kern64 sum in chunks (Gemm, Workspace.Gemm), chain32 and chain64 are the
+// same kernels summing each depth block in one chain (GemmDepth, GemmBias:
+// see the package comment).
 var (
-	kern32 *kernel[float32]
-	kern64 *kernel[float64]
+	kern32  *kernel[float32]
+	kern64  *kernel[float64]
+	chain32 *kernel[float32]
+	chain64 *kernel[float64]
 )
 
 func init() { useLevel(isa.Get()) }
 
+// use switches the package to the kernels s and d and returns the
+// function that switches back.
+func use(s *kernel[float32], d *kernel[float64]) (restore func()) {
+	old32, old64, oldc32, oldc64 := kern32, kern64, chain32, chain64
+	kern32, kern64, chain32, chain64 = s, d, chained(s), chained(d)
+	return func() { kern32, kern64, chain32, chain64 = old32, old64, oldc32, oldc64 }
+}
+
 // useLevel switches the package to the kernels of level l (which this
 // build and machine must support) and returns the function that switches
 // back. Tests use it, before running products, to cover every level.
-func useLevel(l isa.Level) (restore func()) {
-	old32, old64 := kern32, kern64
-	kern32, kern64 = kernels32(l), kernels64(l)
-	return func() { kern32, kern64 = old32, old64 }
-}
+func useLevel(l isa.Level) (restore func()) { return use(kernels32(l), kernels64(l)) }
 
 // useVariant switches the package to variant v's kernels and returns the
 // function that switches back (tests and benchmarks).
-func useVariant(v variant) (restore func()) {
-	old32, old64 := kern32, kern64
-	kern32, kern64 = v.s, v.d
-	return func() { kern32, kern64 = old32, old64 }
-}
+func useVariant(v variant) (restore func()) { return use(v.s, v.d) }
 
 // kernelFor returns the kernel for T. A type defined on float32 or float64
 // has the same layout and calling convention as it, so the kernel built for
@@ -144,6 +149,31 @@ func kernelFor[T Float]() *kernel[T] {
 	}
 	return (*kernel[T])(unsafe.Pointer(kern64))
 }
+
+// chainFor is kernelFor's kernel summing each depth block in one chain.
+func chainFor[T Float]() *kernel[T] {
+	var z T
+	if unsafe.Sizeof(z) == 4 {
+		return (*kernel[T])(unsafe.Pointer(chain32))
+	}
+	return (*kernel[T])(unsafe.Pointer(chain64))
+}
+
+// chained returns kn (and its narrow kernels) summing each depth block in
+// one chunk: one FMA chain per accumulator along the block, no chunk
+// totals to flush.
+func chained[T Float](kn *kernel[T]) *kernel[T] {
+	c := *kn
+	c.chunk = wholeBlock
+	c.narrow = nil
+	for _, x := range kn.narrow {
+		c.narrow = append(c.narrow, chained(x))
+	}
+	return &c
+}
+
+// wholeBlock is the chunk rule of one chain per depth block.
+func wholeBlock(depth int) int { return depth }
 
 // Generic is the tile of the portable kernel.
 const genMR, genNR = 4, 4
