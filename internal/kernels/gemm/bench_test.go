@@ -161,34 +161,36 @@ func operands(rng *rand.Rand, s benchShape) (a, bb, c []float32, lda, ldb int) {
 	return randPadded[float32](rng, ar, ac, ac), randPadded[float32](rng, br, bc, bc), make([]float32, s.m*s.n), ac, bc
 }
 
-// BenchmarkGemm runs Gemm (split over GOMAXPROCS cores) at nn's shapes, in
-// float32 at the level in force, and GemmBias (…/bias) at those of a
-// linear layer's forward; BenchmarkGemmGonum runs gonum's Sgemm there.
+// BenchmarkGemm runs nn's products at nn's shapes, in float32 at the level
+// in force, split over GOMAXPROCS cores: GemmDepth (what nn's matmul op
+// calls), GemmBias (…/bias) at a linear layer's forward, and Gemm
+// (…/split: the split-accumulator scheme of attention's error rule) for
+// comparison; BenchmarkGemmGonum runs gonum's Sgemm there.
 func BenchmarkGemm(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	for _, s := range nnShapes {
 		a, bb, c, lda, ldb := operands(rng, s)
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
-		b.Run(s.name, func(b *testing.B) {
-			pk := peakRate(isa.Get(), runtime.GOMAXPROCS(0))
-			measure(b, flops, pk, func() {
-				for range b.N {
-					if err := Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
-		if !s.tA && !s.tB { // a linear layer's x·W + b
-			bias := make([]float32, s.n)
-			for i := range bias {
-				bias[i] = float32(i%7) * 0.25
+		bias := make([]float32, s.n)
+		for i := range bias {
+			bias[i] = float32(i%7) * 0.25
+		}
+		for _, p := range []struct {
+			name string
+			run  func() error
+		}{
+			{"", func() error { return GemmDepth(s.tA, s.tB, s.m, s.n, s.k, a, lda, bb, ldb, c, s.n) }},
+			{"/bias", func() error { return GemmBias(s.tA, s.tB, s.m, s.n, s.k, a, lda, bb, ldb, bias, c, s.n) }},
+			{"/split", func() error { return Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n) }},
+		} {
+			if p.name == "/bias" && (s.tA || s.tB) { // only the forward x·W + b
+				continue
 			}
-			b.Run(s.name+"/bias", func(b *testing.B) {
+			b.Run(s.name+p.name, func(b *testing.B) {
 				pk := peakRate(isa.Get(), runtime.GOMAXPROCS(0))
 				measure(b, flops, pk, func() {
 					for range b.N {
-						if err := GemmBias(false, false, s.m, s.n, s.k, a, lda, bb, ldb, bias, c, s.n); err != nil {
+						if err := p.run(); err != nil {
 							b.Fatal(err)
 						}
 					}
