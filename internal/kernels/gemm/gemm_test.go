@@ -253,7 +253,11 @@ func TestGemmParallel(t *testing.T) {
 func TestTransposedAGroups(t *testing.T) {
 	forEachVariant(t, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(6))
-		for _, tB := range []bool{false, true} {
+		tBs := []bool{false, true}
+		if testing.Short() {
+			tBs = tBs[:1]
+		}
+		for _, tB := range tBs {
 			p := newProblem[float32](rng, true, tB, 262, 140, 600, 3, 1.5, 0.5)
 			q := newProblem[float64](rng, true, tB, 262, 140, 600, 3, 1, 0)
 			want, mag := p.reference()
