@@ -290,33 +290,45 @@ func TestRowsParallelBits(t *testing.T) {
 	if testing.Short() {
 		sizes = sizes[:2]
 	}
+	// The problems and their references, once for all the variants.
+	type item struct {
+		s         [3]int
+		tr        [2]bool
+		p         *problem[float32]
+		c0        []float32
+		want, mag []float64
+	}
+	var items []item
+	rng := rand.New(rand.NewSource(5))
+	for _, s := range sizes {
+		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			p := newProblem[float32](rng, tr[0], tr[1], s[0], s[1], s[2], 3, 1.5, 0.5)
+			want, mag := p.reference()
+			items = append(items, item{s, tr, p, append([]float32(nil), p.c...), want, mag})
+		}
+	}
 	forEachVariant(t, func(t *testing.T) {
-		rng := rand.New(rand.NewSource(5))
-		for _, s := range sizes {
-			for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
-				p := newProblem[float32](rng, tr[0], tr[1], s[0], s[1], s[2], 3, 1.5, 0.5)
-				c0 := append([]float32(nil), p.c...)
-				want, mag := p.reference()
-				serial := append([]float32(nil), c0...)
-				var w Workspace[float32]
-				if err := w.Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, serial, p.ldc); err != nil {
-					t.Fatal(err)
-				}
-				for _, procs := range []int{1, 2, 3, 16} {
-					runtime.GOMAXPROCS(procs)
-					t.Run(fmt.Sprintf("%v/%v/procs=%d", s, tr, procs), func(t *testing.T) {
-						copy(p.c, c0)
-						if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
-							t.Fatal(err)
+		for _, it := range items {
+			s, tr, p, c0, want, mag := it.s, it.tr, it.p, it.c0, it.want, it.mag
+			serial := append([]float32(nil), c0...)
+			var w Workspace[float32]
+			if err := w.Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, serial, p.ldc); err != nil {
+				t.Fatal(err)
+			}
+			for _, procs := range []int{1, 2, 3, 16} {
+				runtime.GOMAXPROCS(procs)
+				t.Run(fmt.Sprintf("%v/%v/procs=%d", s, tr, procs), func(t *testing.T) {
+					copy(p.c, c0)
+					if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+						t.Fatal(err)
+					}
+					p.verify(t, want, mag)
+					for i := range serial {
+						if serial[i] != p.c[i] && !(serial[i] != serial[i] && p.c[i] != p.c[i]) {
+							t.Fatalf("C[%d] = %v, on one goroutine %v", i, p.c[i], serial[i])
 						}
-						p.verify(t, want, mag)
-						for i := range serial {
-							if serial[i] != p.c[i] && !(serial[i] != serial[i] && p.c[i] != p.c[i]) {
-								t.Fatalf("C[%d] = %v, on one goroutine %v", i, p.c[i], serial[i])
-							}
-						}
-					})
-				}
+					}
+				})
 			}
 		}
 	})
