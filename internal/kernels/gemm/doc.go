@@ -4,10 +4,12 @@
 //	C = alpha·op(A)·op(B) + beta·C      op(A) [m, k], op(B) [k, n], C [m, n]
 //
 // row-major, op(X) = X or Xᵀ, with row strides lda, ldb, ldc. Gemm splits
-// the product over cores (internal/parallel) for nn's large shapes;
-// Workspace.Gemm runs it on the calling goroutine with caller-owned buffers,
-// allocation-free once they have grown, for attention's tiles (the attention
-// op already runs one goroutine per (b, h, query block)).
+// the product over cores (internal/parallel); GemmDepth and GemmBias, nn's
+// products, do too, summing each depth block in one chain (see
+// Accumulation); Workspace.Gemm runs it on the calling goroutine with
+// caller-owned buffers, allocation-free once they have grown, for
+// attention's tiles (the attention op already runs one goroutine per (b, h,
+// query block)).
 //
 // # Blocking
 //
