@@ -75,11 +75,12 @@ func BenchmarkGELU(b *testing.B) {
 // BenchmarkMatMulGPT times nn's matrix products at the shapes of a GPT
 // training step (float32): the forward x·W, and the two gradients g·Wᵀ and
 // xᵀ·g, for the layers of the two configurations of scripts/train-bench.sh
-// (M = batch·context rows, width D, hidden 4·D, vocabulary 96).
+// (M = batch·context rows, width D, hidden 4·D, the q,k,v projection 3·D,
+// vocabulary 96).
 func BenchmarkMatMulGPT(b *testing.B) {
 	for _, tc := range []struct{ m, in, out int }{
 		{2048, 64, 256}, {2048, 64, 192}, {2048, 256, 64}, {2048, 64, 96}, {2048, 64, 64},
-		{4096, 256, 1024}, {4096, 1024, 256}, {4096, 256, 256}, {4096, 256, 96},
+		{4096, 256, 1024}, {4096, 1024, 256}, {4096, 256, 768}, {4096, 256, 256}, {4096, 256, 96},
 	} {
 		x, w, g := newDense(tensor.Float32, tc.m, tc.in), newDense(tensor.Float32, tc.in, tc.out), newDense(tensor.Float32, tc.m, tc.out)
 		for _, t := range []*tensor.Dense{x, w, g} {

@@ -16,6 +16,11 @@ import (
 // float64 loop; for this package (at the level in force), gonum's Sgemm,
 // and a loop with one float32 FMA chain per entry.
 func accuracy(rng *rand.Rand, tB bool, m, n, k int, draw func() float32) (ours, gonum, chain float64) {
+	return accuracyOf(Gemm[float32], rng, tB, m, n, k, draw)
+}
+
+// accuracyOf is accuracy for the product gemm (Gemm's arguments).
+func accuracyOf(gemm func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) error, rng *rand.Rand, tB bool, m, n, k int, draw func() float32) (ours, gonum, chain float64) {
 	a := make([]float32, m*k)
 	b := make([]float32, k*n)
 	for i := range a {
@@ -54,7 +59,7 @@ func accuracy(rng *rand.Rand, tB bool, m, n, k int, draw func() float32) (ours, 
 		return math.Sqrt(e/float64(len(c))) / 0x1p-24
 	}
 	c := make([]float32, m*n)
-	if err := Gemm(false, tB, m, n, k, 1, a, k, b, ldb, 0, c, n); err != nil {
+	if err := gemm(false, tB, m, n, k, 1, a, k, b, ldb, 0, c, n); err != nil {
 		panic(err)
 	}
 	ours = rms(c)
@@ -101,3 +106,48 @@ func TestAccuracy(t *testing.T) {
 }
 
 const accuracyMargin = 1.02
+
+// TestAccuracyChain is the float32 error of nn's products (GemmDepth,
+// GemmBias: a chain per depth block, depth blocks chained through C,
+// depth parts added): at every depth of TestAccuracy, on its data and
+// shapes, the RMS error must not exceed that of one float32 FMA chain per
+// entry along the whole depth by more than accuracyMargin (it is that
+// chain up to k = 256, the deepest block, and shorter chains beyond).
+// gonum's error is shown for comparison.
+func TestAccuracyChain(t *testing.T) {
+	depths, sizes := []int{8, 64, 256, 300, 1024, 4096}, []int{64, 128}
+	if testing.Short() {
+		depths, sizes = []int{300, 1024}, []int{64}
+	}
+	depth := func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) error {
+		if alpha != 1 || beta != 0 {
+			panic("GemmDepth has alpha 1 and beta 0")
+		}
+		return GemmDepth(tA, tB, m, n, k, a, lda, b, ldb, c, ldc)
+	}
+	forEachVariant(t, func(t *testing.T) {
+		var table strings.Builder
+		fmt.Fprintf(&table, "%-8s %4s %5s %5s %8s %8s %8s %6s\n", "data", "tB", "m=n", "k", "ours", "gonum", "1-chain", "ratio")
+		worst := 0.0
+		for _, dist := range []string{"normal", "uniform"} {
+			for _, tB := range []bool{true, false} {
+				for _, mn := range sizes {
+					for _, k := range depths {
+						rng := rand.New(rand.NewSource(int64(k*mn) + 7))
+						draw := func() float32 { return float32(rng.NormFloat64()) }
+						if dist == "uniform" {
+							draw = func() float32 { return rng.Float32() }
+						}
+						o, g, c := accuracyOf(depth, rng, tB, mn, mn, k, draw)
+						fmt.Fprintf(&table, "%-8s %4t %5d %5d %8.3f %8.3f %8.3f %6.2f\n", dist, tB, mn, k, o, g, c, o/c)
+						worst = max(worst, o/c)
+						if o > accuracyMargin*c {
+							t.Errorf("%s tB=%t %d×%d×%d: RMS error %.3g u, one chain's %.3g u (ratio %.2f > %.2f)", dist, tB, mn, mn, k, o, c, o/c, accuracyMargin)
+						}
+					}
+				}
+			}
+		}
+		t.Logf("float32 RMS error / u of GemmDepth, relative to Σ|a·b| per entry; worst ratio to one chain %.2f\n%s", worst, table.String())
+	})
+}

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math/rand"
 	"runtime"
 	"sync"
@@ -106,20 +107,34 @@ type benchShape struct {
 }
 
 // nnShapes are the products of nn's GPT layers (nn/linear.go: y = x·W,
-// ∂x = g·Wᵀ, ∂W = xᵀ·g) at width 256 over B·T = 4096 tokens and width 64
-// over 2048 tokens, with the MLP's 4× hidden width and the q,k,v
-// projection's 3×.
-var nnShapes = []benchShape{
-	{"D256/qkv/xW", false, false, 4096, 768, 256},
-	{"D256/fc/xW", false, false, 4096, 1024, 256},
-	{"D256/proj/xW", false, false, 4096, 256, 1024},
-	{"D256/proj/gWt", false, true, 4096, 1024, 256},
-	{"D256/fc/xtg", true, false, 256, 1024, 4096},
-	{"D64/qkv/xW", false, false, 2048, 192, 64},
-	{"D64/fc/xW", false, false, 2048, 256, 64},
-	{"D64/proj/xW", false, false, 2048, 64, 256},
-	{"D64/fc/gWt", false, true, 2048, 64, 256},
-	{"D64/fc/xtg", true, false, 64, 256, 2048},
+// ∂x = g·Wᵀ, ∂W = xᵀ·g): those of the large configuration of
+// scripts/train-bench.sh (width 256 over B·T = 4096 tokens: the q,k,v
+// projection 256→768, the MLP's 256→1024 and 1024→256, the attention's
+// output projection 256→256 and the vocabulary head 256→96), as nn's
+// BenchmarkMatMulGPT times them, and of the small one (width 64 over 2048
+// tokens).
+var nnShapes = append(gptShapes("D256", 4096, [][2]int{{256, 768}, {256, 1024}, {1024, 256}, {256, 256}, {256, 96}}),
+	benchShape{"D64/qkv/xW", false, false, 2048, 192, 64},
+	benchShape{"D64/fc/xW", false, false, 2048, 256, 64},
+	benchShape{"D64/proj/xW", false, false, 2048, 64, 256},
+	benchShape{"D64/fc/gWt", false, true, 2048, 64, 256},
+	benchShape{"D64/fc/xtg", true, false, 64, 256, 2048},
+)
+
+// gptShapes returns the three products of each layer in→out over tokens
+// rows: x·W [tokens, in]·[in, out], g·Wᵀ [tokens, out]·[in, out]ᵀ and
+// xᵀ·g [tokens, in]ᵀ·[tokens, out], named <prefix>/<in>x<out>/<product>.
+func gptShapes(prefix string, tokens int, layers [][2]int) []benchShape {
+	var ss []benchShape
+	for _, l := range layers {
+		in, out := l[0], l[1]
+		name := fmt.Sprintf("%s/%dx%d/", prefix, in, out)
+		ss = append(ss,
+			benchShape{name + "xW", false, false, tokens, out, in},
+			benchShape{name + "gWt", false, true, tokens, in, out},
+			benchShape{name + "xtg", true, false, in, out, tokens})
+	}
+	return ss
 }
 
 // tileShapes are attention's tile products (Br×Bc tiles, head dim d):
@@ -146,24 +161,53 @@ func operands(rng *rand.Rand, s benchShape) (a, bb, c []float32, lda, ldb int) {
 	return randPadded[float32](rng, ar, ac, ac), randPadded[float32](rng, br, bc, bc), make([]float32, s.m*s.n), ac, bc
 }
 
-// BenchmarkGemm runs Gemm (split over GOMAXPROCS cores) at nn's shapes, in
-// float32 at the level in force, beside gonum's Sgemm.
+// BenchmarkGemm runs nn's products at nn's shapes, in float32 at the level
+// in force, split over GOMAXPROCS cores: GemmDepth (what nn's matmul op
+// calls), GemmBias (…/bias) at a linear layer's forward, and Gemm
+// (…/split: the split-accumulator scheme of attention's error rule) for
+// comparison; BenchmarkGemmGonum runs gonum's Sgemm there.
 func BenchmarkGemm(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	for _, s := range nnShapes {
 		a, bb, c, lda, ldb := operands(rng, s)
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
-		b.Run(s.name, func(b *testing.B) {
-			pk := peakRate(isa.Get(), runtime.GOMAXPROCS(0))
-			measure(b, flops, pk, func() {
-				for range b.N {
-					if err := Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n); err != nil {
-						b.Fatal(err)
+		bias := make([]float32, s.n)
+		for i := range bias {
+			bias[i] = float32(i%7) * 0.25
+		}
+		for _, p := range []struct {
+			name string
+			run  func() error
+		}{
+			{"", func() error { return GemmDepth(s.tA, s.tB, s.m, s.n, s.k, a, lda, bb, ldb, c, s.n) }},
+			{"/bias", func() error { return GemmBias(s.tA, s.tB, s.m, s.n, s.k, a, lda, bb, ldb, bias, c, s.n) }},
+			{"/split", func() error { return Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n) }},
+		} {
+			if p.name == "/bias" && (s.tA || s.tB) { // only the forward x·W + b
+				continue
+			}
+			b.Run(s.name+p.name, func(b *testing.B) {
+				pk := peakRate(isa.Get(), runtime.GOMAXPROCS(0))
+				measure(b, flops, pk, func() {
+					for range b.N {
+						if err := p.run(); err != nil {
+							b.Fatal(err)
+						}
 					}
-				}
+				})
 			})
-		})
-		b.Run(s.name+"/gonum", func(b *testing.B) {
+		}
+	}
+}
+
+// BenchmarkGemmGonum runs gonum's Sgemm at BenchmarkGemm's shapes (a
+// benchmark of its own, so that -bench 'Gemm$' times ours alone).
+func BenchmarkGemmGonum(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	for _, s := range nnShapes {
+		a, bb, c, lda, ldb := operands(rng, s)
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		b.Run(s.name, func(b *testing.B) {
 			measure(b, flops, peak{}, func() {
 				for range b.N {
 					blas32.Implementation().Sgemm(trans(s.tA), trans(s.tB), s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)

@@ -73,17 +73,19 @@ func DepthParts[T Float](m, n, k int) int {
 	return p
 }
 
-// GemmDepth computes C = op(A)·op(B) (Gemm with alpha 1 and beta 0), cut
-// along the depth too when DepthParts(m, n, k) > 1. Arguments and errors
-// are Gemm's.
+// GemmDepth computes C = op(A)·op(B) (Gemm with alpha 1 and beta 0, each
+// depth block summed in one chain: see the package comment), cut along
+// the depth too when DepthParts(m, n, k) > 1. Arguments and errors are
+// Gemm's. nn's matrix products run on it.
 func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) error {
 	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
 		return err
 	}
-	kn := kernelFor[T]()
+	kn := chainFor[T]()
 	strips, width, rows, parts := depthSplit(kn, m, n, k)
 	if parts <= 1 {
-		return Gemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+		product(kn, tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+		return nil
 	}
 	sp := getScratch[T]((parts - 1) * m * n)
 	defer putScratch(sp)

@@ -4,10 +4,12 @@
 //	C = alpha·op(A)·op(B) + beta·C      op(A) [m, k], op(B) [k, n], C [m, n]
 //
 // row-major, op(X) = X or Xᵀ, with row strides lda, ldb, ldc. Gemm splits
-// the product over cores (internal/parallel) for nn's large shapes;
-// Workspace.Gemm runs it on the calling goroutine with caller-owned buffers,
-// allocation-free once they have grown, for attention's tiles (the attention
-// op already runs one goroutine per (b, h, query block)).
+// the product over cores (internal/parallel); GemmDepth and GemmBias, nn's
+// products, do too, summing each depth block in one chain (see
+// Accumulation); Workspace.Gemm runs it on the calling goroutine with
+// caller-owned buffers, allocation-free once they have grown, for
+// attention's tiles (the attention op already runs one goroutine per (b, h,
+// query block)).
 //
 // # Blocking
 //
@@ -27,17 +29,27 @@
 // examples/gpt's d = 16 and 32: its backward ran 2.2× faster at d = 32.
 //
 // The micro-kernel reads op(A) where it lies, through a row stride and a
-// depth stride (A·… reads rows of A; Aᵀ·… packs a strip when it is reused
-// across many column strips), and op(B) as rows of nr values at a depth
+// depth stride (A·… reads rows of A; Aᵀ·… packs its strips when they are
+// reused across many column strips: a group of strips at a time, reading
+// A along its rows, packABlock), and op(B) as rows of nr values at a depth
 // stride: straight from B when B is not transposed and small (attention's
 // tiles), else from a packed copy of the kc×nc block, zero-padded to whole
 // strips (AVX row copier; an 8×8 AVX transposer when B is stored
 // transposed). The last rows of C (h < mr) run on the variant's kernel of
 // h rows where it has one (the generated AVX-512 kernels come in every
-// height), so A is never padded; else, and for the last columns, the
-// last full strip (rows m−mr…m−1, columns n−nr…n−1) is recomputed into a
-// scratch tile of which only the new part is kept, and A is packed only
-// when m < mr.
+// height), so A is never padded; the last columns (w < nr) on its kernel
+// of the same rows and one or two vectors a row where one holds them
+// (kernel.cols: 6×16 or 6×32 beside 6×64; the head 4096×256·256×96 ran
+// 1.4× faster on one Zen 5 core than with a 6×64 strip of which half was
+// kept). Else the last full strip (rows m−mr…m−1, columns n−w…n−1 of the
+// kernel's width w) is recomputed into a scratch tile of which only the
+// new part is kept, and A is packed only when m < mr.
+//
+// Within a depth block the rows go in groups (their part of op(A) at most
+// aBlockBytes), each row strip over the column strips (the A strip stays
+// in L1, the B strips stream from L2); variants with kernel.bPanel set run
+// each column strip over the group's row strips instead where the B strip
+// fits in L1 (BLIS's order; variants 13, 14: for the Xeon to time).
 //
 // # Accumulation (accuracy)
 //
@@ -74,7 +86,20 @@
 // Chunk flushes (an add and a store per accumulator and chunk) and the
 // tree cost about one vector instruction per 8 FMAs at kb = 8. Longer
 // chunks would halve that but break the rule above (kb = 16 up to depth
-// 128 gives up to 1.13× gonum's error, at k = 64).
+// 128 gives up to 1.13× gonum's error, at k = 64; kb = 32 for 256-deep
+// blocks 1.09× at k = 1024). On one Zen 5 core the micro-kernel alone runs
+// at 88–91% of the FMA peak loop at kb = 8, 95% at kb = 16 and 100% with
+// one chunk per block; on the Xeon the flush's adds take FMA ports.
+//
+// That rule is attention's (its fused float32 error within 2× of the
+// decomposed path's, whose products are gonum's). nn's products, GemmDepth
+// and GemmBias, sum each depth block in one chunk instead (chainFor: one
+// FMA chain per accumulator along the block, blocks chained through C, as
+// BLAS libraries do): their float32 error is one FMA chain's up to k = 256
+// and below it beyond (TestAccuracyChain; at k = 4096 a quarter of one
+// chain's, 0.7–1.5× gonum's), and float64 stays within 1e-12. One Zen 5
+// core, nn's GPT products: the k = 256 ones +10–15% (235–250 GFLOP/s,
+// 90–96% of the peak loop), the 1024- and 4096-deep ones +3–8%.
 //
 // # Over the cores
 //
@@ -110,6 +135,7 @@
 // ten products at one core, where variant 1 (the 6×32 kernel used before)
 // reached 62–75% and 57–69% in the same rounds
 // (cmd/cpubench/results/gemm-xeon-variants-run3.log). The tenth, the
-// 4096-deep weight gradient D256/fc/xtg, gave variant 6 49% and variant 1
-// 68% there, and the reverse order (56%, 47%) in the run before.
+// 4096-deep weight gradient D256/fc/xtg (now D256/256x1024/xtg), gave
+// variant 6 49% and variant 1 68% there, and the reverse order (56%, 47%)
+// in the run before.
 package gemm

@@ -85,6 +85,8 @@ type Workspace[T Float] struct {
 	b    []T // packed op(B) block: strips of nr columns, each [kc][nr]
 	a    []T // a packed strip of op(A) (m < mr, or A stored transposed): [kc][mr]
 	tile []T // scratch C tile for edge strips: [mr][nr]
+	// the strips of op(A) of a group of rows (block)
+	strips []aStrip[T]
 }
 
 // Gemm computes, on the calling goroutine,
@@ -113,19 +115,24 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
 		return err
 	}
-	kn := kernelFor[T]()
+	product(kernelFor[T](), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	return nil
+}
+
+// product is Gemm on kernel kn, the arguments checked.
+func product[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if 2*m*n*k < parallelFlops {
 		w := getWorkspace[T]()
 		w.gemm(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		putWorkspace(w)
-		return nil
+		return
 	}
 	// Split the larger of m and n into whole strips. Each part is a
 	// product of its own; splitting the columns lets each worker pack only
 	// its own part of B, splitting the rows keeps long rows of C together.
 	if m >= n {
 		rowsParallel(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
-		return nil
+		return
 	}
 	units := (n + kn.nr - 1) / kn.nr
 	grain := max(1, parallelFlops/(2*kn.nr*m*k))
@@ -139,7 +146,6 @@ func Gemm[T Float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 		w.gemm(kn, tA, tB, m, c1-c0, k, alpha, a, lda, b[bOff:], ldb, beta, c[c0:], ldc)
 		putWorkspace(w)
 	})
-	return nil
 }
 
 // sharedBMax bounds op(B) packed once for all the workers of a product
@@ -152,7 +158,8 @@ const sharedBMax = 8 << 20
 // packed at all, is packed once, its strips over the cores, and every
 // chunk reads that copy: the workers no longer each pack all of op(B) and
 // hold their own copies of it in the shared caches. after, when not nil,
-// runs on each chunk's rows [r0, r1) once they are computed. The packed
+// runs on every row of C once, on rows [r0, r1) as soon as they are
+// computed (a block of rows still in the core's cache: gemmPacked). The packed
 // blocks and the micro-kernel calls are those of the serial product, so
 // C has its bits.
 func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, after func(r0, r1 int)) {
@@ -177,12 +184,13 @@ func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a [
 		if tA {
 			aOff = r0
 		}
-		w := getWorkspace[T]()
-		w.gemmPacked(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc, pb)
-		putWorkspace(w)
+		var done func(i0, i1 int)
 		if after != nil {
-			after(r0, r1)
+			done = func(i0, i1 int) { after(r0+i0, r0+i1) }
 		}
+		w := getWorkspace[T]()
+		w.gemmPacked(kn, tA, tB, r1-r0, n, k, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc, pb, done)
+		putWorkspace(w)
 	})
 }
 
@@ -242,17 +250,23 @@ func check(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) error {
 
 // gemm is the single-threaded product; the arguments have been checked.
 func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	w.gemmPacked(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+	w.gemmPacked(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil)
 }
 
 // gemmPacked is gemm reading op(B) from pb, packed by packShared for the
-// kernel kn.forColumns(n), when pb is not nil (b is then not read).
-func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T) {
+// kernel kn.forColumns(n), when pb is not nil (b is then not read). after,
+// when not nil, runs once on every row of C, on rows [i0, i1) as soon as
+// all their columns are computed: block of rows by block of rows when one
+// block of columns covers n, else on all rows at the end.
+func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T, after func(i0, i1 int)) {
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 || alpha == 0 {
 		scale(m, n, beta, c, ldc)
+		if after != nil {
+			after(0, m)
+		}
 		return
 	}
 	kn = kn.forColumns(n)
@@ -271,31 +285,50 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 	}
 	packAT := tA && n > 2*nr
 	if m < mr || packAT {
-		w.a = grow(w.a, kc*mr)
+		w.a = grow(w.a, kc*mr*(aStrips(kn, kc, size)+1))
 	}
 	w.tile = grow(w.tile, mr*nr)
 
-	// With op(B) packed whole (pb) and several depth blocks, the rows go in
+	// With op(B) packed whole (pb) and several depth blocks, or an after
+	// to run (and op(B) not packed block by block here), the rows go in
 	// blocks of mc whose part of C (at most cBlockBytes) stays in the
-	// core's cache from one depth block to the next, instead of a pass
-	// over all m rows of C per depth block; each entry of C still sums the
-	// same micro-kernel calls in the same order.
+	// core's cache from one depth block to the next and for after, instead
+	// of a pass over all m rows of C per depth block; each entry of C
+	// still sums the same micro-kernel calls in the same order.
 	mc := m
-	if pb != nil && k > kc {
+	if pb != nil && k > kc || after != nil && (pb != nil || !packB) {
 		mc = max(mr, cBlockBytes/(nc*size)/mr*mr)
 	}
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
 		for ic := 0; ic < m; ic += mc {
 			w.block(kn, tA, tB, m, n, k, kc, ic, min(ic+mc, m), jc, ncb, np, packB, packAT, alpha, a, lda, b, ldb, beta, c, ldc, pb)
+			if after != nil && nc >= n {
+				after(ic, min(ic+mc, m))
+			}
 		}
+	}
+	if after != nil && nc < n {
+		after(0, m)
 	}
 }
 
 // block runs depth block after depth block of rows [r0, r1) and columns
 // [jc, jc+ncb) of the product gemmPacked describes.
+//
+// Within a depth block the rows go in groups of at most aStrips strips
+// (their part of op(A), at most aBlockBytes, stays in the L2 cache). When a
+// strip of the packed op(B) block is at most kn.bPanel bytes, a
+// group runs column strip after column strip, each over the group's row
+// strips, so the B strip is read from L1 by all of them and only the A
+// strips (mr values a depth step, not nr) stream from L2 (BLIS's order);
+// else row strip after row strip, each over the columns. Either way each
+// tile of C gets the same micro-kernel calls, depth block after depth
+// block, so the order does not change a bit of C.
 func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc, ncb, np int, packB, packAT bool, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, pb []T) {
 	mr, nr := kn.mr, kn.nr
+	size := int(unsafe.Sizeof(alpha))
+	ga := aStrips(kn, kc, size) * mr
 	for pc := 0; pc < k; pc += kc {
 		kcb := min(kc, k-pc)
 		kb := kn.chunk(kcb)
@@ -312,58 +345,122 @@ func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc
 		case packB:
 			packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
 		}
-		for ir := r0; ir < r1; ir += mr {
-			h := min(mr, m-ir)
-			// The micro-kernel's strip of A: rows i0…i0+hk−1 of op(A),
-			// of which rows ro… are the new rows ir…ir+h−1. The last
-			// rows run on the edge kernel of h rows where there is one,
-			// else recompute the last full strip.
-			micro, hk := kn.micro, mr
-			i0, ro := ir, 0
-			if h < mr {
-				if e := kn.edgeKernel(h); e != nil {
-					micro, hk = e, h
-				} else if m >= mr {
-					i0, ro = m-mr, mr-h
-				}
-			}
-			var ap *T
-			var rs, ps int
-			switch {
-			case m < mr && hk == mr:
-				packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, h)
-				ap, rs, ps = &w.a[0], 1, mr
-			case tA && packAT:
-				packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, hk)
-				ap, rs, ps = &w.a[0], 1, mr
-			case tA:
-				ap, rs, ps = &a[pc*lda+i0], 1, lda
-			default:
-				ap, rs, ps = &a[i0*lda+pc], lda, 1
-			}
-			for jr := 0; jr < ncb; jr += nr {
-				wd := min(nr, ncb-jr)
-				co := 0
-				var bp *T
-				var bs int
-				if packB {
-					bp, bs = &pk[jr*kcb], nr
-				} else {
-					j0 := jc + jr
-					if wd < nr { // n ≥ nr here: recompute the last full strip
-						j0, co = n-nr, nr-wd
+		// tile computes the tile of row strip st and the column strip at
+		// jr of the block.
+		tile := func(st *aStrip[T], jr int) {
+			ir, h := st.ir, st.h
+			wd := min(nr, ncb-jr)
+			micro, hk, ro, width := st.micro, st.hk, st.ro, nr
+			if wd < nr {
+				// The last columns: on a narrower kernel where one holds
+				// them (its edge kernel of hk rows, or the full strip of
+				// rows when the strip's rows are recomputed).
+				if ck := kn.colKernel(wd); ck != kn {
+					ek := ck.micro
+					if hk < mr {
+						ek = ck.edgeKernel(hk)
 					}
-					bp, bs = &b[pc*ldb+j0], ldb
+					if ek != nil {
+						micro, width = ek, ck.nr
+					}
 				}
-				if hk == h && wd == nr {
-					micro(kcb, kb, ap, rs, ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
-					continue
+			}
+			co := 0
+			var bp *T
+			var bs int
+			if packB {
+				bp, bs = &pk[jr*kcb], nr
+			} else {
+				j0 := jc + jr
+				if wd < width { // n ≥ width here: recompute the last full strip
+					j0, co = n-width, width-wd
 				}
-				micro(kcb, kb, ap, rs, ps, bp, bs, &w.tile[0], nr, alpha, 0, false)
-				addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*nr+co:], nr, h, wd, bet, load)
+				bp, bs = &b[pc*ldb+j0], ldb
+			}
+			if hk == h && wd == width {
+				micro(kcb, kb, st.ap, st.rs, st.ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
+				return
+			}
+			micro(kcb, kb, st.ap, st.rs, st.ps, bp, bs, &w.tile[0], width, alpha, 0, false)
+			addTile(c[ir*ldc+jc+jr:], ldc, w.tile[ro*width+co:], width, h, wd, bet, load)
+		}
+		for g0 := r0; g0 < r1; g0 += ga {
+			g1 := min(g0+ga, r1)
+			strips := w.aStrips(kn, tA, packAT, m, g0, g1, kcb, pc, a, lda, ga)
+			if kcb*nr*size <= kn.bPanel {
+				for jr := 0; jr < ncb; jr += nr {
+					for i := range strips {
+						tile(&strips[i], jr)
+					}
+				}
+				continue
+			}
+			for i := range strips {
+				for jr := 0; jr < ncb; jr += nr {
+					tile(&strips[i], jr)
+				}
 			}
 		}
 	}
+}
+
+// bPanelBytes bounds a strip of the packed op(B) block (kc×nr) that the
+// rows of a group read from the L1 cache (block, kernels whose bPanel is
+// set): the smaller L1 data caches of current x86 cores are 32–48 KiB.
+const bPanelBytes = 32 << 10
+
+// An aStrip is how the micro-kernel reads a strip of op(A): rows
+// i0…i0+hk−1 of op(A) at ap (row stride rs, depth stride ps), of which
+// rows ro… are the strip's rows ir…ir+h−1 of C, with micro, the kernel of
+// hk rows.
+type aStrip[T Float] struct {
+	ir, h, hk, ro int
+	micro         microKernel[T]
+	ap            *T
+	rs, ps        int
+}
+
+// aStrips returns the strips of rows [g0, g1) of op(A) over depth
+// pc…pc+kcb−1, packing them into w.a where they are to be packed: a
+// transposed A a group at a time (packABlock: the full strips at w.a[0],
+// the last partial one after ga rows), and A of fewer than mr rows. The
+// last rows run on the edge kernel of h rows where there is one, else
+// recompute the last full strip.
+func (w *Workspace[T]) aStrips(kn *kernel[T], tA, packAT bool, m, g0, g1, kcb, pc int, a []T, lda, ga int) []aStrip[T] {
+	mr := kn.mr
+	full := (min(g1, m) - g0) / mr
+	if packAT && full > 0 {
+		packABlock(kn, w.a, a, lda, g0, pc, kcb, full)
+	}
+	w.strips = w.strips[:0]
+	for ir := g0; ir < g1; ir += mr {
+		st := aStrip[T]{ir: ir, h: min(mr, m-ir), hk: mr, micro: kn.micro}
+		i0 := ir
+		if st.h < mr {
+			if e := kn.edgeKernel(st.h); e != nil {
+				st.micro, st.hk = e, st.h
+			} else if m >= mr {
+				i0, st.ro = m-mr, mr-st.h
+			}
+		}
+		switch {
+		case m < mr && st.hk == mr:
+			packStrip(kn, w.a, a, tA, lda, i0, pc, kcb, st.h)
+			st.ap, st.rs, st.ps = &w.a[0], 1, mr
+		case packAT && st.h == mr:
+			st.ap, st.rs, st.ps = &w.a[(ir-g0)*kcb], 1, mr
+		case packAT:
+			p := w.a[ga*kcb:]
+			packStrip(kn, p, a, tA, lda, i0, pc, kcb, st.hk)
+			st.ap, st.rs, st.ps = &p[0], 1, mr
+		case tA:
+			st.ap, st.rs, st.ps = &a[pc*lda+i0], 1, lda
+		default:
+			st.ap, st.rs, st.ps = &a[i0*lda+pc], lda, 1
+		}
+		w.strips = append(w.strips, st)
+	}
+	return w.strips
 }
 
 // addTile sets the h×wd block of C to t + bet·C (t when !load).

@@ -28,6 +28,7 @@ func forEachVariant(t *testing.T, f func(t *testing.T)) {
 // and C (stride beyond the row) hold NaN, so reading them shows in C.
 type problem[T Float] struct {
 	tA, tB        bool
+	chain         bool // summed by GemmDepth or GemmBias: a chain per depth block
 	m, n, k       int
 	alpha, beta   T
 	a, b, c       []T
@@ -106,9 +107,14 @@ func (p *problem[T]) reference() (want, mag []float64) {
 
 // errorBound is the worst-case relative error (in units of the element's
 // unit roundoff) of the scheme for depth k: the chunk chain, the chain of
-// chunk totals, the chain of depth blocks through C, alpha and beta.
-func errorBound(k int) float64 {
+// chunk totals, the chain of depth blocks through C, alpha and beta; with
+// chain (GemmDepth, GemmBias), the block's chain, the chain of blocks
+// through C and the depth parts' sum.
+func errorBound(k int, chain bool) float64 {
 	kc := depthBlock(max(k, 1))
+	if chain {
+		return float64(kc+(k+kc-1)/kc+depthUnits) + 4
+	}
 	kb := chunkSingle(kc) // the longer chains of the two schemes
 	return float64(kb+(kc+kb-1)/kb+(k+kc-1)/kc) + 4
 }
@@ -132,7 +138,7 @@ func (p *problem[T]) verify(t *testing.T, want, mag []float64) {
 // mismatch returns an error naming the first entry of C farther from the
 // reference than the error bound, or a padding entry that was written.
 func (p *problem[T]) mismatch(want, mag []float64) error {
-	tol := errorBound(p.k) * unitRoundoff[T]()
+	tol := errorBound(p.k, p.chain) * unitRoundoff[T]()
 	for i := 0; i < p.m; i++ {
 		for j := 0; j < p.ldc && i*p.ldc+j < len(p.c); j++ {
 			got := float64(p.c[i*p.ldc+j])
@@ -152,6 +158,8 @@ func (p *problem[T]) mismatch(want, mag []float64) error {
 }
 
 // shapes covers the edges of every tile (mr ∈ {4,6,12}, nr ∈ {4,8,16,32,64}),
+// last column strips on the narrower kernels of a variant's rows (n mod
+// 64 of 32, 16 and 26: whole and recomputed, B packed and read in place),
 // depths around the chunk and block lengths, m < mr, n < nr, attention's
 // tiles, and B read in place and packed (large B with many rows of C, or
 // with long rows); 128×128×128 is attention's tile at d = 128.
@@ -159,6 +167,7 @@ var shapes = [][3]int{
 	{1, 1, 1}, {1, 40, 3}, {5, 3, 17}, {6, 32, 8}, {7, 33, 9}, {12, 64, 64}, {13, 31, 129},
 	{64, 64, 64}, {64, 64, 128}, {17, 100, 257}, {3, 70, 300}, {130, 7, 513}, {100, 40, 20},
 	{100, 200, 100}, {20, 600, 120}, {128, 128, 128}, {31, 130, 100},
+	{50, 96, 70}, {9, 80, 33}, {12, 90, 40},
 }
 
 func testGemm[T Float](t *testing.T, run func(p *problem[T]) error) {
@@ -236,6 +245,37 @@ func TestGemmParallel(t *testing.T) {
 	})
 }
 
+// TestTransposedAGroups runs products of a transposed A wide enough to be
+// packed (packABlock) and tall enough to be packed in several groups of
+// strips (aStrips: 240 rows in float32 and 120 in float64 at the depth
+// blocks of k = 600), with a last strip of 4 rows, on one goroutine,
+// against the reference.
+func TestTransposedAGroups(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(6))
+		tBs := []bool{false, true}
+		if testing.Short() {
+			tBs = tBs[:1]
+		}
+		for _, tB := range tBs {
+			p := newProblem[float32](rng, true, tB, 262, 140, 600, 3, 1.5, 0.5)
+			q := newProblem[float64](rng, true, tB, 262, 140, 600, 3, 1, 0)
+			want, mag := p.reference()
+			wq, mq := q.reference()
+			var w Workspace[float32]
+			if err := w.Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+				t.Fatal(err)
+			}
+			var wd Workspace[float64]
+			if err := wd.Gemm(q.tA, q.tB, q.m, q.n, q.k, q.alpha, q.a, q.lda, q.b, q.ldb, q.beta, q.c, q.ldc); err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("tB=%t/float32", tB), func(t *testing.T) { p.verify(t, want, mag) })
+			t.Run(fmt.Sprintf("tB=%t/float64", tB), func(t *testing.T) { q.verify(t, wq, mq) })
+		}
+	})
+}
+
 // TestRowsParallelBits checks the row-split product (op(B) packed once
 // and shared, or read in place; ForDynamic's chunks) against the float64
 // reference and bit for bit against the same product on one goroutine
@@ -250,52 +290,80 @@ func TestRowsParallelBits(t *testing.T) {
 	if testing.Short() {
 		sizes = sizes[:2]
 	}
+	// The problems and their references, once for all the variants.
+	type item struct {
+		s         [3]int
+		tr        [2]bool
+		p         *problem[float32]
+		c0        []float32
+		want, mag []float64
+	}
+	var items []item
+	rng := rand.New(rand.NewSource(5))
+	for _, s := range sizes {
+		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			p := newProblem[float32](rng, tr[0], tr[1], s[0], s[1], s[2], 3, 1.5, 0.5)
+			want, mag := p.reference()
+			items = append(items, item{s, tr, p, append([]float32(nil), p.c...), want, mag})
+		}
+	}
 	forEachVariant(t, func(t *testing.T) {
-		rng := rand.New(rand.NewSource(5))
-		for _, s := range sizes {
-			for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
-				p := newProblem[float32](rng, tr[0], tr[1], s[0], s[1], s[2], 3, 1.5, 0.5)
-				c0 := append([]float32(nil), p.c...)
-				want, mag := p.reference()
-				serial := append([]float32(nil), c0...)
-				var w Workspace[float32]
-				if err := w.Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, serial, p.ldc); err != nil {
-					t.Fatal(err)
-				}
-				for _, procs := range []int{1, 2, 3, 16} {
-					runtime.GOMAXPROCS(procs)
-					t.Run(fmt.Sprintf("%v/%v/procs=%d", s, tr, procs), func(t *testing.T) {
-						copy(p.c, c0)
-						if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
-							t.Fatal(err)
+		for _, it := range items {
+			s, tr, p, c0, want, mag := it.s, it.tr, it.p, it.c0, it.want, it.mag
+			serial := append([]float32(nil), c0...)
+			var w Workspace[float32]
+			if err := w.Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, serial, p.ldc); err != nil {
+				t.Fatal(err)
+			}
+			for _, procs := range []int{1, 2, 3, 16} {
+				runtime.GOMAXPROCS(procs)
+				t.Run(fmt.Sprintf("%v/%v/procs=%d", s, tr, procs), func(t *testing.T) {
+					copy(p.c, c0)
+					if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+						t.Fatal(err)
+					}
+					p.verify(t, want, mag)
+					for i := range serial {
+						if serial[i] != p.c[i] && !(serial[i] != serial[i] && p.c[i] != p.c[i]) {
+							t.Fatalf("C[%d] = %v, on one goroutine %v", i, p.c[i], serial[i])
 						}
-						p.verify(t, want, mag)
-						for i := range serial {
-							if serial[i] != p.c[i] && !(serial[i] != serial[i] && p.c[i] != p.c[i]) {
-								t.Fatalf("C[%d] = %v, on one goroutine %v", i, p.c[i], serial[i])
-							}
-						}
-					})
-				}
+					}
+				})
 			}
 		}
 	})
 }
 
-// TestFloat64Exact checks the gradient-check path: float64 products within
-// 1e-12 of the float64 reference, relative to Σ|a·b|.
+// TestFloat64Exact checks the gradient-check path: float64 products
+// (Gemm, GemmDepth, GemmBias) within 1e-12 of the float64 reference,
+// relative to Σ|a·b|.
 func TestFloat64Exact(t *testing.T) {
 	forEachVariant(t, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(3))
 		for _, s := range [][3]int{{64, 64, 64}, {31, 45, 1025}, {96, 40, 4096}} {
 			p := newProblem[float64](rng, false, true, s[0], s[1], s[2], 0, 1, 0)
 			want, mag := p.reference()
-			if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
-				t.Fatal(err)
-			}
-			for i, w := range want {
-				if d := math.Abs(p.c[i] - w); d > 1e-12*mag[i] {
-					t.Fatalf("%v: entry %d: %.17g, want %.17g (relative error %.3g)", s, i, p.c[i], w, d/mag[i])
+			// Gemm, and nn's GemmDepth and GemmBias (a chain per depth block).
+			zero := make([]float64, p.n)
+			for _, f := range []struct {
+				name string
+				run  func() error
+			}{
+				{"Gemm", func() error {
+					return Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc)
+				}},
+				{"GemmDepth", func() error { return GemmDepth(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc) }},
+				{"GemmBias", func() error {
+					return GemmBias(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, zero, p.c, p.ldc)
+				}},
+			} {
+				if err := f.run(); err != nil {
+					t.Fatal(err)
+				}
+				for i, w := range want {
+					if d := math.Abs(p.c[i] - w); d > 1e-12*mag[i] {
+						t.Fatalf("%s %v: entry %d: %.17g, want %.17g (relative error %.3g)", f.name, s, i, p.c[i], w, d/mag[i])
+					}
 				}
 			}
 		}

@@ -26,6 +26,11 @@ type transposer[T Float] func(dst *T, ldd int, src *T, lds int, rows, cols int)
 // 128) from src at a stride of lds bytes to dst at a stride of ldd bytes.
 type rowCopier func(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
 
+// A pieceCopier cuts each of rows rows of src (lds bytes apart) into
+// pieces pieces of width bytes (a multiple of 8) and copies piece s of row
+// p to dst + s·ldd + p·width.
+type pieceCopier func(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, pieces, width int)
+
 // A kernel is a micro-kernel with its tile, and the SIMD routines that
 // pack for it (nil: plain loops do).
 type kernel[T Float] struct {
@@ -39,11 +44,32 @@ type kernel[T Float] struct {
 	trans  transposer[T]
 	tblock int // the transposer's block size
 	rows   rowCopier
+	pieces pieceCopier
 	chunk  func(depth int) int // the chunk length for a depth block
 	// narrow lists kernels of fewer columns, nr ascending, each with its
 	// own edges and packing: a product of n < nr columns runs on the
 	// first whose nr ≥ n (see forColumns).
 	narrow []*kernel[T]
+	// cols lists kernels of the same rows and fewer columns, nr
+	// ascending, with their edges: the last column strip of a product,
+	// of w < nr columns, runs on the first whose nr ≥ w (colKernel)
+	// instead of a full strip computed into a scratch tile.
+	cols []*kernel[T]
+	// bPanel: a group of row strips runs column strip after column strip
+	// when a strip of the packed op(B) block is at most bPanel bytes
+	// (block; 0: row strip after row strip).
+	bPanel int
+}
+
+// colKernel returns the kernel of kn.mr rows for a column strip of w < nr
+// columns: the narrowest of kn.cols that holds them, or kn.
+func (kn *kernel[T]) colKernel(w int) *kernel[T] {
+	for _, x := range kn.cols {
+		if w <= x.nr {
+			return x
+		}
+	}
+	return kn
 }
 
 // forColumns returns the kernel for a product of n columns: kn, or, when
@@ -83,30 +109,35 @@ type variant struct {
 	d    *kernel[float64]
 }
 
-// The kernels in use, picked from isa.Get() at start-up.
+// The kernels in use, picked from isa.Get() at start-up: kern32 and
+// kern64 sum in chunks (Gemm, Workspace.Gemm), chain32 and chain64 are the
+// same kernels summing each depth block in one chain (GemmDepth, GemmBias:
+// see the package comment).
 var (
-	kern32 *kernel[float32]
-	kern64 *kernel[float64]
+	kern32  *kernel[float32]
+	kern64  *kernel[float64]
+	chain32 *kernel[float32]
+	chain64 *kernel[float64]
 )
 
 func init() { useLevel(isa.Get()) }
 
+// use switches the package to the kernels s and d and returns the
+// function that switches back.
+func use(s *kernel[float32], d *kernel[float64]) (restore func()) {
+	old32, old64, oldc32, oldc64 := kern32, kern64, chain32, chain64
+	kern32, kern64, chain32, chain64 = s, d, chained(s), chained(d)
+	return func() { kern32, kern64, chain32, chain64 = old32, old64, oldc32, oldc64 }
+}
+
 // useLevel switches the package to the kernels of level l (which this
 // build and machine must support) and returns the function that switches
 // back. Tests use it, before running products, to cover every level.
-func useLevel(l isa.Level) (restore func()) {
-	old32, old64 := kern32, kern64
-	kern32, kern64 = kernels32(l), kernels64(l)
-	return func() { kern32, kern64 = old32, old64 }
-}
+func useLevel(l isa.Level) (restore func()) { return use(kernels32(l), kernels64(l)) }
 
 // useVariant switches the package to variant v's kernels and returns the
 // function that switches back (tests and benchmarks).
-func useVariant(v variant) (restore func()) {
-	old32, old64 := kern32, kern64
-	kern32, kern64 = v.s, v.d
-	return func() { kern32, kern64 = old32, old64 }
-}
+func useVariant(v variant) (restore func()) { return use(v.s, v.d) }
 
 // kernelFor returns the kernel for T. A type defined on float32 or float64
 // has the same layout and calling convention as it, so the kernel built for
@@ -118,6 +149,31 @@ func kernelFor[T Float]() *kernel[T] {
 	}
 	return (*kernel[T])(unsafe.Pointer(kern64))
 }
+
+// chainFor is kernelFor's kernel summing each depth block in one chain.
+func chainFor[T Float]() *kernel[T] {
+	var z T
+	if unsafe.Sizeof(z) == 4 {
+		return (*kernel[T])(unsafe.Pointer(chain32))
+	}
+	return (*kernel[T])(unsafe.Pointer(chain64))
+}
+
+// chained returns kn (and its narrow kernels) summing each depth block in
+// one chunk: one FMA chain per accumulator along the block, no chunk
+// totals to flush.
+func chained[T Float](kn *kernel[T]) *kernel[T] {
+	c := *kn
+	c.chunk = wholeBlock
+	c.narrow = nil
+	for _, x := range kn.narrow {
+		c.narrow = append(c.narrow, chained(x))
+	}
+	return &c
+}
+
+// wholeBlock is the chunk rule of one chain per depth block.
+func wholeBlock(depth int) int { return depth }
 
 // Generic is the tile of the portable kernel.
 const genMR, genNR = 4, 4

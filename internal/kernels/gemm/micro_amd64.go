@@ -40,6 +40,11 @@ func transposeD4(dst *float64, ldd int, src *float64, lds int, rows, cols int)
 //go:noescape
 func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width int)
 
+// copyPieces (transpose_amd64.s, AVX) is the pieceCopier.
+//
+//go:noescape
+func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, pieces, width int)
+
 //go:generate go run gen_micro.go
 
 // The variants of each level, numbered once (numbers are not reused). Each
@@ -63,6 +68,19 @@ func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width 
 //	   nr = 64 is attention's key block and head dimension. Xeon 74.4%
 //	   (76–80% on the tiles, 49–79% on nn's products); in use.
 //
+//	13 variant 6 with a group of row strips run column strip after column
+//	   strip where a strip of packed op(B) fits in L1 (kernel.bPanel,
+//	   kc = 128 in float32: depth ≤ 512), BLIS's order: the B strip is
+//	   read from L1 by the group's strips and only A's mr values a depth
+//	   step stream from L2, where variant 6 streams B's nr = 64 values a
+//	   step from L2 (about 21 bytes a cycle at two FMAs a cycle). Zen 5,
+//	   one core, nn's k = 256 products: within noise of variant 6 (its
+//	   L2 keeps up), −8% on 4096×256·(1024×256)ᵀ. Not yet timed on the Xeon.
+//	14 variant 4 (12×32) in that order: its B strip is 32 KiB at kc = 256
+//	   too (k > 512: nn's 1024-deep and 4096-deep products), where variant
+//	   13's is 64 KiB and runs in variant 6's order. Not yet timed on the
+//	   Xeon.
+//
 // Dropped after the Xeon runs (the logs keep their numbers): 3 8×32
 // (72.1%), 5 14×32 (71.2%), 7 and 8 the 8×32 and 12×32 prefetching B eight
 // steps ahead (71.4%, 72.0%: no gain), 9 4×64 (71.8%), 10–12 6×64, 12×32,
@@ -74,16 +92,18 @@ func copyRows(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, width 
 var (
 	variants512 = []variant{
 		{1, "avx512v1_6x32paired",
-			&kernel[float32]{level: isa.AVX512, mr: 6, nr: 32, micro: microS512, trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkPaired},
-			&kernel[float64]{level: isa.AVX512, mr: 6, nr: 16, micro: microD512, trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkPaired}},
+			&kernel[float32]{level: isa.AVX512, mr: 6, nr: 32, micro: microS512, trans: transposeS8, tblock: 8, rows: copyRows, pieces: copyPieces, chunk: chunkPaired},
+			&kernel[float64]{level: isa.AVX512, mr: 6, nr: 16, micro: microD512, trans: transposeD4, tblock: 4, rows: copyRows, pieces: copyPieces, chunk: chunkPaired}},
 		generated512(2, 6, 2),
 		generated512(4, 12, 2),
 		generated512(6, 6, 4),
+		panelOrder(generated512(13, 6, 4)),
+		panelOrder(generated512(14, 12, 2)),
 	}
 	variants256 = []variant{
 		{1, "avx2v1_6x16",
-			&kernel[float32]{level: isa.AVX2, mr: 6, nr: 16, micro: microS256, trans: transposeS8, tblock: 8, rows: copyRows, chunk: chunkSingle},
-			&kernel[float64]{level: isa.AVX2, mr: 6, nr: 8, micro: microD256, trans: transposeD4, tblock: 4, rows: copyRows, chunk: chunkSingle}},
+			&kernel[float32]{level: isa.AVX2, mr: 6, nr: 16, micro: microS256, trans: transposeS8, tblock: 8, rows: copyRows, pieces: copyPieces, chunk: chunkSingle},
+			&kernel[float64]{level: isa.AVX2, mr: 6, nr: 8, micro: microD256, trans: transposeD4, tblock: 4, rows: copyRows, pieces: copyPieces, chunk: chunkSingle}},
 	}
 )
 
@@ -130,10 +150,27 @@ func generated512(n, mr, nv int) variant {
 }
 
 // gen512 is the kernel of the generated family fam of mr rows and nv
-// vectors (of lanes elements) per row.
+// vectors (of lanes elements) per row, with the kernels of the same rows
+// and one or two vectors per row, fewer than nv, for the last columns.
 func gen512[T Float](fam map[int][]microKernel[T], mr, nv, lanes int, tr transposer[T], tblock int, narrow []*kernel[T]) *kernel[T] {
 	k := fam[nv]
-	return &kernel[T]{level: isa.AVX512, mr: mr, nr: nv * lanes, micro: k[mr-1], edge: k[:mr-1], trans: tr, tblock: tblock, rows: copyRows, chunk: chunkSingle, narrow: narrow}
+	var cols []*kernel[T]
+	for _, w := range []int{1, 2} {
+		if w < nv {
+			cols = append(cols, gen512(fam, mr, w, lanes, tr, tblock, nil))
+		}
+	}
+	return &kernel[T]{level: isa.AVX512, mr: mr, nr: nv * lanes, micro: k[mr-1], edge: k[:mr-1], trans: tr, tblock: tblock, rows: copyRows, pieces: copyPieces, chunk: chunkSingle, narrow: narrow, cols: cols}
+}
+
+// panelOrder returns v with its kernels' bPanel set to bPanelBytes, named
+// for it.
+func panelOrder(v variant) variant {
+	s, d := *v.s, *v.d
+	s.bPanel, d.bPanel = bPanelBytes, bPanelBytes
+	v.s, v.d = &s, &d
+	v.name += "panel"
+	return v
 }
 
 // narrowRows is the row count of the narrow kernels: 12 accumulators of one

@@ -91,3 +91,39 @@ func packStrip[T Float](kn *kernel[T], dst, a []T, tA bool, lda, i0, pc, kcb, h 
 		}
 	}
 }
+
+// aBlockBytes bounds a group of packed strips of a transposed A
+// (packABlock): with the packed block of op(B) it stays in the core's L2
+// cache while the strips run over the block's columns.
+const aBlockBytes = 192 << 10
+
+// aStrips returns how many strips of kn.mr rows packABlock packs at once
+// for depth blocks of kc steps of elements of size bytes.
+func aStrips[T Float](kn *kernel[T], kc, size int) int {
+	return max(1, aBlockBytes/(kc*kn.mr*size))
+}
+
+// packABlock packs strips strips of op(A) = Aᵀ, A stored [k, m]: rows
+// i0…i0+strips·mr−1 of op(A) over depth pc…pc+kcb−1, strip s as packStrip
+// lays it out ([kcb][mr]) at dst[s·kcb·mr]. It reads A along its rows
+// (strips·mr contiguous values a depth step, which the prefetchers follow)
+// where packing strip after strip would read mr values a row and step
+// onto a new row, often a new page, for each.
+func packABlock[T Float](kn *kernel[T], dst, a []T, lda, i0, pc, kcb, strips int) {
+	mr := kn.mr
+	w := strips * mr
+	dst = dst[:strips*kcb*mr]
+	src := a[pc*lda+i0 : (pc+kcb-1)*lda+i0+w] // what is read
+	if size := int(unsafe.Sizeof(src[0])); kn.pieces != nil && mr*size%8 == 0 {
+		// Depth step p: a row of A, cut into strips pieces of mr values,
+		// piece s to dst[s·kcb·mr + p·mr].
+		kn.pieces(unsafe.Pointer(&dst[0]), kcb*mr*size, unsafe.Pointer(&src[0]), lda*size, kcb, strips, mr*size)
+		return
+	}
+	for p := 0; p < kcb; p++ {
+		row := src[p*lda : p*lda+w]
+		for s := 0; s < strips; s++ {
+			copy(dst[s*kcb*mr+p*mr:s*kcb*mr+(p+1)*mr], row[s*mr:(s+1)*mr])
+		}
+	}
+}

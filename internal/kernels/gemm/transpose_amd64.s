@@ -200,3 +200,74 @@ next:
 copied:
 	VZEROUPPER
 	RET
+
+// func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, pieces, width int)
+//
+// Cuts each of rows rows of src (at a stride of lds bytes) into pieces
+// pieces of width bytes (a multiple of 8) and copies piece s of row p to
+// dst + s·ldd + p·width: packing strips of A stored transposed, reading
+// A along its rows (packABlock). Row p+8 is prefetched while row p is cut:
+// the rows are a page or more apart, which the prefetchers do not follow.
+TEXT ·copyPieces(SB), NOSPLIT, $0-56
+	MOVQ  dst+0(FP), DI
+	MOVQ  ldd+8(FP), R10
+	MOVQ  src+16(FP), SI
+	MOVQ  lds+24(FP), R8
+	MOVQ  rows+32(FP), BX
+	MOVQ  pieces+40(FP), DX
+	MOVQ  width+48(FP), CX
+	TESTQ BX, BX
+	JZ    cut
+	TESTQ DX, DX
+	JZ    cut
+
+prow:
+	LEAQ  (SI)(R8*8), AX // prefetch row p+8
+	MOVQ  DX, R12
+	IMULQ CX, R12
+
+prefetch:
+	PREFETCHT0 (AX)
+	ADDQ       $64, AX
+	SUBQ       $64, R12
+	JG         prefetch
+	PREFETCHT0 -1(AX)(R12*1) // the row's last line
+
+	MOVQ SI, R9
+	MOVQ DI, R11
+	MOVQ DX, R12
+
+piece:
+	MOVQ CX, R13
+	MOVQ R11, R14
+
+by16:
+	CMPQ    R13, $16
+	JLT     by8
+	VMOVUPS (R9), X0
+	VMOVUPS X0, (R14)
+	ADDQ    $16, R9
+	ADDQ    $16, R14
+	SUBQ    $16, R13
+	JMP     by16
+
+by8:
+	TESTQ R13, R13
+	JZ    pieced
+	MOVQ  (R9), AX
+	MOVQ  AX, (R14)
+	ADDQ  $8, R9
+
+pieced:
+	ADDQ R10, R11
+	DECQ R12
+	JNZ  piece
+
+	ADDQ R8, SI
+	ADDQ CX, DI
+	DECQ BX
+	JNZ  prow
+
+cut:
+	VZEROUPPER
+	RET

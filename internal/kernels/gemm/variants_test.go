@@ -100,7 +100,7 @@ func cachedPeak(l isa.Level, procs int) peak {
 //     rate with nothing around it, one goroutine;
 //   - tile/…: attention's tile products (attnTiles) on one goroutine, as
 //     each attention worker runs them;
-//   - nn/…: nn's products (nnShapes) split over GOMAXPROCS goroutines.
+//   - nn/…: nn's products (nnShapes, GemmDepth) split over GOMAXPROCS goroutines.
 //
 // pct_peak is over the peak loop of the variant's level on as many
 // goroutines as the benchmark runs.
@@ -176,7 +176,7 @@ func benchVariant(b *testing.B, l isa.Level, v variant) {
 			a, bb, c, lda, ldb := operands(rng, s)
 			measure(b, 2*float64(s.m)*float64(s.n)*float64(s.k), cachedPeak(l, runtime.GOMAXPROCS(0)), func() {
 				for range b.N {
-					if err := Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n); err != nil {
+					if err := GemmDepth(s.tA, s.tB, s.m, s.n, s.k, a, lda, bb, ldb, c, s.n); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -243,7 +243,7 @@ func BenchmarkVariantTable(b *testing.B) {
 		a, bb, c, lda, ldb := operands(rng, s)
 		items = append(items, item{name: "nn/" + s.name, procs: procs, setup: func(variant) (func(), float64) {
 			return func() {
-				if err := Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n); err != nil {
+				if err := GemmDepth(s.tA, s.tB, s.m, s.n, s.k, a, lda, bb, ldb, c, s.n); err != nil {
 					panic(err)
 				}
 			}, 2 * float64(s.m) * float64(s.n) * float64(s.k)
