@@ -15,8 +15,9 @@ import (
 //
 //	C = op(A)·op(B)    op(X) = X, or Xᵀ when the flag is set;  op(A) [m, k], op(B) [k, n]
 //
-// Both float32 and float64 run on internal/kernels/gemm (split over cores,
-// AVX-512 / AVX2 micro-kernels with split accumulators). Its gradients are
+// Both float32 and float64 run on internal/kernels/gemm's GemmDepth (split over
+// cores, AVX-512 / AVX2 micro-kernels, one FMA chain per depth block as in BLAS:
+// float32 error that of a naive loop's chain, or less). Its gradients are
 // matrix products again:
 //
 //	∂A = g·op(B)ᵀ (or its transpose, op(B)·gᵀ, when tA),  ∂B = op(A)ᵀ·g (or gᵀ·op(A) when tB)
