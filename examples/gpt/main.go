@@ -67,13 +67,16 @@ type preset struct {
 
 // cpuPreset is the largest model of a small sweep that trains in about two
 // minutes on 2 idle cores with the SIMD kernels: 1.66M parameters, width
-// 256, 8 heads, 2 blocks; 105 s and a validation loss of 1.6016 nats/char
-// on the AVX-512 development machine (2026-11-23), against 1.6585 in 75 s
-// for width 192 with 6 heads (the earlier default, 952k parameters), which
-// in turn beat width 128 with 2 or 4 blocks (1.69, 1.67), context 128 with
-// batch 16 (1.86–1.88) and width 64 (1.79).
+// 256, 8 heads, 2 blocks. Sweep on the AVX-512 development machine
+// (2026-11-23): 1.6016 nats/char in 105 s at 1400 steps, against 1.6585 in
+// 75 s for width 192 with 6 heads (952k parameters), which in turn beat
+// width 128 with 2 or 4 blocks (1.69, 1.67), context 128 with batch 16
+// (1.86–1.88) and width 64 (1.79). After the fifth session's kernels 1400
+// steps took 87 s, so the steps grew to 1800 (1900 steps: 1.5560 in 130
+// s); a third block (2.45M parameters) did worse in more time (1.6095 in
+// 140 s at 1400 steps).
 var cpuPreset = preset{
-	Common:  train.Common{Steps: 1400, Batch: 32, EvalEvery: 200, Warmup: 50, Layers: 2, Heads: 8, Width: 256, LR: 3e-3, Seed: 1},
+	Common:  train.Common{Steps: 1800, Batch: 32, EvalEvery: 200, Warmup: 50, Layers: 2, Heads: 8, Width: 256, LR: 3e-3, Seed: 1},
 	context: 64, minLR: 1e-3,
 }
 
