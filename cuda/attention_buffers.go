@@ -83,14 +83,20 @@ func attentionForwardBuffers(p AttentionBuffers, variant int) error {
 	if err != nil {
 		return err
 	}
-	var scratch func(int64) (devptr, error)
-	if p.Scratch != nil {
-		scratch = func(int64) (devptr, error) { return p.Scratch.ptr, nil } // sized by check
-	}
+	scratch := p.scratch()
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
 		return s.attnForwardKernels(&kp, dt, variant, scratch)
 	})
+}
+
+// scratch returns the kernels' workspace allocator over p.Scratch (already sized by check for
+// the call), or nil without one: the kernels that need a workspace then refuse.
+func (p *AttentionBuffers) scratch() func(int64) (devptr, error) {
+	if p.Scratch == nil {
+		return nil
+	}
+	return func(int64) (devptr, error) { return p.Scratch.ptr, nil }
 }
 
 // ForwardScratch returns the number of Float32 elements of Scratch that AttentionForwardBuffers
@@ -147,10 +153,7 @@ func backwardBuffersPair(p AttentionBuffers, dkdv, dq int) error {
 	if err != nil {
 		return err
 	}
-	var scratch func(int64) (devptr, error)
-	if p.Scratch != nil {
-		scratch = func(int64) (devptr, error) { return p.Scratch.ptr, nil } // sized by check
-	}
+	scratch := p.scratch()
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
 		return s.attnBackwardKernels(&kp, dt, dkdv, dq, scratch)
