@@ -62,8 +62,7 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 
 // kernel returns the kernels' parameters for p (contiguous layouts).
 func (p *AttentionBuffers) kernel() attnParams {
-	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
-		Precision: p.Precision})
+	kp := p.sizing()
 	kp.q, kp.k, kp.v, kp.o, kp.lse = p.Q.ptr, p.K.ptr, p.V.ptr, p.O.ptr, p.L.ptr
 	kp.lres, kp.keyLengths = ptrOf(p.LRes), ptrOf(p.KeyLengths)
 	kp.do, kp.dlse, kp.dq, kp.dk, kp.dv, kp.delta = ptrOf(p.DO), ptrOf(p.DL), ptrOf(p.DQ), ptrOf(p.DK), ptrOf(p.DV), ptrOf(p.Delta)
@@ -102,17 +101,25 @@ func (p *AttentionBuffers) scratch() func(int64) (devptr, error) {
 // ForwardScratch returns the number of Float32 elements of Scratch that AttentionForwardBuffers
 // uses for p (0 when its kernel has no pre-pass: float64, PrecisionFMA, a D without
 // tensor-core kernels, or a default kernel without one).
-func (p AttentionBuffers) ForwardScratch() int {
-	dt := f32
+func (p AttentionBuffers) ForwardScratch() int { return p.forwardScratch(p.qType()) }
+
+// qType is the element type of Q (float32 when Q is not set yet).
+func (p *AttentionBuffers) qType() dtype {
 	if p.Q != nil && p.Q.dt == Float64 {
-		dt = f64
+		return f64
 	}
-	return p.forwardScratch(dt)
+	return f32
+}
+
+// sizing returns the kernel parameters that decide which kernels run and their workspace:
+// the shapes, scale, mask and precision, no buffers.
+func (p *AttentionBuffers) sizing() attnParams {
+	return attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
+		Precision: p.Precision})
 }
 
 func (p *AttentionBuffers) forwardScratch(dt dtype) int {
-	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
-	kp.precision = int32(p.Precision.Resolved())
+	kp := p.sizing()
 	c, ok := pickMMA(&kp, dt, 0, true, deviceSM())
 	if !ok {
 		return 0
@@ -123,17 +130,10 @@ func (p *AttentionBuffers) forwardScratch(dt dtype) int {
 // BackwardScratch returns the number of Float32 elements of Scratch that
 // AttentionBackwardBuffers uses for p (0 when its kernels have no pre-pass: float64, a
 // precision other than PrecisionBF16, a D without tensor-core kernels).
-func (p AttentionBuffers) BackwardScratch() int {
-	dt := f32
-	if p.Q != nil && p.Q.dt == Float64 {
-		dt = f64
-	}
-	return p.backwardScratch(dt)
-}
+func (p AttentionBuffers) BackwardScratch() int { return p.backwardScratch(p.qType()) }
 
 func (p *AttentionBuffers) backwardScratch(dt dtype) int {
-	kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal})
-	kp.precision = int32(p.Precision.Resolved())
+	kp := p.sizing()
 	kv, q, ok := pickMMABwd(&kp, dt, -1, -1, true)
 	if !ok || !kv.Pre && !q.Pre {
 		return 0

@@ -402,30 +402,11 @@ func TestAttentionMMABwdBuffersScratch(t *testing.T) {
 	hp := pr.p
 	withForwardOf(&hp, pr.o, pr.l)
 	qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
-	var bufs []*Buffer
-	defer func() {
-		for _, b := range bufs {
-			b.Free()
-		}
-	}()
-	buf := func(dt DType, n int, x any) *Buffer {
-		b, err := Alloc(dt, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs = append(bufs, b)
-		if x != nil {
-			if err := b.Upload(x); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return b
-	}
+	f32 := func(x any) *Buffer { return devBuf(t, Float32, as64(x)) }
 	p := AttentionBuffers{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Scale: hp.Scale, Causal: c.Causal,
-		KeyLengths: buf(Int32, c.B, keyLengths32(c.KeyLengths)),
-		Q:          buf(Float32, qn, hp.Q), K: buf(Float32, kn, hp.K), V: buf(Float32, kn, hp.V), O: buf(Float32, qn, hp.O),
-		L: buf(Float32, ln, hp.L), LRes: buf(Float32, ln, hp.LRes), DO: buf(Float32, qn, hp.DO), DL: buf(Float32, ln, hp.DL),
-		DQ: buf(Float32, qn, nil), DK: buf(Float32, kn, nil), DV: buf(Float32, kn, nil), Delta: buf(Float64, ln, nil)}
+		KeyLengths: devInts(t, keyLengths32(c.KeyLengths)),
+		Q:          f32(hp.Q), K: f32(hp.K), V: f32(hp.V), O: f32(hp.O), L: f32(hp.L), LRes: f32(hp.LRes), DO: f32(hp.DO), DL: f32(hp.DL),
+		DQ: devOut(t, Float32, qn), DK: devOut(t, Float32, kn), DV: devOut(t, Float32, kn), Delta: devOut(t, Float64, ln)}
 	for _, prec := range mmaPrecisions {
 		p.Precision = prec
 		hp.Precision = prec
@@ -433,7 +414,7 @@ func TestAttentionMMABwdBuffersScratch(t *testing.T) {
 		for _, scratch := range []bool{false, true} {
 			p.Scratch = nil
 			if n := p.BackwardScratch(); scratch && n > 0 {
-				p.Scratch = buf(Float32, n, nil)
+				p.Scratch = devOut(t, Float32, n)
 			}
 			if err := AttentionBackwardBuffers(p); err != nil {
 				t.Fatalf("%v scratch %v: %v", prec, scratch, err)
@@ -453,7 +434,7 @@ func TestAttentionMMABwdBuffersScratch(t *testing.T) {
 			}
 		}
 		if n := p.BackwardScratch(); n > 0 {
-			p.Scratch = buf(Float32, n-1, nil)
+			p.Scratch = devOut(t, Float32, n-1)
 			if err := AttentionBackwardBuffers(p); err == nil || !strings.Contains(err.Error(), "Scratch") {
 				t.Errorf("%v: a Scratch of %d elements (%d needed): err = %v, want one naming Scratch", prec, n-1, n, err)
 			}

@@ -10,17 +10,15 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// accuracy measures the float32 error of C = op(A)·op(B) for m×n×k with
+// sgemm is a float32 product with Gemm's arguments.
+type sgemm = func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) error
+
+// accuracyOf measures the float32 error of C = op(A)·op(B) for m×n×k with
 // entries drawn by draw: the RMS over the entries of
 // |C − C₆₄| / Σ_p |a_ip·b_pj|, in units of u = 2⁻²⁴, where C₆₄ is a
-// float64 loop; for this package (at the level in force), gonum's Sgemm,
-// and a loop with one float32 FMA chain per entry.
-func accuracy(rng *rand.Rand, tB bool, m, n, k int, draw func() float32) (ours, gonum, chain float64) {
-	return accuracyOf(Gemm[float32], rng, tB, m, n, k, draw)
-}
-
-// accuracyOf is accuracy for the product gemm (Gemm's arguments).
-func accuracyOf(gemm func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) error, rng *rand.Rand, tB bool, m, n, k int, draw func() float32) (ours, gonum, chain float64) {
+// float64 loop; for the product gemm (Gemm's arguments, at the level in
+// force), gonum's Sgemm, and a loop with one float32 FMA chain per entry.
+func accuracyOf(gemm sgemm, rng *rand.Rand, tB bool, m, n, k int, draw func() float32) (ours, gonum, chain float64) {
 	a := make([]float32, m*k)
 	b := make([]float32, k*n)
 	for i := range a {
@@ -79,29 +77,8 @@ func TestAccuracy(t *testing.T) {
 		depths = []int{8, 64, 300}
 	}
 	forEachVariant(t, func(t *testing.T) {
-		var table strings.Builder
-		fmt.Fprintf(&table, "%-8s %4s %5s %5s %8s %8s %8s %6s\n", "data", "tB", "m=n", "k", "ours", "gonum", "1-chain", "ratio")
-		worst := 0.0
-		for _, dist := range []string{"normal", "uniform"} {
-			for _, tB := range []bool{true, false} {
-				for _, mn := range []int{64, 128} {
-					for _, k := range depths {
-						rng := rand.New(rand.NewSource(int64(k*mn) + 7))
-						draw := func() float32 { return float32(rng.NormFloat64()) }
-						if dist == "uniform" {
-							draw = func() float32 { return rng.Float32() }
-						}
-						o, g, c := accuracy(rng, tB, mn, mn, k, draw)
-						fmt.Fprintf(&table, "%-8s %4t %5d %5d %8.3f %8.3f %8.3f %6.2f\n", dist, tB, mn, k, o, g, c, o/g)
-						worst = max(worst, o/g)
-						if o > accuracyMargin*g {
-							t.Errorf("%s tB=%t %d×%d×%d: RMS error %.3g u, gonum's %.3g u (ratio %.2f > %.2f)", dist, tB, mn, mn, k, o, g, o/g, accuracyMargin)
-						}
-					}
-				}
-			}
-		}
-		t.Logf("float32 RMS error / u, relative to Σ|a·b| per entry; worst ratio to gonum %.2f\n%s", worst, table.String())
+		accuracySweep(t, Gemm[float32], []int{64, 128}, depths, false,
+			"float32 RMS error / u, relative to Σ|a·b| per entry; worst ratio to gonum")
 	})
 }
 
@@ -126,28 +103,46 @@ func TestAccuracyChain(t *testing.T) {
 		return GemmDepth(tA, tB, m, n, k, a, lda, b, ldb, c, ldc)
 	}
 	forEachVariant(t, func(t *testing.T) {
-		var table strings.Builder
-		fmt.Fprintf(&table, "%-8s %4s %5s %5s %8s %8s %8s %6s\n", "data", "tB", "m=n", "k", "ours", "gonum", "1-chain", "ratio")
-		worst := 0.0
-		for _, dist := range []string{"normal", "uniform"} {
-			for _, tB := range []bool{true, false} {
-				for _, mn := range sizes {
-					for _, k := range depths {
-						rng := rand.New(rand.NewSource(int64(k*mn) + 7))
-						draw := func() float32 { return float32(rng.NormFloat64()) }
-						if dist == "uniform" {
-							draw = func() float32 { return rng.Float32() }
-						}
-						o, g, c := accuracyOf(depth, rng, tB, mn, mn, k, draw)
-						fmt.Fprintf(&table, "%-8s %4t %5d %5d %8.3f %8.3f %8.3f %6.2f\n", dist, tB, mn, k, o, g, c, o/c)
-						worst = max(worst, o/c)
-						if o > accuracyMargin*c {
-							t.Errorf("%s tB=%t %d×%d×%d: RMS error %.3g u, one chain's %.3g u (ratio %.2f > %.2f)", dist, tB, mn, mn, k, o, c, o/c, accuracyMargin)
-						}
+		accuracySweep(t, depth, sizes, depths, true,
+			"float32 RMS error / u of GemmDepth, relative to Σ|a·b| per entry; worst ratio to one chain")
+	})
+}
+
+// accuracySweep measures gemm's float32 RMS error (accuracyOf) on entries of random sign
+// (normal) and of one sign (uniform), A·B and A·Bᵀ, m = n in sizes, every k in depths, and
+// fails t where it exceeds accuracyMargin times the reference's: one float32 FMA chain's
+// (vsChain) or gonum's Sgemm's. The table goes to the log after title and the worst ratio.
+func accuracySweep(t *testing.T, gemm sgemm, sizes, depths []int, vsChain bool, title string) {
+	t.Helper()
+	refName := "gonum's"
+	if vsChain {
+		refName = "one chain's"
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-8s %4s %5s %5s %8s %8s %8s %6s\n", "data", "tB", "m=n", "k", "ours", "gonum", "1-chain", "ratio")
+	worst := 0.0
+	for _, dist := range []string{"normal", "uniform"} {
+		for _, tB := range []bool{true, false} {
+			for _, mn := range sizes {
+				for _, k := range depths {
+					rng := rand.New(rand.NewSource(int64(k*mn) + 7))
+					draw := func() float32 { return float32(rng.NormFloat64()) }
+					if dist == "uniform" {
+						draw = func() float32 { return rng.Float32() }
+					}
+					o, g, c := accuracyOf(gemm, rng, tB, mn, mn, k, draw)
+					ref := g
+					if vsChain {
+						ref = c
+					}
+					fmt.Fprintf(&table, "%-8s %4t %5d %5d %8.3f %8.3f %8.3f %6.2f\n", dist, tB, mn, k, o, g, c, o/ref)
+					worst = max(worst, o/ref)
+					if o > accuracyMargin*ref {
+						t.Errorf("%s tB=%t %d×%d×%d: RMS error %.3g u, %s %.3g u (ratio %.2f > %.2f)", dist, tB, mn, mn, k, o, refName, ref, o/ref, accuracyMargin)
 					}
 				}
 			}
 		}
-		t.Logf("float32 RMS error / u of GemmDepth, relative to Σ|a·b| per entry; worst ratio to one chain %.2f\n%s", worst, table.String())
-	})
+	}
+	t.Logf("%s %.2f\n%s", title, worst, table.String())
 }
