@@ -14,6 +14,7 @@ package isa
 
 import (
 	"fmt"
+	"log"
 	"os"
 	"strings"
 
@@ -52,6 +53,14 @@ var hardware = detect()
 
 // level is the level in force: hardware capped by EnvVar.
 var level, envErr = capped(hardware, os.Getenv(EnvVar))
+
+// An unusable EnvVar is said once, as the device selection says an unusable
+// FLASHGORGON_DEVICE: the kernels run on at the hardware's level.
+func init() {
+	if envErr != nil {
+		log.Printf("flashgorgon: %v; using %s", envErr, hardware)
+	}
+}
 
 func detect() Level {
 	if !haveAsm {

@@ -25,6 +25,7 @@ package parallel
 
 import (
 	"fmt"
+	"log"
 	"os"
 	"runtime"
 	"strings"
@@ -135,6 +136,14 @@ const OversubscribedSpin = 50 * time.Microsecond
 // spin is how long an idle worker, and the caller waiting for the workers,
 // poll before blocking (read once at start-up, see SpinEnv): thePool's.
 var spin, spinErr = parseSpin(os.Getenv(SpinEnv))
+
+// An unusable SpinEnv is said once, as the device selection says an unusable
+// FLASHGORGON_DEVICE: the loops run on with DefaultSpin.
+func init() {
+	if spinErr != nil {
+		log.Printf("flashgorgon: %v", spinErr)
+	}
+}
 
 // numCPU is how many CPUs the process may run on (at start-up).
 var numCPU = runtime.NumCPU()
