@@ -5,6 +5,10 @@
 #
 #   scripts/train-bench.sh GPT_BINARY CORPUS [THREADS]      # THREADS default "2,16"
 #
+# ROUNDS (default 1) repeats each CPU row that many times, ours and PyTorch alternating (ours,
+# PyTorch, ours, PyTorch, …), and reports each side's median tokens/s and the ratio of the
+# medians: on a shared VM one reading of a 12-step run moves by ±15% (cmd/trainbench/results).
+#
 # GPT_BINARY is `go build -o … ./examples/gpt` (the GPU machine has no Go: build it elsewhere);
 # CORPUS a text file for -data. Both sides are timed the same way: the steps after a warm-up
 # step (ours: steady_tokens_per_s of the result line, the first step, the evaluation and the
@@ -30,6 +34,7 @@ ours() { # env... -- layers width heads ctx batch steps
     -lr 1e-3 -min_lr 1e-4 -warmup 0 -eval_every 1000000 -eval_batches 1 -sample_len 1 -quiet -out "$tmp/out" 2>&1 |
     sed -n 's/.* tokens_per_s=\([0-9.]*\) steady_tokens_per_s=\([0-9.]*\).*/\2 \1/p'
 }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 torch() { # device threads layers width heads ctx batch steps [compile mode]
   python3 cmd/trainbench/gpt_twin.py --device "$1" --threads "$2" --layers "$3" --width "$4" --heads "$5" \
     --context "$6" --batch "$7" --steps "$8" ${9:+--compile "$9"} 2>>"$tmp/torch.err" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tokens_per_s"]))'
@@ -44,10 +49,18 @@ compiled=()
 for cfg in "${configs[@]}"; do
   set -- $cfg
   for t in ${threads//,/ }; do
-    read -r o w < <(GOMAXPROCS=$t FLASHGORGON_DEVICE=cpu ours "$@")
-    p=-; [ $have_torch = 1 ] && p=$(torch cpu "$t" "$@")
+    os=() ws=() ps=()
+    for _ in $(seq "${ROUNDS:-1}"); do
+      read -r o w < <(GOMAXPROCS=$t FLASHGORGON_DEVICE=cpu ours "$@")
+      os+=("$o") ws+=("$w")
+      [ $have_torch = 1 ] && ps+=("$(torch cpu "$t" "$@")")
+    done
+    o=$(median "${os[@]}") w=$(median "${ws[@]}") p=-
+    [ ${#ps[@]} -gt 0 ] && p=$(median "${ps[@]}")
     r=$(python3 -c "print(f'{$o/$p:.2f}')" 2>/dev/null || echo -)
-    echo "| $1, $2, $3, $4, $5 | CPU, $t threads | $o | $w | $p | $r |"
+    all=""
+    [ "${ROUNDS:-1}" -gt 1 ] && all=" (ours ${os[*]}; PyTorch ${ps[*]:-–})"
+    echo "| $1, $2, $3, $4, $5 | CPU, $t threads | $o | $w | $p | $r$all |"
   done
   if [ $gpu = 1 ]; then
     read -r o w < <(ours "$@")
