@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/flashgorgon/flashgorgon/cuda"
@@ -30,19 +32,49 @@ func TestDeviceVersusCPU(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(11))
 	var worst64, worstRatio, worstRatio2, worst32, worst32n2 float64
-	for _, pr := range testGrid() {
-		p := &params{B: pr.B, H: pr.H, Hkv: pr.Hkv, Nq: pr.Nq, Nk: pr.Nk, D: pr.D, Scale: pr.scale(),
-			Causal: pr.Opts.Causal, KeyLengths: pr.Opts.KeyLengths}
+	// The inputs are drawn in order, then the float64 oracles (the naive loops: most of the
+	// test's time) of every problem, on its float64 and on its float32-rounded inputs, are
+	// computed over all cores; the device and CPU runs go one after another.
+	type inputs struct {
+		q, k, v, do, dl []float64
+		want            [2]oracle // [float64, float32] inputs
+	}
+	probs := testGrid()
+	in := make([]inputs, len(probs))
+	for i, pr := range probs {
 		q, k, v := pr.inputs(rng)
-		do, dl := randn(rng, pr.qLen()), randn(rng, pr.lLen())
+		in[i] = inputs{q: q, k: k, v: v, do: randn(rng, pr.qLen()), dl: randn(rng, pr.lLen())}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i, pr := range probs {
+		p := deviceParams(pr)
+		for j, round := range []func([]float64) []float64{nil, roundTo32} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				x := in[i]
+				if round != nil {
+					x.q, x.k, x.v, x.do, x.dl = round(x.q), round(x.k), round(x.v), round(x.do), round(x.dl)
+				}
+				in[i].want[j] = oracleOf(p, x.q, x.k, x.v, x.do, x.dl)
+			}()
+		}
+	}
+	wg.Wait()
+	for i, pr := range probs {
+		p := deviceParams(pr)
+		q, k, v, do, dl := in[i].q, in[i].k, in[i].v, in[i].do, in[i].dl
 		for _, f64 := range []bool{true, false} {
 			var e [2][2][5]float64 // [device, cpu][max, 2-norm][O, L, dQ, dK, dV] errors against the oracle
 			if f64 {
-				e[0], e[1] = deviceAndCPU(t, p, q, k, v, do, dl)
+				e[0], e[1] = deviceAndCPU(t, p, in[i].want[0], q, k, v, do, dl)
 			} else {
 				q32, k32, v32 := convert[float32](q), convert[float32](k), convert[float32](v)
 				do32, dl32 := convert[float32](do), convert[float32](dl)
-				e[0], e[1] = deviceAndCPU(t, p, q32, k32, v32, do32, dl32)
+				e[0], e[1] = deviceAndCPU(t, p, in[i].want[1], q32, k32, v32, do32, dl32)
 			}
 			for i, name := range []string{"O", "L", "dQ", "dK", "dV"} {
 				dev, cpu := e[0][0][i], e[1][0][i]
@@ -73,17 +105,35 @@ func TestDeviceVersusCPU(t *testing.T) {
 		len(testGrid()), cuda.Device(), worst64, worst32, worst32n2, worstRatio, worstRatio2)
 }
 
-// deviceAndCPU runs one problem through the device branch and through the CPU kernels and
-// returns their errors against the float64 oracle (evaluated on the same, possibly
-// float32-rounded, inputs) for O, L, dQ, dK, dV: the max error relative to the largest entry
-// and the 2-norm error.
-func deviceAndCPU[T Float](t *testing.T, p *params, q, k, v, do, dl []T) (dev, cpu [2][5]float64) {
-	t.Helper()
-	oLen, lLen, kLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq, p.B*p.Hkv*p.Nk*p.D
+// roundTo32 returns x rounded to float32, in float64.
+func roundTo32(x []float64) []float64 { return convert[float64](convert[float32](x)) }
+
+// deviceParams is pr as the compute seam takes it.
+func deviceParams(pr problem) *params {
+	return &params{B: pr.B, H: pr.H, Hkv: pr.Hkv, Nq: pr.Nq, Nk: pr.Nk, D: pr.D, Scale: pr.scale(),
+		Causal: pr.Opts.Causal, KeyLengths: pr.Opts.KeyLengths}
+}
+
+// oracle holds the float64 oracle's O, L, dQ, dK, dV of one problem.
+type oracle struct{ o, l, dq, dk, dv []float64 }
+
+// oracleOf evaluates the naive float64 loops on the inputs (converted to float64).
+func oracleOf[T Float](p *params, q, k, v, do, dl []T) (w oracle) {
 	n := &naiveProblem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale, Causal: p.Causal,
 		KeyLengths: p.KeyLengths, Q: convert[float64](q), K: convert[float64](k), V: convert[float64](v)}
-	wantO, wantL := n.forward()
-	wantDQ, wantDK, wantDV := n.backward(convert[float64](do), convert[float64](dl))
+	w.o, w.l = n.forward()
+	w.dq, w.dk, w.dv = n.backward(convert[float64](do), convert[float64](dl))
+	return w
+}
+
+// deviceAndCPU runs one problem through the device branch and through the CPU kernels and
+// returns their errors against the float64 oracle want (oracleOf the same, possibly
+// float32-rounded, inputs) for O, L, dQ, dK, dV: the max error relative to the largest entry
+// and the 2-norm error.
+func deviceAndCPU[T Float](t *testing.T, p *params, want oracle, q, k, v, do, dl []T) (dev, cpu [2][5]float64) {
+	t.Helper()
+	oLen, lLen, kLen := p.B*p.H*p.Nq*p.D, p.B*p.H*p.Nq, p.B*p.Hkv*p.Nk*p.D
+	wantO, wantL, wantDQ, wantDK, wantDV := want.o, want.l, want.dq, want.dk, want.dv
 
 	// Device: through the device branch, as forwardCompute and backwardCompute take it.
 	packed := make([]T, oLen+2*lLen)
@@ -173,7 +223,7 @@ func checkDeviceInert[T Float](t *testing.T, p *params, q, k, v, kp, vp, do, dl 
 		}
 	}
 	e := [2][2][5]float64{}
-	e[0], e[1] = deviceAndCPU(t, p, q, kp, vp, do, dl)
+	e[0], e[1] = deviceAndCPU(t, p, oracleOf(p, q, kp, vp, do, dl), q, kp, vp, do, dl)
 	for i, name := range []string{"O", "L", "dQ", "dK", "dV"} {
 		dev, cpu, dev2, cpu2 := e[0][0][i], e[1][0][i], e[0][1][i], e[1][1][i]
 		switch {
