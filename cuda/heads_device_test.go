@@ -14,7 +14,7 @@ func TestHeadsDevice(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(21))
 	for _, dt := range dtypes {
-		for _, c := range []struct{ b, t, h, d, c, off, shift int }{
+		for _, c := range []struct{ b, n, h, d, c, off, shift int }{
 			{1, 1, 1, 4, 4, 0, 0},
 			{2, 3, 2, 4, 8, 0, 0},
 			{2, 5, 3, 8, 48, 16, 0}, // heads in the middle of the row
@@ -26,8 +26,8 @@ func TestHeadsDevice(t *testing.T) {
 		} {
 			for _, split := range []bool{true, false} {
 				name := map[bool]string{true: "split", false: "merge"}[split]
-				t.Run(fmt.Sprintf("%v/%s/B%d-T%d-H%d-D%d-C%d-Off%d-shift%d", dt, name, c.b, c.t, c.h, c.d, c.c, c.off, c.shift), func(t *testing.T) {
-					rows, heads := c.b*c.t*c.c, c.b*c.h*c.t*c.d
+				t.Run(fmt.Sprintf("%v/%s/B%d-N%d-H%d-D%d-C%d-Off%d-shift%d", dt, name, c.b, c.n, c.h, c.d, c.c, c.off, c.shift), func(t *testing.T) {
+					rows, heads := c.b*c.n*c.c, c.b*c.h*c.n*c.d
 					xn, yn := rows, heads
 					if !split {
 						xn, yn = heads, rows
@@ -45,10 +45,10 @@ func TestHeadsDevice(t *testing.T) {
 					want := make([]float64, yn) // the merge's other columns stay 0
 					for b := 0; b < c.b; b++ {
 						for h := 0; h < c.h; h++ {
-							for tt := 0; tt < c.t; tt++ {
+							for l := 0; l < c.n; l++ {
 								for j := 0; j < c.d; j++ {
-									r := (b*c.t+tt)*c.c + c.off + h*c.d + j
-									hd := ((b*c.h+h)*c.t+tt)*c.d + j
+									r := (b*c.n+l)*c.c + c.off + h*c.d + j
+									hd := ((b*c.h+h)*c.n+l)*c.d + j
 									if split {
 										want[hd] = x[r]
 									} else {
@@ -58,7 +58,7 @@ func TestHeadsDevice(t *testing.T) {
 							}
 						}
 					}
-					if err := Heads(HeadsParams{Split: split, B: c.b, T: c.t, H: c.h, D: c.d, C: c.c, Off: c.off, X: X, Y: Y}); err != nil {
+					if err := Heads(HeadsParams{Split: split, B: c.b, N: c.n, H: c.h, D: c.d, C: c.c, Off: c.off, X: X, Y: Y}); err != nil {
 						t.Fatal(err)
 					}
 					compare(t, "y", host(t, Y), want, 0)
@@ -69,11 +69,11 @@ func TestHeadsDevice(t *testing.T) {
 	t.Run("errors", func(t *testing.T) {
 		x, y := devOut(t, Float32, 64), devOut(t, Float32, 64)
 		for _, p := range []HeadsParams{
-			{Split: true, B: 1, T: 2, H: 2, D: 4, C: 7, X: x, Y: y},          // H·D > C
-			{Split: true, B: 1, T: 2, H: 2, D: 4, C: 8, Off: -1, X: x, Y: y}, // Off < 0
-			{Split: true, B: 1, T: 2, H: 2, D: 4, C: 12, Off: 5, X: x, Y: y}, // Off + H·D > C
-			{Split: true, B: 1, T: 2, H: 2, D: 4, C: 16, X: x, Y: y},         // X too short for [2, 16]… and Y too long
-			{Split: true, B: 0, T: 2, H: 2, D: 4, C: 8, X: x, Y: y},
+			{Split: true, B: 1, N: 2, H: 2, D: 4, C: 7, X: x, Y: y},          // H·D > C
+			{Split: true, B: 1, N: 2, H: 2, D: 4, C: 8, Off: -1, X: x, Y: y}, // Off < 0
+			{Split: true, B: 1, N: 2, H: 2, D: 4, C: 12, Off: 5, X: x, Y: y}, // Off + H·D > C
+			{Split: true, B: 1, N: 2, H: 2, D: 4, C: 16, X: x, Y: y},         // X too short for [2, 16]… and Y too long
+			{Split: true, B: 0, N: 2, H: 2, D: 4, C: 8, X: x, Y: y},
 		} {
 			if err := Heads(p); err == nil {
 				t.Errorf("%+v: no error", p)

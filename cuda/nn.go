@@ -314,18 +314,18 @@ func embedding(op, tname string, table, idx *Buffer, rname string, rows *Buffer,
 
 // ---- attention heads -------------------------------------------------------------------------
 
-// HeadsParams describes the moves between rows X [B·T, C] and attention heads [B, H, T, D]
+// HeadsParams describes the moves between rows X [B·N, C] and attention heads [B, H, N, D]
 // (nn's headsOp), over columns [Off, Off + H·D) of the rows (Off + H·D ≤ C):
 //
-//	split (Split):  Y[b, h, t, j] = X[b·T + t, Off + h·D + j]          X [B·T, C], Y [B, H, T, D]
-//	merge:          Y[b·T + t, Off + h·D + j] = X[b, h, t, j]          X [B, H, T, D], Y [B·T, C]
+//	split (Split):  Y[b, h, l, j] = X[b·N + l, Off + h·D + j]          X [B·N, C], Y [B, H, N, D]
+//	merge:          Y[b·N + l, Off + h·D + j] = X[b, h, l, j]          X [B, H, N, D], Y [B·N, C]
 //
 // the merge writing zeros in Y's other columns. X and Y are Float32 or Float64 of one type,
 // with fewer than 2³¹ elements each. The kernel moves 16 bytes at a time where D, C, Off and
 // the buffers' addresses allow it, one element otherwise.
 type HeadsParams struct {
 	Split              bool
-	B, T, H, D, C, Off int
+	B, N, H, D, C, Off int
 	X, Y               *Buffer
 }
 
@@ -336,10 +336,10 @@ func Heads(p HeadsParams) error {
 	if err != nil {
 		return err
 	}
-	heads, okH := mulSizes(p.B, p.H, p.T, p.D)
-	rows, okR := mulSizes(p.B, p.T, p.C)
-	if p.B < 1 || p.T < 1 || p.H < 1 || p.D < 1 || p.Off < 0 || p.Off+p.H*p.D > p.C || okH != nil || okR != nil || heads >= 1<<31 || rows >= 1<<31 {
-		return fmt.Errorf("cuda: %s: B=%d T=%d H=%d D=%d C=%d Off=%d: want sizes ≥ 1, Off ≥ 0, Off + H·D ≤ C and fewer than 2^31 elements", op, p.B, p.T, p.H, p.D, p.C, p.Off)
+	heads, okH := mulSizes(p.B, p.H, p.N, p.D)
+	rows, okR := mulSizes(p.B, p.N, p.C)
+	if p.B < 1 || p.N < 1 || p.H < 1 || p.D < 1 || p.Off < 0 || p.Off+p.H*p.D > p.C || okH != nil || okR != nil || heads >= 1<<31 || rows >= 1<<31 {
+		return fmt.Errorf("cuda: %s: B=%d N=%d H=%d D=%d C=%d Off=%d: want sizes ≥ 1, Off ≥ 0, Off + H·D ≤ C and fewer than 2^31 elements", op, p.B, p.N, p.H, p.D, p.C, p.Off)
 	}
 	xn, yn := rows, heads
 	if !p.Split {
@@ -347,7 +347,7 @@ func Heads(p HeadsParams) error {
 	}
 	ops := []operand{{name: "X", b: p.X, dt: DT, n: xn}, {name: "Y", b: p.Y, dt: DT, n: yn}}
 	return launchOn(op, ops, func(s *state) error {
-		kp := headsParams{x: p.X.ptr, y: p.Y.ptr, b: int64(p.B), t: int64(p.T), h: int64(p.H), d: int64(p.D), c: int64(p.C), off: int64(p.Off)}
+		kp := headsParams{x: p.X.ptr, y: p.Y.ptr, b: int64(p.B), n: int64(p.N), h: int64(p.H), d: int64(p.D), c: int64(p.C), off: int64(p.Off)}
 		if p.Split {
 			kp.split = 1
 		}

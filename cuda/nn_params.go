@@ -48,12 +48,12 @@ type colsumParams struct {
 	mode, accumulate            int32
 }
 
-// headsParams is fg_heads_params: the moves between rows [B·T, C] and attention heads
-// [B, H, T, D] (HeadsParams).
+// headsParams is fg_heads_params: the moves between rows [B·N, C] and attention heads
+// [B, H, N, D] (HeadsParams).
 type headsParams struct {
 	_                  structs.HostLayout
 	x, y               devptr
-	b, t, h, d, c, off int64
+	b, n, h, d, c, off int64
 	split, reserved    int32
 }
 

@@ -19,7 +19,7 @@ import (
 //	gelu:     Grad (inputs x, dy)
 //	matmul:   TransA, TransB
 //	norm, normGrad: Center (LayerNorm; RMSNorm without), Eps
-//	heads:    Split, B, T, H, D, Off, C (see nn's headsOp)
+//	heads:    Split, B, N, H, D, Off, C (see nn's headsOp)
 //	xent, xentGrad: Ignore (the ignore index of the cross-entropy's targets)
 type NNSpec struct {
 	Scale, Shift   bool
@@ -28,7 +28,7 @@ type NNSpec struct {
 	Center         bool
 	Eps            float64
 	Split          bool
-	B, T, H, D     int
+	B, N, H, D     int
 	Off, C         int
 	Ignore         int
 }
@@ -422,9 +422,9 @@ func (c *cudaBackend) normParams(rows, d int, sp NNSpec, x *cuda.Buffer) (cuda.N
 	return cuda.NormParams{Rows: rows, D: d, Eps: sp.Eps, RMS: !sp.Center, X: x, Mean: mean, Rstd: rstd}, nil
 }
 
-// heads: nn's headsOp, x [B·T, C] columns [Off, Off+H·D) ↔ [B, H, T, D], on cuda.Heads (16
+// heads: nn's headsOp, x [B·N, C] columns [Off, Off+H·D) ↔ [B, H, N, D], on cuda.Heads (16
 // bytes at a time, the merge writing the zeros of the other columns itself), or beyond its
-// 2³¹ elements a strided copy over the index space [B, H, T, D] (the merge zeroing its output
+// 2³¹ elements a strided copy over the index space [B, H, N, D] (the merge zeroing its output
 // first when the heads do not cover every column).
 func (c *cudaBackend) heads(op gorgonia.Op, out Operand, in []Operand) (Kernel, error) {
 	sp, y, x, ok, err := nnOperands(op, out, in, arity(1))
@@ -432,12 +432,12 @@ func (c *cudaBackend) heads(op gorgonia.Op, out Operand, in []Operand) (Kernel, 
 		return nil, err
 	}
 	if max(size(out.Shape), size(in[0].Shape)) < 1<<31 {
-		hp := cuda.HeadsParams{Split: sp.Split, B: sp.B, T: sp.T, H: sp.H, D: sp.D, C: sp.C, Off: sp.Off, X: x[0], Y: y}
+		hp := cuda.HeadsParams{Split: sp.Split, B: sp.B, N: sp.N, H: sp.H, D: sp.D, C: sp.C, Off: sp.Off, X: x[0], Y: y}
 		return func() error { return cuda.Heads(hp) }, nil
 	}
-	rowsStride := [4]int{sp.T * sp.C, sp.D, sp.C, 1}
-	headsStride := [4]int{sp.H * sp.T * sp.D, sp.T * sp.D, sp.D, 1}
-	p := cuda.StridedParams{Shape: [4]int{sp.B, sp.H, sp.T, sp.D}, X: x[0], Y: y, Alpha: 1}
+	rowsStride := [4]int{sp.N * sp.C, sp.D, sp.C, 1}
+	headsStride := [4]int{sp.H * sp.N * sp.D, sp.N * sp.D, sp.D, 1}
+	p := cuda.StridedParams{Shape: [4]int{sp.B, sp.H, sp.N, sp.D}, X: x[0], Y: y, Alpha: 1}
 	if sp.Split {
 		p.XOff, p.XStride, p.YStride = sp.Off, rowsStride, headsStride
 		return func() error { return cuda.Strided(p) }, nil

@@ -11,12 +11,12 @@ import (
 
 // MultiHeadAttention is causal (or not) multi-head self-attention on the
 // fused attention op, with grouped-query attention when KVHeads < Heads.
-// For x [B·T, D] (row b·T + t is token t of sequence b):
+// For x [B·N, Width] (row b·N + l is token l of sequence b):
 //
-//	[Q | K | V] = x·Wqkv + bqkv                 Wqkv [D, (H + 2·Hkv)·d]   (one fused projection)
-//	q = heads(Q) [B,H,T,d],  k = heads(K), v = heads(V) [B,Hkv,T,d]
+//	[Q | K | V] = x·Wqkv + bqkv                 Wqkv [Width, (H + 2·Hkv)·d]   (one fused projection)
+//	q = heads(Q) [B,H,N,d],  k = heads(K), v = heads(V) [B,Hkv,N,d]
 //	o = attention(q, k, v)  with scale 1/√d        query head h reads key/value head h/(H/Hkv)
-//	y = rows(o)·Wo + bo                          Wo [H·d, D]
+//	y = rows(o)·Wo + bo                          Wo [H·d, Width]
 //
 // Parameters: "<name>.qkv.weight", "<name>.qkv.bias", "<name>.proj.weight",
 // "<name>.proj.bias".
@@ -53,7 +53,7 @@ func NewMultiHeadAttention(name string, d, heads, kvHeads int, causal bool, dt t
 // Params returns the projections' parameters.
 func (a *MultiHeadAttention) Params() []*Param { return append(a.QKV.Params(), a.Proj.Params()...) }
 
-// Forward applies the attention to x [batch·seq, D] in scope s.
+// Forward applies the attention to x [batch·seq, Width] in scope s.
 func (a *MultiHeadAttention) Forward(s *Scope, x *gorgonia.Node, batch, seq int) (*gorgonia.Node, error) {
 	if err := s.check("nn.MultiHeadAttention"); err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (a *MultiHeadAttention) Forward(s *Scope, x *gorgonia.Node, batch, seq int)
 	h, hkv, hd := a.Heads, a.KVHeads, a.HeadDim
 	cols := (h + 2*hkv) * hd
 	split := func(off, heads int) (*gorgonia.Node, error) {
-		return apply(headsOp{split: true, b: batch, t: seq, h: heads, d: hd, off: off, c: cols}, qkv)
+		return apply(headsOp{split: true, b: batch, n: seq, h: heads, d: hd, off: off, c: cols}, qkv)
 	}
 	q, err := split(0, h)
 	if err != nil {
@@ -95,7 +95,7 @@ func (a *MultiHeadAttention) Forward(s *Scope, x *gorgonia.Node, batch, seq int)
 	if err != nil {
 		return nil, fmt.Errorf("nn.MultiHeadAttention: %w", err)
 	}
-	rows, err := apply(headsOp{b: batch, t: seq, h: h, d: hd, c: h * hd}, o)
+	rows, err := apply(headsOp{b: batch, n: seq, h: h, d: hd, c: h * hd}, o)
 	if err != nil {
 		return nil, err
 	}

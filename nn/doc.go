@@ -1,8 +1,8 @@
 // Package nn holds the layers, loss, optimizer, checkpoints and the GPT
 // model built on Gorgonia and flashgorgon's ops.
 //
-// Layers work on activations of shape [M, D] (M = batch·sequence rows, row
-// b·T + t for token t of sequence b); only attention moves to [B, H, T, d].
+// Layers work on activations of shape [M, Width] (M = B·N rows, row b·N + l
+// for token l of sequence b); only attention moves to [B, H, N, d].
 // Each layer exists as a function of nodes (LinearNode, LayerNormNode,
 // RMSNormNode, GELU, EmbedNode, MatMul, CrossEntropy) and as a module that
 // owns its parameters (Linear, Norm, Embedding, MultiHeadAttention, Block,

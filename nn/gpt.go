@@ -18,8 +18,8 @@ type Config struct {
 	Layers   int     `json:"layers"`    // transformer blocks
 	Heads    int     `json:"heads"`     // query heads H
 	KVHeads  int     `json:"kv_heads"`  // key/value heads Hkv (0 means H; H must be a multiple)
-	Width    int     `json:"width"`     // model width D (a multiple of H)
-	MLPRatio int     `json:"mlp_ratio"` // hidden width of the MLP is MLPRatio·D
+	Width    int     `json:"width"`     // model width (a multiple of H)
+	MLPRatio int     `json:"mlp_ratio"` // hidden width of the MLP is MLPRatio·Width
 	Dropout  float64 `json:"dropout"`   // dropout probability (training only), in [0, 1)
 	RMSNorm  bool    `json:"rms_norm"`  // RMSNorm instead of LayerNorm
 }
@@ -170,8 +170,8 @@ func checkInit(what string, dt tensor.Dtype, rng *rand.Rand, std float64, sizes 
 //	y = h + dropout(W2·gelu(W1·norm2(h) + b1) + b2)
 //
 // Parameters "<name>.ln1.*", "<name>.attn.*", "<name>.ln2.*",
-// "<name>.mlp.fc.weight" [D, r·D], "<name>.mlp.fc.bias" [r·D],
-// "<name>.mlp.proj.weight" [r·D, D], "<name>.mlp.proj.bias" [D].
+// "<name>.mlp.fc.weight" [Width, r·Width], "<name>.mlp.fc.bias" [r·Width],
+// "<name>.mlp.proj.weight" [r·Width, Width], "<name>.mlp.proj.bias" [Width].
 type Block struct {
 	Norm1, Norm2 *Norm
 	Attn         *MultiHeadAttention
@@ -226,7 +226,7 @@ func (b *Block) Params() []*Param {
 	return append(ps, b.Proj.Params()...)
 }
 
-// Forward applies the block to x [batch·seq, D].
+// Forward applies the block to x [batch·seq, Width].
 func (b *Block) Forward(s *Scope, x *gorgonia.Node, batch, seq int) (*gorgonia.Node, error) {
 	if err := s.check("nn.Block"); err != nil {
 		return nil, err
@@ -273,25 +273,25 @@ func (b *Block) Forward(s *Scope, x *gorgonia.Node, batch, seq int) (*gorgonia.N
 //
 //	x = tok_emb[tokens] + pos_emb[positions]      then dropout
 //	x = block_L(… block_1(x))
-//	logits = norm_f(x)·W_head                     [B·T, V]
+//	logits = norm_f(x)·W_head                     [B·N, V]
 //
-// Parameter names and shapes (D width, V vocabulary, C context, r MLP
-// ratio, d head width, H and Hkv heads, i the block index):
+// Parameter names and shapes (Width the model width, V vocabulary, C context, r MLP ratio,
+// d head width, H and Hkv heads, i the block index):
 //
-//	tok_emb.weight              [V, D]
-//	pos_emb.weight              [C, D]
-//	blocks.i.ln1.weight/bias    [D]           (RMSNorm: weight only)
-//	blocks.i.attn.qkv.weight    [D, (H+2·Hkv)·d]; columns Q | K | V, head-major inside each
+//	tok_emb.weight              [V, Width]
+//	pos_emb.weight              [C, Width]
+//	blocks.i.ln1.weight/bias    [Width]           (RMSNorm: weight only)
+//	blocks.i.attn.qkv.weight    [Width, (H+2·Hkv)·d]; columns Q | K | V, head-major inside each
 //	blocks.i.attn.qkv.bias      [(H+2·Hkv)·d]
-//	blocks.i.attn.proj.weight   [H·d, D]
-//	blocks.i.attn.proj.bias     [D]
-//	blocks.i.ln2.weight/bias    [D]
-//	blocks.i.mlp.fc.weight      [D, r·D]
-//	blocks.i.mlp.fc.bias        [r·D]
-//	blocks.i.mlp.proj.weight    [r·D, D]
-//	blocks.i.mlp.proj.bias      [D]
-//	ln_f.weight/bias            [D]
-//	head.weight                 [D, V]
+//	blocks.i.attn.proj.weight   [H·d, Width]
+//	blocks.i.attn.proj.bias     [Width]
+//	blocks.i.ln2.weight/bias    [Width]
+//	blocks.i.mlp.fc.weight      [Width, r·Width]
+//	blocks.i.mlp.fc.bias        [r·Width]
+//	blocks.i.mlp.proj.weight    [r·Width, Width]
+//	blocks.i.mlp.proj.bias      [Width]
+//	ln_f.weight/bias            [Width]
+//	head.weight                 [Width, V]
 //
 // Initialization follows GPT-2: weights and embeddings N(0, 0.02²), the two
 // residual output projections of each block N(0, (0.02/√(2·layers))²),

@@ -33,7 +33,7 @@ func bindScope(g *gorgonia.ExprGraph, ps []*Param, nodes []*gorgonia.Node, train
 }
 
 // refMHA is multi-head attention by float64 loops, straight from the
-// definition, for x [B·T, D] and the layer's weights.
+// definition, for x [B·N, Width] and the layer's weights.
 func refMHA(a *MultiHeadAttention, x []float64, b, t, d int) []float64 {
 	h, hkv, hd := a.Heads, a.KVHeads, a.HeadDim
 	cols := (h + 2*hkv) * hd

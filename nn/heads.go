@@ -12,25 +12,25 @@ import (
 )
 
 // headsOp moves attention heads between the row layout of the linear layers,
-// x [B·T, C] (row b·T + t, column c), and the layout of ops/attention,
-// [B, h, T, d]. With split it reads h heads of width d starting at column off:
+// x [B·N, C] (row b·N + l for token l of sequence b, column c), and the
+// layout of ops/attention, [B, h, N, d]. With split it reads h heads of width d starting at column off:
 //
-//	y[b, i, t, j] = x[b·T + t, off + i·d + j]          x [B·T, C] → y [B, h, T, d]
+//	y[b, i, l, j] = x[b·N + l, off + i·d + j]          x [B·N, C] → y [B, h, N, d]
 //
 // and without it (scatter) it does the adjoint, writing into zeros:
 //
-//	y[b·T + t, off + i·d + j] = x[b, i, t, j]          x [B, h, T, d] → y [B·T, C]
+//	y[b·N + l, off + i·d + j] = x[b, i, l, j]          x [B, h, N, d] → y [B·N, C]
 //
 // The two are each other's gradient. A scatter with off = 0 and C = h·d
 // merges the heads back into rows.
 type headsOp struct {
 	split           bool
-	b, t, h, d, off int
+	b, n, h, d, off int
 	c               int // columns of the row layout
 }
 
 func (k headsOp) name() string {
-	return fmt.Sprintf("nnHeads{split=%t,B=%d,T=%d,h=%d,d=%d,off=%d,C=%d}", k.split, k.b, k.t, k.h, k.d, k.off, k.c)
+	return fmt.Sprintf("nnHeads{split=%t,B=%d,N=%d,h=%d,d=%d,off=%d,C=%d}", k.split, k.b, k.n, k.h, k.d, k.off, k.c)
 }
 func (k headsOp) arity() int { return 1 }
 func (k headsOp) typ() hm.Type {
@@ -39,8 +39,8 @@ func (k headsOp) typ() hm.Type {
 	}
 	return hm.NewFnType(graph.TensorType(4), graph.TensorType(2))
 }
-func (k headsOp) rows() tensor.Shape  { return tensor.Shape{k.b * k.t, k.c} }
-func (k headsOp) heads() tensor.Shape { return tensor.Shape{k.b, k.h, k.t, k.d} }
+func (k headsOp) rows() tensor.Shape  { return tensor.Shape{k.b * k.n, k.c} }
+func (k headsOp) heads() tensor.Shape { return tensor.Shape{k.b, k.h, k.n, k.d} }
 func (k headsOp) shape(in []tensor.Shape) (tensor.Shape, error) {
 	from, to := k.heads(), k.rows()
 	if k.split {
@@ -67,25 +67,25 @@ func (k headsOp) do(out *tensor.Dense, in []*tensor.Dense) error {
 
 func moveHeads[T float](k headsOp, y, x []T) {
 	zero := !k.split && k.h*k.d != k.c
-	// One head of one sequence: T rows of d, at a stride of C in the row
+	// One head of one sequence: N rows of d, at a stride of C in the row
 	// layout and of d in the head layout.
-	parallel.ForDynamic(k.b*k.h, max(1, rowGrain/max(k.t*k.d, 1)), func(lo, hi int) {
+	parallel.ForDynamic(k.b*k.h, max(1, rowGrain/max(k.n*k.d, 1)), func(lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
 			b, i := bh/k.h, bh%k.h
 			if zero && i == 0 {
 				// The columns outside [off, off+h·d) of sequence b's rows are 0.
-				for r := b * k.t; r < (b+1)*k.t; r++ {
+				for r := b * k.n; r < (b+1)*k.n; r++ {
 					row := y[r*k.c : (r+1)*k.c]
 					clear(row[:k.off])
 					clear(row[k.off+k.h*k.d:])
 				}
 			}
-			row := b*k.t*k.c + k.off + i*k.d
-			head := bh * k.t * k.d
+			row := b*k.n*k.c + k.off + i*k.d
+			head := bh * k.n * k.d
 			if k.split {
-				vec.CopyRows(y[head:], x[row:], k.t, k.d, k.d, k.c)
+				vec.CopyRows(y[head:], x[row:], k.n, k.d, k.d, k.c)
 			} else {
-				vec.CopyRows(y[row:], x[head:], k.t, k.d, k.c, k.d)
+				vec.CopyRows(y[row:], x[head:], k.n, k.d, k.c, k.d)
 			}
 		}
 	})

@@ -185,14 +185,14 @@ func TestRowKernelsAnyCores(t *testing.T) {
 		}
 		return out
 	}
-	// Heads: qkv [B·T, 3·h·hd], whose middle third (the keys) the split
+	// Heads: qkv [B·N, 3·h·hd], whose middle third (the keys) the split
 	// reads and the scatter writes (zeros elsewhere).
 	const b, tt, h, hd = 5, 40, 8, 32
 	c := 3 * h * hd
 	qkv, qkvv := dense(1, 0, b*tt, c)
-	split := headsOp{split: true, b: b, t: tt, h: h, d: hd, off: h * hd, c: c}
+	split := headsOp{split: true, b: b, n: tt, h: h, d: hd, off: h * hd, c: c}
 	heads, headsv := dense(1, 0, b, h, tt, hd)
-	scatter := headsOp{b: b, t: tt, h: h, d: hd, off: h * hd, c: c}
+	scatter := headsOp{b: b, n: tt, h: h, d: hd, off: h * hd, c: c}
 	headsRef := func(toHeads bool) []float64 {
 		out := make([]float64, b*tt*c)
 		if toHeads {

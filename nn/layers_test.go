@@ -325,7 +325,7 @@ func TestHeadsRoundTrip(t *testing.T) {
 	b, tt, h, d, c, off := 2, 3, 2, 2, 9, 3
 	x := randSlice(rng, b*tt*c, 1, 0)
 	split := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
-		return apply(headsOp{split: true, b: b, t: tt, h: h, d: d, off: off, c: c}, ns[0])
+		return apply(headsOp{split: true, b: b, n: tt, h: h, d: d, off: off, c: c}, ns[0])
 	}
 	got := runForward(t, split, graph.NewTensor([]int{b * tt, c}, x))
 	for bi := 0; bi < b; bi++ {
@@ -341,7 +341,7 @@ func TestHeadsRoundTrip(t *testing.T) {
 	}
 	checkGrad(t, split, []*tensor.Dense{graph.NewTensor([]int{b * tt, c}, x)}, graph.CheckOptions{})
 	merge := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
-		return apply(headsOp{b: b, t: tt, h: h, d: d, off: 0, c: h * d}, ns[0])
+		return apply(headsOp{b: b, n: tt, h: h, d: d, off: 0, c: h * d}, ns[0])
 	}
 	checkGrad(t, merge, []*tensor.Dense{graph.NewTensor([]int{b, h, tt, d}, randSlice(rng, b*h*tt*d, 1, 0))}, graph.CheckOptions{})
 }
@@ -522,7 +522,7 @@ func TestGELUFloat32(t *testing.T) {
 func TestHeadsScatterZeroes(t *testing.T) {
 	rng := rand.New(rand.NewSource(8))
 	b, tt, h, d, c, off := 5, 7, 2, 4, 15, 3
-	k := headsOp{b: b, t: tt, h: h, d: d, off: off, c: c}
+	k := headsOp{b: b, n: tt, h: h, d: d, off: off, c: c}
 	x := graph.NewTensor([]int{b, h, tt, d}, randSlice(rng, b*h*tt*d, 1, 0))
 	out := newDense(tensor.Float64, b*tt, c)
 	y := floats[float64](out)

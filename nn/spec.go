@@ -22,5 +22,5 @@ func (k normGradOp) spec() machine.NNSpec { return machine.NNSpec{Center: k.cent
 func (k xentOp) spec() machine.NNSpec     { return machine.NNSpec{Ignore: k.ignore} }
 func (k xentGradOp) spec() machine.NNSpec { return machine.NNSpec{Ignore: k.ignore} }
 func (k headsOp) spec() machine.NNSpec {
-	return machine.NNSpec{Split: k.split, B: k.b, T: k.t, H: k.h, D: k.d, Off: k.off, C: k.c}
+	return machine.NNSpec{Split: k.split, B: k.b, N: k.n, H: k.h, D: k.d, Off: k.off, C: k.c}
 }

@@ -276,28 +276,28 @@ template <typename T> __device__ void fg_scatter(const fg_embed_params& p) {
 template <typename T, typename V> __device__ void fg_heads_body(const fg_heads_params& p) {
   constexpr int W = sizeof(V) / sizeof(T);
   const uint32_t D = (uint32_t)(p.d / W), C = (uint32_t)(p.c / W), off = (uint32_t)(p.off / W);
-  const uint32_t H = (uint32_t)p.h, Tn = (uint32_t)p.t, HD = H * D;
+  const uint32_t H = (uint32_t)p.h, N = (uint32_t)p.n, HD = H * D;
   const V* x = (const V*)p.x;
   V* y = (V*)p.y;
   const uint32_t stride = gridDim.x * blockDim.x;
   if (p.split) {
-    const uint32_t n = (uint32_t)p.b * H * Tn * D;
+    const uint32_t n = (uint32_t)p.b * H * N * D;
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-      const uint32_t j = i % D, r = i / D;  // r = (bi·h + hi)·t + ti
-      const uint32_t ti = r % Tn, bh = r / Tn;
+      const uint32_t j = i % D, r = i / D;  // r = (bi·h + hi)·n + li
+      const uint32_t li = r % N, bh = r / N;
       const uint32_t hi = bh % H, bi = bh / H;
-      y[i] = x[(bi * Tn + ti) * C + off + hi * D + j];
+      y[i] = x[(bi * N + li) * C + off + hi * D + j];
     }
     return;
   }
-  const uint32_t n = (uint32_t)p.b * Tn * C;
+  const uint32_t n = (uint32_t)p.b * N * C;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const uint32_t c = i % C, r = i / C;  // r = bi·t + ti
+    const uint32_t c = i % C, r = i / C;  // r = bi·n + li
     V v{};
     if (c >= off && c < off + HD) {
       const uint32_t k = c - off, hi = k / D, j = k % D;
-      const uint32_t bi = r / Tn, ti = r % Tn;
-      v = x[((bi * H + hi) * Tn + ti) * D + j];
+      const uint32_t bi = r / N, li = r % N;
+      v = x[((bi * H + hi) * N + li) * D + j];
     }
     y[i] = v;
   }

@@ -47,15 +47,15 @@ typedef struct {
   int32_t center, reserved;
 } fg_norm_params;
 
-// fg_heads_params: the moves between rows x [b * t, c] and attention heads [b, h, t, d], columns
+// fg_heads_params: the moves between rows x [b * n, c] and attention heads [b, h, n, d], columns
 // [off, off + h * d) of the rows:
-//   split: y[bi, hi, ti, j] = x[bi * t + ti, off + hi * d + j]                 y [b, h, t, d]
-//   merge: y[bi * t + ti, off + hi * d + j] = x[bi, hi, ti, j], 0 in the other columns of y [b * t, c]
+//   split: y[bi, hi, li, j] = x[bi * n + li, off + hi * d + j]                 y [b, h, n, d]
+//   merge: y[bi * n + li, off + hi * d + j] = x[bi, hi, li, j], 0 in the other columns of y [b * n, c]
 // fg_heads_T moves 16 bytes at a time (d, c, off multiples of 16 / sizeof(T), x and y aligned
 // to 16 bytes), fg_heads1_T one element; both index in 32 bits (fewer than 2^31 elements).
 typedef struct {
   uint64_t x, y;
-  int64_t b, t, h, d, c, off;
+  int64_t b, n, h, d, c, off;
   int32_t split, reserved;
 } fg_heads_params;
 

@@ -108,7 +108,7 @@ type benchShape struct {
 
 // nnShapes are the products of nn's GPT layers (nn/linear.go: y = x·W,
 // ∂x = g·Wᵀ, ∂W = xᵀ·g): those of the large configuration of
-// scripts/train-bench.sh (width 256 over B·T = 4096 tokens: the q,k,v
+// scripts/train-bench.sh (width 256 over B·N = 4096 tokens: the q,k,v
 // projection 256→768, the MLP's 256→1024 and 1024→256, the attention's
 // output projection 256→256 and the vocabulary head 256→96), as nn's
 // BenchmarkMatMulGPT times them, and of the small one (width 64 over 2048

@@ -343,7 +343,7 @@ func colSumsFrom[T Float](acc []float64, x, y []T, d, j0 int) {
 //	dst[r·ds + j] = src[r·ss + j]    r < rows, j < d
 //
 // (the moves of attention heads between the rows of a projection and the
-// [B, H, T, d] layout). The blocks must not overlap. Values are moved as
+// [B, H, N, d] layout). The blocks must not overlap. Values are moved as
 // bits, so float64 runs the float32 code on twice the entries.
 func CopyRows[T Float](dst, src []T, rows, d, ds, ss int) {
 	if rows <= 0 || d <= 0 {
