@@ -658,6 +658,33 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
   fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
 }
 
+// FgDqRows is what a lane of the dQ kernels keeps of its two query rows r0 and r0 + 8
+// (r0 = m0 + 16 warp + g) of head h, batch b, across key tiles: the visible key prefixes lim
+// (fg_key_limit; lim_min the smaller) and (L2, delta) from the workspace, with lim = 0 and
+// (0, 0) for rows past Nq.
+struct FgDqRows {
+  int t, lim[2], lim_min;
+  float l2[2], dl[2];
+
+  __device__ __forceinline__ FgDqRows(const fg_attn_params& p, int b, int h, int r0, int t_) {
+    t = t_;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = r0 + 8 * r;
+      lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+      const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+      l2[r] = x.x, dl[r] = x.y;
+    }
+    lim_min = min(lim[0], lim[1]);
+  }
+
+  // ds is fg_bwd_ds on these rows: dS of the key tile at n0 in dp.
+  template <int NB>
+  __device__ __forceinline__ void ds(const float (&s)[NB][4], float (&dp)[NB][4], int n0, float sl2, float scale) const {
+    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+  }
+};
+
 // fg_attn_bwd_mma_dq: grid (ceil(Nq/BM), H, B), 2 BM threads (BM/16 warps). BN: the key tile
 // rows. Shared memory: Q, dO [BM][D], two stages of K, V [BN][D].
 template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const fg_attn_params& p) {
@@ -679,18 +706,7 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const
   const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
 
-  // The lane's rows r0, r0 + 8: visible key prefixes, L2 and delta.
-  const int r0 = m0 + 16 * warp + g;
-  int lim[2];
-  float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-    l2[r] = x.x, dl[r] = x.y;
-  }
-  const int lim_min = min(lim[0], lim[1]);
+  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   auto load_stage = [&](int n0) {
     float* st = sStage + ((n0 / BN) & 1) * STAGE;
@@ -723,7 +739,7 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const
     fg_bwd_zero(dp);
     fg_bwd_abt<P, D, NB>(s, sQ, qr, sK, g, t);
     fg_bwd_abt<P, D, NB>(dp, sdO, qr, sV, g, t);
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    rows.ds(s, dp, n0, sl2, scale);
     fg_bwd_ab<P, D, NB>(dq, dp, sK, 0, g, t);
   }
 
@@ -846,17 +862,7 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg
   const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
   const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-  const int r0 = m0 + 16 * warp + g;
-  int lim[2];
-  float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-    l2[r] = x.x, dl[r] = x.y;
-  }
-  const int lim_min = min(lim[0], lim[1]);
+  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   auto load_stage = [&](int n0) {
     float* st = sStage + ((n0 / BN) & 1) * STAGE;
@@ -890,7 +896,7 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg
     fg_bwd_zero(dp);
     fg_bwd_ldm_abt<D, NB>(s, sQh, 16 * warp, sKh, 0, lane);
     fg_bwd_ldm_abt<D, NB>(dp, sdOh, 16 * warp, sVh, 0, lane);
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    rows.ds(s, dp, n0, sl2, scale);
     fg_bwd_ldm_ab<D, NB>(dq, dp, sKh, 0, lane);
   }
 
@@ -1066,17 +1072,7 @@ template <int D, int BM, int BN, bool QREG> __device__ void fg_attn_bwd_mma_pre_
   const uint16_t* k = (const uint16_t*)p.k + b * p.k_batch + hk * p.k_head;
   const uint16_t* v = (const uint16_t*)p.v + b * p.v_batch + hk * p.v_head;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-  const int r0 = m0 + 16 * warp + g;
-  int lim[2];
-  float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-    l2[r] = x.x, dl[r] = x.y;
-  }
-  const int lim_min = min(lim[0], lim[1]);
+  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   auto load_stage = [&](int n0) {
     uint16_t* st = sStage + ((n0 / BN) & 1) * STAGE;
@@ -1110,7 +1106,7 @@ template <int D, int BM, int BN, bool QREG> __device__ void fg_attn_bwd_mma_pre_
     fg_bwd_zero(dp);
     qa.abt(s, sQh, 16 * warp, sKh, 0, lane);
     doa.abt(dp, sdOh, 16 * warp, sVh, 0, lane);
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    rows.ds(s, dp, n0, sl2, scale);
     fg_bwd_ldm_ab<D, NB>(dq, dp, sKh, 0, lane);
   }
 
