@@ -105,6 +105,15 @@ func cachedPeak(l isa.Level, procs int) peak {
 // pct_peak is over the peak loop of the variant's level on as many
 // goroutines as the benchmark runs.
 func BenchmarkVariants(b *testing.B) {
+	for _, v := range checkedVariants(b) {
+		b.Run(v.name, func(b *testing.B) { benchVariant(b, v.s.level, v) })
+	}
+}
+
+// checkedVariants returns the variants of every supported vector level
+// (not Generic), each checked by checkVariant before it is timed.
+func checkedVariants(b *testing.B) []variant {
+	var vs []variant
 	for _, l := range isa.Supported() {
 		if l == isa.Generic {
 			continue
@@ -113,9 +122,10 @@ func BenchmarkVariants(b *testing.B) {
 			if err := checkVariant(v); err != nil {
 				b.Fatal(err)
 			}
-			b.Run(v.name, func(b *testing.B) { benchVariant(b, l, v) })
+			vs = append(vs, v)
 		}
 	}
+	return vs
 }
 
 func benchVariant(b *testing.B, l isa.Level, v variant) {
@@ -196,18 +206,7 @@ func benchVariant(b *testing.B, l isa.Level, v variant) {
 // many goroutines (<variant>_pct). Run it with -benchtime 1x; -cpu n sets
 // the goroutines of the nn products.
 func BenchmarkVariantTable(b *testing.B) {
-	var vs []variant
-	for _, l := range isa.Supported() {
-		if l == isa.Generic {
-			continue
-		}
-		for _, v := range variants(l) {
-			if err := checkVariant(v); err != nil {
-				b.Fatal(err)
-			}
-			vs = append(vs, v)
-		}
-	}
+	vs := checkedVariants(b)
 	rng := rand.New(rand.NewSource(1))
 	type item struct {
 		name  string
