@@ -222,6 +222,14 @@ func TestAttentionMMADevice(t *testing.T) {
 	}
 }
 
+// mmaMaskedKeyCases are the problems of the tensor-core masked-keys tests (forward and
+// backward): a key length on a tile boundary (64) and one of a single key, GQA; the causal
+// mask with Nq < Nk and a batch element without keys; both head-dimension tiers.
+var mmaMaskedKeyCases = []attnCase{
+	{2, 2, 1, 129, 127, 64, false, []int{64, 1}, false},
+	{2, 4, 2, 70, 150, 128, true, []int{99, 0}, false},
+}
+
 // TestAttentionMMAMaskedKeysInert plants NaN, +Inf or −Inf in every padded key (index ≥
 // KeyLengths[b]) of K and V: O, L and LRes of every tensor-core precision must be
 // bit-identical to the run with random padding (padded keys are never read: the tile copies
@@ -229,10 +237,7 @@ func TestAttentionMMADevice(t *testing.T) {
 func TestAttentionMMAMaskedKeysInert(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(12))
-	for _, c := range []attnCase{
-		{2, 2, 1, 129, 127, 64, false, []int{64, 1}, false},
-		{2, 4, 2, 70, 150, 128, true, []int{99, 0}, false},
-	} {
+	for _, c := range mmaMaskedKeyCases {
 		for _, bad := range nonFinite {
 			t.Run(c.String()+"/"+bad.name, func(t *testing.T) {
 				p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
