@@ -470,13 +470,7 @@ extern "C" __global__ void __launch_bounds__(128) fg_attn_bwd_mma_pre(const fg_a
   const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= (int64_t)p.b * p.h * p.nq) return;  // the whole warp leaves together
-  const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
-  const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
-  const float* o = (const float*)p.o + off;
-  const float* dO = (const float*)p.do_ + off;
-  double s = 0;
-  for (int c = lane; c < p.d; c += 32) s = fma((double)dO[c], (double)o[c], s);
-  s = fg_group_sum<32>(s);
+  const double s = fg_row_do_o<float>(p, row, lane);
   if (lane == 0) fg_bwd_row_ld(p, row, s);
 }
 
