@@ -535,6 +535,27 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
   }
 }
 
+// FgKvWalk is the walk of a dK/dV block (keys [n0, n0 + BN) of K/V head hk, batch b) over the
+// query tiles of BM rows: klen, the batch's key length (keys from klen on are padding); from
+// m_start, the tile of the first query row that sees key n0 (causal: rows i >= n0 - offset), to
+// Nq, ntiles tiles for each of the group's query heads, total steps in all (none when every
+// key of the block is padding); step it is tile m0(it) of query head hq(it).
+template <int BM> struct FgKvWalk {
+  int hk, group, klen, m_start, ntiles, total;
+
+  __device__ __forceinline__ FgKvWalk(const fg_attn_params& p, int b, int hk_, int n0, int group_) {
+    hk = hk_, group = group_;
+    klen = p.nk;
+    if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+    const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
+    m_start = i_first / BM * BM;
+    ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
+    total = group * ntiles;
+  }
+  __device__ __forceinline__ int hq(int it) const { return hk * group + it / ntiles; }
+  __device__ __forceinline__ int m0(int it) const { return m_start + (it % ntiles) * BM; }
+};
+
 // fg_attn_bwd_mma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN/16 warps). D: the head
 // dimension (d == D), BM: the query tile rows, SB: the queries per sub-block (registers for
 // S^T and dP^T: SB/2 each). Shared memory: K, V [BN][D], and two stages of Q, dO [BM][D] and
@@ -552,19 +573,12 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
-
-  // Query tiles: from the first that sees key n0 (causal: rows i >= n0 - offset) to Nq, for
-  // each query head of the group; none when every key of the tile is padding.
-  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
-  const int m_start = i_first / BM * BM;
-  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
-  const int total = group * ntiles;
+  const FgKvWalk<BM> walk(p, b, hk, n0, group);
+  const int klen = walk.klen, total = walk.total;
 
   auto load_stage = [&](int it) {
-    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    const int hq = walk.hq(it), m0 = walk.m0(it);
     float* st = sStage + (it & 1) * STAGE;
     const int nvalid = p.nq - m0;
     fg_bwd_load_tile<BM, D, THREADS>(st, (const float*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
@@ -601,7 +615,7 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
       load_stage(it + 1);
       fg_cp_async_commit();
     }
-    const int m0 = m_start + (it % ntiles) * BM;
+    const int m0 = walk.m0(it);
     const float* sQ = sStage + (it & 1) * STAGE;
     const float* sdO = sQ + BM * D;
     const float2* sLD = (const float2*)(sdO + BM * D);
@@ -737,16 +751,12 @@ template <int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_ldm_dkd
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
-  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
-  const int m_start = i_first / BM * BM;
-  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
-  const int total = group * ntiles;
+  const FgKvWalk<BM> walk(p, b, hk, n0, group);
+  const int klen = walk.klen, total = walk.total;
 
   auto load_stage = [&](int it) {
-    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    const int hq = walk.hq(it), m0 = walk.m0(it);
     float* st = sStage + (it & 1) * STAGE;
     const int nvalid = p.nq - m0;
     fg_mma_load_tile<BM, D, D, THREADS>(st, (const float*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
@@ -781,7 +791,7 @@ template <int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_ldm_dkd
       load_stage(it + 1);
       fg_cp_async_commit();
     }
-    const int m0 = m_start + (it % ntiles) * BM;
+    const int m0 = walk.m0(it);
     const float* st = sStage + (it & 1) * STAGE;
     fg_to_bf16_tile<BM, D, LDH, THREADS>(sQh, st);
     fg_to_bf16_tile<BM, D, LDH, THREADS>(sdOh, st + BM * D);
@@ -911,16 +921,12 @@ __device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
   const int n0 = jt * BN, hk = FUSE ? blockIdx.x % p.hkv : blockIdx.y, b = FUSE ? blockIdx.x / p.hkv : blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
-  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
-  const int m_start = i_first / BM * BM;
-  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
-  const int total = group * ntiles;
+  const FgKvWalk<BM> walk(p, b, hk, n0, group);
+  const int klen = walk.klen, total = walk.total;
 
   auto load_stage = [&](int it) {
-    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    const int hq = walk.hq(it), m0 = walk.m0(it);
     uint16_t* st = sStage + (it & 1) * STAGE;
     const int nvalid = p.nq - m0;
     fg_bwd_copy_bf16<BM, D, THREADS>(st, (const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
@@ -953,7 +959,7 @@ __device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
       load_stage(it + 1);
       fg_cp_async_commit();
     }
-    const int m0 = m_start + (it % ntiles) * BM;
+    const int m0 = walk.m0(it);
     const uint16_t* sQh = sStage + (it & 1) * STAGE;
     const uint16_t* sdOh = sQh + BM * LDH;
     const float2* sLD = (const float2*)(sdOh + BM * LDH);
@@ -983,7 +989,7 @@ __device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
       const int rb = warp % RB, c0 = warp / RB * NC;
       float acc[NC / 8][4];
       fg_bwd_dq_partial<D, BM, BN, NC>(acc, sdS, sKh, rb, c0, lane);
-      const int hq = hk * group + it / ntiles;
+      const int hq = walk.hq(it);
       int* sem = (int*)((const uint16_t*)p.v + (int64_t)p.b * p.hkv * p.nk * p.d) +
                  ((int64_t)b * p.h + hq) * ((p.nq + 15) / 16) + m0 / 16;
       if (threadIdx.x == 0) fg_bwd_sem_wait(sem, jt);
