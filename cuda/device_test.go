@@ -334,6 +334,30 @@ var maskedKeyGrid = []struct {
 	{"d256-causal", attnCase{1, 1, 1, 97, 97, 256, true, []int{50}, true}},
 }
 
+// nonFinite are the values the masked-keys tests plant in padded keys.
+var nonFinite = []struct {
+	name string
+	v    float64
+}{{"NaN", math.NaN()}, {"+Inf", math.Inf(1)}, {"-Inf", math.Inf(-1)}}
+
+// poisonPaddedKeys returns copies of k and v [B,Hkv,Nk,d] in which every element of every
+// padded key (index j ≥ KeyLengths[b]) is bad, and how many keys of all (b, hkv) that is.
+func poisonPaddedKeys(c attnCase, k, v []float64, bad float64) (kb, vb []float64, padded int) {
+	kb, vb = append([]float64(nil), k...), append([]float64(nil), v...)
+	for b := 0; b < c.B; b++ {
+		for hk := 0; hk < c.Hkv; hk++ {
+			for j := c.KeyLengths[b]; j < c.Nk; j++ {
+				padded++
+				for x := 0; x < c.D; x++ {
+					at := ((b*c.Hkv+hk)*c.Nk+j)*c.D + x
+					kb[at], vb[at] = bad, bad
+				}
+			}
+		}
+	}
+	return kb, vb, padded
+}
+
 // TestAttentionDeviceMaskedKeysInert plants NaN, +Inf or -Inf in every padded key (index >=
 // KeyLengths[b]) of K and V and runs both forward variants and the backward (after the
 // production forward, variant 2). Padded keys must never be read: every output (O, L, LRes,
@@ -346,25 +370,12 @@ func TestAttentionDeviceMaskedKeysInert(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	for _, g := range maskedKeyGrid {
 		for _, f64 := range []bool{false, true} {
-			for _, kind := range []string{"NaN", "+Inf", "-Inf"} {
-				name := g.name + "/" + map[bool]string{false: "f32", true: "f64"}[f64] + "/" + kind
+			for _, bad := range nonFinite {
+				name := g.name + "/" + map[bool]string{false: "f32", true: "f64"}[f64] + "/" + bad.name
 				t.Run(name, func(t *testing.T) {
-					pr := newAttnProblem(rng, g.c, f64)
-					bad := map[string]float64{"NaN": math.NaN(), "+Inf": math.Inf(1), "-Inf": math.Inf(-1)}[kind]
-					kp, vp := append([]float64(nil), pr.k...), append([]float64(nil), pr.v...)
-					padded := 0
 					c := g.c
-					for b := 0; b < c.B; b++ {
-						for hk := 0; hk < c.Hkv; hk++ {
-							for j := c.KeyLengths[b]; j < c.Nk; j++ {
-								padded++
-								for x := 0; x < c.D; x++ {
-									at := ((b*c.Hkv+hk)*c.Nk+j)*c.D + x
-									kp[at], vp[at] = bad, bad
-								}
-							}
-						}
-					}
+					pr := newAttnProblem(rng, c, f64)
+					kp, vp, padded := poisonPaddedKeys(c, pr.k, pr.v, bad.v)
 					if padded == 0 {
 						t.Fatal("no padded key: the case checks nothing")
 					}
@@ -378,7 +389,7 @@ func TestAttentionDeviceMaskedKeysInert(t *testing.T) {
 							for j := range got[i] {
 								x, y := got[i][j], clean[i][j]
 								if math.Float64bits(x) != math.Float64bits(y) || math.IsNaN(x) || math.IsInf(x, 1) {
-									t.Fatalf("v%d %s[%d] = %v with %s in the padded keys, %v without", variant, what, j, x, kind, y)
+									t.Fatalf("v%d %s[%d] = %v with %s in the padded keys, %v without", variant, what, j, x, bad.name, y)
 								}
 							}
 						}

@@ -30,6 +30,19 @@
 //     and freedom from races.
 #include "common.cuh"
 
+// fg_bwd_s_dp sets s = A B^T and dp = C E^T (dp summed in double) over the D columns of the
+// row-major tiles (row stride LD), thread (tr, tc) its rows tr + a TR and columns tc + c TC:
+// S and dP of a query tile (A, C = Q, dO; B, E = K, V), or S^T and dP^T (A, C = K, V;
+// B, E = Q, dO).
+template <typename T, int R, int C, int D, int LD, int TR, int TC>
+__device__ __forceinline__ void fg_bwd_s_dp(T (&s)[R][C], double (&dp)[R][C], const T* a, const T* b, const T* c,
+                                            const T* e, int tr, int tc) {
+  fg_zero(s);
+  fg_zero(dp);
+  fg_mm_abt<T, R, C, D, LD, LD>(s, a, tr, TR, b, tc, TC);
+  fg_mm_abt<T, R, C, D, LD, LD>(dp, c, tr, TR, e, tc, TC);
+}
+
 // fg_attn_bwd_dkdv: grid (ceil(Nk/BN), Hkv, B), TR*TC threads. Thread (tr, tc) owns key rows
 // tr + a*TR (a < BN/TR), query columns tc + c*TC of the transposed score tile (c < BM/TC) and
 // head-dim columns tc + c*TC of dK and dV (c < D/TC). Shared memory: delta [BM] (double),
@@ -93,10 +106,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
       // S^T = K Q^T and dP^T = V dO^T for this tile pair, in registers.
       T st[RN][SQ];
       double dpt[RN][SQ];
-      fg_zero(st);
-      fg_zero(dpt);
-      fg_mm_abt<T, RN, SQ, D, LD, LD>(st, sK, tr, TR, sQ, tc, TC);
-      fg_mm_abt<T, RN, SQ, D, LD, LD>(dpt, sV, tr, TR, sdO, tc, TC);
+      fg_bwd_s_dp<T, RN, SQ, D, LD, TR, TC>(st, dpt, sK, sQ, sV, sdO, tr, tc);
 #pragma unroll
       for (int c = 0; c < SQ; ++c) {
         const int qi = tc + c * TC, i = m0 + qi;
@@ -191,10 +201,7 @@ template <typename T, int D, int BM, int BN, int TR, int TC> __device__ void fg_
 
     T s[RM][SC];
     double dp[RM][SC];
-    fg_zero(s);
-    fg_zero(dp);
-    fg_mm_abt<T, RM, SC, D, LD, LD>(s, sQ, tr, TR, sK, tc, TC);
-    fg_mm_abt<T, RM, SC, D, LD, LD>(dp, sdO, tr, TR, sV, tc, TC);
+    fg_bwd_s_dp<T, RM, SC, D, LD, TR, TC>(s, dp, sQ, sK, sdO, sV, tr, tc);
 #pragma unroll
     for (int a = 0; a < RM; ++a)
 #pragma unroll

@@ -9,13 +9,7 @@ template <typename T> __device__ void fg_attn_bwd_preprocess(const fg_attn_param
   const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= (int64_t)p.b * p.h * p.nq) return;  // the whole warp leaves together
-  const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
-  const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
-  const T* o = (const T*)p.o + off;
-  const T* dO = (const T*)p.do_ + off;
-  double s = 0;
-  for (int c = lane; c < p.d; c += 32) s = fma((double)dO[c], (double)o[c], s);
-  s = fg_group_sum<32>(s);
+  double s = fg_row_do_o<T>(p, row, lane);
   if (lane != 0) return;
   if (p.dlse && !fg_is_neg_inf(((const T*)p.lse)[row])) s -= (double)((const T*)p.dlse)[row];
   ((double*)p.delta)[row] = s;

@@ -67,29 +67,13 @@ template <int BM> __host__ __device__ constexpr int fg_mma_threads() { return 2 
 // FgQ<P> holds a warp's Q fragment for one chunk of 16 head columns in the form kept in
 // registers across key tiles (x: row g, y: row g+8, columns 4t..4t+3 of the chunk), and
 // multiplies it with a K fragment kk (key g of an 8-key block, the same columns):
-// c += Q_chunk K_chunk^T.
-template <int P> struct FgQ;
-
-template <> struct FgQ<FG_PREC_BF16> {
-  uint32_t a[4];
-  __device__ __forceinline__ FgQ(float4 x, float4 y) {
-    a[0] = fg_bf16x2(x.x, x.y), a[1] = fg_bf16x2(y.x, y.y), a[2] = fg_bf16x2(x.z, x.w), a[3] = fg_bf16x2(y.z, y.w);
-  }
-  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
-    fg_mma_bf16(c, a[0], a[1], a[2], a[3], fg_bf16x2(kk.x, kk.y), fg_bf16x2(kk.z, kk.w));
-  }
+// c += Q_chunk K_chunk^T: the row operand FgRowA of mma.cuh, with mma_pre for TF32.
+template <int P> struct FgQ : FgRowA<P> {
+  using FgRowA<P>::FgRowA;
 };
 
-template <> struct FgQ<FG_PREC_TF32> {
-  uint32_t a[8];  // two k8 steps: columns (4t, 4t+1), then (4t+2, 4t+3)
-  __device__ __forceinline__ FgQ(float4 x, float4 y) {
-    a[0] = fg_tf32(x.x), a[1] = fg_tf32(y.x), a[2] = fg_tf32(x.y), a[3] = fg_tf32(y.y);
-    a[4] = fg_tf32(x.z), a[5] = fg_tf32(y.z), a[6] = fg_tf32(x.w), a[7] = fg_tf32(y.w);
-  }
-  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
-    fg_mma_tf32(c, a[0], a[1], a[2], a[3], fg_tf32(kk.x), fg_tf32(kk.y));
-    fg_mma_tf32(c, a[4], a[5], a[6], a[7], fg_tf32(kk.z), fg_tf32(kk.w));
-  }
+template <> struct FgQ<FG_PREC_TF32> : FgRowA<FG_PREC_TF32> {
+  using FgRowA<FG_PREC_TF32>::FgRowA;
   // mma_pre: kk already rounded to TF32 (the pre-pass did it).
   __device__ __forceinline__ void mma_pre(float (&c)[4], float4 kk) const {
     fg_mma_tf32(c, a[0], a[1], a[2], a[3], __float_as_uint(kk.x), __float_as_uint(kk.y));

@@ -85,34 +85,8 @@ template <int D> __device__ __forceinline__ float fg_bwd_at(const float* s, int 
   return s[r * D + (((x >> 2) ^ fg_bwd_sw(r)) << 2) + (x & 3)];
 }
 
-// FgRowA<P> is a warp's A operand over one chunk of 16 columns, read along its rows: x holds
-// row g, y row g + 8, columns 4t..4t+3 of the chunk (lane = 4 g + t). mma(c, kk) adds to the
-// 16 x 8 accumulator c the product with the B operand read the same way from 8 rows (row g of
-// them in kk): c += A_chunk X_chunk^T.
-template <int P> struct FgRowA;
-
-template <> struct FgRowA<FG_PREC_BF16> {
-  uint32_t a[4];
-  __device__ __forceinline__ FgRowA(float4 x, float4 y) {
-    a[0] = fg_bf16x2(x.x, x.y), a[1] = fg_bf16x2(y.x, y.y), a[2] = fg_bf16x2(x.z, x.w), a[3] = fg_bf16x2(y.z, y.w);
-  }
-  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
-    fg_mma_bf16(c, a[0], a[1], a[2], a[3], fg_bf16x2(kk.x, kk.y), fg_bf16x2(kk.z, kk.w));
-  }
-};
-
-template <> struct FgRowA<FG_PREC_TF32> {
-  uint32_t a[8];  // two k8 steps: columns (4t, 4t+1), then (4t+2, 4t+3)
-  __device__ __forceinline__ FgRowA(float4 x, float4 y) {
-    a[0] = fg_tf32(x.x), a[1] = fg_tf32(y.x), a[2] = fg_tf32(x.y), a[3] = fg_tf32(y.y);
-    a[4] = fg_tf32(x.z), a[5] = fg_tf32(y.z), a[6] = fg_tf32(x.w), a[7] = fg_tf32(y.w);
-  }
-  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
-    fg_mma_tf32(c, a[0], a[1], a[2], a[3], fg_tf32(kk.x), fg_tf32(kk.y));
-    fg_mma_tf32(c, a[4], a[5], a[6], a[7], fg_tf32(kk.z), fg_tf32(kk.w));
-  }
-};
-
+// FgRowA<P> (mma.cuh) is the A operand of the BF16 and TF32 products; the exact form splits it
+// into hi and lo parts for 3xTF32.
 // fg_bwd_3xtf32_k16 adds to c the 3xTF32 product of a 16-k A operand (k8 steps 0 and 1 split
 // into h0 + l0 and h1 + l1) with B values b0, b1 (step 0) and b2, b3 (step 1): the four small
 // products first, then the two hi·hi. The tensor cores truncate each addition to the
@@ -496,13 +470,7 @@ extern "C" __global__ void __launch_bounds__(128) fg_attn_bwd_mma_pre(const fg_a
   const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= (int64_t)p.b * p.h * p.nq) return;  // the whole warp leaves together
-  const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
-  const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
-  const float* o = (const float*)p.o + off;
-  const float* dO = (const float*)p.do_ + off;
-  double s = 0;
-  for (int c = lane; c < p.d; c += 32) s = fma((double)dO[c], (double)o[c], s);
-  s = fg_group_sum<32>(s);
+  const double s = fg_row_do_o<float>(p, row, lane);
   if (lane == 0) fg_bwd_row_ld(p, row, s);
 }
 
@@ -567,6 +535,27 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
   }
 }
 
+// FgKvWalk is the walk of a dK/dV block (keys [n0, n0 + BN) of K/V head hk, batch b) over the
+// query tiles of BM rows: klen, the batch's key length (keys from klen on are padding); from
+// m_start, the tile of the first query row that sees key n0 (causal: rows i >= n0 - offset), to
+// Nq, ntiles tiles for each of the group's query heads, total steps in all (none when every
+// key of the block is padding); step it is tile m0(it) of query head hq(it).
+template <int BM> struct FgKvWalk {
+  int hk, group, klen, m_start, ntiles, total;
+
+  __device__ __forceinline__ FgKvWalk(const fg_attn_params& p, int b, int hk_, int n0, int group_) {
+    hk = hk_, group = group_;
+    klen = p.nk;
+    if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+    const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
+    m_start = i_first / BM * BM;
+    ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
+    total = group * ntiles;
+  }
+  __device__ __forceinline__ int hq(int it) const { return hk * group + it / ntiles; }
+  __device__ __forceinline__ int m0(int it) const { return m_start + (it % ntiles) * BM; }
+};
+
 // fg_attn_bwd_mma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN/16 warps). D: the head
 // dimension (d == D), BM: the query tile rows, SB: the queries per sub-block (registers for
 // S^T and dP^T: SB/2 each). Shared memory: K, V [BN][D], and two stages of Q, dO [BM][D] and
@@ -584,19 +573,12 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
-
-  // Query tiles: from the first that sees key n0 (causal: rows i >= n0 - offset) to Nq, for
-  // each query head of the group; none when every key of the tile is padding.
-  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
-  const int m_start = i_first / BM * BM;
-  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
-  const int total = group * ntiles;
+  const FgKvWalk<BM> walk(p, b, hk, n0, group);
+  const int klen = walk.klen, total = walk.total;
 
   auto load_stage = [&](int it) {
-    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    const int hq = walk.hq(it), m0 = walk.m0(it);
     float* st = sStage + (it & 1) * STAGE;
     const int nvalid = p.nq - m0;
     fg_bwd_load_tile<BM, D, THREADS>(st, (const float*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
@@ -633,7 +615,7 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
       load_stage(it + 1);
       fg_cp_async_commit();
     }
-    const int m0 = m_start + (it % ntiles) * BM;
+    const int m0 = walk.m0(it);
     const float* sQ = sStage + (it & 1) * STAGE;
     const float* sdO = sQ + BM * D;
     const float2* sLD = (const float2*)(sdO + BM * D);
@@ -658,6 +640,33 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
   fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
 }
 
+// FgDqRows is what a lane of the dQ kernels keeps of its two query rows r0 and r0 + 8
+// (r0 = m0 + 16 warp + g) of head h, batch b, across key tiles: the visible key prefixes lim
+// (fg_key_limit; lim_min the smaller) and (L2, delta) from the workspace, with lim = 0 and
+// (0, 0) for rows past Nq.
+struct FgDqRows {
+  int t, lim[2], lim_min;
+  float l2[2], dl[2];
+
+  __device__ __forceinline__ FgDqRows(const fg_attn_params& p, int b, int h, int r0, int t_) {
+    t = t_;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = r0 + 8 * r;
+      lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+      const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+      l2[r] = x.x, dl[r] = x.y;
+    }
+    lim_min = min(lim[0], lim[1]);
+  }
+
+  // ds is fg_bwd_ds on these rows: dS of the key tile at n0 in dp.
+  template <int NB>
+  __device__ __forceinline__ void ds(const float (&s)[NB][4], float (&dp)[NB][4], int n0, float sl2, float scale) const {
+    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+  }
+};
+
 // fg_attn_bwd_mma_dq: grid (ceil(Nq/BM), H, B), 2 BM threads (BM/16 warps). BN: the key tile
 // rows. Shared memory: Q, dO [BM][D], two stages of K, V [BN][D].
 template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const fg_attn_params& p) {
@@ -679,18 +688,7 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const
   const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
 
-  // The lane's rows r0, r0 + 8: visible key prefixes, L2 and delta.
-  const int r0 = m0 + 16 * warp + g;
-  int lim[2];
-  float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-    l2[r] = x.x, dl[r] = x.y;
-  }
-  const int lim_min = min(lim[0], lim[1]);
+  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   auto load_stage = [&](int n0) {
     float* st = sStage + ((n0 / BN) & 1) * STAGE;
@@ -723,7 +721,7 @@ template <int P, int D, int BM, int BN> __device__ void fg_attn_bwd_mma_dq(const
     fg_bwd_zero(dp);
     fg_bwd_abt<P, D, NB>(s, sQ, qr, sK, g, t);
     fg_bwd_abt<P, D, NB>(dp, sdO, qr, sV, g, t);
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    rows.ds(s, dp, n0, sl2, scale);
     fg_bwd_ab<P, D, NB>(dq, dp, sK, 0, g, t);
   }
 
@@ -753,16 +751,12 @@ template <int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_ldm_dkd
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
-  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
-  const int m_start = i_first / BM * BM;
-  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
-  const int total = group * ntiles;
+  const FgKvWalk<BM> walk(p, b, hk, n0, group);
+  const int klen = walk.klen, total = walk.total;
 
   auto load_stage = [&](int it) {
-    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    const int hq = walk.hq(it), m0 = walk.m0(it);
     float* st = sStage + (it & 1) * STAGE;
     const int nvalid = p.nq - m0;
     fg_mma_load_tile<BM, D, D, THREADS>(st, (const float*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
@@ -797,7 +791,7 @@ template <int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_ldm_dkd
       load_stage(it + 1);
       fg_cp_async_commit();
     }
-    const int m0 = m_start + (it % ntiles) * BM;
+    const int m0 = walk.m0(it);
     const float* st = sStage + (it & 1) * STAGE;
     fg_to_bf16_tile<BM, D, LDH, THREADS>(sQh, st);
     fg_to_bf16_tile<BM, D, LDH, THREADS>(sdOh, st + BM * D);
@@ -846,17 +840,7 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg
   const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
   const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-  const int r0 = m0 + 16 * warp + g;
-  int lim[2];
-  float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-    l2[r] = x.x, dl[r] = x.y;
-  }
-  const int lim_min = min(lim[0], lim[1]);
+  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   auto load_stage = [&](int n0) {
     float* st = sStage + ((n0 / BN) & 1) * STAGE;
@@ -890,7 +874,7 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_mma_ldm_dq(const fg
     fg_bwd_zero(dp);
     fg_bwd_ldm_abt<D, NB>(s, sQh, 16 * warp, sKh, 0, lane);
     fg_bwd_ldm_abt<D, NB>(dp, sdOh, 16 * warp, sVh, 0, lane);
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    rows.ds(s, dp, n0, sl2, scale);
     fg_bwd_ldm_ab<D, NB>(dq, dp, sKh, 0, lane);
   }
 
@@ -937,16 +921,12 @@ __device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
   const int n0 = jt * BN, hk = FUSE ? blockIdx.x % p.hkv : blockIdx.y, b = FUSE ? blockIdx.x / p.hkv : blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
-  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
-  const int m_start = i_first / BM * BM;
-  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
-  const int total = group * ntiles;
+  const FgKvWalk<BM> walk(p, b, hk, n0, group);
+  const int klen = walk.klen, total = walk.total;
 
   auto load_stage = [&](int it) {
-    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    const int hq = walk.hq(it), m0 = walk.m0(it);
     uint16_t* st = sStage + (it & 1) * STAGE;
     const int nvalid = p.nq - m0;
     fg_bwd_copy_bf16<BM, D, THREADS>(st, (const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row,
@@ -979,7 +959,7 @@ __device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
       load_stage(it + 1);
       fg_cp_async_commit();
     }
-    const int m0 = m_start + (it % ntiles) * BM;
+    const int m0 = walk.m0(it);
     const uint16_t* sQh = sStage + (it & 1) * STAGE;
     const uint16_t* sdOh = sQh + BM * LDH;
     const float2* sLD = (const float2*)(sdOh + BM * LDH);
@@ -1009,7 +989,7 @@ __device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
       const int rb = warp % RB, c0 = warp / RB * NC;
       float acc[NC / 8][4];
       fg_bwd_dq_partial<D, BM, BN, NC>(acc, sdS, sKh, rb, c0, lane);
-      const int hq = hk * group + it / ntiles;
+      const int hq = walk.hq(it);
       int* sem = (int*)((const uint16_t*)p.v + (int64_t)p.b * p.hkv * p.nk * p.d) +
                  ((int64_t)b * p.h + hq) * ((p.nq + 15) / 16) + m0 / 16;
       if (threadIdx.x == 0) fg_bwd_sem_wait(sem, jt);
@@ -1066,17 +1046,7 @@ template <int D, int BM, int BN, bool QREG> __device__ void fg_attn_bwd_mma_pre_
   const uint16_t* k = (const uint16_t*)p.k + b * p.k_batch + hk * p.k_head;
   const uint16_t* v = (const uint16_t*)p.v + b * p.v_batch + hk * p.v_head;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-  const int r0 = m0 + 16 * warp + g;
-  int lim[2];
-  float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-    l2[r] = x.x, dl[r] = x.y;
-  }
-  const int lim_min = min(lim[0], lim[1]);
+  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   auto load_stage = [&](int n0) {
     uint16_t* st = sStage + ((n0 / BN) & 1) * STAGE;
@@ -1110,7 +1080,7 @@ template <int D, int BM, int BN, bool QREG> __device__ void fg_attn_bwd_mma_pre_
     fg_bwd_zero(dp);
     qa.abt(s, sQh, 16 * warp, sKh, 0, lane);
     doa.abt(dp, sdOh, 16 * warp, sVh, 0, lane);
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    rows.ds(s, dp, n0, sl2, scale);
     fg_bwd_ldm_ab<D, NB>(dq, dp, sKh, 0, lane);
   }
 

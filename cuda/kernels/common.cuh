@@ -101,6 +101,20 @@ template <typename Acc, int RM, int CN> __device__ __forceinline__ void fg_zero(
     for (int c = 0; c < CN; ++c) acc[i][c] = Acc(0);
 }
 
+// fg_row_do_o returns the backward's row term delta = sum_c dO[row, c] O[row, c] of query row
+// `row` ((b H + h) Nq + i), summed by a warp: lane `lane` takes columns lane, lane + 32, ... in
+// double, then fg_group_sum combines the lanes in a fixed order (bit-reproducible). Every lane
+// of the warp must call it; each gets the sum.
+template <typename T> __device__ __forceinline__ double fg_row_do_o(const fg_attn_params& p, int64_t row, int lane) {
+  const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
+  const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
+  const T* o = (const T*)p.o + off;
+  const T* dO = (const T*)p.do_ + off;
+  double s = 0;
+  for (int c = lane; c < p.d; c += 32) s = fma((double)dO[c], (double)o[c], s);
+  return fg_group_sum<32>(s);
+}
+
 // fg_key_limit returns how many leading keys query row i of batch b sees: keys j < limit are
 // visible. Both masks (key lengths, causal) keep a prefix of the keys. This is the device copy
 // of the Go definition, internal/attnspec's KeyLimit (j < key length and, causal,

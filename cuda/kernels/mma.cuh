@@ -135,6 +135,36 @@ __device__ __forceinline__ float fg_ex2_ftz(float x) {
   return r;
 }
 
+// FgRowA<P> is a warp's A operand over one chunk of 16 columns, read along its rows: x holds
+// row g, y row g + 8, columns 4t..4t+3 of the chunk (lane = 4 g + t). mma(c, kk) adds to the
+// 16 x 8 accumulator c the product with the B operand read the same way from 8 rows (row g of
+// them in kk): c += A_chunk X_chunk^T.
+// The forward's Q fragments (FgQ, attention_mma.cu) and the backward's row operands
+// (attention_mma_bwd.cu) are this operand; the exact (3xTF32) forms are each kernel file's own.
+template <int P> struct FgRowA;
+
+template <> struct FgRowA<FG_PREC_BF16> {
+  uint32_t a[4];
+  __device__ __forceinline__ FgRowA(float4 x, float4 y) {
+    a[0] = fg_bf16x2(x.x, x.y), a[1] = fg_bf16x2(y.x, y.y), a[2] = fg_bf16x2(x.z, x.w), a[3] = fg_bf16x2(y.z, y.w);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
+    fg_mma_bf16(c, a[0], a[1], a[2], a[3], fg_bf16x2(kk.x, kk.y), fg_bf16x2(kk.z, kk.w));
+  }
+};
+
+template <> struct FgRowA<FG_PREC_TF32> {
+  uint32_t a[8];  // two k8 steps: columns (4t, 4t+1), then (4t+2, 4t+3)
+  __device__ __forceinline__ FgRowA(float4 x, float4 y) {
+    a[0] = fg_tf32(x.x), a[1] = fg_tf32(y.x), a[2] = fg_tf32(x.y), a[3] = fg_tf32(y.y);
+    a[4] = fg_tf32(x.z), a[5] = fg_tf32(y.z), a[6] = fg_tf32(x.w), a[7] = fg_tf32(y.w);
+  }
+  __device__ __forceinline__ void mma(float (&c)[4], float4 kk) const {
+    fg_mma_tf32(c, a[0], a[1], a[2], a[3], fg_tf32(kk.x), fg_tf32(kk.y));
+    fg_mma_tf32(c, a[4], a[5], a[6], a[7], fg_tf32(kk.z), fg_tf32(kk.w));
+  }
+};
+
 // FgRows is what a lane keeps of its two query rows r0 and r0 + 8 (r0 = m0 + 16 warp + g)
 // across key tiles: the output accumulator O [16 x D] in the m16n8 C layout (o[n] holds
 // columns 8n + 2t, 8n + 2t + 1), the running maxima m (log2 units), the lane's share of the row

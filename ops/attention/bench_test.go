@@ -21,10 +21,7 @@ import (
 // forward+backward.
 //
 //	go test ./ops/attention -run '^$' -bench . -benchtime 3x -timeout 60m
-var benchShapes = []struct {
-	B, H, N, D int
-	causal     bool
-}{
+var benchShapes = []benchShape{
 	{1, 8, 1024, 64, false},
 	{1, 8, 1024, 64, true},
 	{1, 8, 4096, 64, false},
@@ -32,16 +29,29 @@ var benchShapes = []struct {
 	{1, 8, 2048, 128, false},
 }
 
-func BenchmarkAttention(b *testing.B) {
-	for _, s := range benchShapes {
+func BenchmarkAttention(b *testing.B) { benchGraph(b, benchShapes) }
+
+// benchShape is a self-attention shape of the benchmarks: q, k, v [B,H,N,d].
+type benchShape struct {
+	B, H, N, D int
+	causal     bool
+}
+
+func (s benchShape) String() string {
+	return fmt.Sprintf("B%d_H%d_N%d_d%d_causal%t", s.B, s.H, s.N, s.D, s.causal)
+}
+
+// benchGraph runs benchAttention on each shape, forward and forward+backward,
+// fused and decomposed: sub-benchmarks fwd|fwdbwd/<shape>/<impl>.
+func benchGraph(b *testing.B, shapes []benchShape) {
+	for _, s := range shapes {
 		for _, backward := range []bool{false, true} {
 			for _, m := range []impl{fused, decomposed} {
 				dir := "fwd"
 				if backward {
 					dir = "fwdbwd"
 				}
-				name := fmt.Sprintf("%s/B%d_H%d_N%d_d%d_causal%t/%v", dir, s.B, s.H, s.N, s.D, s.causal, m)
-				b.Run(name, func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%v/%v", dir, s, m), func(b *testing.B) {
 					benchAttention(b, problem{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D,
 						Opts: Options{Causal: s.causal}}, m, backward)
 				})
@@ -111,10 +121,7 @@ func benchAttention(b *testing.B, pr problem, m impl, backward bool) {
 // heads of d = 32), a small model (width 64 in 4 heads of d = 16) and a
 // longer context (batch 16, context 256). Tiny heads: a tile product's
 // depth is d, and at context 64 a head is one diagonal tile.
-var gptShapes = []struct {
-	B, H, N, D int
-	causal     bool
-}{
+var gptShapes = []benchShape{
 	{32, 8, 64, 32, true},
 	{32, 4, 64, 16, true},
 	{16, 8, 256, 32, true},
@@ -123,23 +130,7 @@ var gptShapes = []struct {
 // BenchmarkAttentionGPT is BenchmarkAttention on gptShapes.
 //
 //	go test ./ops/attention -run '^$' -bench 'AttentionGPT' -benchtime 100x
-func BenchmarkAttentionGPT(b *testing.B) {
-	for _, s := range gptShapes {
-		for _, backward := range []bool{false, true} {
-			for _, m := range []impl{fused, decomposed} {
-				dir := "fwd"
-				if backward {
-					dir = "fwdbwd"
-				}
-				name := fmt.Sprintf("%s/B%d_H%d_N%d_d%d_causal%t/%v", dir, s.B, s.H, s.N, s.D, s.causal, m)
-				b.Run(name, func(b *testing.B) {
-					benchAttention(b, problem{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D,
-						Opts: Options{Causal: s.causal}}, m, backward)
-				})
-			}
-		}
-	}
-}
+func BenchmarkAttentionGPT(b *testing.B) { benchGraph(b, gptShapes) }
 
 // BenchmarkKernel times the compute functions alone (no graph), float32,
 // on BenchmarkAttention's shapes (B = 1, H = 8) and the GPT's (gptShapes):
@@ -151,7 +142,7 @@ func BenchmarkKernel(b *testing.B) {
 			if backward {
 				dir = "bwd"
 			}
-			b.Run(fmt.Sprintf("%s/B%d_H%d_N%d_d%d_causal%t", dir, s.B, s.H, s.N, s.D, s.causal), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%v", dir, s), func(b *testing.B) {
 				p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}
 				rng := rand.New(rand.NewSource(1))
 				n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N

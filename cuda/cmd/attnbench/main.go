@@ -200,30 +200,26 @@ func table(shapes []shape, precs []cuda.Precision, res func(int) (benchResult, e
 	for i, s := range shapes {
 		r, err := res(i)
 		row := fmt.Sprintf("| %d | %d | %d | %v |", s.D, s.N, s.B, s.Causal)
+		// cell is a run's TFLOP/s and error, forward or forward+backward (fb), from its
+		// milliseconds and errors; – where it did not run.
+		cell := func(ok bool, fwdMs, fwdBwdMs, errO, errGrad float64) string {
+			if !ok {
+				return " – |"
+			}
+			ms, e := fwdMs, errO
+			if fb {
+				ms, e = fwdBwdMs, errGrad
+			}
+			return fmt.Sprintf(" %s (%.1e) |", num(s.FwdFLOPs()*mult/(ms*1e-3)/1e12), e)
+		}
 		by := byPrec(r)
 		for _, p := range precs {
 			pr, ok := by[p]
-			if !ok || err != nil {
-				row += " – |"
-				continue
-			}
-			ms, e := pr.FwdMs, pr.ErrO
-			if fb {
-				ms, e = pr.FwdBwdMs, pr.ErrGrad
-			}
-			row += fmt.Sprintf(" %s (%.1e) |", num(s.FwdFLOPs()*mult/(ms*1e-3)/1e12), e)
+			row += cell(ok && err == nil, pr.FwdMs, pr.FwdBwdMs, pr.ErrO, pr.ErrGrad)
 		}
 		for _, c := range theirs {
 			t, ok := torch[key(s, c.dtype, c.backend)]
-			if !ok || t.Error != "" {
-				row += " – |"
-				continue
-			}
-			ms, e := t.FwdMs, t.ErrO
-			if fb {
-				ms, e = t.FwdBwdMs, t.ErrGrad
-			}
-			row += fmt.Sprintf(" %s (%.1e) |", num(s.FwdFLOPs()*mult/(ms*1e-3)/1e12), e)
+			row += cell(ok && t.Error == "", t.FwdMs, t.FwdBwdMs, t.ErrO, t.ErrGrad)
 		}
 		fmt.Println(row)
 	}

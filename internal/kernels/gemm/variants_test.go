@@ -105,6 +105,15 @@ func cachedPeak(l isa.Level, procs int) peak {
 // pct_peak is over the peak loop of the variant's level on as many
 // goroutines as the benchmark runs.
 func BenchmarkVariants(b *testing.B) {
+	for _, v := range checkedVariants(b) {
+		b.Run(v.name, func(b *testing.B) { benchVariant(b, v.s.level, v) })
+	}
+}
+
+// checkedVariants returns the variants of every supported vector level
+// (not Generic), each checked by checkVariant before it is timed.
+func checkedVariants(b *testing.B) []variant {
+	var vs []variant
 	for _, l := range isa.Supported() {
 		if l == isa.Generic {
 			continue
@@ -113,18 +122,21 @@ func BenchmarkVariants(b *testing.B) {
 			if err := checkVariant(v); err != nil {
 				b.Fatal(err)
 			}
-			b.Run(v.name, func(b *testing.B) { benchVariant(b, l, v) })
+			vs = append(vs, v)
 		}
 	}
+	return vs
 }
 
 func benchVariant(b *testing.B, l isa.Level, v variant) {
 	defer useVariant(v)()
 	rng := rand.New(rand.NewSource(1))
 	kn := v.s
-	for _, k := range []int{64, 128, 256} {
-		b.Run(fmt.Sprintf("micro/%dx%dx%d", kn.mr, kn.nr, k), func(b *testing.B) {
-			a := randPadded[float32](rng, kn.mr, k, k)
+	// micro times the micro-kernel alone on an mr×k A of row stride rsA and
+	// column stride csA (A is ar×ac in memory), a k×nr B and an mr×nr C.
+	micro := func(name string, k, ar, ac, rsA, csA int) {
+		b.Run(fmt.Sprintf("%s/%dx%dx%d", name, kn.mr, kn.nr, k), func(b *testing.B) {
+			a := randPadded[float32](rng, ar, ac, ac)
 			bb := randPadded[float32](rng, k, kn.nr, kn.nr)
 			c := make([]float32, kn.mr*kn.nr)
 			kb := kn.chunk(k)
@@ -132,29 +144,18 @@ func benchVariant(b *testing.B, l isa.Level, v variant) {
 			measure(b, 2*float64(kn.mr*kn.nr*k)*calls, cachedPeak(l, 1), func() {
 				for range b.N {
 					for range calls {
-						kn.micro(k, kb, &a[0], k, 1, &bb[0], kn.nr, &c[0], kn.nr, 1, 1, true)
+						kn.micro(k, kb, &a[0], rsA, csA, &bb[0], kn.nr, &c[0], kn.nr, 1, 1, true)
 					}
 				}
 			})
 		})
 	}
+	for _, k := range []int{64, 128, 256} {
+		micro("micro", k, kn.mr, k, k, 1)
+	}
 	// A packed (as a transposed A is for wide products): a strip's rows
 	// at one depth step are contiguous.
-	b.Run(fmt.Sprintf("microPackedA/%dx%dx%d", kn.mr, kn.nr, 128), func(b *testing.B) {
-		const k = 128
-		a := randPadded[float32](rng, k, kn.mr, kn.mr)
-		bb := randPadded[float32](rng, k, kn.nr, kn.nr)
-		c := make([]float32, kn.mr*kn.nr)
-		kb := kn.chunk(k)
-		const calls = 64
-		measure(b, 2*float64(kn.mr*kn.nr*k)*calls, cachedPeak(l, 1), func() {
-			for range b.N {
-				for range calls {
-					kn.micro(k, kb, &a[0], 1, kn.mr, &bb[0], kn.nr, &c[0], kn.nr, 1, 1, true)
-				}
-			}
-		})
-	})
+	micro("microPackedA", 128, 128, kn.mr, 1, kn.mr)
 	for _, s := range append(attnTiles(64), attnTiles(128)...) {
 		b.Run("tile/"+s.name, func(b *testing.B) {
 			a, bb, c, lda, ldb := operands(rng, s)
@@ -196,18 +197,7 @@ func benchVariant(b *testing.B, l isa.Level, v variant) {
 // many goroutines (<variant>_pct). Run it with -benchtime 1x; -cpu n sets
 // the goroutines of the nn products.
 func BenchmarkVariantTable(b *testing.B) {
-	var vs []variant
-	for _, l := range isa.Supported() {
-		if l == isa.Generic {
-			continue
-		}
-		for _, v := range variants(l) {
-			if err := checkVariant(v); err != nil {
-				b.Fatal(err)
-			}
-			vs = append(vs, v)
-		}
-	}
+	vs := checkedVariants(b)
 	rng := rand.New(rand.NewSource(1))
 	type item struct {
 		name  string

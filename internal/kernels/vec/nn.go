@@ -87,16 +87,7 @@ func GELU[T Float](y, x []T) {
 		geluGo64(f64(y), f64(x), nil)
 		return
 	}
-	y32, x32 := f32(y), f32(x)
-	var buf [geluBlock]float32
-	for len(x32) > 0 {
-		n := min(len(x32), geluBlock)
-		e := buf[:n]
-		nk32.geluArg(e, x32[:n])
-		k32.expSum(e, e, nil, 1, 0, baseE)
-		nk32.geluOut(y32[:n], x32[:n], e)
-		x32, y32 = x32[n:], y32[n:]
-	}
+	gelu32(f32(y), f32(x), nil)
 }
 
 // GELUGrad sets y_i = g_i·gelu'(x_i),
@@ -110,15 +101,26 @@ func GELUGrad[T Float](y, x, g []T) {
 		geluGo64(f64(y), f64(x), f64(g))
 		return
 	}
-	y32, x32, g32 := f32(y), f32(x), f32(g)
+	gelu32(f32(y), f32(x), f32(g))
+}
+
+// gelu32 is GELU (g nil) or GELUGrad in float32, a block of geluBlock
+// elements at a time: e = e^{−2u} of the block by the exponential kernel,
+// then the output from x and e (and g).
+func gelu32(y, x, g []float32) {
 	var buf [geluBlock]float32
-	for len(x32) > 0 {
-		n := min(len(x32), geluBlock)
+	for len(x) > 0 {
+		n := min(len(x), geluBlock)
 		e := buf[:n]
-		nk32.geluArg(e, x32[:n])
+		nk32.geluArg(e, x[:n])
 		k32.expSum(e, e, nil, 1, 0, baseE)
-		nk32.geluGradOut(y32[:n], x32[:n], e, g32[:n])
-		x32, y32, g32 = x32[n:], y32[n:], g32[n:]
+		if g == nil {
+			nk32.geluOut(y[:n], x[:n], e)
+		} else {
+			nk32.geluGradOut(y[:n], x[:n], e, g[:n])
+			g = g[n:]
+		}
+		x, y = x[n:], y[n:]
 	}
 }
 

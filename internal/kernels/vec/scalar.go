@@ -37,10 +37,21 @@ func ScalarExp(x float64) float64 {
 	if !(x > -708 && x < 709) {
 		return math.Exp(x)
 	}
-	nf := x*expInvLn2x64 + expShifter
-	n := int64(math.Float64bits(nf) - math.Float64bits(expShifter))
-	nf -= expShifter
-	r := x - nf*expLn2HiDiv64 - nf*expLn2LoDiv64
+	n, nf := expRound(x * expInvLn2x64)
+	return expScale(n, x-nf*expLn2HiDiv64-nf*expLn2LoDiv64)
+}
+
+// expRound returns y rounded to the nearest integer (|y| < 2⁵¹), as an
+// int64 and as a float64, by the shifter's addition.
+func expRound(y float64) (int64, float64) {
+	nf := y + expShifter
+	return int64(math.Float64bits(nf) - math.Float64bits(expShifter)), nf - expShifter
+}
+
+// expScale returns 2^(n/64)·eʳ for |r| ≤ ln2/128: 2^(j/64) (j = n mod 64)
+// from the table with ⌊n/64⌋ added to its exponent bits, times 1 plus the
+// degree-5 Taylor polynomial of eʳ − 1.
+func expScale(n int64, r float64) float64 {
 	p := r + r*r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120))))
 	t := math.Float64frombits(exp2Table[n&63] + uint64(n>>6)<<52)
 	return t + t*p
@@ -54,22 +65,17 @@ func scalarExp2(x float64) float64 {
 	if !(x > -1021 && x < 1023) {
 		return math.Exp2(x)
 	}
-	nf := x*64 + expShifter
-	n := int64(math.Float64bits(nf) - math.Float64bits(expShifter))
-	nf -= expShifter
-	r := (x - nf/64) * math.Ln2 // x − n/64 is exact: |x| < 2¹⁰, n/64 a multiple of 2⁻⁶
-	p := r + r*r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120))))
-	t := math.Float64frombits(exp2Table[n&63] + uint64(n>>6)<<52)
-	return t + t*p
+	n, nf := expRound(x * 64)
+	return expScale(n, (x-nf/64)*math.Ln2) // x − n/64 is exact: |x| < 2¹⁰, n/64 a multiple of 2⁻⁶
 }
 
 // expShiftSumGo is the Go kernel of ExpShiftSum and Exp2ShiftSum for either
 // element type: dst[i] = b^{scale·x[i] − shift} (b = e, or 2 when base2)
 // with the argument computed in float64, and the float64 sum of the
 // results as rounded to T. dst may be nil (sum only) or x itself. For base e
-// the exponential is ScalarExp written out in the loop: a call is too large
-// for Go to inline, and without it the independent iterations overlap in
-// the CPU's pipeline (about 2× faster).
+// the exponential is ScalarExp's body in the loop (its two steps inline;
+// ScalarExp itself is too large for Go to inline), so that the independent
+// iterations overlap in the CPU's pipeline (about 2× faster than a call).
 func expShiftSumGo[T Float](dst, x []T, scale, shift float64, base2 bool) float64 {
 	store := dst != nil
 	if store {
@@ -83,13 +89,8 @@ func expShiftSumGo[T Float](dst, x []T, scale, shift float64, base2 bool) float6
 		case base2:
 			e = scalarExp2(a)
 		case a > -708 && a < 709:
-			nf := a*expInvLn2x64 + expShifter
-			n := int64(math.Float64bits(nf) - math.Float64bits(expShifter))
-			nf -= expShifter
-			r := a - nf*expLn2HiDiv64 - nf*expLn2LoDiv64
-			p := r + r*r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120))))
-			t := math.Float64frombits(exp2Table[n&63] + uint64(n>>6)<<52)
-			e = t + t*p
+			n, nf := expRound(a * expInvLn2x64)
+			e = expScale(n, a-nf*expLn2HiDiv64-nf*expLn2LoDiv64)
 		default:
 			e = math.Exp(a) // subnormal, 0, overflow, NaN
 		}
