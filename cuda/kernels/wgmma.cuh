@@ -1,6 +1,7 @@
-// wgmma.cuh: Hopper's warpgroup tensor-core products (wgmma, sm_90a) and the shared-memory
-// layout they read, for attention_hopper.cu and attention_hopper_bulk.cu (see the first for
-// the layouts and how this PTX is built).
+// wgmma.cuh: Hopper's warpgroup tensor-core products (wgmma, sm_90a), the shared-memory
+// layout they read and the products of attention on it, for attention_hopper.cu,
+// attention_hopper_bulk.cu (the forward) and attention_hopper_bwd.cu (the backward); see the
+// first for the layouts and how this PTX is built.
 #ifndef FLASHGORGON_WGMMA_CUH
 #define FLASHGORGON_WGMMA_CUH
 
@@ -107,6 +108,59 @@ template <> struct FgWgmma<128> {
   static __device__ __forceinline__ void ss(float (&d)[16][4], uint64_t da, uint64_t db, int acc) { fg_wgmma_ss_n128(d, da, db, acc); }
   static __device__ __forceinline__ void rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db) { fg_wgmma_rs_n128(d, a, db); }
 };
+
+// ---- tiles into shared memory, and the products of attention on them ---------------------------
+
+__device__ __forceinline__ void fg_cp_async16_s(uint32_t saddr, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(valid ? 16 : 0));
+}
+
+// fg_load_sw128 starts the copy of rows [0, ROWS) of a contiguous bfloat16 matrix g with rows
+// of CH 16-byte chunks into the swizzled tile at shared address s; rows r >= nvalid are
+// zero-filled without reading global memory.
+template <int ROWS, int CH, int THREADS> __device__ __forceinline__ void fg_load_sw128(uint32_t s, const uint4* g, int nvalid) {
+#pragma unroll
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const bool ok = r < nvalid;
+    fg_cp_async16_s(s + fg_sw128<ROWS>(r, c), ok ? (const void*)(g + r * CH + c) : (const void*)g, ok);
+  }
+}
+
+// fg_wgmma_abt issues d = A B^T (not committed, not waited for), d [64 x N] float32, over
+// K = 16 KS columns: A the 64 rows that start at shared address a inside a swizzled tile of AR
+// rows (a = tile + 128 x the first row), B the whole swizzled tile b of N rows, both read along
+// their rows (K-major). The forward's S = Q K^T; the backward's S^T = K Q^T, dP^T = V dO^T,
+// S = Q K^T and dP = dO V^T.
+template <int N, int KS, int AR>
+__device__ __forceinline__ void fg_wgmma_abt(float (&d)[N / 8][4], uint32_t a, uint32_t b) {
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    const uint32_t off = (kk % 4) * 32;  // the k16 step inside a 128-byte row
+    FgWgmma<N>::ss(d, fg_wgmma_desc(a + (kk / 4) * AR * 128 + off, 16, 1024),
+                   fg_wgmma_desc(b + (kk / 4) * N * 128 + off, 16, 1024), kk > 0);
+  }
+}
+
+// fg_wgmma_ab issues d += A B (not committed, not waited for), d [64 x N] float32, A [64 x K]
+// from registers (fg_wgmma_pack's fragments), B [K x N] the swizzled tile b of K rows, read
+// down its columns (N-major). The forward's O += P V; the backward's dV += P^T dO,
+// dK += dS^T Q and dQ += dS K.
+template <int N, int K>
+__device__ __forceinline__ void fg_wgmma_ab(float (&d)[N / 8][4], const uint32_t (&a)[K / 16][4], uint32_t b) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) FgWgmma<N>::rs(d, a[kk], fg_wgmma_desc(b + kk * 16 * 128, K * 128, 1024));
+}
+
+// fg_wgmma_pack rounds the accumulator s [64 x K] to bfloat16 A fragments of fg_wgmma_ab (a
+// warp's m16n8 C layout of two 8-column blocks is its m16n8k16 A layout).
+template <int K> __device__ __forceinline__ void fg_wgmma_pack(uint32_t (&a)[K / 16][4], const float (&s)[K / 8][4]) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    a[kk][0] = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), a[kk][1] = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+    a[kk][2] = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), a[kk][3] = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
 
 }  // namespace
 
