@@ -34,6 +34,7 @@ type mmaBwdCfg struct {
 	Pre, Reg  bool
 	Fused     bool
 	Hopper    bool
+	Ovl       bool // Hopper only: P computed while dP's product runs (dK/dV: and dS while dV's)
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu: the tile sizes of
@@ -51,14 +52,17 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// warpgroups of 64 keys per dK/dV block (64-row query tiles), two of 64 query rows per dQ
 	// block (128-key tiles at d = 64, 64 at d = 128). NOT YET TIMED: the order is to be set by
 	// the first H100 run.
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true},
-	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, false},
+	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, false},
 	// Other Hopper tiles: one warpgroup per block (two or three blocks per multiprocessor),
 	// 128-row query tiles (dK/dV), other key tiles (dQ).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, true, false, false, true}, {false, false, PrecisionBF16, 64, 128, 64, 128, true, false, false, true},
-	{false, false, PrecisionBF16, 128, 64, 64, 64, true, false, false, true},
-	{true, false, PrecisionBF16, 64, 128, 64, 0, true, false, false, true}, {true, false, PrecisionBF16, 64, 64, 128, 0, true, false, false, true},
-	{true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true}, {true, false, PrecisionBF16, 128, 64, 64, 0, true, false, false, true},
+	{false, false, PrecisionBF16, 64, 64, 64, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 64, 128, 64, 128, true, false, false, true, false},
+	{false, false, PrecisionBF16, 128, 64, 64, 64, true, false, false, true, false},
+	{true, false, PrecisionBF16, 64, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 64, 128, 0, true, false, false, true, false},
+	{true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 64, 64, 0, true, false, false, true, false},
+	// The default tiles with Ovl: P computed while dP's product runs (dK/dV: and dS while dV's).
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, true}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, true},
+	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, true}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, true},
 	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer): the fastest tested pair
 	// of each D on the H100 (results/h100-2026-11-23-s5-bwd/timing.log, every pair timed after
 	// the tests checked it): backward 1.17–1.41× (d = 64) and 1.40–1.73× (d = 128) faster than
@@ -66,41 +70,42 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// keys (d = 64: 64 keys and 64-row query tiles; d = 128: 64 keys, 32-row query tiles),
 	// two blocks per multiprocessor, beat eight warps (128 keys) by up to 7% (d = 64; within
 	// 0.3% the other way at N = 4096) and 11–15% (d = 128).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false, false},
+	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false, false, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false, false, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false, false, false},
 	// The defaults without a scratch buffer: the fastest dK/dV and dQ kernels of each
 	// precision and D on the H100 (results/mma-bwd/time-mma-bwd-run{2,3}.log, 44 kernels timed
 	// after the tests checked them; those that lost everywhere were dropped: 8-warp float32
 	// tiles, other stage sizes).
-	{false, true, PrecisionBF16, 64, 64, 64, 64, false, false, false, false}, {true, true, PrecisionBF16, 64, 128, 32, 0, false, false, false, false},
-	{false, true, PrecisionBF16, 128, 16, 64, 16, false, false, false, false}, {true, true, PrecisionBF16, 128, 128, 16, 0, false, false, false, false},
-	{false, false, PrecisionTF32, 64, 64, 64, 64, false, false, false, false}, {true, false, PrecisionTF32, 64, 64, 64, 0, false, false, false, false},
-	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false, false, false},
-	{false, false, PrecisionExact, 64, 32, 64, 16, false, false, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false, false, false},
-	{false, false, PrecisionExact, 128, 16, 64, 16, false, false, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false, false, false},
+	{false, true, PrecisionBF16, 64, 64, 64, 64, false, false, false, false, false}, {true, true, PrecisionBF16, 64, 128, 32, 0, false, false, false, false, false},
+	{false, true, PrecisionBF16, 128, 16, 64, 16, false, false, false, false, false}, {true, true, PrecisionBF16, 128, 128, 16, 0, false, false, false, false, false},
+	{false, false, PrecisionTF32, 64, 64, 64, 64, false, false, false, false, false}, {true, false, PrecisionTF32, 64, 64, 64, 0, false, false, false, false, false},
+	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false, false, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false, false, false, false},
+	{false, false, PrecisionExact, 64, 32, 64, 16, false, false, false, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false, false, false, false},
+	{false, false, PrecisionExact, 128, 16, 64, 16, false, false, false, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false, false, false, false},
 	// Other bfloat16-plane kernels, for comparison: eight warps (128 keys); the dQ kernel
 	// without registers for Q and dO (d = 64: 0–2.4% faster than the default's dQ kernel,
 	// timed with the 128-key dK/dV kernel only); and the fused ones (dQ inside the dK/dV
 	// kernel), 1.1–1.7× slower than even the defaults without a scratch buffer: the ordered
 	// adds wait for each other, three block syncs per query tile, and each tile's dQ share is
 	// read, added and written in global memory.
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false, false},
-	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false, false},
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true, false}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true, false},
-	{false, false, PrecisionBF16, 64, 128, 128, 32, true, true, true, false},
-	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true, false}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true, false},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false, false, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false, false, false},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false, false, false},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true, false, false}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true, false, false},
+	{false, false, PrecisionBF16, 64, 128, 128, 32, true, true, true, false, false},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true, false, false}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true, false, false},
 	// Kept for comparison: BF16 on float32 tiles (the first defaults; the bfloat16-tile
 	// defaults above take 22% (d = 64) and 43% (d = 128) off the backward at N = 16384).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, false, false, false, false}, {true, false, PrecisionBF16, 64, 64, 64, 0, false, false, false, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, false, false, false, false}, {true, false, PrecisionBF16, 128, 64, 32, 0, false, false, false, false},
+	{false, false, PrecisionBF16, 64, 64, 64, 64, false, false, false, false, false}, {true, false, PrecisionBF16, 64, 64, 64, 0, false, false, false, false, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, false, false, false, false, false}, {true, false, PrecisionBF16, 128, 64, 32, 0, false, false, false, false, false},
 }
 
 func (c mmaBwdCfg) name() string {
 	if c.Hopper {
+		ovl := map[bool]string{true: "_ovl"}[c.Ovl]
 		if c.DQ {
-			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
+			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, ovl)
 		}
-		return fmt.Sprintf("fg_attn_bwd_wgmma_dkdv_%s_d%d_n%d_m%d", c.Prec, c.D, c.BN, c.BM)
+		return fmt.Sprintf("fg_attn_bwd_wgmma_dkdv_%s_d%d_n%d_m%d%s", c.Prec, c.D, c.BN, c.BM, ovl)
 	}
 	form := ""
 	switch {

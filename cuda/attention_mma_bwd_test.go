@@ -156,6 +156,8 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 func (c mmaBwdCfg) short() string {
 	form := ""
 	switch {
+	case c.Hopper && c.Ovl:
+		form = "wgmma ovl "
 	case c.Hopper:
 		form = "wgmma "
 	case c.Fused && c.Reg:
@@ -559,6 +561,9 @@ func TestPickMMABwd(t *testing.T) {
 		count[c.module()]++
 		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx[c.module()]) {
 			t.Errorf("kernel %s of mmaBwdCfgs is not in ptx/%s.ptx", c.name(), c.module())
+		}
+		if c.Ovl && !c.Hopper {
+			t.Errorf("%s: Ovl without Hopper", c.name())
 		}
 		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Reg || c.Fused || c.LDM || !c.DQ && c.SB != c.BM ||
 			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {

@@ -43,7 +43,7 @@
 // fg_attn_bwd_wgmma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN / 64 warpgroups); D = 64
 // or 128 (d == D), BM = 64 or 128 (the N of S^T's product). Shared memory: K, V [BN][D], two
 // stages of Q, dO [BM][D] bfloat16, then two stages of (L2, delta) [BM].
-template <int D, int BN, int BM> __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
+template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16;
   constexpr uint32_t KB = BN * D * 2, QB = BM * D * 2;  // bytes of a K or V tile, of a Q or dO tile
   static_assert(D % 64 == 0 && BN % 64 == 0 && (BM == 64 || BM == 128), "tile sizes");
@@ -100,21 +100,41 @@ template <int D, int BN, int BM> __device__ void fg_attn_bwd_wgmma_dkdv(const fg
     const int m0 = m_start + (it % ntiles) * BM;
     const uint32_t sq = sQ + (it & 1) * 2 * QB, sdo = sq + QB;
     const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+    const float2* ld = sLD + (it & 1) * BM;
     float st[NB][4], dpt[NB][4];
+    uint32_t pa[BM / 16][4], da[BM / 16][4];
     fg_wgmma_fence();
     fg_wgmma_abt<BM, KS, BN>(st, kw, sq);
-    fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
-    fg_wgmma_commit();
-    fg_wgmma_wait<0>();
-    fg_reg_fence(st);
-    fg_reg_fence(dpt);
-    fg_bwd_pds_t(st, dpt, sLD + (it & 1) * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
-    uint32_t pa[BM / 16][4], da[BM / 16][4];
-    fg_wgmma_pack<BM>(pa, st);
-    fg_wgmma_pack<BM>(da, dpt);
-    fg_wgmma_fence();
-    fg_wgmma_ab<D, BM>(dv, pa, sdo);
-    fg_wgmma_ab<D, BM>(dk, da, sq);
+    if constexpr (OVL) {  // P^T while dP^T's product runs, dS^T while dV's runs
+      fg_wgmma_commit();
+      fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
+      fg_wgmma_commit();
+      fg_wgmma_wait<1>();
+      fg_reg_fence(st);
+      fg_bwd_p_t(st, ld, 0, m0, n0, kr, t, klen, mask, sl2, p);
+      fg_wgmma_pack<BM>(pa, st);
+      fg_wgmma_fence();
+      fg_wgmma_ab<D, BM>(dv, pa, sdo);
+      fg_wgmma_commit();
+      fg_wgmma_wait<1>();
+      fg_reg_fence(dpt);
+      fg_bwd_ds_t(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, scale, p);
+      fg_wgmma_pack<BM>(da, dpt);
+      fg_wgmma_fence();
+      fg_wgmma_ab<D, BM>(dk, da, sq);
+    } else {
+      fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
+      fg_wgmma_commit();
+      fg_wgmma_wait<0>();
+      fg_reg_fence(st);
+      fg_reg_fence(dpt);
+      fg_bwd_pds_t(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_wgmma_pack<BM>(pa, st);
+      fg_wgmma_pack<BM>(da, dpt);
+      fg_wgmma_fence();
+      fg_wgmma_ab<D, BM>(dv, pa, sdo);
+      fg_wgmma_ab<D, BM>(dk, da, sq);
+    }
     fg_wgmma_commit();
     fg_wgmma_wait<0>();
     fg_reg_fence(dv);
@@ -130,7 +150,7 @@ template <int D, int BN, int BM> __device__ void fg_attn_bwd_wgmma_dkdv(const fg
 // fg_attn_bwd_wgmma_dq: grid (ceil(Nq/BM), H, B), 2 BM threads (BM / 64 warpgroups); D = 64 or
 // 128, BN = 64 or 128 (the N of S's product). Shared memory: Q, dO [BM][D] and two stages of
 // K, V [BN][D] bfloat16.
-template <int D, int BM, int BN> __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
+template <int D, int BM, int BN, bool OVL> __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
   static_assert(D % 64 == 0 && BM % 64 == 0 && (BN == 64 || BN == 128), "tile sizes");
@@ -190,12 +210,24 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_wgmma_dq(const fg_a
     float s[NB][4], dp[NB][4];
     fg_wgmma_fence();
     fg_wgmma_abt<BN, KS, BM>(s, qw, kt);
-    fg_wgmma_abt<BN, KS, BM>(dp, dow, vt);
-    fg_wgmma_commit();
-    fg_wgmma_wait<0>();
-    fg_reg_fence(s);
-    fg_reg_fence(dp);
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, j * BN, t, sl2, scale);
+    if constexpr (OVL) {  // P while dP's product runs
+      fg_wgmma_commit();
+      fg_wgmma_abt<BN, KS, BM>(dp, dow, vt);
+      fg_wgmma_commit();
+      fg_wgmma_wait<1>();
+      fg_reg_fence(s);
+      fg_bwd_p(s, l2, sl2);
+      fg_wgmma_wait<0>();
+      fg_reg_fence(dp);
+      fg_bwd_ds_p(s, dp, dl, lim, lim_min, j * BN, t, scale);
+    } else {
+      fg_wgmma_abt<BN, KS, BM>(dp, dow, vt);
+      fg_wgmma_commit();
+      fg_wgmma_wait<0>();
+      fg_reg_fence(s);
+      fg_reg_fence(dp);
+      fg_bwd_ds(s, dp, l2, dl, lim, lim_min, j * BN, t, sl2, scale);
+    }
     uint32_t da[BN / 16][4];
     fg_wgmma_pack<BN>(da, dp);
     fg_wgmma_fence();
@@ -211,26 +243,31 @@ template <int D, int BM, int BN> __device__ void fg_attn_bwd_wgmma_dq(const fg_a
 
 // ---- entry points (names built by cuda/attention_mma_bwd.go's mmaBwdCfg.name) ----------------
 
-#define FG_BWD_WGMMA_DKDV(D, BN, BM)                                                  \
-  extern "C" __global__ void __launch_bounds__(2 * BN, 1)                             \
-      fg_attn_bwd_wgmma_dkdv_bf16_d##D##_n##BN##_m##BM(const fg_attn_params p) {       \
-    fg_attn_bwd_wgmma_dkdv<D, BN, BM>(p);                                              \
+#define FG_BWD_WGMMA_DKDV(D, BN, BM, OVL, SFX)                                         \
+  extern "C" __global__ void __launch_bounds__(2 * BN, 1)                              \
+      fg_attn_bwd_wgmma_dkdv_bf16_d##D##_n##BN##_m##BM##SFX(const fg_attn_params p) {   \
+    fg_attn_bwd_wgmma_dkdv<D, BN, BM, OVL>(p);                                          \
   }
-#define FG_BWD_WGMMA_DQ(D, BM, BN)                                                    \
-  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                             \
-      fg_attn_bwd_wgmma_dq_bf16_d##D##_m##BM##_n##BN(const fg_attn_params p) {         \
-    fg_attn_bwd_wgmma_dq<D, BM, BN>(p);                                                \
+#define FG_BWD_WGMMA_DQ(D, BM, BN, OVL, SFX)                                           \
+  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                              \
+      fg_attn_bwd_wgmma_dq_bf16_d##D##_m##BM##_n##BN##SFX(const fg_attn_params p) {     \
+    fg_attn_bwd_wgmma_dq<D, BM, BN, OVL>(p);                                            \
   }
 // The kernels of mmaBwdCfgs (Hopper): two warpgroups (128 keys or query rows) and one (64,
-// two or three blocks per multiprocessor), query tiles of 64 or 128 rows, key tiles of 64 or 128.
-FG_BWD_WGMMA_DKDV(64, 128, 64)
-FG_BWD_WGMMA_DKDV(64, 64, 64)
-FG_BWD_WGMMA_DKDV(64, 64, 128)
-FG_BWD_WGMMA_DKDV(128, 128, 64)
-FG_BWD_WGMMA_DKDV(128, 64, 64)
-FG_BWD_WGMMA_DQ(64, 128, 128)
-FG_BWD_WGMMA_DQ(64, 128, 64)
-FG_BWD_WGMMA_DQ(64, 64, 128)
-FG_BWD_WGMMA_DQ(128, 128, 64)
-FG_BWD_WGMMA_DQ(128, 128, 128)
-FG_BWD_WGMMA_DQ(128, 64, 64)
+// two or three blocks per multiprocessor), query tiles of 64 or 128 rows, key tiles of 64 or
+// 128; _ovl: P computed while dP's product runs (and dK/dV: dS while dV's runs).
+FG_BWD_WGMMA_DKDV(64, 128, 64, false, )
+FG_BWD_WGMMA_DKDV(64, 64, 64, false, )
+FG_BWD_WGMMA_DKDV(64, 64, 128, false, )
+FG_BWD_WGMMA_DKDV(128, 128, 64, false, )
+FG_BWD_WGMMA_DKDV(128, 64, 64, false, )
+FG_BWD_WGMMA_DKDV(64, 128, 64, true, _ovl)
+FG_BWD_WGMMA_DKDV(128, 128, 64, true, _ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, false, )
+FG_BWD_WGMMA_DQ(64, 128, 64, false, )
+FG_BWD_WGMMA_DQ(64, 64, 128, false, )
+FG_BWD_WGMMA_DQ(128, 128, 64, false, )
+FG_BWD_WGMMA_DQ(128, 128, 128, false, )
+FG_BWD_WGMMA_DQ(128, 64, 64, false, )
+FG_BWD_WGMMA_DQ(64, 128, 128, true, _ovl)
+FG_BWD_WGMMA_DQ(128, 128, 64, true, _ovl)

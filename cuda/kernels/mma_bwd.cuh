@@ -34,6 +34,15 @@ __device__ __forceinline__ void fg_bwd_store(float* dst, int64_t ld, const float
   }
 }
 
+// The elementwise step of the backward, for one element: P = exp2(s sl2 - L2) from the
+// score s, and dS = scale P (dP - delta); fg_bwd_seen_t: whether key jk is visible from query
+// row i (a row past Nq sees none).
+__device__ __forceinline__ float fg_bwd_p1(float s, float sl2, float l2) { return exp2f(s * sl2 - l2); }
+__device__ __forceinline__ float fg_bwd_ds1(float pv, float dp, float delta, float scale) { return pv * (dp - delta) * scale; }
+__device__ __forceinline__ bool fg_bwd_seen(const fg_attn_params& p, int i, int jk, int klen) {
+  return i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
+}
+
 // fg_bwd_pds_t turns the dK/dV kernels' S^T and dP^T of one query sub-block (queries
 // m0 + sb + 8 j + 2 t + e % 2, keys n0 + kr + 8 (e / 2) for element e of block j) into
 // P^T = exp2(S^T sl2 - L2) and dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of
@@ -48,8 +57,8 @@ __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB
     for (int e = 0; e < 4; ++e) {
       const int qi = sb + 8 * j + 2 * t + (e & 1);
       const float2 x = ld[qi];
-      float pv = exp2f(st[j][e] * sl2 - x.x);
-      float ds = pv * (dpt[j][e] - x.y) * scale;
+      float pv = fg_bwd_p1(st[j][e], sl2, x.x);
+      float ds = fg_bwd_ds1(pv, dpt[j][e], x.y, scale);
       if (mask) {
         const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
         const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
@@ -58,6 +67,35 @@ __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB
       }
       st[j][e] = pv;
       dpt[j][e] = ds;
+    }
+}
+
+// fg_bwd_p_t and fg_bwd_ds_t are fg_bwd_pds_t in two steps, for kernels that compute P^T
+// while dP^T's product is still running (attention_hopper_bwd.cu): P^T in st, then dS^T in
+// dpt from P^T in pt, each 0 outside the visible region.
+template <int NB>
+__device__ __forceinline__ void fg_bwd_p_t(float (&st)[NB][4], const float2* ld, int sb, int m0, int n0, int kr, int t,
+                                           int klen, bool mask, float sl2, const fg_attn_params& p) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float pv = fg_bwd_p1(st[j][e], sl2, ld[qi].x);
+      st[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : pv;
+    }
+}
+template <int NB>
+__device__ __forceinline__ void fg_bwd_ds_t(const float (&pt)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb,
+                                            int m0, int n0, int kr, int t, int klen, bool mask, float scale,
+                                            const fg_attn_params& p) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float ds = fg_bwd_ds1(pt[j][e], dpt[j][e], ld[qi].y, scale);
+      dpt[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : ds;
     }
 }
 
@@ -74,8 +112,30 @@ __device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[N
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = e >> 1;
-      const float pv = exp2f(s[j][e] * sl2 - l2[r]);
-      float ds = pv * (dp[j][e] - dl[r]) * scale;
+      float ds = fg_bwd_ds1(fg_bwd_p1(s[j][e], sl2, l2[r]), dp[j][e], dl[r], scale);
+      if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
+      dp[j][e] = ds;
+    }
+}
+
+// fg_bwd_p and fg_bwd_ds_p are fg_bwd_ds in two steps (as fg_bwd_p_t, fg_bwd_ds_t): P in s
+// (unmasked: fg_bwd_ds_p masks dS), then dS in dp from P in s.
+template <int NB> __device__ __forceinline__ void fg_bwd_p(float (&s)[NB][4], const float (&l2)[2], float sl2) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[j][e] = fg_bwd_p1(s[j][e], sl2, l2[e >> 1]);
+}
+template <int NB>
+__device__ __forceinline__ void fg_bwd_ds_p(const float (&s)[NB][4], float (&dp)[NB][4], const float (&dl)[2],
+                                            const int (&lim)[2], int lim_min, int n0, int t, float scale) {
+  const bool mask = n0 + 8 * NB > lim_min;
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e >> 1;
+      float ds = fg_bwd_ds1(s[j][e], dp[j][e], dl[r], scale);
       if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
       dp[j][e] = ds;
     }
