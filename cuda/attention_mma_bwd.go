@@ -25,7 +25,9 @@ import (
 //	  kernels/attention_hopper_bwd.cu (PTX for sm_90a) on the same planes, Hopper's warpgroup
 //	  products (wgmma) instead of mma.sync: a warpgroup per 64 keys (dK/dV) or 64 query rows
 //	  (dQ), BN/64 or BM/64 of them per block, tiles in wgmma's 128-byte swizzle; SB = BM
-//	  (a whole query tile per product).
+//	  (a whole query tile per product); Reg: the block's own operand (K and V, or Q and dO)
+//	  as A fragments in registers; Ovl: P computed while dP's product runs (dK/dV: and dS
+//	  while dV's).
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -48,21 +50,25 @@ type mmaBwdCfg struct {
 // The bfloat16-plane kernels: 128 to 252 registers, no spills (ptxas -v, sm_90, CUDA 13).
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
-	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. Two
-	// warpgroups of 64 keys per dK/dV block (64-row query tiles), two of 64 query rows per dQ
-	// block (128-key tiles at d = 64, 64 at d = 128). NOT YET TIMED: the order is to be set by
-	// the first H100 run.
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, false},
-	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, false},
-	// Other Hopper tiles: one warpgroup per block (two or three blocks per multiprocessor),
-	// 128-row query tiles (dK/dV), other key tiles (dQ).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 64, 128, 64, 128, true, false, false, true, false},
-	{false, false, PrecisionBF16, 128, 64, 64, 64, true, false, false, true, false},
-	{true, false, PrecisionBF16, 64, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 64, 128, 0, true, false, false, true, false},
-	{true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 64, 64, 0, true, false, false, true, false},
-	// The default tiles with Ovl: P computed while dP's product runs (dK/dV: and dS while dV's).
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, true}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, true},
-	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, true}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, true},
+	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
+	// pair of each D is the fastest of results/h100-2026-11-23-s6-wgmmabwd's first run (every
+	// pair timed after the tests checked it, TestAttentionMMABwdTiming): d = 64, one
+	// warpgroup of 64 keys per dK/dV block with 128-row query tiles (two blocks per
+	// multiprocessor) and the dQ kernel with Ovl (two warpgroups, 128-key tiles); d = 128, two
+	// warpgroups of 64 keys with 64-row query tiles, and two of 64 query rows with 128-key tiles.
+	// Ovl loses in the dK/dV kernel (8-17%); S^T's product with 64 queries (N = 64) reads as
+	// many bytes of shared memory per FLOP as the tensor cores take, hence 128-row query tiles
+	// at d = 64 (where the registers allow) and Reg (K and V from registers).
+	{false, false, PrecisionBF16, 64, 128, 64, 128, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, true},
+	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, false},
+	// Other Hopper tiles and forms, for comparison.
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 64, 64, 64, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 128, 64, 64, 64, true, false, false, true, false},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, true}, {false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, true},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false, true, false}, {false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false, true, false},
+	{true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 64, 128, 0, true, false, false, true, false},
+	{true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 64, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, true}, {true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, true},
+	{true, false, PrecisionBF16, 64, 128, 128, 0, true, true, false, true, true}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, true, false, true, false},
+	{true, false, PrecisionBF16, 128, 128, 64, 0, true, true, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, true, false, true, true},
 	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer): the fastest tested pair
 	// of each D on the H100 (results/h100-2026-11-23-s5-bwd/timing.log, every pair timed after
 	// the tests checked it): backward 1.17–1.41× (d = 64) and 1.40–1.73× (d = 128) faster than
@@ -101,11 +107,11 @@ var mmaBwdCfgs = []mmaBwdCfg{
 
 func (c mmaBwdCfg) name() string {
 	if c.Hopper {
-		ovl := map[bool]string{true: "_ovl"}[c.Ovl]
+		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl]
 		if c.DQ {
-			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, ovl)
+			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
-		return fmt.Sprintf("fg_attn_bwd_wgmma_dkdv_%s_d%d_n%d_m%d%s", c.Prec, c.D, c.BN, c.BM, ovl)
+		return fmt.Sprintf("fg_attn_bwd_wgmma_dkdv_%s_d%d_n%d_m%d%s", c.Prec, c.D, c.BN, c.BM, sfx)
 	}
 	form := ""
 	switch {

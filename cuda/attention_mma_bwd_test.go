@@ -150,16 +150,25 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 	for _, i := range qs[1:] {
 		pairs = append(pairs, [2]int{kvs[0], i})
 	}
-	return pairs
+	if *mmaBwdOnly == "" {
+		return pairs
+	}
+	kept := pairs[:1]
+	for _, p := range pairs[1:] {
+		if strings.Contains(pairName(p), *mmaBwdOnly) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }
+
+var mmaBwdOnly = flag.String("mmabwd.only", "", "the device tests and the timing of the backward run the default pair of each precision and D and, of the others, only those whose names (pairName) contain this (empty: all)")
 
 func (c mmaBwdCfg) short() string {
 	form := ""
 	switch {
-	case c.Hopper && c.Ovl:
-		form = "wgmma ovl "
 	case c.Hopper:
-		form = "wgmma "
+		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl]
 	case c.Fused && c.Reg:
 		form = "fused reg "
 	case c.Fused:
@@ -489,8 +498,8 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d64", PrecisionBF16, 64, f32, true, 80, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
 		{"bf16-d128", PrecisionBF16, 128, f32, true, 89, "fg_attn_bwd_mma_pre_dkdv_bf16_d128_n64_m32_s32_r0", "fg_attn_bwd_mma_pre_dq_bf16_d128_m128_n32_r1"},
 		{"bf16-d64-sm100", PrecisionBF16, 64, f32, true, 100, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
-		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128"},
-		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n64"},
+		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m128", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl"},
+		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128"},
 		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, 80, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
@@ -565,7 +574,7 @@ func TestPickMMABwd(t *testing.T) {
 		if c.Ovl && !c.Hopper {
 			t.Errorf("%s: Ovl without Hopper", c.name())
 		}
-		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Reg || c.Fused || c.LDM || !c.DQ && c.SB != c.BM ||
+		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.LDM || !c.DQ && c.SB != c.BM ||
 			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
 			t.Errorf("%s: not a Hopper configuration (BF16 on the planes, SB = BM, tiles of 64s)", c.name())
 		}
