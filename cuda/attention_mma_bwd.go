@@ -64,7 +64,6 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// Other Hopper tiles and forms, for comparison.
 	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 64, 64, 64, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 128, 64, 64, 64, true, false, false, true, false},
 	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, true}, {false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, true},
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false, true, false}, {false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false, true, false},
 	{true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 64, 128, 0, true, false, false, true, false},
 	{true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 64, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, true}, {true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, true},
 	{true, false, PrecisionBF16, 64, 128, 128, 0, true, true, false, true, true}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, true, false, true, false},

@@ -574,9 +574,9 @@ func TestPickMMABwd(t *testing.T) {
 		if c.Ovl && !c.Hopper {
 			t.Errorf("%s: Ovl without Hopper", c.name())
 		}
-		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.LDM || !c.DQ && c.SB != c.BM ||
+		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
 			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
-			t.Errorf("%s: not a Hopper configuration (BF16 on the planes, SB = BM, tiles of 64s)", c.name())
+			t.Errorf("%s: not a Hopper configuration (BF16 on the planes, SB = BM, tiles of 64s, Reg in dQ only)", c.name())
 		}
 		if c.smem() > 227<<10 {
 			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())

@@ -43,7 +43,7 @@
 // fg_attn_bwd_wgmma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN / 64 warpgroups); D = 64
 // or 128 (d == D), BM = 64 or 128 (the N of S^T's product). Shared memory: K, V [BN][D], two
 // stages of Q, dO [BM][D] bfloat16, then two stages of (L2, delta) [BM].
-template <int D, int BN, int BM, bool OVL, bool REG> __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
+template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16;
   constexpr uint32_t KB = BN * D * 2, QB = BM * D * 2;  // bytes of a K or V tile, of a Q or dO tile
   static_assert(D % 64 == 0 && BN % 64 == 0 && (BM == 64 || BM == 128), "tile sizes");
@@ -89,16 +89,10 @@ template <int D, int BN, int BM, bool OVL, bool REG> __device__ void fg_attn_bwd
   // This warpgroup's 64 keys: rows 64 wg .. of each 64-column block of K and V.
   const uint32_t kw = sK + wg * 64 * 128, vw = sV + wg * 64 * 128;
   const int kr = 16 * warp + g;
-  // REG: the warp's 16 rows of K and V as A fragments in registers (S^T and dP^T read only
-  // the query tiles from shared memory).
-  uint32_t ka[REG ? KS : 1][4], va[REG ? KS : 1][4];
   for (int it = 0; it < total; ++it) {
     fg_cp_async_wait<0>();
     fg_fence_async();
     __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
-    if constexpr (REG) {
-      if (it == 0) fg_wgmma_load_a<BN, KS>(ka, sK, 16 * warp, lane), fg_wgmma_load_a<BN, KS>(va, sV, 16 * warp, lane);
-    }
     if (it + 1 < total) {
       load_stage(it + 1);
       fg_cp_async_commit();
@@ -109,17 +103,11 @@ template <int D, int BN, int BM, bool OVL, bool REG> __device__ void fg_attn_bwd
     const float2* ld = sLD + (it & 1) * BM;
     float st[NB][4], dpt[NB][4];
     uint32_t pa[BM / 16][4], da[BM / 16][4];
-    const auto kq = [&](float (&d)[NB][4], uint32_t (&a)[REG ? KS : 1][4], uint32_t aw, uint32_t b) {
-      if constexpr (REG)
-        fg_wgmma_abt_r<BM, KS>(d, a, b);
-      else
-        fg_wgmma_abt<BM, KS, BN>(d, aw, b);
-    };
     fg_wgmma_fence();
-    kq(st, ka, kw, sq);
+    fg_wgmma_abt<BM, KS, BN>(st, kw, sq);
     if constexpr (OVL) {  // P^T while dP^T's product runs, dS^T while dV's runs
       fg_wgmma_commit();
-      kq(dpt, va, vw, sdo);
+      fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
       fg_wgmma_commit();
       fg_wgmma_wait<1>();
       fg_reg_fence(st);
@@ -135,7 +123,7 @@ template <int D, int BN, int BM, bool OVL, bool REG> __device__ void fg_attn_bwd
       fg_wgmma_fence();
       fg_wgmma_ab<D, BM>(dk, da, sq);
     } else {
-      kq(dpt, va, vw, sdo);
+      fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
       fg_wgmma_commit();
       fg_wgmma_wait<0>();
       fg_reg_fence(st);
@@ -266,10 +254,10 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
 
 // ---- entry points (names built by cuda/attention_mma_bwd.go's mmaBwdCfg.name) ----------------
 
-#define FG_BWD_WGMMA_DKDV(D, BN, BM, OVL, REG, SFX)                                    \
+#define FG_BWD_WGMMA_DKDV(D, BN, BM, OVL, SFX)                                         \
   extern "C" __global__ void __launch_bounds__(2 * BN, 1)                              \
       fg_attn_bwd_wgmma_dkdv_bf16_d##D##_n##BN##_m##BM##SFX(const fg_attn_params p) {   \
-    fg_attn_bwd_wgmma_dkdv<D, BN, BM, OVL, REG>(p);                                     \
+    fg_attn_bwd_wgmma_dkdv<D, BN, BM, OVL>(p);                                          \
   }
 #define FG_BWD_WGMMA_DQ(D, BM, BN, OVL, REG, SFX)                                      \
   extern "C" __global__ void __launch_bounds__(2 * BM, 1)                              \
@@ -280,15 +268,13 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
 // two blocks per multiprocessor), query tiles of 64 or 128 rows, key tiles of 64 or 128;
 // _reg: the block's own operand (dK/dV: K and V; dQ: Q and dO) as A fragments in registers;
 // _ovl: P computed while dP's product runs (and dK/dV: dS while dV's).
-FG_BWD_WGMMA_DKDV(64, 64, 128, false, false, )
-FG_BWD_WGMMA_DKDV(64, 128, 64, false, false, )
-FG_BWD_WGMMA_DKDV(64, 64, 64, false, false, )
-FG_BWD_WGMMA_DKDV(128, 128, 64, false, false, )
-FG_BWD_WGMMA_DKDV(128, 64, 64, false, false, )
-FG_BWD_WGMMA_DKDV(64, 128, 64, true, false, _ovl)
-FG_BWD_WGMMA_DKDV(128, 128, 64, true, false, _ovl)
-FG_BWD_WGMMA_DKDV(64, 128, 64, false, true, _reg)
-FG_BWD_WGMMA_DKDV(64, 64, 64, false, true, _reg)
+FG_BWD_WGMMA_DKDV(64, 64, 128, false, )
+FG_BWD_WGMMA_DKDV(64, 128, 64, false, )
+FG_BWD_WGMMA_DKDV(64, 64, 64, false, )
+FG_BWD_WGMMA_DKDV(128, 128, 64, false, )
+FG_BWD_WGMMA_DKDV(128, 64, 64, false, )
+FG_BWD_WGMMA_DKDV(64, 128, 64, true, _ovl)
+FG_BWD_WGMMA_DKDV(128, 128, 64, true, _ovl)
 FG_BWD_WGMMA_DQ(64, 128, 128, true, false, _ovl)
 FG_BWD_WGMMA_DQ(64, 128, 128, false, false, )
 FG_BWD_WGMMA_DQ(64, 128, 64, false, false, )
