@@ -19,8 +19,7 @@
 //     S^T  = K Q^T     wgmma SS, A = the warpgroup's 64 K rows, B = the Q tile (both K-major,
 //     dP^T = V dO^T    the forward's S = Q K^T), [64 x BM] float32 each
 //     P^T = exp2(S^T sl2 - L2), dS^T = scale P^T (dP^T - delta) in registers (fg_bwd_pds_t:
-//                      a column per query, (L2, delta) of the tile's rows from shared memory;
-//                      exp2 as the forward's, one ex2.approx.ftz after one FFMA)
+//                      a column per query, (L2, delta) of the tile's rows from shared memory)
 //     dV += P^T dO     wgmma RS, A = P^T rounded to bfloat16 from the accumulators (the
 //     dK += dS^T Q     forward's P in O += P V), B = the dO and Q tiles read down their
 //                      columns (N-major, as the forward's V), dK and dV [64 x D] in registers.
@@ -112,7 +111,7 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
       fg_wgmma_commit();
       fg_wgmma_wait<1>();
       fg_reg_fence(st);
-      fg_bwd_p_t<true>(st, ld, 0, m0, n0, kr, t, klen, mask, sl2, p);
+      fg_bwd_p_t(st, ld, 0, m0, n0, kr, t, klen, mask, sl2, p);
       fg_wgmma_pack<BM>(pa, st);
       fg_wgmma_fence();
       fg_wgmma_ab<D, BM>(dv, pa, sdo);
@@ -129,7 +128,7 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
       fg_wgmma_wait<0>();
       fg_reg_fence(st);
       fg_reg_fence(dpt);
-      fg_bwd_pds_t<true>(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_bwd_pds_t(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
       fg_wgmma_pack<BM>(pa, st);
       fg_wgmma_pack<BM>(da, dpt);
       fg_wgmma_fence();
@@ -228,7 +227,7 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
       fg_wgmma_commit();
       fg_wgmma_wait<1>();
       fg_reg_fence(s);
-      fg_bwd_p<true>(s, l2, sl2);
+      fg_bwd_p(s, l2, sl2);
       fg_wgmma_wait<0>();
       fg_reg_fence(dp);
       fg_bwd_ds_p(s, dp, dl, lim, lim_min, j * BN, t, scale);
@@ -238,7 +237,7 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
       fg_wgmma_wait<0>();
       fg_reg_fence(s);
       fg_reg_fence(dp);
-      fg_bwd_ds<true>(s, dp, l2, dl, lim, lim_min, j * BN, t, sl2, scale);
+      fg_bwd_ds(s, dp, l2, dl, lim, lim_min, j * BN, t, sl2, scale);
     }
     uint32_t da[BN / 16][4];
     fg_wgmma_pack<BN>(da, dp);

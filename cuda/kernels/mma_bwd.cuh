@@ -36,12 +36,8 @@ __device__ __forceinline__ void fg_bwd_store(float* dst, int64_t ld, const float
 
 // The elementwise step of the backward, for one element: P = exp2(s sl2 - L2) from the
 // score s, and dS = scale P (dP - delta); fg_bwd_seen_t: whether key jk is visible from query
-// row i (a row past Nq sees none). FAST (the Hopper kernels): s sl2 - L2 as one FFMA and
-// exp2 as one ex2.approx.ftz (P below 2^-126 flushes to 0, as in the forward's FgRows), where
-// exp2f adds a denormal fix-up around the same instruction.
-template <bool FAST = false> __device__ __forceinline__ float fg_bwd_p1(float s, float sl2, float l2) {
-  return FAST ? fg_ex2_ftz(fmaf(s, sl2, -l2)) : exp2f(s * sl2 - l2);
-}
+// row i (a row past Nq sees none).
+__device__ __forceinline__ float fg_bwd_p1(float s, float sl2, float l2) { return exp2f(s * sl2 - l2); }
 __device__ __forceinline__ float fg_bwd_ds1(float pv, float dp, float delta, float scale) { return pv * (dp - delta) * scale; }
 __device__ __forceinline__ bool fg_bwd_seen(const fg_attn_params& p, int i, int jk, int klen) {
   return i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
@@ -51,7 +47,7 @@ __device__ __forceinline__ bool fg_bwd_seen(const fg_attn_params& p, int i, int 
 // m0 + sb + 8 j + 2 t + e % 2, keys n0 + kr + 8 (e / 2) for element e of block j) into
 // P^T = exp2(S^T sl2 - L2) and dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of
 // the tile's rows in ld; outside the visible region (checked only when mask is set) both are 0.
-template <bool FAST = false, int NB>
+template <int NB>
 __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb, int m0,
                                              int n0, int kr, int t, int klen, bool mask, float sl2, float scale,
                                              const fg_attn_params& p) {
@@ -61,7 +57,7 @@ __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB
     for (int e = 0; e < 4; ++e) {
       const int qi = sb + 8 * j + 2 * t + (e & 1);
       const float2 x = ld[qi];
-      float pv = fg_bwd_p1<FAST>(st[j][e], sl2, x.x);
+      float pv = fg_bwd_p1(st[j][e], sl2, x.x);
       float ds = fg_bwd_ds1(pv, dpt[j][e], x.y, scale);
       if (mask) {
         const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
@@ -77,7 +73,7 @@ __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB
 // fg_bwd_p_t and fg_bwd_ds_t are fg_bwd_pds_t in two steps, for kernels that compute P^T
 // while dP^T's product is still running (attention_hopper_bwd.cu): P^T in st, then dS^T in
 // dpt from P^T in pt, each 0 outside the visible region.
-template <bool FAST = false, int NB>
+template <int NB>
 __device__ __forceinline__ void fg_bwd_p_t(float (&st)[NB][4], const float2* ld, int sb, int m0, int n0, int kr, int t,
                                            int klen, bool mask, float sl2, const fg_attn_params& p) {
 #pragma unroll
@@ -85,7 +81,7 @@ __device__ __forceinline__ void fg_bwd_p_t(float (&st)[NB][4], const float2* ld,
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int qi = sb + 8 * j + 2 * t + (e & 1);
-      const float pv = fg_bwd_p1<FAST>(st[j][e], sl2, ld[qi].x);
+      const float pv = fg_bwd_p1(st[j][e], sl2, ld[qi].x);
       st[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : pv;
     }
 }
@@ -106,7 +102,7 @@ __device__ __forceinline__ void fg_bwd_ds_t(const float (&pt)[NB][4], float (&dp
 // fg_bwd_ds turns the dQ kernels' S and dP of one key tile (rows r0 + 8 (e / 2), keys
 // n0 + 8 j + 2 t + e % 2) into dS = scale P (dP - delta) in dp, with P = exp2(S sl2 - L2);
 // keys at or past a row's lim get dS = 0 (checked only when the tile reaches past lim_min).
-template <bool FAST = false, int NB>
+template <int NB>
 __device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[NB][4], const float (&l2)[2],
                                           const float (&dl)[2], const int (&lim)[2], int lim_min, int n0, int t,
                                           float sl2, float scale) {
@@ -116,7 +112,7 @@ __device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[N
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = e >> 1;
-      float ds = fg_bwd_ds1(fg_bwd_p1<FAST>(s[j][e], sl2, l2[r]), dp[j][e], dl[r], scale);
+      float ds = fg_bwd_ds1(fg_bwd_p1(s[j][e], sl2, l2[r]), dp[j][e], dl[r], scale);
       if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
       dp[j][e] = ds;
     }
@@ -124,12 +120,11 @@ __device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[N
 
 // fg_bwd_p and fg_bwd_ds_p are fg_bwd_ds in two steps (as fg_bwd_p_t, fg_bwd_ds_t): P in s
 // (unmasked: fg_bwd_ds_p masks dS), then dS in dp from P in s.
-template <bool FAST = false, int NB>
-__device__ __forceinline__ void fg_bwd_p(float (&s)[NB][4], const float (&l2)[2], float sl2) {
+template <int NB> __device__ __forceinline__ void fg_bwd_p(float (&s)[NB][4], const float (&l2)[2], float sl2) {
 #pragma unroll
   for (int j = 0; j < NB; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s[j][e] = fg_bwd_p1<FAST>(s[j][e], sl2, l2[e >> 1]);
+    for (int e = 0; e < 4; ++e) s[j][e] = fg_bwd_p1(s[j][e], sl2, l2[e >> 1]);
 }
 template <int NB>
 __device__ __forceinline__ void fg_bwd_ds_p(const float (&s)[NB][4], float (&dp)[NB][4], const float (&dl)[2],
