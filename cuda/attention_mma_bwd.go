@@ -39,8 +39,9 @@ type mmaBwdCfg struct {
 	Ovl       bool // Hopper only: P computed while dP's product runs (dK/dV: and dS while dV's)
 }
 
-// mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu: the tile sizes of
-// the tensor-core backward, chosen here only. For each precision and D the first dK/dV entry
+// mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
+// kernels/attention_hopper_bwd.cu: the tile sizes of the tensor-core backward, chosen here
+// only. For each precision and D the first dK/dV entry
 // and the first dQ entry are the ones AttentionBackward runs (the first without Pre where no
 // scratch buffer can be had: AttentionBackwardBuffers without Scratch). Registers (ptxas -v,
 // sm_80):
@@ -51,17 +52,19 @@ type mmaBwdCfg struct {
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
 	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
-	// pair of each D is the fastest of results/h100-2026-11-23-s6-wgmmabwd's first run (every
-	// pair timed after the tests checked it, TestAttentionMMABwdTiming): d = 64, one
+	// pair of each D is the fastest measured on the H100 (results/h100-2026-11-23-s6-wgmmabwd,
+	// TestAttentionMMABwdTiming of every pair after the tests checked it): d = 64, one
 	// warpgroup of 64 keys per dK/dV block with 128-row query tiles (two blocks per
-	// multiprocessor) and the dQ kernel with Ovl (two warpgroups, 128-key tiles); d = 128, two
-	// warpgroups of 64 keys with 64-row query tiles, and two of 64 query rows with 128-key tiles.
-	// Ovl loses in the dK/dV kernel (8-17%); S^T's product with 64 queries (N = 64) reads as
-	// many bytes of shared memory per FLOP as the tensor cores take, hence 128-row query tiles
-	// at d = 64 (where the registers allow) and Reg (K and V from registers).
+	// multiprocessor; 2-4% ahead of two warpgroups with 64-row tiles, 6-9% of one: S^T's
+	// product with N = 64 queries reads as many bytes of shared memory per FLOP as the tensor
+	// cores take) and the dQ kernel with Ovl (two warpgroups, 128-key tiles); d = 128, two
+	// warpgroups of 64 keys with 64-row query tiles, and two of 64 query rows with 128-key
+	// tiles (up to 3% ahead of 64). The backward 1.18-1.55x faster than the mma.sync pairs
+	// below. Registers (ptxas -v, sm_90a, CUDA 13): 131-246, no spills, no serialization.
 	{false, false, PrecisionBF16, 64, 128, 64, 128, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, true},
 	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, false},
-	// Other Hopper tiles and forms, for comparison.
+	// Other Hopper tiles and forms, for comparison: Ovl in the dK/dV kernel loses 14-19%; in
+	// the dQ kernel Ovl and Reg are within 2% either way.
 	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 64, 64, 64, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 128, 64, 64, 64, true, false, false, true, false},
 	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, true}, {false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, true},
 	{true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 64, 128, 0, true, false, false, true, false},
