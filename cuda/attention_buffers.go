@@ -134,7 +134,7 @@ func (p AttentionBuffers) BackwardScratch() int { return p.backwardScratch(p.qTy
 
 func (p *AttentionBuffers) backwardScratch(dt dtype) int {
 	kp := p.sizing()
-	kv, q, ok := pickMMABwd(&kp, dt, -1, -1, true)
+	kv, q, ok := pickMMABwd(&kp, dt, -1, -1, true, deviceSM())
 	if !ok || !kv.Pre && !q.Pre {
 		return 0
 	}
@@ -177,7 +177,7 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 			fwd = prep + "+" + fwd
 		}
 	}
-	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1, p.Scratch != nil); ok {
+	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1, p.Scratch != nil, deviceSM()); ok {
 		pre := "fg_attn_bwd_mma_pre"
 		if kv.Pre || q.Pre {
 			pre = "fg_attn_bwd_bf16_prep"

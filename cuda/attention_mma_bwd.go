@@ -20,7 +20,14 @@ import (
 //	  bytes, no conversion per tile), fragments loaded with ldmatrix; with Reg each warp keeps
 //	  its own 16 rows of K and V (dK/dV) or Q and dO (dQ) as A fragments in registers;
 //	  Fused (dK/dV only): the dK/dV kernel also computes dQ, adding each key tile's share
-//	  in a fixed order (a semaphore per 16 query rows), and no dQ kernel runs.
+//	  in a fixed order (a semaphore per 16 query rows), and no dQ kernel runs;
+//	Hopper (with Pre; compute capability 9.0 only): the kernels of
+//	  kernels/attention_hopper_bwd.cu (PTX for sm_90a) on the same planes, Hopper's warpgroup
+//	  products (wgmma) instead of mma.sync: a warpgroup per 64 keys (dK/dV) or 64 query rows
+//	  (dQ), BN/64 or BM/64 of them per block, tiles in wgmma's 128-byte swizzle; SB = BM
+//	  (a whole query tile per product); Reg: the block's own operand (K and V, or Q and dO)
+//	  as A fragments in registers; Ovl: P computed while dP's product runs (dK/dV: and dS
+//	  while dV's).
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -28,10 +35,13 @@ type mmaBwdCfg struct {
 	SB        int // dK/dV only: queries per sub-block (S^T and dP^T take SB/2 registers each)
 	Pre, Reg  bool
 	Fused     bool
+	Hopper    bool
+	Ovl       bool // Hopper only: P computed while dP's product runs (dK/dV: and dS while dV's)
 }
 
-// mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu: the tile sizes of
-// the tensor-core backward, chosen here only. For each precision and D the first dK/dV entry
+// mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
+// kernels/attention_hopper_bwd.cu: the tile sizes of the tensor-core backward, chosen here
+// only. For each precision and D the first dK/dV entry
 // and the first dQ entry are the ones AttentionBackward runs (the first without Pre where no
 // scratch buffer can be had: AttentionBackwardBuffers without Scratch). Registers (ptxas -v,
 // sm_80):
@@ -41,6 +51,26 @@ type mmaBwdCfg struct {
 // The bfloat16-plane kernels: 128 to 252 registers, no spills (ptxas -v, sm_90, CUDA 13).
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
+	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
+	// pair of each D is the fastest measured on the H100 (results/h100-2026-11-23-s6-wgmmabwd,
+	// TestAttentionMMABwdTiming of every pair after the tests checked it): d = 64, one
+	// warpgroup of 64 keys per dK/dV block with 128-row query tiles (two blocks per
+	// multiprocessor; 2-4% ahead of two warpgroups with 64-row tiles, 6-9% of one: S^T's
+	// product with N = 64 queries reads as many bytes of shared memory per FLOP as the tensor
+	// cores take) and the dQ kernel with Ovl (two warpgroups, 128-key tiles); d = 128, two
+	// warpgroups of 64 keys with 64-row query tiles, and two of 64 query rows with 128-key
+	// tiles (up to 3% ahead of 64). The backward 1.18-1.55x faster than the mma.sync pairs
+	// below. Registers (ptxas -v, sm_90a, CUDA 13): 131-246, no spills, no serialization.
+	{false, false, PrecisionBF16, 64, 128, 64, 128, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, true},
+	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, false},
+	// Other Hopper tiles and forms, for comparison: Ovl in the dK/dV kernel loses 14-19%; in
+	// the dQ kernel Ovl and Reg are within 2% either way.
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 64, 64, 64, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 128, 64, 64, 64, true, false, false, true, false},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, true}, {false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, true},
+	{true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 64, 128, 0, true, false, false, true, false},
+	{true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 64, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, true}, {true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, true},
+	{true, false, PrecisionBF16, 64, 128, 128, 0, true, true, false, true, true}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, true, false, true, false},
+	{true, false, PrecisionBF16, 128, 128, 64, 0, true, true, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, true, false, true, true},
 	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer): the fastest tested pair
 	// of each D on the H100 (results/h100-2026-11-23-s5-bwd/timing.log, every pair timed after
 	// the tests checked it): backward 1.17–1.41× (d = 64) and 1.40–1.73× (d = 128) faster than
@@ -48,36 +78,43 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// keys (d = 64: 64 keys and 64-row query tiles; d = 128: 64 keys, 32-row query tiles),
 	// two blocks per multiprocessor, beat eight warps (128 keys) by up to 7% (d = 64; within
 	// 0.3% the other way at N = 4096) and 11–15% (d = 128).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false},
+	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false, false, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false, false, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false, false, false},
 	// The defaults without a scratch buffer: the fastest dK/dV and dQ kernels of each
 	// precision and D on the H100 (results/mma-bwd/time-mma-bwd-run{2,3}.log, 44 kernels timed
 	// after the tests checked them; those that lost everywhere were dropped: 8-warp float32
 	// tiles, other stage sizes).
-	{false, true, PrecisionBF16, 64, 64, 64, 64, false, false, false}, {true, true, PrecisionBF16, 64, 128, 32, 0, false, false, false},
-	{false, true, PrecisionBF16, 128, 16, 64, 16, false, false, false}, {true, true, PrecisionBF16, 128, 128, 16, 0, false, false, false},
-	{false, false, PrecisionTF32, 64, 64, 64, 64, false, false, false}, {true, false, PrecisionTF32, 64, 64, 64, 0, false, false, false},
-	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false, false},
-	{false, false, PrecisionExact, 64, 32, 64, 16, false, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false, false},
-	{false, false, PrecisionExact, 128, 16, 64, 16, false, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false, false},
+	{false, true, PrecisionBF16, 64, 64, 64, 64, false, false, false, false, false}, {true, true, PrecisionBF16, 64, 128, 32, 0, false, false, false, false, false},
+	{false, true, PrecisionBF16, 128, 16, 64, 16, false, false, false, false, false}, {true, true, PrecisionBF16, 128, 128, 16, 0, false, false, false, false, false},
+	{false, false, PrecisionTF32, 64, 64, 64, 64, false, false, false, false, false}, {true, false, PrecisionTF32, 64, 64, 64, 0, false, false, false, false, false},
+	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false, false, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false, false, false, false},
+	{false, false, PrecisionExact, 64, 32, 64, 16, false, false, false, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false, false, false, false},
+	{false, false, PrecisionExact, 128, 16, 64, 16, false, false, false, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false, false, false, false},
 	// Other bfloat16-plane kernels, for comparison: eight warps (128 keys); the dQ kernel
 	// without registers for Q and dO (d = 64: 0–2.4% faster than the default's dQ kernel,
 	// timed with the 128-key dK/dV kernel only); and the fused ones (dQ inside the dK/dV
 	// kernel), 1.1–1.7× slower than even the defaults without a scratch buffer: the ordered
 	// adds wait for each other, three block syncs per query tile, and each tile's dQ share is
 	// read, added and written in global memory.
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false},
-	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false},
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true},
-	{false, false, PrecisionBF16, 64, 128, 128, 32, true, true, true},
-	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false, false, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false, false, false},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false, false, false},
+	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true, false, false}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true, false, false},
+	{false, false, PrecisionBF16, 64, 128, 128, 32, true, true, true, false, false},
+	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true, false, false}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true, false, false},
 	// Kept for comparison: BF16 on float32 tiles (the first defaults; the bfloat16-tile
 	// defaults above take 22% (d = 64) and 43% (d = 128) off the backward at N = 16384).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, false, false, false}, {true, false, PrecisionBF16, 64, 64, 64, 0, false, false, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, false, false, false}, {true, false, PrecisionBF16, 128, 64, 32, 0, false, false, false},
+	{false, false, PrecisionBF16, 64, 64, 64, 64, false, false, false, false, false}, {true, false, PrecisionBF16, 64, 64, 64, 0, false, false, false, false, false},
+	{false, false, PrecisionBF16, 128, 32, 64, 32, false, false, false, false, false}, {true, false, PrecisionBF16, 128, 64, 32, 0, false, false, false, false, false},
 }
 
 func (c mmaBwdCfg) name() string {
+	if c.Hopper {
+		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl]
+		if c.DQ {
+			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
+		}
+		return fmt.Sprintf("fg_attn_bwd_wgmma_dkdv_%s_d%d_n%d_m%d%s", c.Prec, c.D, c.BN, c.BM, sfx)
+	}
 	form := ""
 	switch {
 	case c.Fused:
@@ -100,7 +137,16 @@ func (c mmaBwdCfg) name() string {
 	return fmt.Sprintf("fg_attn_bwd_mma_%sdkdv_%s_d%d_n%d_m%d_s%d%s", form, c.Prec, c.D, c.BN, c.BM, c.SB, reg)
 }
 
-// threads is the block size: two threads per tile row of the block's own operand.
+// module is the kernels/<module>.cu file of c's kernel.
+func (c mmaBwdCfg) module() string {
+	if c.Hopper {
+		return "attention_hopper_bwd"
+	}
+	return "attention_mma_bwd"
+}
+
+// threads is the block size: two threads per tile row of the block's own operand (Hopper: a
+// warpgroup of 128 threads per 64 rows).
 func (c mmaBwdCfg) threads() int {
 	if c.DQ {
 		return 2 * c.BM
@@ -113,10 +159,15 @@ func (c mmaBwdCfg) threads() int {
 // K, V [BN][D]. bfloat16 tiles: the float32 stages of the streamed tiles, and every tile in
 // bfloat16 with rows of D + 8. bfloat16 planes: every tile in bfloat16 with rows of D + 8,
 // two stages of the streamed ones (dK/dV: and their (L2, delta)); Fused: and dS^T [BN][BM+8]
-// bfloat16.
+// bfloat16. Hopper: the same tiles with rows of D (wgmma's swizzle needs no padding) and 1024
+// bytes for their alignment.
 func (c mmaBwdCfg) smem() int {
 	h := (2*c.BM + 2*c.BN) * (c.D + 8) * 2
 	switch {
+	case c.Hopper && c.DQ:
+		return (2*c.BM+4*c.BN)*c.D*2 + 1024
+	case c.Hopper:
+		return (2*c.BN+4*c.BM)*c.D*2 + 2*c.BM*8 + 1024
 	case c.DQ && c.Pre:
 		return (2*c.BM + 4*c.BN) * (c.D + 8) * 2
 	case c.Fused:
@@ -153,8 +204,9 @@ func (c mmaBwdCfg) grid(kp *attnParams) [3]int {
 // the first of each for the precision and D, or the ones at indices dkdv and dq of
 // mmaBwdCfgs when those are not negative (the tests' way to run every kernel). Kernels on the
 // pre-pass's bfloat16 planes (Pre) only when scratch (a scratch buffer can be had) is set and
-// the layouts are contiguous (the planes share the strides of the operands they copy).
-func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch bool) (kv, q mmaBwdCfg, ok bool) {
+// the layouts are contiguous (the planes share the strides of the operands they copy); the
+// Hopper kernels only when sm, the device's compute capability as 10 major + minor, is 90.
+func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch bool, sm int) (kv, q mmaBwdCfg, ok bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return kv, q, false
 	}
@@ -167,7 +219,7 @@ func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch bool) (kv, q mma
 	pre := scratch && contiguous(kp)
 	var haveKV, haveQ bool
 	for i, c := range mmaBwdCfgs {
-		if c.Prec != Precision(kp.precision) || c.D != int(kp.d) || (c.Pre && !pre) {
+		if c.Prec != Precision(kp.precision) || c.D != int(kp.d) || (c.Pre && !pre) || (c.Hopper && sm != 90) {
 			continue
 		}
 		switch {
@@ -205,7 +257,7 @@ func bwdScratchBytes(kp *attnParams) int64 {
 // the planes into bwdScratchBytes(kp) bytes from scratch, and that kernel reads Q, dO, K and
 // V from there (same strides: pickMMABwd requires contiguous layouts).
 func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error)) error {
-	const mod = "attention_mma_bwd"
+	const mod = "attention_mma_bwd" // the pre-passes
 	rows := int(kp.b) * int(kp.h) * int(kp.nq)
 	m := *kp
 	if kv.Pre || q.Pre {
@@ -238,7 +290,7 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		if c.Pre {
 			p = &m
 		}
-		if err := s.start(mod, c.name(), c.grid(p), c.threads(), c.smem(), unsafe.Pointer(p)); err != nil {
+		if err := s.start(c.module(), c.name(), c.grid(p), c.threads(), c.smem(), unsafe.Pointer(p)); err != nil {
 			return err
 		}
 	}

@@ -126,11 +126,12 @@ func TestAttentionBwdEmulFA2(t *testing.T) {
 
 // mmaBwdPairs returns the (dK/dV, dQ) kernel pairs of mmaBwdCfgs to run for prec and d, as
 // indices: the default pair first, then every other dK/dV kernel with the default dQ kernel
-// and every other dQ kernel with the default dK/dV kernel.
+// and every other dQ kernel with the default dK/dV kernel. The Hopper kernels only on a
+// device of compute capability 9.0.
 func mmaBwdPairs(prec Precision, d int) [][2]int {
 	var kvs, qs []int
 	for i, c := range mmaBwdCfgs {
-		if c.Prec != prec || c.D != d {
+		if c.Prec != prec || c.D != d || c.Hopper && deviceSM() != 90 {
 			continue
 		}
 		if c.DQ {
@@ -149,12 +150,25 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 	for _, i := range qs[1:] {
 		pairs = append(pairs, [2]int{kvs[0], i})
 	}
-	return pairs
+	if *mmaBwdOnly == "" {
+		return pairs
+	}
+	kept := pairs[:1]
+	for _, p := range pairs[1:] {
+		if strings.Contains(pairName(p), *mmaBwdOnly) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }
+
+var mmaBwdOnly = flag.String("mmabwd.only", "", "the device tests and the timing of the backward run the default pair of each precision and D and, of the others, only those whose names (pairName) contain this (empty: all)")
 
 func (c mmaBwdCfg) short() string {
 	form := ""
 	switch {
+	case c.Hopper:
+		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl]
 	case c.Fused && c.Reg:
 		form = "fused reg "
 	case c.Fused:
@@ -461,23 +475,28 @@ func TestPickMMABwd(t *testing.T) {
 		d       int
 		dt      dtype
 		scratch bool
+		sm      int
 		kv, dq  string
 	}{
-		{"default", PrecisionFMA, 64, f32, true, "", ""},
-		{"f64", PrecisionBF16, 64, f64, true, "", ""},
-		{"d100", PrecisionBF16, 100, f32, true, "", ""},
-		{"d256", PrecisionExact, 256, f32, true, "", ""},
-		{"bf16-d64", PrecisionBF16, 64, f32, true, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
-		{"bf16-d128", PrecisionBF16, 128, f32, true, "fg_attn_bwd_mma_pre_dkdv_bf16_d128_n64_m32_s32_r0", "fg_attn_bwd_mma_pre_dq_bf16_d128_m128_n32_r1"},
-		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
-		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
-		{"exact-d128", PrecisionExact, 128, f32, true, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
-		{"tf32-d128", PrecisionTF32, 128, f32, false, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
+		{"default", PrecisionFMA, 64, f32, true, 90, "", ""},
+		{"f64", PrecisionBF16, 64, f64, true, 90, "", ""},
+		{"d100", PrecisionBF16, 100, f32, true, 90, "", ""},
+		{"d256", PrecisionExact, 256, f32, true, 90, "", ""},
+		{"bf16-d64", PrecisionBF16, 64, f32, true, 80, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
+		{"bf16-d128", PrecisionBF16, 128, f32, true, 89, "fg_attn_bwd_mma_pre_dkdv_bf16_d128_n64_m32_s32_r0", "fg_attn_bwd_mma_pre_dq_bf16_d128_m128_n32_r1"},
+		{"bf16-d64-sm100", PrecisionBF16, 64, f32, true, 100, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
+		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m128", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl"},
+		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128"},
+		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, 80, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
+		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
+		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
+		{"exact-d128", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
 		kp := p.kernelParams()
-		kv, dq, ok := pickMMABwd(&kp, c.dt, -1, -1, c.scratch)
+		kv, dq, ok := pickMMABwd(&kp, c.dt, -1, -1, c.scratch, c.sm)
 		gotKV, gotDQ := "", ""
 		if ok {
 			gotKV, gotDQ = kv.name(), dq.name()
@@ -488,33 +507,63 @@ func TestPickMMABwd(t *testing.T) {
 	}
 	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.qRow = 66 // a row not on 16 bytes
-	if _, _, ok := pickMMABwd(&kp, f32, -1, -1, true); ok {
+	if _, _, ok := pickMMABwd(&kp, f32, -1, -1, true, 90); ok {
 		t.Errorf("pickMMABwd accepts a Q row stride of 66 elements")
 	}
 	// A layout that is not contiguous (rows of 68 elements): the bfloat16 planes, which share
-	// the operands' strides, would not fit; the kernels without a pre-pass run.
+	// the operands' strides, would not fit; the kernels without a pre-pass run (on Hopper too).
 	kp = (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionBF16}).kernelParams()
 	kp.kRow = 68
-	if kv, q, ok := pickMMABwd(&kp, f32, -1, -1, true); !ok || kv.Pre || q.Pre {
+	if kv, q, ok := pickMMABwd(&kp, f32, -1, -1, true, 90); !ok || kv.Pre || q.Pre {
 		t.Errorf("pickMMABwd with K rows of 68 elements = %q, %q, %v, want kernels without a pre-pass", kv.name(), q.name(), ok)
 	}
-
-	ptx, err := ptxSource("attention_mma_bwd")
-	if err != nil {
-		t.Fatal(err)
+	// Every Hopper kernel by index on compute capability 9.0, none elsewhere.
+	for i, c := range mmaBwdCfgs {
+		if !c.Hopper {
+			continue
+		}
+		kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: c.D, Scale: 1, Precision: c.Prec}).kernelParams()
+		kvi, qi := i, -1
+		if c.DQ {
+			kvi, qi = -1, i
+		}
+		kv, q, ok := pickMMABwd(&kp, f32, kvi, qi, true, 90)
+		if got := map[bool]mmaBwdCfg{false: kv, true: q}[c.DQ]; !ok || got != c {
+			t.Errorf("pickMMABwd(index %d, sm 90) = %q, %q, %v, want %s", i, kv.name(), q.name(), ok, c.name())
+		}
+		kv, q, _ = pickMMABwd(&kp, f32, kvi, qi, true, 80)
+		if kv.Hopper || q.Hopper {
+			t.Errorf("pickMMABwd(index %d, sm 80) = %q, %q: a Hopper kernel off compute capability 9.0", i, kv.name(), q.name())
+		}
 	}
-	src, err := os.ReadFile("kernels/attention_mma_bwd.cu")
-	if err != nil {
-		t.Fatal(err)
+
+	ptx, src := map[string]string{}, map[string][]byte{}
+	for _, m := range []string{"attention_mma_bwd", "attention_hopper_bwd"} {
+		var err error
+		if ptx[m], err = ptxSource(m); err != nil {
+			t.Fatal(err)
+		}
+		if src[m], err = os.ReadFile("kernels/" + m + ".cu"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	seen := map[string]bool{}
+	count := map[string]int{}
 	for _, c := range mmaBwdCfgs {
 		if seen[c.name()] {
 			t.Errorf("mmaBwdCfgs lists %s twice", c.name())
 		}
 		seen[c.name()] = true
-		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx) {
-			t.Errorf("kernel %s of mmaBwdCfgs is not in ptx/attention_mma_bwd.ptx", c.name())
+		count[c.module()]++
+		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx[c.module()]) {
+			t.Errorf("kernel %s of mmaBwdCfgs is not in ptx/%s.ptx", c.name(), c.module())
+		}
+		if c.Ovl && !c.Hopper {
+			t.Errorf("%s: Ovl without Hopper", c.name())
+		}
+		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
+			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
+			t.Errorf("%s: not a Hopper configuration (BF16 on the planes, SB = BM, tiles of 64s, Reg in dQ only)", c.name())
 		}
 		if c.smem() > 227<<10 {
 			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
@@ -529,8 +578,11 @@ func TestPickMMABwd(t *testing.T) {
 			t.Errorf("%s: the dQ shares of BN/16 warps over BM/16 row blocks do not divide D in 16s", c.name())
 		}
 	}
-	if n := len(regexp.MustCompile(`(?m)^FG_BWD_MMA_(LDM_|PRE_|FUSED_)?(DKDV|DQ)\(`).FindAll(src, -1)); n != len(mmaBwdCfgs) {
-		t.Errorf("attention_mma_bwd.cu instantiates %d kernels, mmaBwdCfgs lists %d", n, len(mmaBwdCfgs))
+	for m, re := range map[string]string{"attention_mma_bwd": `(?m)^FG_BWD_MMA_(LDM_|PRE_|FUSED_)?(DKDV|DQ)\(`,
+		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ)\(`} {
+		if n := len(regexp.MustCompile(re).FindAll(src[m], -1)); n != count[m] {
+			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])
+		}
 	}
 	for _, prec := range mmaPrecisions {
 		for _, d := range []int{64, 128} {

@@ -378,7 +378,7 @@ func attentionBackward(p AttentionParams, dkdv, dq int) error {
 // scratch gives the buffer of the BF16 kernels' pre-pass (nil: none can be had; kernels
 // without one run).
 func (s *state) attnBackwardKernels(kp *attnParams, dt dtype, dkdv, dq int, scratch func(bytes int64) (devptr, error)) error {
-	if kv, q, ok := pickMMABwd(kp, dt, dkdv, dq, scratch != nil); ok { // attention_mma_bwd.go
+	if kv, q, ok := pickMMABwd(kp, dt, dkdv, dq, scratch != nil, s.sm()); ok { // attention_mma_bwd.go
 		return s.startMMABwd(kp, kv, q, scratch)
 	}
 	d := int(kp.d)

@@ -45,26 +45,6 @@
 // and V_j, and the last P V runs after the loop.
 #include "wgmma.cuh"
 
-namespace {
-
-__device__ __forceinline__ void fg_cp_async16_s(uint32_t saddr, const void* gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(valid ? 16 : 0));
-}
-
-// fg_load_sw128 starts the copy of rows [0, ROWS) of a contiguous bfloat16 matrix g with rows
-// of CH 16-byte chunks into the swizzled tile at shared address s; rows r >= nvalid are
-// zero-filled without reading global memory.
-template <int ROWS, int CH, int THREADS> __device__ __forceinline__ void fg_load_sw128(uint32_t s, const uint4* g, int nvalid) {
-#pragma unroll
-  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
-    const int r = idx / CH, c = idx % CH;
-    const bool ok = r < nvalid;
-    fg_cp_async16_s(s + fg_sw128<ROWS>(r, c), ok ? (const void*)(g + r * CH + c) : (const void*)g, ok);
-  }
-}
-
-}  // namespace
-
 // fg_attn_fwd_wgmma (variants 12 and 13): grid (ceil(Nq/BM), H, B), 128 NWG threads, BM = 64
 // NWG; D = 64 or 128 (d == D), BN = 64 or 128; k and v the pre-pass's bfloat16 planes.
 template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(const fg_attn_params& p) {
@@ -114,8 +94,7 @@ template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(co
   uint32_t pa[BN / 16][4];  // P of a tile as the A fragments of P V
   const auto pv = [&](int j) {  // O += P V_j (issued, not waited for)
     const uint32_t vt = sV + (j & 1) * KB;
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) FgWgmma<D>::rs(rows.o, pa[kk], fg_wgmma_desc(vt + kk * 16 * 128, BN * 128, 1024));
+    fg_wgmma_ab<D, BN>(rows.o, pa, vt);
     fg_wgmma_commit();
   };
 
@@ -134,12 +113,7 @@ template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(co
     float s[NB][4];
     const uint32_t kt = sK + (j & 1) * KB;
     fg_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      const uint32_t off = (kk % 4) * 32;  // the k16 step inside a 128-byte row
-      FgWgmma<BN>::ss(s, fg_wgmma_desc(qw + (kk / 4) * BM * 128 + off, 16, 1024),
-                      fg_wgmma_desc(kt + (kk / 4) * BN * 128 + off, 16, 1024), kk > 0);
-    }
+    fg_wgmma_abt<BN, KS, BM>(s, qw, kt);
     fg_wgmma_commit();
     if (OVL && j > 0) {
       pv(j - 1);  // P_{j-1} V_{j-1} runs under softmax_j
@@ -155,11 +129,7 @@ template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(co
       fg_reg_fence(rows.o);
     }
     rows.rescale(alpha);
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      pa[kk][0] = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), pa[kk][1] = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
-      pa[kk][2] = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[kk][3] = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
+    fg_wgmma_pack<BN>(pa, s);
     if (!OVL) {
       fg_wgmma_fence();
       pv(j);

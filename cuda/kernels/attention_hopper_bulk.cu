@@ -161,27 +161,15 @@ template <int D, int NWG, bool OVL, bool PWG = false> __device__ void fg_attn_fw
   float s[NB][4];
   const auto qk = [&](int j) {  // S = Q K_j^T, issued
     const uint32_t kt = sK + (j & 1) * KB;
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      const uint32_t off = (kk % 4) * 32;
-      FgWgmma<BN>::ss(s, fg_wgmma_desc(qw + (kk / 4) * BM * 128 + off, 16, 1024),
-                      fg_wgmma_desc(kt + (kk / 4) * BN * 128 + off, 16, 1024), kk > 0);
-    }
+    fg_wgmma_abt<BN, KS, BM>(s, qw, kt);
     fg_wgmma_commit();
   };
   const auto pv = [&](int j) {  // O += P V_j, issued
     const uint32_t vt = sV + (j & 1) * KB;
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) FgWgmma<D>::rs(rows.o, pa[kk], fg_wgmma_desc(vt + kk * 16 * 128, BN * 128, 1024));
+    fg_wgmma_ab<D, BN>(rows.o, pa, vt);
     fg_wgmma_commit();
   };
-  const auto pack = [&]() {
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      pa[kk][0] = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), pa[kk][1] = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
-      pa[kk][2] = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[kk][3] = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
-  };
+  const auto pack = [&]() { fg_wgmma_pack<BN>(pa, s); };
   const auto par = [](int j) { return (j >> 1) & 1; };
   float alpha[2];
 

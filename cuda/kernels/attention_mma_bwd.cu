@@ -55,7 +55,7 @@
 // warp's own A operand optionally kept in registers. The fused dK/dV kernel of that form
 // (fg_attn_bwd_mma_fused_dkdv_*) also computes dQ, adding each key tile's share in a fixed
 // order under semaphores (no atomics either); it is slower on the H100 (attention_mma_bwd.go).
-#include "mma.cuh"
+#include "mma_bwd.cuh"
 
 namespace {
 
@@ -174,11 +174,6 @@ template <int P, typename F> __device__ __forceinline__ void fg_bwd_chain(float 
   }
 }
 
-template <int NB> __device__ __forceinline__ void fg_bwd_zero(float (&c)[NB][4]) {
-#pragma unroll
-  for (int j = 0; j < NB; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0;
-}
-
 // fg_bwd_abt accumulates the warp's c[16 x 8 NB] += A B^T over D columns, A rows ar, ar + 8
 // (ar = 16 warp + g) of the swizzled tile sA, B rows br0 + 8 j + g of sB (both read along the
 // row, 16-byte loads).
@@ -213,70 +208,6 @@ __device__ __forceinline__ void fg_bwd_ab(float (&o)[D / 8][4], const float (&s)
       fg_bwd_chain<P>(o[n], [&](float (&y)[4]) { a.mma(y, b0, b1, b2, b3); });
     }
   }
-}
-
-// fg_bwd_store writes rows r0, r0 + 8 (below nrows) of a warp's 16 x D accumulator to the
-// row-major global matrix dst (row stride ld); rows at or past zero_from get exactly 0.
-template <int D>
-__device__ __forceinline__ void fg_bwd_store(float* dst, int64_t ld, const float (&o)[D / 8][4], int r0, int nrows,
-                                             int zero_from, int t) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    if (i >= nrows) continue;
-    const bool zero = i >= zero_from;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n)
-      *(float2*)&dst[(int64_t)i * ld + 8 * n + 2 * t] =
-          zero ? make_float2(0.f, 0.f) : make_float2(o[n][2 * r], o[n][2 * r + 1]);
-  }
-}
-
-// fg_bwd_pds_t turns the dK/dV kernels' S^T and dP^T of one query sub-block (queries
-// m0 + sb + 8 j + 2 t + e % 2, keys n0 + kr + 8 (e / 2) for element e of block j) into
-// P^T = exp2(S^T sl2 - L2) and dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of
-// the tile's rows in ld; outside the visible region (checked only when mask is set) both are 0.
-template <int NB>
-__device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb, int m0,
-                                             int n0, int kr, int t, int klen, bool mask, float sl2, float scale,
-                                             const fg_attn_params& p) {
-#pragma unroll
-  for (int j = 0; j < NB; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int qi = sb + 8 * j + 2 * t + (e & 1);
-      const float2 x = ld[qi];
-      float pv = exp2f(st[j][e] * sl2 - x.x);
-      float ds = pv * (dpt[j][e] - x.y) * scale;
-      if (mask) {
-        const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
-        const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
-        pv = seen ? pv : 0.f;
-        ds = seen ? ds : 0.f;
-      }
-      st[j][e] = pv;
-      dpt[j][e] = ds;
-    }
-}
-
-// fg_bwd_ds turns the dQ kernels' S and dP of one key tile (rows r0 + 8 (e / 2), keys
-// n0 + 8 j + 2 t + e % 2) into dS = scale P (dP - delta) in dp, with P = exp2(S sl2 - L2);
-// keys at or past a row's lim get dS = 0 (checked only when the tile reaches past lim_min).
-template <int NB>
-__device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[NB][4], const float (&l2)[2],
-                                          const float (&dl)[2], const int (&lim)[2], int lim_min, int n0, int t,
-                                          float sl2, float scale) {
-  const bool mask = n0 + 8 * NB > lim_min;
-#pragma unroll
-  for (int j = 0; j < NB; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int r = e >> 1;
-      const float pv = exp2f(s[j][e] * sl2 - l2[r]);
-      float ds = pv * (dp[j][e] - dl[r]) * scale;
-      if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
-      dp[j][e] = ds;
-    }
 }
 
 // ---- bfloat16 tiles (the BF16 kernels with ldmatrix) ------------------------------------------
@@ -391,16 +322,6 @@ __device__ __forceinline__ void fg_bwd_copy_bf16(uint16_t* s, const uint16_t* g,
     const int r = idx / CH, c = idx % CH;
     const bool ok = r < nvalid;
     fg_cp_async16((float*)(s + r * (D + 8) + 8 * c), ok ? (const float*)(g + r * ld_g + 8 * c) : (const float*)g, ok);
-  }
-}
-
-// fg_bwd_copy_ld starts the copy of the (L2, delta) of rows [0, ROWS) from the workspace ld
-// (8 bytes per row) into s; rows r >= nvalid are zero-filled without a global read.
-template <int ROWS, int THREADS> __device__ __forceinline__ void fg_bwd_copy_ld(float* s, const float* ld, int nvalid) {
-  for (int r = threadIdx.x; r < ROWS; r += THREADS) {
-    const bool ok = r < nvalid;
-    const unsigned a = (unsigned)__cvta_generic_to_shared(s + 2 * r);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(a), "l"(ok ? ld + 2 * r : ld), "r"(ok ? 8 : 0));
   }
 }
 

@@ -1,6 +1,7 @@
-// wgmma.cuh: Hopper's warpgroup tensor-core products (wgmma, sm_90a) and the shared-memory
-// layout they read, for attention_hopper.cu and attention_hopper_bulk.cu (see the first for
-// the layouts and how this PTX is built).
+// wgmma.cuh: Hopper's warpgroup tensor-core products (wgmma, sm_90a), the shared-memory
+// layout they read and the products of attention on it, for attention_hopper.cu,
+// attention_hopper_bulk.cu (the forward) and attention_hopper_bwd.cu (the backward); see the
+// first for the layouts and how this PTX is built.
 #ifndef FLASHGORGON_WGMMA_CUH
 #define FLASHGORGON_WGMMA_CUH
 
@@ -73,13 +74,16 @@ __device__ __forceinline__ void fg_wgmma_ss_n64(float (&d)[8][4], uint64_t da, u
                : "l"(da), "l"(db), "r"(accumulate));
 }
 
-// fg_wgmma_rs_n64: d += A B for A [64 x 16] bfloat16 in registers (a: each warp's m16n8k16 A
-// fragment of its 16 rows) and B [16 x 64] bfloat16 in shared memory, N-major (descriptor db).
-__device__ __forceinline__ void fg_wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) {
+// fg_wgmma_rs_n64: d += A B (accumulate 1) or d = A B (0) for A [64 x 16] bfloat16 in
+// registers (a: each warp's m16n8k16 A fragment of its 16 rows) and B [16 x 64] bfloat16 in
+// shared memory (descriptor db), N-major (TB = 1: the instruction transposes it) or K-major
+// (TB = 0).
+template <int TB>
+__device__ __forceinline__ void fg_wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FG_WG_R64 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FG_WG_R64 ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
                : FG_WG_D64
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
 }
 
 // fg_wgmma_ss_n128: as fg_wgmma_ss_n64 with B [16 x 128] and d [64 x 128].
@@ -91,22 +95,104 @@ __device__ __forceinline__ void fg_wgmma_ss_n128(float (&d)[16][4], uint64_t da,
 }
 
 // fg_wgmma_rs_n128: as fg_wgmma_rs_n64 with B [16 x 128] and d [64 x 128].
-__device__ __forceinline__ void fg_wgmma_rs_n128(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db) {
+template <int TB>
+__device__ __forceinline__ void fg_wgmma_rs_n128(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
                : FG_WG_D128
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
 }
 
 template <int N> struct FgWgmma;
 template <> struct FgWgmma<64> {
   static __device__ __forceinline__ void ss(float (&d)[8][4], uint64_t da, uint64_t db, int acc) { fg_wgmma_ss_n64(d, da, db, acc); }
-  static __device__ __forceinline__ void rs(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) { fg_wgmma_rs_n64(d, a, db); }
+  static __device__ __forceinline__ void rs(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) { fg_wgmma_rs_n64<1>(d, a, db, 1); }
+  static __device__ __forceinline__ void rs_k(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int acc) { fg_wgmma_rs_n64<0>(d, a, db, acc); }
 };
 template <> struct FgWgmma<128> {
   static __device__ __forceinline__ void ss(float (&d)[16][4], uint64_t da, uint64_t db, int acc) { fg_wgmma_ss_n128(d, da, db, acc); }
-  static __device__ __forceinline__ void rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db) { fg_wgmma_rs_n128(d, a, db); }
+  static __device__ __forceinline__ void rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db) { fg_wgmma_rs_n128<1>(d, a, db, 1); }
+  static __device__ __forceinline__ void rs_k(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int acc) { fg_wgmma_rs_n128<0>(d, a, db, acc); }
 };
+
+// ---- tiles into shared memory, and the products of attention on them ---------------------------
+
+__device__ __forceinline__ void fg_cp_async16_s(uint32_t saddr, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(valid ? 16 : 0));
+}
+
+// fg_load_sw128 starts the copy of rows [0, ROWS) of a contiguous bfloat16 matrix g with rows
+// of CH 16-byte chunks into the swizzled tile at shared address s; rows r >= nvalid are
+// zero-filled without reading global memory.
+template <int ROWS, int CH, int THREADS> __device__ __forceinline__ void fg_load_sw128(uint32_t s, const uint4* g, int nvalid) {
+#pragma unroll
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const bool ok = r < nvalid;
+    fg_cp_async16_s(s + fg_sw128<ROWS>(r, c), ok ? (const void*)(g + r * CH + c) : (const void*)g, ok);
+  }
+}
+
+// fg_wgmma_abt issues d = A B^T (not committed, not waited for), d [64 x N] float32, over
+// K = 16 KS columns: A the 64 rows that start at shared address a inside a swizzled tile of AR
+// rows (a = tile + 128 x the first row), B the whole swizzled tile b of N rows, both read along
+// their rows (K-major). The forward's S = Q K^T; the backward's S^T = K Q^T, dP^T = V dO^T,
+// S = Q K^T and dP = dO V^T.
+template <int N, int KS, int AR>
+__device__ __forceinline__ void fg_wgmma_abt(float (&d)[N / 8][4], uint32_t a, uint32_t b) {
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    const uint32_t off = (kk % 4) * 32;  // the k16 step inside a 128-byte row
+    FgWgmma<N>::ss(d, fg_wgmma_desc(a + (kk / 4) * AR * 128 + off, 16, 1024),
+                   fg_wgmma_desc(b + (kk / 4) * N * 128 + off, 16, 1024), kk > 0);
+  }
+}
+
+// fg_wgmma_abt_r is fg_wgmma_abt with A [64 x 16 KS] from registers (fg_wgmma_load_a's
+// fragments) instead of shared memory: B alone is read from shared memory.
+template <int N, int KS>
+__device__ __forceinline__ void fg_wgmma_abt_r(float (&d)[N / 8][4], const uint32_t (&a)[KS][4], uint32_t b) {
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk)
+    FgWgmma<N>::rs_k(d, a[kk], fg_wgmma_desc(b + (kk / 4) * N * 128 + (kk % 4) * 32, 16, 1024), kk > 0);
+}
+
+// fg_wgmma_load_a loads the A fragments of fg_wgmma_abt_r for the warp's 16 rows r0 .. r0 + 15
+// of a swizzled tile of R rows at shared address tile, over columns 0 .. 16 KS: fragment kk
+// holds rows r0 + g (a[kk][0], a[kk][2]) and r0 + g + 8 (a[kk][1], a[kk][3]) at columns
+// 16 kk + 2 t, + 1 (a[kk][0], a[kk][1]) and 16 kk + 8 + 2 t, + 1 (a[kk][2], a[kk][3]) (lane =
+// 4 g + t), the m16n8k16 A layout.
+template <int R, int KS>
+__device__ __forceinline__ void fg_wgmma_load_a(uint32_t (&a)[KS][4], uint32_t tile, int r0, int lane) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t at = tile + fg_sw128<R>(r0 + g + 8 * (i & 1), 2 * kk + (i >> 1)) + 4 * t;
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(a[kk][i]) : "r"(at) : "memory");
+    }
+}
+
+// fg_wgmma_ab issues d += A B (not committed, not waited for), d [64 x N] float32, A [64 x K]
+// from registers (fg_wgmma_pack's fragments), B [K x N] the swizzled tile b of K rows, read
+// down its columns (N-major). The forward's O += P V; the backward's dV += P^T dO,
+// dK += dS^T Q and dQ += dS K.
+template <int N, int K>
+__device__ __forceinline__ void fg_wgmma_ab(float (&d)[N / 8][4], const uint32_t (&a)[K / 16][4], uint32_t b) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) FgWgmma<N>::rs(d, a[kk], fg_wgmma_desc(b + kk * 16 * 128, K * 128, 1024));
+}
+
+// fg_wgmma_pack rounds the accumulator s [64 x K] to bfloat16 A fragments of fg_wgmma_ab (a
+// warp's m16n8 C layout of two 8-column blocks is its m16n8k16 A layout).
+template <int K> __device__ __forceinline__ void fg_wgmma_pack(uint32_t (&a)[K / 16][4], const float (&s)[K / 8][4]) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    a[kk][0] = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), a[kk][1] = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+    a[kk][2] = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), a[kk][3] = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
 
 }  // namespace
 

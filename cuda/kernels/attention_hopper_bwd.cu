@@ -1,0 +1,290 @@
+// attention_hopper_bwd.cu: the BF16 attention backward on Hopper's warpgroup tensor-core
+// instructions (wgmma, sm_90a only; built as attention_hopper.cu describes): the same problem,
+// masks, roundings and outputs as attention_mma_bwd.cu's kernels on the bfloat16 planes of the
+// pre-pass fg_attn_bwd_bf16_prep (Q, dO, K, V rounded to bfloat16 and, per query row, the
+// workspace entry (L2, delta) with L2 = (L + lres) log2 e), which they replace on compute
+// capability 9.0 (cuda/attention_mma_bwd.go, pickMMABwd). With P_ij = exp2(s_ij scale log2 e -
+// L2_i), s_ij = q_i . k_j, 0 where key j is not visible from row i (fg_key_limit):
+//   dV_j = sum_i P_ij dO_i,  dS_ij = scale P_ij (dO_i . V_j - delta_i),
+//   dK_j = sum_i dS_ij Q_i,  dQ_i = sum_j dS_ij K_j,
+// dK and dV summed over the query heads of the key/value head's group (GQA). Two kernels, as
+// there: dK/dV per key tile, dQ per query tile; no atomics, so the bits are the same on every
+// run. Every product has the operand forms of the forward's (wgmma.cuh):
+//
+//   fg_attn_bwd_wgmma_dkdv: a block of NWG warpgroups owns BN = 64 NWG keys of one (b, key/value
+//   head), warpgroup w the keys 64 w .. 64 w + 63 (its warp i the 16 keys 64 w + 16 i + [0, 16),
+//   so a lane's accumulator rows are the mma.sync kernels' and mma_bwd.cuh's pieces serve
+//   unchanged). It walks every query tile of BM rows of every query head of the group that
+//   sees any of its keys (causal: from the tile of row n0 - causal_offset on) and per tile:
+//     S^T  = K Q^T     wgmma SS, A = the warpgroup's 64 K rows, B = the Q tile (both K-major,
+//     dP^T = V dO^T    the forward's S = Q K^T), [64 x BM] float32 each
+//     P^T = exp2(S^T sl2 - L2), dS^T = scale P^T (dP^T - delta) in registers (fg_bwd_pds_t:
+//                      a column per query, (L2, delta) of the tile's rows from shared memory)
+//     dV += P^T dO     wgmma RS, A = P^T rounded to bfloat16 from the accumulators (the
+//     dK += dS^T Q     forward's P in O += P V), B = the dO and Q tiles read down their
+//                      columns (N-major, as the forward's V), dK and dV [64 x D] in registers.
+//   The query tiles (Q, dO and their (L2, delta)) are double-buffered: the copy of the next
+//   (cp.async by every thread) overlaps the products of this one; one block sync per tile.
+//   dK and dV of keys at or past the key length are written as exactly 0.
+//
+//   fg_attn_bwd_wgmma_dq: a block of NWG warpgroups owns BM = 64 NWG query rows of one (b, h)
+//   (Q and dO copied once) and walks the key tiles of BN keys they see, double-buffered:
+//     S = Q K^T, dP = dO V^T     wgmma SS (the forward's S = Q K^T, twice)
+//     dS = scale P (dP - delta)  in registers (fg_bwd_ds, P = exp2(S sl2 - L2))
+//     dQ += dS K                 wgmma RS, B = the K tile read down its columns.
+//
+// Shared memory: bfloat16 tiles in wgmma's 128-byte swizzle (fg_sw128, 1024-byte aligned),
+// filled by cp.async from the planes (fg_load_sw128: rows past Nq or past the visible keys
+// zero-filled without a global read, so padded keys are never read); P and dS are selected to
+// 0 outside the visible region, never computed as 0 x something.
+#include "mma_bwd.cuh"
+#include "wgmma.cuh"
+
+// fg_attn_bwd_wgmma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN / 64 warpgroups); D = 64
+// or 128 (d == D), BM = 64 or 128 (the N of S^T's product). Shared memory: K, V [BN][D], two
+// stages of Q, dO [BM][D] bfloat16, then two stages of (L2, delta) [BM].
+template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16;
+  constexpr uint32_t KB = BN * D * 2, QB = BM * D * 2;  // bytes of a K or V tile, of a Q or dO tile
+  static_assert(D % 64 == 0 && BN % 64 == 0 && (BM == 64 || BM == 128), "tile sizes");
+  constexpr unsigned SMEM = 2 * KB + 4 * QB + 2 * BM * 8 + 1024;  // + the alignment to 1024 bytes
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sK = (sbase + 1023) & ~1023u, sV = sK + KB, sQ = sV + KB;  // stage s: Q at sQ + 2 QB s, dO after it
+  float2* sLD = (float2*)(fg_smem + (sQ + 4 * QB - sbase));                    // stage s: sLD + BM s
+
+  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int group = p.h / p.hkv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
+  const int m_start = i_first / BM * BM;
+  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
+  const int total = group * ntiles;
+
+  const auto load_stage = [&](int it) {
+    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    const uint32_t st = sQ + (it & 1) * 2 * QB;
+    fg_load_sw128<BM, CH, THREADS>(
+        st, (const uint4*)((const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row), p.nq - m0);
+    fg_load_sw128<BM, CH, THREADS>(
+        st + QB, (const uint4*)((const uint16_t*)p.do_ + b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row), p.nq - m0);
+    fg_bwd_copy_ld<BM, THREADS>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0),
+                                p.nq - m0);
+  };
+  if (total > 0) {
+    fg_load_sw128<BN, CH, THREADS>(
+        sK, (const uint4*)((const uint16_t*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)n0 * p.k_row), klen - n0);
+    fg_load_sw128<BN, CH, THREADS>(
+        sV, (const uint4*)((const uint16_t*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)n0 * p.v_row), klen - n0);
+    load_stage(0);
+    fg_cp_async_commit();
+  }
+
+  float dk[OB][4], dv[OB][4];
+  fg_bwd_zero(dk);
+  fg_bwd_zero(dv);
+  // This warpgroup's 64 keys: rows 64 wg .. of each 64-column block of K and V.
+  const uint32_t kw = sK + wg * 64 * 128, vw = sV + wg * 64 * 128;
+  const int kr = 16 * warp + g;
+  for (int it = 0; it < total; ++it) {
+    fg_cp_async_wait<0>();
+    fg_fence_async();
+    __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
+    if (it + 1 < total) {
+      load_stage(it + 1);
+      fg_cp_async_commit();
+    }
+    const int m0 = m_start + (it % ntiles) * BM;
+    const uint32_t sq = sQ + (it & 1) * 2 * QB, sdo = sq + QB;
+    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+    const float2* ld = sLD + (it & 1) * BM;
+    float st[NB][4], dpt[NB][4];
+    uint32_t pa[BM / 16][4], da[BM / 16][4];
+    fg_wgmma_fence();
+    fg_wgmma_abt<BM, KS, BN>(st, kw, sq);
+    if constexpr (OVL) {  // P^T while dP^T's product runs, dS^T while dV's runs
+      fg_wgmma_commit();
+      fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
+      fg_wgmma_commit();
+      fg_wgmma_wait<1>();
+      fg_reg_fence(st);
+      fg_bwd_p_t(st, ld, 0, m0, n0, kr, t, klen, mask, sl2, p);
+      fg_wgmma_pack<BM>(pa, st);
+      fg_wgmma_fence();
+      fg_wgmma_ab<D, BM>(dv, pa, sdo);
+      fg_wgmma_commit();
+      fg_wgmma_wait<1>();
+      fg_reg_fence(dpt);
+      fg_bwd_ds_t(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, scale, p);
+      fg_wgmma_pack<BM>(da, dpt);
+      fg_wgmma_fence();
+      fg_wgmma_ab<D, BM>(dk, da, sq);
+    } else {
+      fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
+      fg_wgmma_commit();
+      fg_wgmma_wait<0>();
+      fg_reg_fence(st);
+      fg_reg_fence(dpt);
+      fg_bwd_pds_t(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_wgmma_pack<BM>(pa, st);
+      fg_wgmma_pack<BM>(da, dpt);
+      fg_wgmma_fence();
+      fg_wgmma_ab<D, BM>(dv, pa, sdo);
+      fg_wgmma_ab<D, BM>(dk, da, sq);
+    }
+    fg_wgmma_commit();
+    fg_wgmma_wait<0>();
+    fg_reg_fence(dv);
+    fg_reg_fence(dk);
+  }
+
+  float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
+  float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
+  fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
+  fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
+}
+
+// fg_attn_bwd_wgmma_dq: grid (ceil(Nq/BM), H, B), 2 BM threads (BM / 64 warpgroups); D = 64 or
+// 128, BN = 64 or 128 (the N of S's product). Shared memory: Q, dO [BM][D] and two stages of
+// K, V [BN][D] bfloat16.
+template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16;
+  constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
+  static_assert(D % 64 == 0 && BM % 64 == 0 && (BN == 64 || BN == 128), "tile sizes");
+  constexpr unsigned SMEM = 2 * QB + 4 * KB + 1024;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sQ = (sbase + 1023) & ~1023u, sdO = sQ + QB, sK = sdO + QB;  // stage s: K at sK + 2 KB s, V after it
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const uint16_t* k = (const uint16_t*)p.k + b * p.k_batch + hk * p.k_head;
+  const uint16_t* v = (const uint16_t*)p.v + b * p.v_batch + hk * p.v_head;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  const int r0 = m0 + 16 * warp + g;
+  int lim[2];
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
+    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
+    l2[r] = x.x, dl[r] = x.y;
+  }
+  const int lim_min = min(lim[0], lim[1]);
+
+  const auto load_stage = [&](int j) {
+    const uint32_t st = sK + (j & 1) * 2 * KB;
+    const int n0 = j * BN;
+    fg_load_sw128<BN, CH, THREADS>(st, (const uint4*)(k + (int64_t)n0 * p.k_row), kv_end - n0);
+    fg_load_sw128<BN, CH, THREADS>(st + KB, (const uint4*)(v + (int64_t)n0 * p.v_row), kv_end - n0);
+  };
+  if (kv_end > 0) {
+    fg_load_sw128<BM, CH, THREADS>(
+        sQ, (const uint4*)((const uint16_t*)p.q + b * p.q_batch + h * p.q_head + (int64_t)m0 * p.q_row), p.nq - m0);
+    fg_load_sw128<BM, CH, THREADS>(
+        sdO, (const uint4*)((const uint16_t*)p.do_ + b * p.o_batch + h * p.o_head + (int64_t)m0 * p.o_row), p.nq - m0);
+    load_stage(0);
+    fg_cp_async_commit();
+  }
+
+  float dq[OB][4];
+  fg_bwd_zero(dq);
+  // This warpgroup's 64 rows of Q and dO.
+  const uint32_t qw = sQ + wg * 64 * 128, dow = sdO + wg * 64 * 128;
+  const int tiles = (kv_end + BN - 1) / BN;
+  // REG: the warp's 16 rows of Q and dO as A fragments in registers.
+  uint32_t qa[REG ? KS : 1][4], doa[REG ? KS : 1][4];
+  const auto qk = [&](float (&d)[NB][4], uint32_t (&a)[REG ? KS : 1][4], uint32_t aw, uint32_t b) {
+    if constexpr (REG)
+      fg_wgmma_abt_r<BN, KS>(d, a, b);
+    else
+      fg_wgmma_abt<BN, KS, BM>(d, aw, b);
+  };
+  for (int j = 0; j < tiles; ++j) {
+    fg_cp_async_wait<0>();
+    fg_fence_async();
+    __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
+    if constexpr (REG) {
+      if (j == 0) fg_wgmma_load_a<BM, KS>(qa, sQ, 16 * warp, lane), fg_wgmma_load_a<BM, KS>(doa, sdO, 16 * warp, lane);
+    }
+    if (j + 1 < tiles) {
+      load_stage(j + 1);
+      fg_cp_async_commit();
+    }
+    const uint32_t kt = sK + (j & 1) * 2 * KB, vt = kt + KB;
+    float s[NB][4], dp[NB][4];
+    fg_wgmma_fence();
+    qk(s, qa, qw, kt);
+    if constexpr (OVL) {  // P while dP's product runs
+      fg_wgmma_commit();
+      qk(dp, doa, dow, vt);
+      fg_wgmma_commit();
+      fg_wgmma_wait<1>();
+      fg_reg_fence(s);
+      fg_bwd_p(s, l2, sl2);
+      fg_wgmma_wait<0>();
+      fg_reg_fence(dp);
+      fg_bwd_ds_p(s, dp, dl, lim, lim_min, j * BN, t, scale);
+    } else {
+      qk(dp, doa, dow, vt);
+      fg_wgmma_commit();
+      fg_wgmma_wait<0>();
+      fg_reg_fence(s);
+      fg_reg_fence(dp);
+      fg_bwd_ds(s, dp, l2, dl, lim, lim_min, j * BN, t, sl2, scale);
+    }
+    uint32_t da[BN / 16][4];
+    fg_wgmma_pack<BN>(da, dp);
+    fg_wgmma_fence();
+    fg_wgmma_ab<D, BN>(dq, da, kt);
+    fg_wgmma_commit();
+    fg_wgmma_wait<0>();
+    fg_reg_fence(dq);
+  }
+
+  float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
+  fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + g, p.nq - m0, p.nq - m0, t);
+}
+
+// ---- entry points (names built by cuda/attention_mma_bwd.go's mmaBwdCfg.name) ----------------
+
+#define FG_BWD_WGMMA_DKDV(D, BN, BM, OVL, SFX)                                         \
+  extern "C" __global__ void __launch_bounds__(2 * BN, 1)                              \
+      fg_attn_bwd_wgmma_dkdv_bf16_d##D##_n##BN##_m##BM##SFX(const fg_attn_params p) {   \
+    fg_attn_bwd_wgmma_dkdv<D, BN, BM, OVL>(p);                                          \
+  }
+#define FG_BWD_WGMMA_DQ(D, BM, BN, OVL, REG, SFX)                                      \
+  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                              \
+      fg_attn_bwd_wgmma_dq_bf16_d##D##_m##BM##_n##BN##SFX(const fg_attn_params p) {     \
+    fg_attn_bwd_wgmma_dq<D, BM, BN, OVL, REG>(p);                                       \
+  }
+// The kernels of mmaBwdCfgs (Hopper): two warpgroups (128 keys or query rows) and one (64,
+// two blocks per multiprocessor), query tiles of 64 or 128 rows, key tiles of 64 or 128;
+// _reg: the block's own operand (dK/dV: K and V; dQ: Q and dO) as A fragments in registers;
+// _ovl: P computed while dP's product runs (and dK/dV: dS while dV's).
+FG_BWD_WGMMA_DKDV(64, 64, 128, false, )
+FG_BWD_WGMMA_DKDV(64, 128, 64, false, )
+FG_BWD_WGMMA_DKDV(64, 64, 64, false, )
+FG_BWD_WGMMA_DKDV(128, 128, 64, false, )
+FG_BWD_WGMMA_DKDV(128, 64, 64, false, )
+FG_BWD_WGMMA_DKDV(64, 128, 64, true, _ovl)
+FG_BWD_WGMMA_DKDV(128, 128, 64, true, _ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, true, false, _ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, false, false, )
+FG_BWD_WGMMA_DQ(64, 128, 64, false, false, )
+FG_BWD_WGMMA_DQ(64, 64, 128, false, false, )
+FG_BWD_WGMMA_DQ(128, 128, 128, false, false, )
+FG_BWD_WGMMA_DQ(128, 128, 64, false, false, )
+FG_BWD_WGMMA_DQ(128, 64, 64, false, false, )
+FG_BWD_WGMMA_DQ(128, 128, 64, true, false, _ovl)
+FG_BWD_WGMMA_DQ(128, 128, 128, true, false, _ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, true, true, _reg_ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, false, true, _reg)
+FG_BWD_WGMMA_DQ(128, 128, 64, false, true, _reg)
+FG_BWD_WGMMA_DQ(128, 128, 64, true, true, _reg_ovl)

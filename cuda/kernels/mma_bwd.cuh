@@ -1,0 +1,156 @@
+// mma_bwd.cuh: the pieces of the attention backward shared by the mma.sync kernels
+// (attention_mma_bwd.cu) and the Hopper wgmma kernels (attention_hopper_bwd.cu), whose
+// accumulators have the same per-warp layout (the m16n8 C layout: lane (g, t) holds rows g,
+// g + 8 and columns 8 j + 2 t, + 1 of each 8-column block j): zeroing and storing a warp's
+// 16-row accumulator, the elementwise step from S and dP to P and dS (dK/dV: transposed, a
+// column per query; dQ: a row per query), and the copy of the (L2, delta) workspace rows.
+#ifndef FLASHGORGON_MMA_BWD_CUH
+#define FLASHGORGON_MMA_BWD_CUH
+
+#include "mma.cuh"
+
+namespace {
+
+template <int NB> __device__ __forceinline__ void fg_bwd_zero(float (&c)[NB][4]) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0;
+}
+
+
+// fg_bwd_store writes rows r0, r0 + 8 (below nrows) of a warp's 16 x D accumulator to the
+// row-major global matrix dst (row stride ld); rows at or past zero_from get exactly 0.
+template <int D>
+__device__ __forceinline__ void fg_bwd_store(float* dst, int64_t ld, const float (&o)[D / 8][4], int r0, int nrows,
+                                             int zero_from, int t) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = r0 + 8 * r;
+    if (i >= nrows) continue;
+    const bool zero = i >= zero_from;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      *(float2*)&dst[(int64_t)i * ld + 8 * n + 2 * t] =
+          zero ? make_float2(0.f, 0.f) : make_float2(o[n][2 * r], o[n][2 * r + 1]);
+  }
+}
+
+// The elementwise step of the backward, for one element: P = exp2(s sl2 - L2) from the
+// score s, and dS = scale P (dP - delta); fg_bwd_seen_t: whether key jk is visible from query
+// row i (a row past Nq sees none).
+__device__ __forceinline__ float fg_bwd_p1(float s, float sl2, float l2) { return exp2f(s * sl2 - l2); }
+__device__ __forceinline__ float fg_bwd_ds1(float pv, float dp, float delta, float scale) { return pv * (dp - delta) * scale; }
+__device__ __forceinline__ bool fg_bwd_seen(const fg_attn_params& p, int i, int jk, int klen) {
+  return i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
+}
+
+// fg_bwd_pds_t turns the dK/dV kernels' S^T and dP^T of one query sub-block (queries
+// m0 + sb + 8 j + 2 t + e % 2, keys n0 + kr + 8 (e / 2) for element e of block j) into
+// P^T = exp2(S^T sl2 - L2) and dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of
+// the tile's rows in ld; outside the visible region (checked only when mask is set) both are 0.
+template <int NB>
+__device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb, int m0,
+                                             int n0, int kr, int t, int klen, bool mask, float sl2, float scale,
+                                             const fg_attn_params& p) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float2 x = ld[qi];
+      float pv = fg_bwd_p1(st[j][e], sl2, x.x);
+      float ds = fg_bwd_ds1(pv, dpt[j][e], x.y, scale);
+      if (mask) {
+        const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
+        const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
+        pv = seen ? pv : 0.f;
+        ds = seen ? ds : 0.f;
+      }
+      st[j][e] = pv;
+      dpt[j][e] = ds;
+    }
+}
+
+// fg_bwd_p_t and fg_bwd_ds_t are fg_bwd_pds_t in two steps, for kernels that compute P^T
+// while dP^T's product is still running (attention_hopper_bwd.cu): P^T in st, then dS^T in
+// dpt from P^T in pt, each 0 outside the visible region.
+template <int NB>
+__device__ __forceinline__ void fg_bwd_p_t(float (&st)[NB][4], const float2* ld, int sb, int m0, int n0, int kr, int t,
+                                           int klen, bool mask, float sl2, const fg_attn_params& p) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float pv = fg_bwd_p1(st[j][e], sl2, ld[qi].x);
+      st[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : pv;
+    }
+}
+template <int NB>
+__device__ __forceinline__ void fg_bwd_ds_t(const float (&pt)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb,
+                                            int m0, int n0, int kr, int t, int klen, bool mask, float scale,
+                                            const fg_attn_params& p) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float ds = fg_bwd_ds1(pt[j][e], dpt[j][e], ld[qi].y, scale);
+      dpt[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : ds;
+    }
+}
+
+// fg_bwd_ds turns the dQ kernels' S and dP of one key tile (rows r0 + 8 (e / 2), keys
+// n0 + 8 j + 2 t + e % 2) into dS = scale P (dP - delta) in dp, with P = exp2(S sl2 - L2);
+// keys at or past a row's lim get dS = 0 (checked only when the tile reaches past lim_min).
+template <int NB>
+__device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[NB][4], const float (&l2)[2],
+                                          const float (&dl)[2], const int (&lim)[2], int lim_min, int n0, int t,
+                                          float sl2, float scale) {
+  const bool mask = n0 + 8 * NB > lim_min;
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e >> 1;
+      float ds = fg_bwd_ds1(fg_bwd_p1(s[j][e], sl2, l2[r]), dp[j][e], dl[r], scale);
+      if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
+      dp[j][e] = ds;
+    }
+}
+
+// fg_bwd_p and fg_bwd_ds_p are fg_bwd_ds in two steps (as fg_bwd_p_t, fg_bwd_ds_t): P in s
+// (unmasked: fg_bwd_ds_p masks dS), then dS in dp from P in s.
+template <int NB> __device__ __forceinline__ void fg_bwd_p(float (&s)[NB][4], const float (&l2)[2], float sl2) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[j][e] = fg_bwd_p1(s[j][e], sl2, l2[e >> 1]);
+}
+template <int NB>
+__device__ __forceinline__ void fg_bwd_ds_p(const float (&s)[NB][4], float (&dp)[NB][4], const float (&dl)[2],
+                                            const int (&lim)[2], int lim_min, int n0, int t, float scale) {
+  const bool mask = n0 + 8 * NB > lim_min;
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e >> 1;
+      float ds = fg_bwd_ds1(s[j][e], dp[j][e], dl[r], scale);
+      if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
+      dp[j][e] = ds;
+    }
+}
+
+// fg_bwd_copy_ld starts the copy of the (L2, delta) of rows [0, ROWS) from the workspace ld
+// (8 bytes per row) into s; rows r >= nvalid are zero-filled without a global read.
+template <int ROWS, int THREADS> __device__ __forceinline__ void fg_bwd_copy_ld(float* s, const float* ld, int nvalid) {
+  for (int r = threadIdx.x; r < ROWS; r += THREADS) {
+    const bool ok = r < nvalid;
+    const unsigned a = (unsigned)__cvta_generic_to_shared(s + 2 * r);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(a), "l"(ok ? ld + 2 * r : ld), "r"(ok ? 8 : 0));
+  }
+}
+
+}  // namespace
+
+#endif  // FLASHGORGON_MMA_BWD_CUH
