@@ -56,16 +56,12 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
-  const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
-  const int m_start = i_first / BM * BM;
-  const int ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
-  const int total = group * ntiles;
+  const FgKvWalk<BM> walk(p, b, hk, n0, group);
+  const int klen = walk.klen, total = walk.total;
 
   const auto load_stage = [&](int it) {
-    const int hq = hk * group + it / ntiles, m0 = m_start + (it % ntiles) * BM;
+    const int hq = walk.hq(it), m0 = walk.m0(it);
     const uint32_t st = sQ + (it & 1) * 2 * QB;
     fg_load_sw128<BM, CH, THREADS>(
         st, (const uint4*)((const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row), p.nq - m0);
@@ -97,7 +93,7 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
       load_stage(it + 1);
       fg_cp_async_commit();
     }
-    const int m0 = m_start + (it % ntiles) * BM;
+    const int m0 = walk.m0(it);
     const uint32_t sq = sQ + (it & 1) * 2 * QB, sdo = sq + QB;
     const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
     const float2* ld = sLD + (it & 1) * BM;
@@ -166,17 +162,7 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
   const uint16_t* k = (const uint16_t*)p.k + b * p.k_batch + hk * p.k_head;
   const uint16_t* v = (const uint16_t*)p.v + b * p.v_batch + hk * p.v_head;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-  const int r0 = m0 + 16 * warp + g;
-  int lim[2];
-  float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = r0 + 8 * r;
-    lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-    const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-    l2[r] = x.x, dl[r] = x.y;
-  }
-  const int lim_min = min(lim[0], lim[1]);
+  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   const auto load_stage = [&](int j) {
     const uint32_t st = sK + (j & 1) * 2 * KB;
@@ -227,17 +213,17 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
       fg_wgmma_commit();
       fg_wgmma_wait<1>();
       fg_reg_fence(s);
-      fg_bwd_p(s, l2, sl2);
+      fg_bwd_p(s, rows.l2, sl2);
       fg_wgmma_wait<0>();
       fg_reg_fence(dp);
-      fg_bwd_ds_p(s, dp, dl, lim, lim_min, j * BN, t, scale);
+      fg_bwd_ds_p(s, dp, rows.dl, rows.lim, rows.lim_min, j * BN, t, scale);
     } else {
       qk(dp, doa, dow, vt);
       fg_wgmma_commit();
       fg_wgmma_wait<0>();
       fg_reg_fence(s);
       fg_reg_fence(dp);
-      fg_bwd_ds(s, dp, l2, dl, lim, lim_min, j * BN, t, sl2, scale);
+      rows.ds(s, dp, j * BN, sl2, scale);
     }
     uint32_t da[BN / 16][4];
     fg_wgmma_pack<BN>(da, dp);

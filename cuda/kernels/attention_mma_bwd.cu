@@ -456,27 +456,6 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
   }
 }
 
-// FgKvWalk is the walk of a dK/dV block (keys [n0, n0 + BN) of K/V head hk, batch b) over the
-// query tiles of BM rows: klen, the batch's key length (keys from klen on are padding); from
-// m_start, the tile of the first query row that sees key n0 (causal: rows i >= n0 - offset), to
-// Nq, ntiles tiles for each of the group's query heads, total steps in all (none when every
-// key of the block is padding); step it is tile m0(it) of query head hq(it).
-template <int BM> struct FgKvWalk {
-  int hk, group, klen, m_start, ntiles, total;
-
-  __device__ __forceinline__ FgKvWalk(const fg_attn_params& p, int b, int hk_, int n0, int group_) {
-    hk = hk_, group = group_;
-    klen = p.nk;
-    if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
-    const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
-    m_start = i_first / BM * BM;
-    ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;
-    total = group * ntiles;
-  }
-  __device__ __forceinline__ int hq(int it) const { return hk * group + it / ntiles; }
-  __device__ __forceinline__ int m0(int it) const { return m_start + (it % ntiles) * BM; }
-};
-
 // fg_attn_bwd_mma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN/16 warps). D: the head
 // dimension (d == D), BM: the query tile rows, SB: the queries per sub-block (registers for
 // S^T and dP^T: SB/2 each). Shared memory: K, V [BN][D], and two stages of Q, dO [BM][D] and
@@ -560,33 +539,6 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
   fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
   fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
 }
-
-// FgDqRows is what a lane of the dQ kernels keeps of its two query rows r0 and r0 + 8
-// (r0 = m0 + 16 warp + g) of head h, batch b, across key tiles: the visible key prefixes lim
-// (fg_key_limit; lim_min the smaller) and (L2, delta) from the workspace, with lim = 0 and
-// (0, 0) for rows past Nq.
-struct FgDqRows {
-  int t, lim[2], lim_min;
-  float l2[2], dl[2];
-
-  __device__ __forceinline__ FgDqRows(const fg_attn_params& p, int b, int h, int r0, int t_) {
-    t = t_;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int i = r0 + 8 * r;
-      lim[r] = i < p.nq ? fg_key_limit(p, b, i) : 0;
-      const float2 x = i < p.nq ? ((const float2*)p.delta)[((int64_t)b * p.h + h) * p.nq + i] : make_float2(0.f, 0.f);
-      l2[r] = x.x, dl[r] = x.y;
-    }
-    lim_min = min(lim[0], lim[1]);
-  }
-
-  // ds is fg_bwd_ds on these rows: dS of the key tile at n0 in dp.
-  template <int NB>
-  __device__ __forceinline__ void ds(const float (&s)[NB][4], float (&dp)[NB][4], int n0, float sl2, float scale) const {
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
-  }
-};
 
 // fg_attn_bwd_mma_dq: grid (ceil(Nq/BM), H, B), 2 BM threads (BM/16 warps). BN: the key tile
 // rows. Shared memory: Q, dO [BM][D], two stages of K, V [BN][D].
