@@ -8,13 +8,14 @@ import (
 )
 
 // TestGemmDepth runs depth-split products (small C, long depth: weight
-// gradients), split by columns (64×96: two strips, the second an edge) and
-// by rows (50×40), and products it leaves to Gemm, against the float64
-// reference (within the error bound of a chain per depth block), and
-// checks that they give the same bits at any GOMAXPROCS.
+// gradients), in one block of C or, at more cores, a grid of them
+// (260×300: 4×2 blocks at 8 cores, 1×2 at 3, column blocks of 2 and 3
+// strips, the last with an edge), and products it leaves to Gemm, against
+// the float64 reference (within the error bound of a chain per depth
+// block), and checks that they give the same bits at any GOMAXPROCS.
 func TestGemmDepth(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	sizes := [][3]int{{64, 96, 2048}, {50, 40, 1100}, {7, 33, 1500}, {1, 1, 1024}, {256, 256, 1030}, {300, 300, 1100}}
+	sizes := [][3]int{{64, 96, 2048}, {50, 40, 1100}, {7, 33, 1500}, {1, 1, 1024}, {256, 256, 1030}, {300, 300, 1100}, {260, 300, 1100}}
 	if testing.Short() {
 		sizes = sizes[:4]
 	}
