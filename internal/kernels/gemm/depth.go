@@ -35,26 +35,36 @@ import (
 // depthMinPart steps, at most depthMaxParts of them, and their scratch
 // ((P−1)·m·n elements) at most depthScratch bytes: it is written by the
 // parts and read by the sum, which costs about (P−1)/k of the product
-// where it stays in the cache (C of 1 MiB: two parts; 256 KiB: four).
+// where it stays in the cache. examples/gpt's weight gradients over 4096
+// tokens in float32: C of 768 KiB and 1 MiB in two parts, 256×256 in four,
+// 256×96 in eight (at 16 cores, 16 to 32 units of work: TestDepthGrid).
 // Blocks of C hold at least depthBlockMin entries: a block of r×c entries
-// reads r+c values a depth step for r·c FMAs, and smaller ones would read
-// their operands from L3 faster than it serves them (32×256: 14 FLOP a byte).
+// reads r+c values a depth step for r·c FMAs (64×64: 16 FLOP a byte of
+// operands, which the shared L3 still serves at 16 cores; smaller blocks
+// would wait on it).
 const (
 	depthMinK     = 1024
 	depthMinPart  = 512
-	depthMaxParts = 4
+	depthMaxParts = 8
 	depthScratch  = 1 << 20
-	depthBlockMin = 1 << 13
+	depthBlockMin = 1 << 12
 )
 
 // depthParts returns the number of depth parts P that GemmDepth cuts a
 // product of C [m, n] over depth k into (1: it runs Gemm), for elements of
-// size bytes.
+// size bytes: the largest power of two within the thresholds.
 func depthParts(m, n, k, size int) int {
 	if k < depthMinK || m*n == 0 {
 		return 1
 	}
-	return max(1, min(depthMaxParts, k/depthMinPart, 1+depthScratch/(m*n*size)))
+	p := max(1, min(depthMaxParts, k/depthMinPart, 1+depthScratch/(m*n*size)))
+	// A power of two: with the grid's doubling cuts, the units then
+	// divide evenly among 2, 4, 8 or 16 cores (five parts on two cores
+	// would leave one core a part with nothing to do).
+	for p&(p-1) != 0 {
+		p &= p - 1
+	}
+	return p
 }
 
 // DepthParts returns how many depth parts GemmDepth cuts a product of C

@@ -51,3 +51,38 @@ func testDepth[T Float](t *testing.T, rng *rand.Rand, tA, tB bool, s [3]int) {
 		}
 	}
 }
+
+// TestDepthGrid checks the split of examples/gpt's weight gradients
+// (xᵀ·g over 4096 tokens, C [In, Out]; the small model's MLP over 2048) at
+// 1, 2 and 16 cores: the parts are
+// those of the shape alone; every block holds at least two strips on a
+// side that is cut and at least depthBlockMin entries; and there are at
+// least as many units (part, block) as cores, so that none is idle (with
+// C cut into strips over 16 cores, the 256×96 head gradient gave 43
+// one-strip chunks, each reading all of the packed g).
+func TestDepthGrid(t *testing.T) {
+	kn := chainFor[float32]()
+	mr, nr := kn.mr, kn.nr
+	for _, s := range [][3]int{{256, 768, 4096}, {256, 1024, 4096}, {1024, 256, 4096}, {256, 256, 4096}, {256, 96, 4096}, {64, 256, 2048}, {256, 64, 2048}} {
+		m, n, k := s[0], s[1], s[2]
+		parts := DepthParts[float32](m, n, k)
+		if parts < 2 {
+			t.Errorf("%d×%d over %d: %d depth parts", m, n, k, parts)
+			continue
+		}
+		for _, workers := range []int{1, 2, 16} {
+			br, bc := depthGrid(mr, nr, m, n, parts, workers)
+			rs, cs := (m+mr-1)/mr, (n+nr-1)/nr
+			t.Logf("%d×%d over %d, %d cores: %d parts × %d×%d blocks of %d×%d", m, n, k, workers, parts, br, bc, m/br, n/bc)
+			if br > 1 && rs/br < 2 || bc > 1 && cs/bc < 2 {
+				t.Errorf("%d×%d, %d cores: blocks of %d row strips and %d column strips", m, n, workers, rs/br, cs/bc)
+			}
+			if br*bc > 1 && (m/br)*(n/bc) < depthBlockMin {
+				t.Errorf("%d×%d, %d cores: blocks of %d×%d entries", m, n, workers, m/br, n/bc)
+			}
+			if parts*br*bc < workers {
+				t.Errorf("%d×%d, %d cores: %d units", m, n, workers, parts*br*bc)
+			}
+		}
+	}
+}

@@ -199,13 +199,15 @@ func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a [
 // after depth block (the blocks of depthBlock(k)), each as packBlock lays
 // out all n columns, [⌈n/nr⌉ strips][kcb][nr], the block at depth pc
 // starting at pb[pc·np] (np = ⌈n/nr⌉·nr); the strips are packed over the
-// cores.
+// cores, a strip (at most kcMax·nr values: 64 KiB) a unit: with four a
+// unit, the 256×256 weight of a 4096-row product was packed on one core
+// while the others waited.
 func packShared[T Float](kn *kernel[T], pb, b []T, tB bool, ldb, n, k int) {
 	nr := kn.nr
 	kc := depthBlock(k)
 	blocks, strips := (k+kc-1)/kc, (n+nr-1)/nr
 	np := strips * nr
-	parallel.For(blocks*strips, 4, func(lo, hi int) {
+	parallel.For(blocks*strips, 1, func(lo, hi int) {
 		for u := lo; u < hi; u++ {
 			pc, s := u/strips*kc, u%strips
 			kcb := min(kc, k-pc)
