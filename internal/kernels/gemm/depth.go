@@ -13,11 +13,12 @@ import (
 // depth of 4096 in examples/gpt's large model), has a small C and a long
 // depth. Cut by strips of rows or columns of C, as Gemm cuts it, every
 // worker's chunk reads all of the depth of the operand it does not cut: the
-// packed op(B) (4 MiB at 4096×256) once per chunk of row strips, or each
-// chunk of column strips packs all of op(A) again; and at 16 cores each
-// worker gets a strip or two of 6 rows, too little C to pay for reading
-// op(B) (2 FLOP a byte). GemmDepth cuts such a product along the depth
-// instead, into P parts of which each reads only its rows of both operands:
+// packed op(B) (4 MiB at 4096×256) once per chunk of row strips, or all of
+// op(A) once per chunk of column strips (packing it, on a variant that
+// packs Aᵀ); and at 16 cores each worker gets a strip or two of 6 rows, too
+// little C to pay for reading op(B) (2 FLOP a byte). GemmDepth cuts such a
+// product along the depth instead, into P parts of which each reads only
+// its rows of both operands:
 //
 //	C = Σ_p op(A)[:, K_p]·op(B)[K_p, :]      K_p = [p·k/P, (p+1)·k/P), p < P = DepthParts(m, n, k)
 //
