@@ -84,9 +84,10 @@ func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, piec
 //	   every variant did before variant 6 read it in place: on the
 //	   development machine's Xeon (one core, nn's five 4096-deep weight
 //	   gradients xᵀ·g) the packing pass took 4–15% of the product
-//	   (copyPieces: 24-byte pieces at about 1.5 cycles a value), and the
-//	   products ran 1–34% faster with A read in place, mr values a depth
-//	   step lda apart (results/dev-2026-11-23-s6.md).
+//	   (copyPieces: 24-byte pieces at about 1.5 cycles a value); read in
+//	   place, mr values a depth step lda apart, 256×256 ran 4–6% faster
+//	   and the 1024- and 768-wide ones within ±3% (BenchmarkVariantTable,
+//	   three runs; results/dev-2026-11-23-s6.md).
 //
 // Dropped after the Xeon runs (the logs keep their numbers): 3 8×32
 // (72.1%), 5 14×32 (71.2%), 7 and 8 the 8×32 and 12×32 prefetching B eight
