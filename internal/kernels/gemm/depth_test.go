@@ -9,10 +9,11 @@ import (
 
 // TestGemmDepth runs depth-split products (small C, long depth: weight
 // gradients), in one block of C or, at more cores, a grid of them
-// (260×300: 4×2 blocks at 8 cores, 1×2 at 3, column blocks of 2 and 3
-// strips, the last with an edge), and products it leaves to Gemm, against
-// the float64 reference (within the error bound of a chain per depth
-// block), and checks that they give the same bits at any GOMAXPROCS.
+// (260×300 in two parts: 2×2, 4×2 and 8×2 blocks at 3, 8 and 16 cores in
+// float32, 2×2, 2×4 and 4×4 in float64; column blocks of whole strips, the
+// last with an edge), and products it leaves to Gemm, against the float64
+// reference (within the error bound of a chain per depth block), and
+// checks that they give the same bits at GOMAXPROCS 1, 3, 8 and 16.
 func TestGemmDepth(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	sizes := [][3]int{{64, 96, 2048}, {50, 40, 1100}, {7, 33, 1500}, {1, 1, 1024}, {256, 256, 1030}, {300, 300, 1100}, {260, 300, 1100}}
@@ -34,7 +35,7 @@ func testDepth[T Float](t *testing.T, rng *rand.Rand, tA, tB bool, s [3]int) {
 	p.chain = true
 	want, mag := p.reference()
 	var first []T
-	for i, procs := range []int{1, 3, 8} {
+	for i, procs := range []int{1, 3, 8, 16} {
 		runtime.GOMAXPROCS(procs)
 		if err := GemmDepth(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc); err != nil {
 			t.Fatal(err)
