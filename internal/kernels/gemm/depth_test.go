@@ -13,10 +13,12 @@ import (
 // float32, 2×2, 2×4 and 4×4 in float64; column blocks of whole strips, the
 // last with an edge), and products it leaves to Gemm, against the float64
 // reference (within the error bound of a chain per depth block), and
-// checks that they give the same bits at GOMAXPROCS 1, 3, 8 and 16.
+// checks that they give the same bits at GOMAXPROCS 1, 3, 8 and 16. The
+// matrices have padded rows (the parts are added to C a row at a time),
+// and the last two sizes also unpadded ones (in spans of rows).
 func TestGemmDepth(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	sizes := [][3]int{{64, 96, 2048}, {50, 40, 1100}, {7, 33, 1500}, {1, 1, 1024}, {256, 256, 1030}, {300, 300, 1100}, {260, 300, 1100}}
+	sizes := [][4]int{{64, 96, 2048, 3}, {50, 40, 1100, 3}, {7, 33, 1500, 3}, {1, 1, 1024, 3}, {256, 256, 1030, 3}, {300, 300, 1100, 3}, {260, 300, 1100, 3}, {64, 96, 2048, 0}, {260, 300, 1100, 0}}
 	if testing.Short() {
 		sizes = sizes[:4]
 	}
@@ -30,8 +32,9 @@ func TestGemmDepth(t *testing.T) {
 	}
 }
 
-func testDepth[T Float](t *testing.T, rng *rand.Rand, tA, tB bool, s [3]int) {
-	p := newProblem[T](rng, tA, tB, s[0], s[1], s[2], 3, 1, 0)
+// testDepth runs GemmDepth on s = (m, n, k, row padding).
+func testDepth[T Float](t *testing.T, rng *rand.Rand, tA, tB bool, s [4]int) {
+	p := newProblem[T](rng, tA, tB, s[0], s[1], s[2], s[3], 1, 0)
 	p.chain = true
 	want, mag := p.reference()
 	var first []T
