@@ -8,13 +8,17 @@ import (
 )
 
 // TestGemmDepth runs depth-split products (small C, long depth: weight
-// gradients), split by columns (64×96: two strips, the second an edge) and
-// by rows (50×40), and products it leaves to Gemm, against the float64
+// gradients), in one block of C or, at more cores, a grid of them
+// (260×300 in two parts: 2×2, 4×2 and 8×2 blocks at 3, 8 and 16 cores in
+// float32, 2×2, 2×4 and 4×4 in float64; column blocks of whole strips, the
+// last with an edge), and products it leaves to Gemm, against the float64
 // reference (within the error bound of a chain per depth block), and
-// checks that they give the same bits at any GOMAXPROCS.
+// checks that they give the same bits at GOMAXPROCS 1, 3, 8 and 16. The
+// matrices have padded rows (the parts are added to C a row at a time),
+// and the last two sizes also unpadded ones (in spans of rows).
 func TestGemmDepth(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	sizes := [][3]int{{64, 96, 2048}, {50, 40, 1100}, {7, 33, 1500}, {1, 1, 1024}, {256, 256, 1030}, {300, 300, 1100}}
+	sizes := [][4]int{{64, 96, 2048, 3}, {50, 40, 1100, 3}, {7, 33, 1500, 3}, {1, 1, 1024, 3}, {256, 256, 1030, 3}, {300, 300, 1100, 3}, {260, 300, 1100, 3}, {64, 96, 2048, 0}, {260, 300, 1100, 0}}
 	if testing.Short() {
 		sizes = sizes[:4]
 	}
@@ -28,12 +32,13 @@ func TestGemmDepth(t *testing.T) {
 	}
 }
 
-func testDepth[T Float](t *testing.T, rng *rand.Rand, tA, tB bool, s [3]int) {
-	p := newProblem[T](rng, tA, tB, s[0], s[1], s[2], 3, 1, 0)
+// testDepth runs GemmDepth on s = (m, n, k, row padding).
+func testDepth[T Float](t *testing.T, rng *rand.Rand, tA, tB bool, s [4]int) {
+	p := newProblem[T](rng, tA, tB, s[0], s[1], s[2], s[3], 1, 0)
 	p.chain = true
 	want, mag := p.reference()
 	var first []T
-	for i, procs := range []int{1, 3, 8} {
+	for i, procs := range []int{1, 3, 8, 16} {
 		runtime.GOMAXPROCS(procs)
 		if err := GemmDepth(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc); err != nil {
 			t.Fatal(err)
@@ -46,6 +51,41 @@ func testDepth[T Float](t *testing.T, rng *rand.Rand, tA, tB bool, s [3]int) {
 		for j := range first {
 			if p.c[j] != first[j] && !(p.c[j] != p.c[j] && first[j] != first[j]) { // NaN padding
 				t.Fatalf("GOMAXPROCS=%d: C[%d] = %v, with 1 core %v", procs, j, p.c[j], first[j])
+			}
+		}
+	}
+}
+
+// TestDepthGrid checks the split of examples/gpt's weight gradients
+// (xᵀ·g over 4096 tokens, C [In, Out]; the small model's MLP over 2048) at
+// 1, 2 and 16 cores: the parts are
+// those of the shape alone; every block holds at least two strips on a
+// side that is cut and at least depthBlockMin entries; and there are at
+// least as many units (part, block) as cores, so that none is idle (with
+// C cut into strips over 16 cores, the 256×96 head gradient gave 43
+// one-strip chunks, each reading all of the packed g).
+func TestDepthGrid(t *testing.T) {
+	kn := chainFor[float32]()
+	mr, nr := kn.mr, kn.nr
+	for _, s := range [][3]int{{256, 768, 4096}, {256, 1024, 4096}, {1024, 256, 4096}, {256, 256, 4096}, {256, 96, 4096}, {64, 256, 2048}, {256, 64, 2048}} {
+		m, n, k := s[0], s[1], s[2]
+		parts := DepthParts[float32](m, n, k)
+		if parts < 2 {
+			t.Errorf("%d×%d over %d: %d depth parts", m, n, k, parts)
+			continue
+		}
+		for _, workers := range []int{1, 2, 16} {
+			br, bc := depthGrid(mr, nr, m, n, parts, workers)
+			rs, cs := (m+mr-1)/mr, (n+nr-1)/nr
+			t.Logf("%d×%d over %d, %d cores: %d parts × %d×%d blocks of %d×%d", m, n, k, workers, parts, br, bc, m/br, n/bc)
+			if br > 1 && rs/br < 2 || bc > 1 && cs/bc < 2 {
+				t.Errorf("%d×%d, %d cores: blocks of %d row strips and %d column strips", m, n, workers, rs/br, cs/bc)
+			}
+			if br*bc > 1 && (m/br)*(n/bc) < depthBlockMin {
+				t.Errorf("%d×%d, %d cores: blocks of %d×%d entries", m, n, workers, m/br, n/bc)
+			}
+			if parts*br*bc < workers {
+				t.Errorf("%d×%d, %d cores: %d units", m, n, workers, parts*br*bc)
 			}
 		}
 	}

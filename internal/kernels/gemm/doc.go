@@ -6,7 +6,9 @@
 // row-major, op(X) = X or Xᵀ, with row strides lda, ldb, ldc. Gemm splits
 // the product over cores (internal/parallel); GemmDepth and GemmBias, nn's
 // products, do too, summing each depth block in one chain (see
-// Accumulation); Workspace.Gemm runs it on the calling goroutine with
+// Accumulation), and GemmDepth cuts a long depth into parts where C is
+// small (weight gradients; see Over the cores); Workspace.Gemm runs it on
+// the calling goroutine with
 // caller-owned buffers, allocation-free once they have grown, for
 // attention's tiles (the attention op already runs one goroutine per (b, h,
 // query block)).
@@ -29,13 +31,17 @@
 // examples/gpt's d = 16 and 32: its backward ran 2.2× faster at d = 32.
 //
 // The micro-kernel reads op(A) where it lies, through a row stride and a
-// depth stride (A·… reads rows of A; Aᵀ·… packs its strips when they are
-// reused across many column strips: a group of strips at a time, reading
-// A along its rows, packABlock), and op(B) as rows of nr values at a depth
-// stride: straight from B when B is not transposed and small (attention's
-// tiles), else from a packed copy of the kc×nc block, zero-padded to whole
-// strips (AVX row copier; an 8×8 AVX transposer when B is stored
-// transposed). The last rows of C (h < mr) run on the variant's kernel of
+// depth stride: A·… reads rows of A, Aᵀ·… the mr values of a depth step,
+// lda apart. (Variant 15 packs the strips of Aᵀ where they are reused
+// across more than two column strips, a group of strips at a time,
+// reading A along its rows, packABlock, as every variant did before: on
+// the development machine's Xeon that pass took 4–15% of nn's weight
+// gradients, which ran as fast or faster without it.) It reads op(B) as rows of nr
+// values at a depth stride: straight from B when B is not transposed and
+// small (attention's tiles), or beside a transposed A when B's rows are at
+// most 2 KiB apart (the weight gradients' g [4096, 256]; packsB), else
+// from a packed copy of the kc×nc block, zero-padded to whole strips (AVX
+// row copier; an 8×8 AVX transposer when B is stored transposed). The last rows of C (h < mr) run on the variant's kernel of
 // h rows where it has one (the generated AVX-512 kernels come in every
 // height), so A is never padded; the last columns (w < nr) on its kernel
 // of the same rows and one or two vectors a row where one holds them
@@ -95,9 +101,12 @@
 // decomposed path's, whose products are gonum's). nn's products, GemmDepth
 // and GemmBias, sum each depth block in one chunk instead (chainFor: one
 // FMA chain per accumulator along the block, blocks chained through C, as
-// BLAS libraries do): their float32 error is one FMA chain's up to k = 256
-// and below it beyond (TestAccuracyChain; at k = 4096 a quarter of one
-// chain's, 0.7–1.5× gonum's), and float64 stays within 1e-12. One Zen 5
+// BLAS libraries do; GemmDepth's depth parts, each such a chain of blocks,
+// added in order): their float32 error is one FMA chain's up to k = 256
+// and below it beyond (TestAccuracyChain; at k = 1024, two depth parts on
+// its 64×64 and 128×128 products, 0.16–0.36 of one chain's; at k = 4096,
+// eight parts, 0.07–0.19 of one chain's and 0.07–1.3× gonum's), and
+// float64 stays within 1e-12. One Zen 5
 // core, nn's GPT products: the k = 256 ones +10–15% (235–250 GFLOP/s,
 // 90–96% of the peak loop), the 1024- and 4096-deep ones +3–8%.
 //
@@ -112,6 +121,22 @@
 // whose part of C (256 KiB) stays in its cache across the depth blocks.
 // Neither changes a bit of C: every entry sums the same micro-kernel calls
 // in the same order as on one goroutine (TestRowsParallelBits).
+//
+// A weight gradient xᵀ·g (C [In, Out] small, the depth batch·context
+// long) cut that way gives every chunk all of the depth of the operand it
+// does not cut: at two cores eight chunks each re-read the packed g (4 MiB
+// at 4096×256), at 16 cores the 256×96 head gradient ran as 43 chunks of
+// one strip each reading 2 MiB for 4.7 MFLOP. GemmDepth cuts such a
+// product (k ≥ 1024, (P−1)·m·n elements of scratch ≤ 1 MiB) along the
+// depth into P parts, a power of two up to 8 fixed by the shape
+// (DepthParts: two for C of 1 MiB, four for 256×256, eight for 256×96),
+// each reading only its rows of both operands, and, where the cores
+// outnumber the parts, C into a grid of blocks of whole strips
+// (depthGrid: two units a core, blocks of at least 4096 entries and two
+// strips); part 0 goes into C, the others into scratch, added into C in
+// the order of p. The grid only moves entries between cores, so the bits
+// are the same at any GOMAXPROCS (TestGemmDepth, TestDepthGrid), though
+// not Gemm's.
 //
 // # Instruction sets and variants
 //
@@ -137,5 +162,6 @@
 // (cmd/cpubench/results/gemm-xeon-variants-run3.log). The tenth, the
 // 4096-deep weight gradient D256/fc/xtg (now D256/256x1024/xtg), gave
 // variant 6 49% and variant 1 68% there, and the reverse order (56%, 47%)
-// in the run before.
+// in the run before; that was before the depth parts and Aᵀ read in place
+// (results/dev-2026-11-23-s6.md).
 package gemm

@@ -20,10 +20,11 @@ const (
 	// the L2 cache while the row strips stream past it).
 	bBlockBytes = 512 << 10
 	// B (not transposed) is read in place when it is at most
-	// directBBytes, or when there are fewer than packRows rows of C (each
-	// strip of B then serves too few row strips to pay for its copy) and
-	// its rows are at most directStride bytes apart (longer strides step
-	// onto a new page each row, which the prefetchers do not follow).
+	// directBBytes, or when its rows are at most directStride bytes apart
+	// (longer strides step onto a new page each row, which the
+	// prefetchers do not follow) and either there are fewer than packRows
+	// rows of C (each strip of B then serves too few row strips to pay for
+	// its copy) or A is transposed (packsB).
 	directBBytes = 64 << 10
 	packRows     = 96
 	directStride = 2048
@@ -169,7 +170,7 @@ func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a [
 	if k > 0 && alpha != 0 {
 		size := int(unsafe.Sizeof(alpha))
 		np := (n + nr - 1) / nr * nr
-		if (tB || n < nr || k*n*size > directBBytes) && k*np*size <= sharedBMax {
+		if packsB(tA, tB, m, n, k, ldb, size, nr) && k*np*size <= sharedBMax {
 			sp := getScratch[T](k * np)
 			defer putScratch(sp)
 			pb = *sp
@@ -198,13 +199,15 @@ func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a [
 // after depth block (the blocks of depthBlock(k)), each as packBlock lays
 // out all n columns, [⌈n/nr⌉ strips][kcb][nr], the block at depth pc
 // starting at pb[pc·np] (np = ⌈n/nr⌉·nr); the strips are packed over the
-// cores.
+// cores, a strip (at most kcMax·nr values: 64 KiB) a unit: with four a
+// unit, the 256×256 weight of a 4096-row product was packed on one core
+// while the others waited.
 func packShared[T Float](kn *kernel[T], pb, b []T, tB bool, ldb, n, k int) {
 	nr := kn.nr
 	kc := depthBlock(k)
 	blocks, strips := (k+kc-1)/kc, (n+nr-1)/nr
 	np := strips * nr
-	parallel.For(blocks*strips, 4, func(lo, hi int) {
+	parallel.For(blocks*strips, 1, func(lo, hi int) {
 		for u := lo; u < hi; u++ {
 			pc, s := u/strips*kc, u%strips
 			kcb := min(kc, k-pc)
@@ -248,6 +251,26 @@ func check(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) error {
 	return nil
 }
 
+// packsB reports whether a product of C [m, n] over depth k, of elements of
+// size bytes on a kernel of nr columns, packs op(B) into strips (else the
+// micro-kernel reads it in place, rows of nr values ldb apart). B stored
+// transposed, or narrower than a strip, is always packed. A large B is
+// packed when its rows are far apart or when many rows of C read it, except
+// beside a transposed A: the product then reads A in place along strided
+// rows too (kernel.packAT), and on the Xeon one core ran the weight
+// gradients xᵀ·g with B = g [4096, 256] or [4096, 96] read in place 2–4%
+// faster than packed (the copy is a pass over all of B for 2m FLOPs an
+// element), and with g [4096, 1024] (4 KiB rows) 5% slower.
+func packsB(tA, tB bool, m, n, k, ldb, size, nr int) bool {
+	switch {
+	case tB || n < nr:
+		return true
+	case k*n*size <= directBBytes:
+		return false
+	}
+	return ldb*size > directStride || m >= packRows && !tA
+}
+
 // gemm is the single-threaded product; the arguments have been checked.
 func (w *Workspace[T]) gemm(kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	w.gemmPacked(kn, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil)
@@ -273,7 +296,7 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 	mr, nr := kn.mr, kn.nr
 	kc := depthBlock(k)
 	size := int(unsafe.Sizeof(alpha))
-	packB := pb != nil || tB || n < nr || k*n*size > directBBytes && (m >= packRows || ldb*size > directStride)
+	packB := pb != nil || packsB(tA, tB, m, n, k, ldb, size, nr)
 	nc := n // unpacked B needs no column blocks
 	np := (n + nr - 1) / nr * nr
 	if packB {
@@ -283,7 +306,7 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 			w.b = grow(w.b, kc*nc)
 		}
 	}
-	packAT := tA && n > 2*nr
+	packAT := tA && kn.packAT && n > 2*nr
 	if m < mr || packAT {
 		w.a = grow(w.a, kc*mr*(aStrips(kn, kc, size)+1))
 	}

@@ -113,7 +113,7 @@ func (p *problem[T]) reference() (want, mag []float64) {
 func errorBound(k int, chain bool) float64 {
 	kc := depthBlock(max(k, 1))
 	if chain {
-		return float64(kc+(k+kc-1)/kc+depthUnits) + 4
+		return float64(kc+(k+kc-1)/kc+depthMaxParts) + 4
 	}
 	kb := chunkSingle(kc) // the longer chains of the two schemes
 	return float64(kb+(kc+kb-1)/kb+(k+kc-1)/kc) + 4
@@ -246,10 +246,11 @@ func TestGemmParallel(t *testing.T) {
 }
 
 // TestTransposedAGroups runs products of a transposed A wide enough to be
-// packed (packABlock) and tall enough to be packed in several groups of
-// strips (aStrips: 240 rows in float32 and 120 in float64 at the depth
-// blocks of k = 600), with a last strip of 4 rows, on one goroutine,
-// against the reference.
+// packed on variants that pack it (kernel.packAT, packABlock) and tall
+// enough to be packed in several groups of strips (aStrips: 240 rows in
+// float32 and 120 in float64 at the depth blocks of k = 600), with a last
+// strip of 4 rows, on one goroutine, against the reference (on the other
+// variants, A read in place in groups of strips).
 func TestTransposedAGroups(t *testing.T) {
 	forEachVariant(t, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(6))

@@ -55,6 +55,10 @@ type kernel[T Float] struct {
 	// of w < nr columns, runs on the first whose nr ≥ w (colKernel)
 	// instead of a full strip computed into a scratch tile.
 	cols []*kernel[T]
+	// packAT: a transposed A is packed, a group of strips at a time
+	// (packABlock), in products wider than two column strips; else the
+	// micro-kernel reads its mr values a depth step in place, lda apart.
+	packAT bool
 	// bPanel: a group of row strips runs column strip after column strip
 	// when a strip of the packed op(B) block is at most bPanel bytes
 	// (block; 0: row strip after row strip).

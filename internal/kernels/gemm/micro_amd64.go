@@ -80,6 +80,14 @@ func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, piec
 //	   too (k > 512: nn's 1024-deep and 4096-deep products), where variant
 //	   13's is 64 KiB and runs in variant 6's order. Not yet timed on the
 //	   Xeon.
+//	15 variant 6 packing a transposed A (kernel.packAT; packABlock), as
+//	   every variant did before variant 6 read it in place: on the
+//	   development machine's Xeon (one core, nn's five 4096-deep weight
+//	   gradients xᵀ·g) the packing pass took 4–15% of the product
+//	   (copyPieces: 24-byte pieces at about 1.5 cycles a value); read in
+//	   place, mr values a depth step lda apart, 256×256 ran 4–6% faster
+//	   and the 1024- and 768-wide ones within ±3% (BenchmarkVariantTable,
+//	   three runs; results/dev-2026-11-23-s6.md).
 //
 // Dropped after the Xeon runs (the logs keep their numbers): 3 8×32
 // (72.1%), 5 14×32 (71.2%), 7 and 8 the 8×32 and 12×32 prefetching B eight
@@ -99,6 +107,7 @@ var (
 		generated512(6, 6, 4),
 		panelOrder(generated512(13, 6, 4)),
 		panelOrder(generated512(14, 12, 2)),
+		packedAT(generated512(15, 6, 4)),
 	}
 	variants256 = []variant{
 		{1, "avx2v1_6x16",
@@ -161,6 +170,16 @@ func gen512[T Float](fam map[int][]microKernel[T], mr, nv, lanes int, tr transpo
 		}
 	}
 	return &kernel[T]{level: isa.AVX512, mr: mr, nr: nv * lanes, micro: k[mr-1], edge: k[:mr-1], trans: tr, tblock: tblock, rows: copyRows, pieces: copyPieces, chunk: chunkSingle, narrow: narrow, cols: cols}
+}
+
+// packedAT returns v with its kernels packing a transposed A (packAT),
+// named for it.
+func packedAT(v variant) variant {
+	s, d := *v.s, *v.d
+	s.packAT, d.packAT = true, true
+	v.s, v.d = &s, &d
+	v.name += "packAT"
+	return v
 }
 
 // panelOrder returns v with its kernels' bPanel set to bPanelBytes, named
