@@ -111,6 +111,21 @@ func rowAddressing(mr int) addressing {
 	panic(fmt.Sprintf("no addressing for %d rows", mr))
 }
 
+// jumpIfOne jumps to label when the argument name (at frame offset off, of
+// the kernel's element type) is exactly 1, loading it into reg (and, in
+// float64, the constant 1 into tmp).
+func (g *gen) jumpIfOne(typ byte, name string, off int, reg, tmp, label string) {
+	if typ == 'S' {
+		g.p("\tMOVL %s+%d(FP), %s", name, off, reg)
+		g.p("\tCMPL %s, $0x3f800000", reg)
+	} else {
+		g.p("\tMOVQ %s+%d(FP), %s", name, off, reg)
+		g.p("\tMOVQ $0x3ff0000000000000, %s", tmp)
+		g.p("\tCMPQ %s, %s", reg, tmp)
+	}
+	g.p("\tJEQ  %s", label)
+}
+
 func (g *gen) kernel(typ byte, mr, nv int) {
 	nacc := mr * nv
 	if nacc+nv+1 > 32 {
@@ -305,15 +320,7 @@ func (g *gen) kernel(typ byte, mr, nv int) {
 	g.p("combined:")
 	g.p("\t// C = alpha·total (+ beta·C); alpha = 1 and beta = 1 skip the multiply.")
 	ab := temps[0]
-	if typ == 'S' {
-		g.p("\tMOVL alpha+%d(FP), AX", alphaOff)
-		g.p("\tCMPL AX, $0x3f800000")
-	} else {
-		g.p("\tMOVQ alpha+%d(FP), AX", alphaOff)
-		g.p("\tMOVQ $0x3ff0000000000000, R8")
-		g.p("\tCMPQ AX, R8")
-	}
-	g.p("\tJEQ  scaled")
+	g.jumpIfOne(typ, "alpha", alphaOff, "AX", "R8", "scaled")
 	g.p("\t%s alpha+%d(FP), %s", bcast, alphaOff, ab)
 	for i := 0; i < nacc; i++ {
 		g.p("\t%s %s, %s, %s", mul, ab, acc(i), acc(i))
@@ -326,15 +333,7 @@ func (g *gen) kernel(typ byte, mr, nv int) {
 	g.p("\tMOVBQZX loadC+%d(FP), R8", loadOff)
 	g.p("\tTESTQ   R8, R8")
 	g.p("\tJZ      store")
-	if typ == 'S' {
-		g.p("\tMOVL beta+%d(FP), R8", betaOff)
-		g.p("\tCMPL R8, $0x3f800000")
-	} else {
-		g.p("\tMOVQ beta+%d(FP), R8", betaOff)
-		g.p("\tMOVQ $0x3ff0000000000000, R9")
-		g.p("\tCMPQ R8, R9")
-	}
-	g.p("\tJEQ  addc")
+	g.jumpIfOne(typ, "beta", betaOff, "R8", "R9", "addc")
 	g.p("\t%s beta+%d(FP), %s", bcast, betaOff, ab)
 	g.p("\tMOVQ AX, R8")
 	for r := 0; r < mr; r++ {
