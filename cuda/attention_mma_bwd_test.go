@@ -213,46 +213,37 @@ var mmaPrecisions = []Precision{PrecisionExact, PrecisionTF32, PrecisionBF16}
 func TestAttentionMMABwdDevice(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(13))
-	for gi, g := range mmaGrid {
-		for _, d := range []int{64, 128} {
-			c := g.c
-			c.D = d
-			c.WithDL = gi%2 == 1
-			if testing.Short() && c.Nq > 200 {
-				continue
+	forMMAGrid(t, func(t *testing.T, i int, c attnCase, _ float64) {
+		c.WithDL = i%2 == 1
+		pr := newAttnProblem(rng, c, false)
+		p := pr.p
+		withForwardOf(&p, pr.o, pr.l)
+		for _, prec := range mmaPrecisions {
+			p.Precision = prec
+			nq, nk, nv := refAttentionBwdNaive(&p, pr.q, pr.k, pr.v, as64(p.O), as64(p.L), pr.do, pr.dl, prec)
+			refs := [3]float64{errMeasure(nq, pr.dq), errMeasure(nk, pr.dk), errMeasure(nv, pr.dvv)}
+			pairs := mmaBwdPairs(prec, c.D)
+			if len(pairs) == 0 {
+				t.Fatalf("no tensor-core backward kernels for %v, d=%d", prec, c.D)
 			}
-			t.Run(fmt.Sprintf("%s/d%d", g.name, d), func(t *testing.T) {
-				pr := newAttnProblem(rng, c, false)
-				p := pr.p
-				withForwardOf(&p, pr.o, pr.l)
-				for _, prec := range mmaPrecisions {
-					p.Precision = prec
-					nq, nk, nv := refAttentionBwdNaive(&p, pr.q, pr.k, pr.v, as64(p.O), as64(p.L), pr.do, pr.dl, prec)
-					refs := [3]float64{errMeasure(nq, pr.dq), errMeasure(nk, pr.dk), errMeasure(nv, pr.dvv)}
-					pairs := mmaBwdPairs(prec, d)
-					if len(pairs) == 0 {
-						t.Fatalf("no tensor-core backward kernels for %v, d=%d", prec, d)
-					}
-					for _, pair := range pairs {
-						what := fmt.Sprintf("%v [%s]", prec, pairName(pair))
-						if err := attentionBackward(p, pair[0], pair[1]); err != nil {
-							t.Fatalf("%s: %v", what, err)
-						}
-						var errs [3]float64
-						for i, x := range []struct {
-							name      string
-							got, want []float64
-						}{{"dQ", as64(p.DQ), pr.dq}, {"dK", as64(p.DK), pr.dk}, {"dV", as64(p.DV), pr.dvv}} {
-							errs[i] = compare(t, what+" "+x.name, x.got, x.want, 2*refs[i]+mmaFloor)
-						}
-						t.Logf("%s: dQ %.2e (naive %.2e), dK %.2e (naive %.2e), dV %.2e (naive %.2e)",
-							what, errs[0], refs[0], errs[1], refs[1], errs[2], refs[2])
-						checkExactZeros(t, what, &p, pr.l)
-					}
+			for _, pair := range pairs {
+				what := fmt.Sprintf("%v [%s]", prec, pairName(pair))
+				if err := attentionBackward(p, pair[0], pair[1]); err != nil {
+					t.Fatalf("%s: %v", what, err)
 				}
-			})
+				var errs [3]float64
+				for i, x := range []struct {
+					name      string
+					got, want []float64
+				}{{"dQ", as64(p.DQ), pr.dq}, {"dK", as64(p.DK), pr.dk}, {"dV", as64(p.DV), pr.dvv}} {
+					errs[i] = compare(t, what+" "+x.name, x.got, x.want, 2*refs[i]+mmaFloor)
+				}
+				t.Logf("%s: dQ %.2e (naive %.2e), dK %.2e (naive %.2e), dV %.2e (naive %.2e)",
+					what, errs[0], refs[0], errs[1], refs[1], errs[2], refs[2])
+				checkExactZeros(t, what, &p, pr.l)
+			}
 		}
-	}
+	})
 }
 
 // checkExactZeros checks that rows without a visible key have dQ exactly 0 and padded keys dK

@@ -152,72 +152,79 @@ const mmaFloor = 1e-6
 func TestAttentionMMADevice(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(11))
-	for _, g := range mmaGrid {
+	forMMAGrid(t, func(t *testing.T, _ int, c attnCase, scale float64) {
+		p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
+			KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
+		if scale != 0 {
+			p.Scale = scale
+		}
+		qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
+		p.Q, p.K, p.V = toType(randn(rng, qn, 1), false), toType(randn(rng, kn, 1), false), toType(randn(rng, kn, 1), false)
+		q, k, v := as64(p.Q), as64(p.K), as64(p.V)
+		wantO, wantL := refAttention(&p, q, k, v)
+		// Every kernel: the FMA kernel (variant 2) and each tensor-core variant.
+		kernels := []struct {
+			prec    Precision
+			variant int
+		}{{PrecisionFMA, 2}}
+		for _, mc := range mmaCfgs {
+			if mc.D == c.D && (!mc.hopper() || deviceSM() == 90) {
+				kernels = append(kernels, struct {
+					prec    Precision
+					variant int
+				}{mc.Prec, mc.Variant})
+			}
+		}
+		for _, kern := range kernels {
+			prec := kern.prec
+			p.Precision = prec
+			p.O, p.L, p.LRes = zeros(qn, false), zeros(ln, false), zeros(ln, false)
+			if err := attentionForward(p, kern.variant); err != nil {
+				t.Fatalf("%v variant %d: %v", prec, kern.variant, err)
+			}
+			naivePrec := prec
+			if prec == PrecisionFMA {
+				naivePrec = PrecisionExact // plain float32
+			}
+			nO, nL := refAttentionNaive(&p, q, k, v, naivePrec)
+			refO, refL := errMeasure(nO, wantO), errMeasure(nL, wantL)
+			tolO, tolL := 2*refO+mmaFloor, 2*refL+mmaFloor
+			if prec == PrecisionFMA { // logged beside the others; its bound is the FMA tests'
+				tolO, tolL = tolerance(false), tolerance(false)
+			}
+			what := fmt.Sprintf("%v v%d", prec, kern.variant)
+			eo := compare(t, what+" O", as64(p.O), wantO, tolO)
+			el := compare(t, what+" L", as64(p.L), wantL, tolL)
+			// L + LRes carries L beyond float32's rounding (the L the backward uses).
+			full := as64(p.L)
+			for i, r := range as64(p.LRes) {
+				full[i] += r
+			}
+			compare(t, what+" L+LRes", full, wantL, tolL)
+			ratio := func(e, ref float64) string {
+				if ref == 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.2f", e/ref)
+			}
+			t.Logf("%-8s: O error %.2e (naive %.2e, ratio %s), L error %.2e (naive %.2e, ratio %s)",
+				what, eo, refO, ratio(eo, refO), el, refL, ratio(el, refL))
+		}
+	})
+}
+
+// forMMAGrid runs body as the subtest "<name>/d<D>" of every case of mmaGrid at D = 64 and 128
+// (the case with its D set; under -short, the cases with Nq > 200 are left out), with the
+// case's index in mmaGrid and its scale (0: 1/√D).
+func forMMAGrid(t *testing.T, body func(t *testing.T, i int, c attnCase, scale float64)) {
+	for i, g := range mmaGrid {
 		for _, d := range []int{64, 128} {
 			c := g.c
 			c.D = d
 			if testing.Short() && c.Nq > 200 {
 				continue
 			}
-			t.Run(fmt.Sprintf("%s/d%d", g.name, d), func(t *testing.T) {
-				p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
-					KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
-				if g.scale != 0 {
-					p.Scale = g.scale
-				}
-				qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
-				p.Q, p.K, p.V = toType(randn(rng, qn, 1), false), toType(randn(rng, kn, 1), false), toType(randn(rng, kn, 1), false)
-				q, k, v := as64(p.Q), as64(p.K), as64(p.V)
-				wantO, wantL := refAttention(&p, q, k, v)
-				// Every kernel: the FMA kernel (variant 2) and each tensor-core variant.
-				kernels := []struct {
-					prec    Precision
-					variant int
-				}{{PrecisionFMA, 2}}
-				for _, mc := range mmaCfgs {
-					if mc.D == d && (!mc.hopper() || deviceSM() == 90) {
-						kernels = append(kernels, struct {
-							prec    Precision
-							variant int
-						}{mc.Prec, mc.Variant})
-					}
-				}
-				for _, kern := range kernels {
-					prec := kern.prec
-					p.Precision = prec
-					p.O, p.L, p.LRes = zeros(qn, false), zeros(ln, false), zeros(ln, false)
-					if err := attentionForward(p, kern.variant); err != nil {
-						t.Fatalf("%v variant %d: %v", prec, kern.variant, err)
-					}
-					naivePrec := prec
-					if prec == PrecisionFMA {
-						naivePrec = PrecisionExact // plain float32
-					}
-					nO, nL := refAttentionNaive(&p, q, k, v, naivePrec)
-					refO, refL := errMeasure(nO, wantO), errMeasure(nL, wantL)
-					tolO, tolL := 2*refO+mmaFloor, 2*refL+mmaFloor
-					if prec == PrecisionFMA { // logged beside the others; its bound is the FMA tests'
-						tolO, tolL = tolerance(false), tolerance(false)
-					}
-					what := fmt.Sprintf("%v v%d", prec, kern.variant)
-					eo := compare(t, what+" O", as64(p.O), wantO, tolO)
-					el := compare(t, what+" L", as64(p.L), wantL, tolL)
-					// L + LRes carries L beyond float32's rounding (the L the backward uses).
-					full := as64(p.L)
-					for i, r := range as64(p.LRes) {
-						full[i] += r
-					}
-					compare(t, what+" L+LRes", full, wantL, tolL)
-					ratio := func(e, ref float64) string {
-						if ref == 0 {
-							return "–"
-						}
-						return fmt.Sprintf("%.2f", e/ref)
-					}
-					t.Logf("%-8s: O error %.2e (naive %.2e, ratio %s), L error %.2e (naive %.2e, ratio %s)",
-						what, eo, refO, ratio(eo, refO), el, refL, ratio(el, refL))
-				}
-			})
+			t.Run(fmt.Sprintf("%s/d%d", g.name, d), func(t *testing.T) { body(t, i, c, g.scale) })
 		}
 	}
 }
