@@ -72,31 +72,32 @@ __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB
 
 // fg_bwd_p_t and fg_bwd_ds_t are fg_bwd_pds_t in two steps, for kernels that compute P^T
 // while dP^T's product is still running (attention_hopper_bwd.cu): P^T in st, then dS^T in
-// dpt from P^T in pt, each 0 outside the visible region.
-template <int NB>
-__device__ __forceinline__ void fg_bwd_p_t(float (&st)[NB][4], const float2* ld, int sb, int m0, int n0, int kr, int t,
-                                           int klen, bool mask, float sl2, const fg_attn_params& p) {
+// dpt from P^T in pt, each 0 outside the visible region. fg_bwd_step_t is the loop of both:
+// out = P^T from the scores in out (DS false, c = sl2) or dS^T from pt and dP^T in out (DS
+// true, c = scale).
+template <int NB, bool DS>
+__device__ __forceinline__ void fg_bwd_step_t(const float (&pt)[NB][4], float (&out)[NB][4], const float2* ld, int sb,
+                                              int m0, int n0, int kr, int t, int klen, bool mask, float c,
+                                              const fg_attn_params& p) {
 #pragma unroll
   for (int j = 0; j < NB; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int qi = sb + 8 * j + 2 * t + (e & 1);
-      const float pv = fg_bwd_p1(st[j][e], sl2, ld[qi].x);
-      st[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : pv;
+      const float v = DS ? fg_bwd_ds1(pt[j][e], out[j][e], ld[qi].y, c) : fg_bwd_p1(out[j][e], c, ld[qi].x);
+      out[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : v;
     }
+}
+template <int NB>
+__device__ __forceinline__ void fg_bwd_p_t(float (&st)[NB][4], const float2* ld, int sb, int m0, int n0, int kr, int t,
+                                           int klen, bool mask, float sl2, const fg_attn_params& p) {
+  fg_bwd_step_t<NB, false>(st, st, ld, sb, m0, n0, kr, t, klen, mask, sl2, p);
 }
 template <int NB>
 __device__ __forceinline__ void fg_bwd_ds_t(const float (&pt)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb,
                                             int m0, int n0, int kr, int t, int klen, bool mask, float scale,
                                             const fg_attn_params& p) {
-#pragma unroll
-  for (int j = 0; j < NB; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int qi = sb + 8 * j + 2 * t + (e & 1);
-      const float ds = fg_bwd_ds1(pt[j][e], dpt[j][e], ld[qi].y, scale);
-      dpt[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : ds;
-    }
+  fg_bwd_step_t<NB, true>(pt, dpt, ld, sb, m0, n0, kr, t, klen, mask, scale, p);
 }
 
 // fg_bwd_ds turns the dQ kernels' S and dP of one key tile (rows r0 + 8 (e / 2), keys
