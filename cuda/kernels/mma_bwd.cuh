@@ -43,52 +43,50 @@ __device__ __forceinline__ bool fg_bwd_seen(const fg_attn_params& p, int i, int 
   return i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
 }
 
-// fg_bwd_each_t calls f(j, e, qi) for element e of block j of the dK/dV kernels' S^T and dP^T
-// accumulators of one query sub-block: query sb + 8 j + 2 t + e % 2 = qi of the tile (its row of
-// the tile's (L2, delta)), key kr + 8 (e / 2) of the block.
-template <int NB, typename F> __device__ __forceinline__ void fg_bwd_each_t(int sb, int t, F f) {
-#pragma unroll
-  for (int j = 0; j < NB; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) f(j, e, sb + 8 * j + 2 * t + (e & 1));
-}
-
-// fg_bwd_pds_t turns the dK/dV kernels' S^T and dP^T of one query sub-block (queries m0 + qi,
-// keys n0 + kr + 8 (e / 2): fg_bwd_each_t) into P^T = exp2(S^T sl2 - L2) and
-// dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of the tile's rows in ld; outside
-// the visible region (checked only when mask is set) both are 0.
+// fg_bwd_pds_t turns the dK/dV kernels' S^T and dP^T of one query sub-block (queries
+// m0 + sb + 8 j + 2 t + e % 2, keys n0 + kr + 8 (e / 2) for element e of block j) into
+// P^T = exp2(S^T sl2 - L2) and dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of
+// the tile's rows in ld; outside the visible region (checked only when mask is set) both are 0.
 template <int NB>
 __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb, int m0,
                                              int n0, int kr, int t, int klen, bool mask, float sl2, float scale,
                                              const fg_attn_params& p) {
-  fg_bwd_each_t<NB>(sb, t, [&](int j, int e, int qi) {
-    const float2 x = ld[qi];
-    float pv = fg_bwd_p1(st[j][e], sl2, x.x);
-    float ds = fg_bwd_ds1(pv, dpt[j][e], x.y, scale);
-    if (mask) {
-      const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
-      const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
-      pv = seen ? pv : 0.f;
-      ds = seen ? ds : 0.f;
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float2 x = ld[qi];
+      float pv = fg_bwd_p1(st[j][e], sl2, x.x);
+      float ds = fg_bwd_ds1(pv, dpt[j][e], x.y, scale);
+      if (mask) {
+        const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
+        const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
+        pv = seen ? pv : 0.f;
+        ds = seen ? ds : 0.f;
+      }
+      st[j][e] = pv;
+      dpt[j][e] = ds;
     }
-    st[j][e] = pv;
-    dpt[j][e] = ds;
-  });
 }
 
 // fg_bwd_p_t and fg_bwd_ds_t are fg_bwd_pds_t in two steps, for kernels that compute P^T
 // while dP^T's product is still running (attention_hopper_bwd.cu): P^T in st, then dS^T in
-// dpt from P^T in pt, each 0 outside the visible region. fg_bwd_step_t is the step of both:
+// dpt from P^T in pt, each 0 outside the visible region. fg_bwd_step_t is the loop of both:
 // out = P^T from the scores in out (DS false, c = sl2) or dS^T from pt and dP^T in out (DS
 // true, c = scale).
 template <int NB, bool DS>
 __device__ __forceinline__ void fg_bwd_step_t(const float (&pt)[NB][4], float (&out)[NB][4], const float2* ld, int sb,
                                               int m0, int n0, int kr, int t, int klen, bool mask, float c,
                                               const fg_attn_params& p) {
-  fg_bwd_each_t<NB>(sb, t, [&](int j, int e, int qi) {
-    const float v = DS ? fg_bwd_ds1(pt[j][e], out[j][e], ld[qi].y, c) : fg_bwd_p1(out[j][e], c, ld[qi].x);
-    out[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : v;
-  });
+#pragma unroll
+  for (int j = 0; j < NB; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qi = sb + 8 * j + 2 * t + (e & 1);
+      const float v = DS ? fg_bwd_ds1(pt[j][e], out[j][e], ld[qi].y, c) : fg_bwd_p1(out[j][e], c, ld[qi].x);
+      out[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : v;
+    }
 }
 template <int NB>
 __device__ __forceinline__ void fg_bwd_p_t(float (&st)[NB][4], const float2* ld, int sb, int m0, int n0, int kr, int t,
