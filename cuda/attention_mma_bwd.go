@@ -61,16 +61,28 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// warpgroups of 64 keys with 64-row query tiles, and two of 64 query rows with 128-key
 	// tiles (up to 3% ahead of 64). The backward 1.18-1.55x faster than the mma.sync pairs
 	// below. Registers (ptxas -v, sm_90a, CUDA 13): 131-246, no spills, no serialization.
-	{false, false, PrecisionBF16, 64, 128, 64, 128, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, true},
-	{false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, false},
+	{Prec: PrecisionBF16, D: 64, BM: 128, BN: 64, SB: 128, Pre: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Hopper: true, Ovl: true},
+	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 128, Pre: true, Hopper: true},
 	// Other Hopper tiles and forms, for comparison: Ovl in the dK/dV kernel loses 14-19%; in
 	// the dQ kernel Ovl and Reg are within 2% either way.
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 64, 64, 64, 64, true, false, false, true, false}, {false, false, PrecisionBF16, 128, 64, 64, 64, true, false, false, true, false},
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, false, false, true, true}, {false, false, PrecisionBF16, 128, 64, 128, 64, true, false, false, true, true},
-	{true, false, PrecisionBF16, 64, 128, 128, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 64, 64, 128, 0, true, false, false, true, false},
-	{true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 64, 64, 0, true, false, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, false, false, true, true}, {true, false, PrecisionBF16, 128, 128, 128, 0, true, false, false, true, true},
-	{true, false, PrecisionBF16, 64, 128, 128, 0, true, true, false, true, true}, {true, false, PrecisionBF16, 64, 128, 128, 0, true, true, false, true, false},
-	{true, false, PrecisionBF16, 128, 128, 64, 0, true, true, false, true, false}, {true, false, PrecisionBF16, 128, 128, 64, 0, true, true, false, true, true},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true},
+	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, Ovl: true},
+	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, Ovl: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, Pre: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 64, Pre: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 64, BN: 64, Pre: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 64, Pre: true, Hopper: true, Ovl: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 128, Pre: true, Hopper: true, Ovl: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Reg: true, Hopper: true, Ovl: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Reg: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 64, Pre: true, Reg: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 64, Pre: true, Reg: true, Hopper: true, Ovl: true},
 	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer): the fastest tested pair
 	// of each D on the H100 (results/h100-2026-11-23-s5-bwd/timing.log, every pair timed after
 	// the tests checked it): backward 1.17–1.41× (d = 64) and 1.40–1.73× (d = 128) faster than
@@ -78,33 +90,47 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// keys (d = 64: 64 keys and 64-row query tiles; d = 128: 64 keys, 32-row query tiles),
 	// two blocks per multiprocessor, beat eight warps (128 keys) by up to 7% (d = 64; within
 	// 0.3% the other way at N = 4096) and 11–15% (d = 128).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, true, true, false, false, false}, {true, false, PrecisionBF16, 64, 128, 64, 0, true, true, false, false, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, true, false, false, false, false}, {true, false, PrecisionBF16, 128, 128, 32, 0, true, true, false, false, false},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Reg: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 64, Pre: true, Reg: true},
+	{Prec: PrecisionBF16, D: 128, BM: 32, BN: 64, SB: 32, Pre: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 32, Pre: true, Reg: true},
 	// The defaults without a scratch buffer: the fastest dK/dV and dQ kernels of each
 	// precision and D on the H100 (results/mma-bwd/time-mma-bwd-run{2,3}.log, 44 kernels timed
 	// after the tests checked them; those that lost everywhere were dropped: 8-warp float32
 	// tiles, other stage sizes).
-	{false, true, PrecisionBF16, 64, 64, 64, 64, false, false, false, false, false}, {true, true, PrecisionBF16, 64, 128, 32, 0, false, false, false, false, false},
-	{false, true, PrecisionBF16, 128, 16, 64, 16, false, false, false, false, false}, {true, true, PrecisionBF16, 128, 128, 16, 0, false, false, false, false, false},
-	{false, false, PrecisionTF32, 64, 64, 64, 64, false, false, false, false, false}, {true, false, PrecisionTF32, 64, 64, 64, 0, false, false, false, false, false},
-	{false, false, PrecisionTF32, 128, 32, 128, 16, false, false, false, false, false}, {true, false, PrecisionTF32, 128, 128, 32, 0, false, false, false, false, false},
-	{false, false, PrecisionExact, 64, 32, 64, 16, false, false, false, false, false}, {true, false, PrecisionExact, 64, 64, 64, 0, false, false, false, false, false},
-	{false, false, PrecisionExact, 128, 16, 64, 16, false, false, false, false, false}, {true, false, PrecisionExact, 128, 64, 16, 0, false, false, false, false, false},
+	{LDM: true, Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64},
+	{DQ: true, LDM: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 32},
+	{LDM: true, Prec: PrecisionBF16, D: 128, BM: 16, BN: 64, SB: 16},
+	{DQ: true, LDM: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 16},
+	{Prec: PrecisionTF32, D: 64, BM: 64, BN: 64, SB: 64},
+	{DQ: true, Prec: PrecisionTF32, D: 64, BM: 64, BN: 64},
+	{Prec: PrecisionTF32, D: 128, BM: 32, BN: 128, SB: 16},
+	{DQ: true, Prec: PrecisionTF32, D: 128, BM: 128, BN: 32},
+	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 16},
+	{DQ: true, Prec: PrecisionExact, D: 64, BM: 64, BN: 64},
+	{Prec: PrecisionExact, D: 128, BM: 16, BN: 64, SB: 16},
+	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 16},
 	// Other bfloat16-plane kernels, for comparison: eight warps (128 keys); the dQ kernel
 	// without registers for Q and dO (d = 64: 0–2.4% faster than the default's dQ kernel,
 	// timed with the 128-key dK/dV kernel only); and the fused ones (dQ inside the dK/dV
 	// kernel), 1.1–1.7× slower than even the defaults without a scratch buffer: the ordered
 	// adds wait for each other, three block syncs per query tile, and each tile's dQ share is
 	// read, added and written in global memory.
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, false, false, false}, {true, false, PrecisionBF16, 64, 128, 32, 0, true, false, false, false, false},
-	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, false, false, false}, {true, false, PrecisionBF16, 128, 128, 16, 0, true, false, false, false, false},
-	{false, false, PrecisionBF16, 64, 64, 128, 64, true, true, true, false, false}, {false, false, PrecisionBF16, 64, 64, 128, 32, true, true, true, false, false},
-	{false, false, PrecisionBF16, 64, 128, 128, 32, true, true, true, false, false},
-	{false, false, PrecisionBF16, 128, 32, 128, 16, true, false, true, false, false}, {false, false, PrecisionBF16, 128, 32, 64, 32, true, false, true, false, false},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Reg: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 32, Pre: true},
+	{Prec: PrecisionBF16, D: 128, BM: 32, BN: 128, SB: 16, Pre: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 16, Pre: true},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Reg: true, Fused: true},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, SB: 32, Pre: true, Reg: true, Fused: true},
+	{Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, SB: 32, Pre: true, Reg: true, Fused: true},
+	{Prec: PrecisionBF16, D: 128, BM: 32, BN: 128, SB: 16, Pre: true, Fused: true},
+	{Prec: PrecisionBF16, D: 128, BM: 32, BN: 64, SB: 32, Pre: true, Fused: true},
 	// Kept for comparison: BF16 on float32 tiles (the first defaults; the bfloat16-tile
 	// defaults above take 22% (d = 64) and 43% (d = 128) off the backward at N = 16384).
-	{false, false, PrecisionBF16, 64, 64, 64, 64, false, false, false, false, false}, {true, false, PrecisionBF16, 64, 64, 64, 0, false, false, false, false, false},
-	{false, false, PrecisionBF16, 128, 32, 64, 32, false, false, false, false, false}, {true, false, PrecisionBF16, 128, 64, 32, 0, false, false, false, false, false},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 64, BN: 64},
+	{Prec: PrecisionBF16, D: 128, BM: 32, BN: 64, SB: 32},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 64, BN: 32},
 }
 
 func (c mmaBwdCfg) name() string {
