@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/flashgorgon/flashgorgon/internal/isa"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 )
 
 // The assembly micro-kernels (micro_amd64.s); see microKernel for the
@@ -26,11 +27,8 @@ func microS256(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32
 //go:noescape
 func microD256(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
-// The transposers (transpose_amd64.s, AVX): 8×8 float32 and 4×4 float64
-// blocks; see transposer.
-
-//go:noescape
-func transposeS8(dst *float32, ldd int, src *float32, lds int, rows, cols int)
+// The transposers (AVX): 8×8 float32 blocks (vec.Transpose8, shared with
+// vec.Transpose) and 4×4 float64 blocks (transpose_amd64.s); see transposer.
 
 //go:noescape
 func transposeD4(dst *float64, ldd int, src *float64, lds int, rows, cols int)
@@ -100,7 +98,7 @@ func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, piec
 var (
 	variants512 = []variant{
 		{1, "avx512v1_6x32paired",
-			&kernel[float32]{level: isa.AVX512, mr: 6, nr: 32, micro: microS512, trans: transposeS8, tblock: 8, rows: copyRows, pieces: copyPieces, chunk: chunkPaired},
+			&kernel[float32]{level: isa.AVX512, mr: 6, nr: 32, micro: microS512, trans: vec.Transpose8, tblock: 8, rows: copyRows, pieces: copyPieces, chunk: chunkPaired},
 			&kernel[float64]{level: isa.AVX512, mr: 6, nr: 16, micro: microD512, trans: transposeD4, tblock: 4, rows: copyRows, pieces: copyPieces, chunk: chunkPaired}},
 		generated512(2, 6, 2),
 		generated512(4, 12, 2),
@@ -111,7 +109,7 @@ var (
 	}
 	variants256 = []variant{
 		{1, "avx2v1_6x16",
-			&kernel[float32]{level: isa.AVX2, mr: 6, nr: 16, micro: microS256, trans: transposeS8, tblock: 8, rows: copyRows, pieces: copyPieces, chunk: chunkSingle},
+			&kernel[float32]{level: isa.AVX2, mr: 6, nr: 16, micro: microS256, trans: vec.Transpose8, tblock: 8, rows: copyRows, pieces: copyPieces, chunk: chunkSingle},
 			&kernel[float64]{level: isa.AVX2, mr: 6, nr: 8, micro: microD256, trans: transposeD4, tblock: 4, rows: copyRows, pieces: copyPieces, chunk: chunkSingle}},
 	}
 )
@@ -153,7 +151,7 @@ func pick512(env string) int {
 func generated512(n, mr, nv int) variant {
 	return variant{
 		n, fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16),
-		gen512(gen512s, mr, nv, 16, transposeS8, 8, narrow512(gen512s, nv, 16, transposeS8, 8)),
+		gen512(gen512s, mr, nv, 16, vec.Transpose8, 8, narrow512(gen512s, nv, 16, vec.Transpose8, 8)),
 		gen512(gen512d, mr, nv, 8, transposeD4, 4, narrow512(gen512d, nv, 8, transposeD4, 4)),
 	}
 }

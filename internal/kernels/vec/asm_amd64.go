@@ -48,8 +48,13 @@ func exp2MulDiffRowsAVX512(p, ds *float32, ld, rows, cols int, first *int, hi, l
 //go:noescape
 func subScaledRowsAVX512(c *float32, ldc, rows, nc int, coef *float32, ldcoef int, cnt *int, b *float32, ldb int, iota *[16]int32)
 
+// Transpose8 sets dst[p·ldd + j] = src[j·lds + p] for j < rows, p < cols
+// (both multiples of 8; either may be 0) in 8×8 blocks of AVX shuffles: the
+// one float32 block transposer of the module, used by Transpose here and by
+// gemm's packing of transposed operands. ldd and lds count elements.
+//
 //go:noescape
-func transpose8AVX(dst *float32, ldd int, src *float32, lds int, rows, cols int)
+func Transpose8(dst *float32, ldd int, src *float32, lds int, rows, cols int)
 
 //go:noescape
 func sumAVX512(x *float32, n int) float64
@@ -214,10 +219,10 @@ func (k *kernels32) withTranspose() *kernels32 {
 	return k
 }
 
-// transpose8 runs transpose8AVX on the whole 8×8 blocks of a rows×cols
+// transpose8 runs Transpose8 on the whole 8×8 blocks of a rows×cols
 // source (rows, cols multiples of 8, both at least 8).
 func transpose8(dst []float32, ldd int, src []float32, lds, rows, cols int) {
-	transpose8AVX(&dst[0], ldd, &src[0], lds, rows, cols)
+	Transpose8(&dst[0], ldd, &src[0], lds, rows, cols)
 }
 
 // laneNumbers holds 0…15: the AVX-512 tile kernels compare it with a count

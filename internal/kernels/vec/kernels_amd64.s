@@ -1788,80 +1788,89 @@ snext:
 	VZEROUPPER
 	RET
 
-// func transpose8AVX(dst *float32, ldd int, src *float32, lds int, rows, cols int)
-// dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols, both multiples of
-// 8, in 8×8 blocks: 8 rows of 8 loaded, interleaved in pairs (VUNPCKLPS,
-// VUNPCKHPS), then in fours (VSHUFPS), then the 128-bit halves exchanged
-// (VPERM2F128), 8 columns stored. AVX only (AVX2 and AVX-512 machines).
-TEXT ·transpose8AVX(SB), NOSPLIT, $0-48
+// func Transpose8(dst *float32, ldd int, src *float32, lds int, rows, cols int)
+//
+// dst[p·ldd + j] = src[j·lds + p] for j < rows, p < cols, both multiples of
+// 8: 8×8 blocks, each loaded as four rows' halves per ymm (rows j and j+4
+// in the two 128-bit lanes), then transposed within the lanes by unpack
+// and shuffle (AVX).
+TEXT ·Transpose8(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
-	MOVQ ldd+8(FP), R8
-	SHLQ $2, R8
+	MOVQ ldd+8(FP), R11
+	SHLQ $2, R11
 	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), R9
-	SHLQ $2, R9
-	MOVQ rows+32(FP), DX
-	MOVQ cols+40(FP), CX
+	MOVQ lds+24(FP), R8
+	SHLQ $2, R8
+	MOVQ rows+32(FP), BX
+	SHRQ $3, BX
+	JZ   done
+	MOVQ cols+40(FP), DX
 	SHRQ $3, DX
-	SHRQ $3, CX
-	LEAQ (R9)(R9*2), R10 // 3·lds
-	LEAQ (R8)(R8*2), R11 // 3·ldd
+	JZ   done
+	LEAQ (R8)(R8*2), R9   // 3·lds
+	LEAQ (R11)(R11*2), R12 // 3·ldd
 
-trow:
-	MOVQ SI, AX // source block
-	MOVQ DI, BX // destination block
-	MOVQ CX, R12
+rowblock:
+	MOVQ SI, AX          // rows j…j+3 of this block column
+	LEAQ (SI)(R8*4), R10 // rows j+4…j+7
+	MOVQ DI, CX          // dst rows p…p+3
+	MOVQ DX, R14
 
-tblock:
-	VMOVUPS     (AX), Y0
-	VMOVUPS     (AX)(R9*1), Y1
-	VMOVUPS     (AX)(R9*2), Y2
-	VMOVUPS     (AX)(R10*1), Y3
-	LEAQ        (AX)(R9*4), R13
-	VMOVUPS     (R13), Y4
-	VMOVUPS     (R13)(R9*1), Y5
-	VMOVUPS     (R13)(R9*2), Y6
-	VMOVUPS     (R13)(R10*1), Y7
-	VUNPCKLPS   Y1, Y0, Y8
-	VUNPCKHPS   Y1, Y0, Y9
-	VUNPCKLPS   Y3, Y2, Y10
-	VUNPCKHPS   Y3, Y2, Y11
-	VUNPCKLPS   Y5, Y4, Y12
-	VUNPCKHPS   Y5, Y4, Y13
-	VUNPCKLPS   Y7, Y6, Y14
-	VUNPCKHPS   Y7, Y6, Y15
-	VSHUFPS     $0x44, Y10, Y8, Y0
-	VSHUFPS     $0xee, Y10, Y8, Y1
-	VSHUFPS     $0x44, Y11, Y9, Y2
-	VSHUFPS     $0xee, Y11, Y9, Y3
-	VSHUFPS     $0x44, Y14, Y12, Y4
-	VSHUFPS     $0xee, Y14, Y12, Y5
-	VSHUFPS     $0x44, Y15, Y13, Y6
-	VSHUFPS     $0xee, Y15, Y13, Y7
-	VPERM2F128  $0x20, Y4, Y0, Y8
-	VPERM2F128  $0x20, Y5, Y1, Y9
-	VPERM2F128  $0x20, Y6, Y2, Y10
-	VPERM2F128  $0x20, Y7, Y3, Y11
-	VPERM2F128  $0x31, Y4, Y0, Y12
-	VPERM2F128  $0x31, Y5, Y1, Y13
-	VPERM2F128  $0x31, Y6, Y2, Y14
-	VPERM2F128  $0x31, Y7, Y3, Y15
-	VMOVUPS     Y8, (BX)
-	VMOVUPS     Y9, (BX)(R8*1)
-	VMOVUPS     Y10, (BX)(R8*2)
-	VMOVUPS     Y11, (BX)(R11*1)
-	LEAQ        (BX)(R8*4), R13
-	VMOVUPS     Y12, (R13)
-	VMOVUPS     Y13, (R13)(R8*1)
-	VMOVUPS     Y14, (R13)(R8*2)
-	VMOVUPS     Y15, (R13)(R11*1)
-	ADDQ        $32, AX          // 8 columns on in the source
-	LEAQ        (BX)(R8*8), BX   // 8 rows on in the destination
-	DECQ        R12
-	JNZ         tblock
-	LEAQ        (SI)(R9*8), SI   // 8 rows on in the source
-	ADDQ        $32, DI          // 8 columns on in the destination
-	DECQ        DX
-	JNZ         trow
+colblock:
+	VMOVUPS     (AX), X0
+	VINSERTF128 $1, (R10), Y0, Y0
+	VMOVUPS     (AX)(R8*1), X1
+	VINSERTF128 $1, (R10)(R8*1), Y1, Y1
+	VMOVUPS     (AX)(R8*2), X2
+	VINSERTF128 $1, (R10)(R8*2), Y2, Y2
+	VMOVUPS     (AX)(R9*1), X3
+	VINSERTF128 $1, (R10)(R9*1), Y3, Y3
+	VMOVUPS     16(AX), X4
+	VINSERTF128 $1, 16(R10), Y4, Y4
+	VMOVUPS     16(AX)(R8*1), X5
+	VINSERTF128 $1, 16(R10)(R8*1), Y5, Y5
+	VMOVUPS     16(AX)(R8*2), X6
+	VINSERTF128 $1, 16(R10)(R8*2), Y6, Y6
+	VMOVUPS     16(AX)(R9*1), X7
+	VINSERTF128 $1, 16(R10)(R9*1), Y7, Y7
+
+	VUNPCKLPS Y1, Y0, Y8 // r0[0] r1[0] r0[1] r1[1] per lane
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VSHUFPS   $0x44, Y10, Y8, Y12 // column 0 of the four rows (and of the four below)
+	VSHUFPS   $0xEE, Y10, Y8, Y13 // column 1
+	VSHUFPS   $0x44, Y11, Y9, Y14 // column 2
+	VSHUFPS   $0xEE, Y11, Y9, Y15 // column 3
+	VMOVUPS   Y12, (CX)
+	VMOVUPS   Y13, (CX)(R11*1)
+	VMOVUPS   Y14, (CX)(R11*2)
+	VMOVUPS   Y15, (CX)(R12*1)
+	LEAQ      (CX)(R11*4), R13
+	VUNPCKLPS Y5, Y4, Y8
+	VUNPCKHPS Y5, Y4, Y9
+	VUNPCKLPS Y7, Y6, Y10
+	VUNPCKHPS Y7, Y6, Y11
+	VSHUFPS   $0x44, Y10, Y8, Y12
+	VSHUFPS   $0xEE, Y10, Y8, Y13
+	VSHUFPS   $0x44, Y11, Y9, Y14
+	VSHUFPS   $0xEE, Y11, Y9, Y15
+	VMOVUPS   Y12, (R13)
+	VMOVUPS   Y13, (R13)(R11*1)
+	VMOVUPS   Y14, (R13)(R11*2)
+	VMOVUPS   Y15, (R13)(R12*1)
+
+	ADDQ $32, AX
+	ADDQ $32, R10
+	LEAQ (R13)(R11*4), CX
+	DECQ R14
+	JNZ  colblock
+
+	LEAQ (SI)(R8*8), SI // next 8 rows of src
+	ADDQ $32, DI        // next 8 columns of dst
+	DECQ BX
+	JNZ  rowblock
+
+done:
 	VZEROUPPER
 	RET
