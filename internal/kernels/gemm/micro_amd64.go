@@ -103,9 +103,9 @@ var (
 		generated512(2, 6, 2),
 		generated512(4, 12, 2),
 		generated512(6, 6, 4),
-		panelOrder(generated512(13, 6, 4)),
-		panelOrder(generated512(14, 12, 2)),
-		packedAT(generated512(15, 6, 4)),
+		tuned(generated512(13, 6, 4), tuning{panel: true}),
+		tuned(generated512(14, 12, 2), tuning{panel: true}),
+		tuned(generated512(15, 6, 4), tuning{packAT: true}),
 	}
 	variants256 = []variant{
 		{1, "avx2v1_6x16",
@@ -170,23 +170,24 @@ func gen512[T Float](fam map[int][]microKernel[T], mr, nv, lanes int, tr transpo
 	return &kernel[T]{level: isa.AVX512, mr: mr, nr: nv * lanes, micro: k[mr-1], edge: k[:mr-1], trans: tr, tblock: tblock, rows: copyRows, pieces: copyPieces, chunk: chunkSingle, narrow: narrow, cols: cols}
 }
 
-// packedAT returns v with its kernels packing a transposed A (packAT),
-// named for it.
-func packedAT(v variant) variant {
-	s, d := *v.s, *v.d
-	s.packAT, d.packAT = true, true
-	v.s, v.d = &s, &d
-	v.name += "packAT"
-	return v
-}
+// tuning is what a variant changes in its generated kernels' packing:
+// packAT packs a transposed A (Aᵀ read in place otherwise); panel sets
+// bPanel to bPanelBytes (B packed in panels of that size).
+type tuning struct{ packAT, panel bool }
 
-// panelOrder returns v with its kernels' bPanel set to bPanelBytes, named
-// for it.
-func panelOrder(v variant) variant {
+// tuned returns v with copies of its kernels changed as t says, named for
+// it.
+func tuned(v variant, t tuning) variant {
 	s, d := *v.s, *v.d
-	s.bPanel, d.bPanel = bPanelBytes, bPanelBytes
+	if t.packAT {
+		s.packAT, d.packAT = true, true
+		v.name += "packAT"
+	}
+	if t.panel {
+		s.bPanel, d.bPanel = bPanelBytes, bPanelBytes
+		v.name += "panel"
+	}
 	v.s, v.d = &s, &d
-	v.name += "panel"
 	return v
 }
 

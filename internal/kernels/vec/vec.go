@@ -218,15 +218,7 @@ func StreamScaled[T Float](dst, x []T, c T) {
 // MulDiff sets dst_i = p_i·(q_i − c). It is attention's dS = P∘(dP − D)
 // on a row of one query (c = D) and softmax's backward dx = y∘(dy − Σ y∘dy)
 // (c = Dot(y, dy)). dst may be p or q.
-func MulDiff[T Float](dst, p, q []T, c T) {
-	n := len(dst)
-	p, q = p[:n], q[:n]
-	if is32[T]() {
-		k32.mulDiff(f32(dst), f32(p), f32(q), float32(c))
-		return
-	}
-	mulDiffGo(f64(dst), f64(p), f64(q), float64(c))
-}
+func MulDiff[T Float](dst, p, q []T, c T) { pairScalar(dst, p, q, c, k32.mulDiff, mulDiffGo) }
 
 // MulDiffs sets dst_i = p_i·(q_i − c_i): dS = P∘(dP − D) on a transposed
 // tile row (one key, many queries, each with its D). dst may be p or q.
@@ -242,14 +234,19 @@ func MulDiffs[T Float](dst, p, q, c []T) {
 
 // SubScaled sets dst_i = y_i − c·x_i (one rounding in float32, where it
 // is a fused multiply-add). dst may be x or y.
-func SubScaled[T Float](dst, y, x []T, c T) {
+func SubScaled[T Float](dst, y, x []T, c T) { pairScalar(dst, y, x, c, k32.subScaled, subScaledGo) }
+
+// pairScalar runs the float32 kernel k or the float64 one g on dst, a and b
+// cut to len(dst), and the scalar c: the dispatch of the elementwise
+// kernels of two vectors and a scalar (MulDiff, SubScaled).
+func pairScalar[T Float](dst, a, b []T, c T, k func(dst, a, b []float32, c float32), g func(dst, a, b []float64, c float64)) {
 	n := len(dst)
-	y, x = y[:n], x[:n]
+	a, b = a[:n], b[:n]
 	if is32[T]() {
-		k32.subScaled(f32(dst), f32(y), f32(x), float32(c))
+		k(f32(dst), f32(a), f32(b), float32(c))
 		return
 	}
-	subScaledGo(f64(dst), f64(y), f64(x), float64(c))
+	g(f64(dst), f64(a), f64(b), float64(c))
 }
 
 // SubShift sets dst_i = (x_i − a) − b computed in float64 and rounded once
