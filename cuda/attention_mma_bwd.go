@@ -27,7 +27,13 @@ import (
 //	  (dQ), BN/64 or BM/64 of them per block, tiles in wgmma's 128-byte swizzle; SB = BM
 //	  (a whole query tile per product); Reg: the block's own operand (K and V, or Q and dO)
 //	  as A fragments in registers; Ovl: P computed while dP's product runs (dK/dV: and dS
-//	  while dV's).
+//	  while dV's); Fx: P = exp2(s·scale·log2 e − L2) as one FFMA and one ex2.approx.ftz
+//	  (exp2f adds a denormal fix-up), and dS = P (dP − δ) without the factor scale, which
+//	  multiplies dK and dQ once before their store (FlashAttention-2's order); Pipe: dQ, the
+//	  product dQ += dS·K of key tile j is waited for only in step j + 1, with S of tile
+//	  j + 1 (three stages of K and V instead of two); dK/dV (BM = 64), Sᵀ and dPᵀ of query
+//	  tile j + 1 are issued before the elementwise step of tile j (two sets of them in
+//	  registers, three stages of Q and dO).
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -37,6 +43,9 @@ type mmaBwdCfg struct {
 	Fused     bool
 	Hopper    bool
 	Ovl       bool // Hopper only: P computed while dP's product runs (dK/dV: and dS while dV's)
+	Fx        bool // Hopper only: exp2 as FFMA + ex2.approx.ftz, scale applied to dK and dQ at the end
+	Pipe      bool // Hopper: the next tile's products issued before this one's are waited for (three stages; dQ: with Ovl; dK/dV: BM = 64)
+	B3        bool // Hopper dK/dV only: registers capped at 168 for three blocks per multiprocessor
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -52,21 +61,30 @@ type mmaBwdCfg struct {
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
 	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
-	// pair of each D is the fastest measured on the H100 (results/h100-2026-11-23-s6-wgmmabwd,
-	// TestAttentionMMABwdTiming of every pair after the tests checked it): d = 64, one
-	// warpgroup of 64 keys per dK/dV block with 128-row query tiles (two blocks per
-	// multiprocessor; 2-4% ahead of two warpgroups with 64-row tiles, 6-9% of one: S^T's
-	// product with N = 64 queries reads as many bytes of shared memory per FLOP as the tensor
-	// cores take) and the dQ kernel with Ovl (two warpgroups, 128-key tiles); d = 128, two
-	// warpgroups of 64 keys with 64-row query tiles, and two of 64 query rows with 128-key
-	// tiles (up to 3% ahead of 64). The backward 1.18-1.55x faster than the mma.sync pairs
-	// below. Registers (ptxas -v, sm_90a, CUDA 13): 131-246, no spills, no serialization.
+	// pair of each D is the fastest measured on the H100 (TestAttentionMMABwdTiming with
+	// -mmabwd.cross after the tests checked every kernel, results/h100-2026-11-23-s7-bwd64,
+	// call 2; the backward's time per launch: pre-pass, dK/dV, dQ). d = 64: the dK/dV kernel
+	// of one warpgroup of 64 keys with 64-row query tiles, Fx, its registers capped at 168 (B3,
+	// 32 bytes of spills) so that three blocks share a multiprocessor: 7-20% faster than the
+	// sixth session's (one warpgroup, 128-row tiles, two blocks; Fx alone gains 0-4% there,
+	// and spills 60 bytes at 255 registers); and the dQ kernel with Ovl, Fx and Pipe (two
+	// warpgroups, 128-key tiles): 13-17% faster than Ovl alone (Fx 9-11%, Pipe 3-7% more).
+	// The backward 8-13% faster than the sixth session's pair on every attnbench row. d = 128:
+	// the sixth session's dK/dV kernel (two warpgroups of 64 keys, 64-row query tiles; its Fx
+	// twin is 3-5% slower at 250 registers) and the dQ kernel with Fx (two warpgroups of 64 rows,
+	// 128-key tiles; 4-5% faster than without): the backward 1-2% faster. Registers (ptxas
+	// -v, sm_90a, CUDA 13): 130-255; spills only in the d = 64 Fx dK/dV kernels (32-60 bytes).
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, Fx: true, B3: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Hopper: true, Ovl: true, Fx: true, Pipe: true},
+	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 128, Pre: true, Hopper: true, Fx: true},
+	// Other Hopper tiles and forms, for comparison. The sixth session's defaults: d = 64, the
+	// dK/dV kernel n64 m128 and the dQ kernel with Ovl; d = 128, the dQ kernel m128 n128.
 	{Prec: PrecisionBF16, D: 64, BM: 128, BN: 64, SB: 128, Pre: true, Hopper: true},
 	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Hopper: true, Ovl: true},
-	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true},
 	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 128, Pre: true, Hopper: true},
-	// Other Hopper tiles and forms, for comparison: Ovl in the dK/dV kernel loses 14-19%; in
-	// the dQ kernel Ovl and Reg are within 2% either way.
+	// Ovl in the dK/dV kernel loses 14-19%; in the dQ kernel without Fx, Ovl and Reg are
+	// within 2% either way (results/h100-2026-11-23-s6-wgmmabwd).
 	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true},
 	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true},
 	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true},
@@ -83,6 +101,26 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Reg: true, Hopper: true},
 	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 64, Pre: true, Reg: true, Hopper: true},
 	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 64, Pre: true, Reg: true, Hopper: true, Ovl: true},
+	// Fx, Pipe and B3 forms (seventh session). d = 64: Fx in the sixth session's dK/dV tiles
+	// (0-4%), in two warpgroups of 64 keys with 128-row tiles (n128 m128: within 2% of n64
+	// m128, 255 registers, one block per multiprocessor); the dK/dV kernel with Pipe (n64 m64
+	// and n128 m64: 31-49% slower than B3: ptxas serializes its wgmmas, C7511, "insufficient
+	// register resources for the wgmma pipeline", 250 registers for two sets of S^T and dP^T,
+	// dK, dV and the in-flight fragments); the dQ kernel with Ovl and Fx but not Pipe (m128
+	// n128: 3-7% behind Pipe), one warpgroup of 64 rows (m64 n128, two blocks per
+	// multiprocessor: 6-16% behind; m64 n64 with three blocks: 3-23% behind). d = 128: Fx in
+	// the dK/dV kernel (3-5% slower); the dQ kernel with Ovl, Fx and Pipe, 64-key tiles (m128
+	// n128 with three stages needs 256 KiB): its launches timed 1-3% under the default's on
+	// every row, but only beside the Fx dK/dV kernel, so not yet the default.
+	{Prec: PrecisionBF16, D: 64, BM: 128, BN: 64, SB: 128, Pre: true, Hopper: true, Fx: true},
+	{Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, SB: 128, Pre: true, Hopper: true, Fx: true},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, Fx: true, Pipe: true},
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, Fx: true, Pipe: true},
+	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, Fx: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Hopper: true, Ovl: true, Fx: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 64, BN: 128, Pre: true, Hopper: true, Ovl: true, Fx: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, Pre: true, Hopper: true, Ovl: true, Fx: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 64, Pre: true, Hopper: true, Ovl: true, Fx: true, Pipe: true},
 	// BF16 on the pre-pass's bfloat16 planes (with a scratch buffer): the fastest tested pair
 	// of each D on the H100 (results/h100-2026-11-23-s5-bwd/timing.log, every pair timed after
 	// the tests checked it): backward 1.17–1.41× (d = 64) and 1.40–1.73× (d = 128) faster than
@@ -135,7 +173,8 @@ var mmaBwdCfgs = []mmaBwdCfg{
 
 func (c mmaBwdCfg) name() string {
 	if c.Hopper {
-		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl]
+		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
+			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3]
 		if c.DQ {
 			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
@@ -190,8 +229,12 @@ func (c mmaBwdCfg) threads() int {
 func (c mmaBwdCfg) smem() int {
 	h := (2*c.BM + 2*c.BN) * (c.D + 8) * 2
 	switch {
+	case c.Hopper && c.DQ && c.Pipe:
+		return (2*c.BM+6*c.BN)*c.D*2 + 1024
 	case c.Hopper && c.DQ:
 		return (2*c.BM+4*c.BN)*c.D*2 + 1024
+	case c.Hopper && c.Pipe:
+		return (2*c.BN+6*c.BM)*c.D*2 + 3*c.BM*8 + 1024
 	case c.Hopper:
 		return (2*c.BN+4*c.BM)*c.D*2 + 2*c.BM*8 + 1024
 	case c.DQ && c.Pre:
@@ -276,6 +319,20 @@ func bwdScratchBytes(kp *attnParams) int64 {
 	return 2*2*(q+k) + 4*int64(kp.b)*int64(kp.h)*int64(ceilDiv(int(kp.nq), 16))
 }
 
+// bwdPrep is the pre-pass of the kernels on bfloat16 planes: fg_attn_bwd_bf16_prep4 (16-byte
+// accesses, two rows per warp at d <= 64), or fg_attn_bwd_bf16_prep (a warp per row, 8-byte
+// accesses; kept for comparison, TestAttentionMMABwdTiming times it; startMMABwd also runs it
+// where an operand's View starts off 16 bytes). On the H100 at attnbench's sizes (B·H·N =
+// 524288 on every row, so the same work on each): prep4 0.40-0.45 ms at d = 64 (medians of
+// 24 launches per row) against 0.43-0.46 for prep, 0.70-0.74 against 0.70-0.78 at d = 128
+// (results/h100-2026-11-23-s7-bwd64): 2.2 to 2.3 TB/s, under the 3.0 a copy reaches.
+var bwdPrep = "fg_attn_bwd_bf16_prep4"
+
+// bwdStageMark, when set (by TestAttentionMMABwdTiming, on the worker), is called by
+// startMMABwd after each of its launches with the number of kernels launched so far (1: the
+// pre-pass, 2: the dK/dV kernel, 3: the dQ kernel), to record a CUDA event between them.
+var bwdStageMark func(stage int) error
+
 // startMMABwd launches the tensor-core backward: the row preprocess (L2 and delta into the
 // workspace kp.delta, 8 bytes per row), the dK/dV kernel kv and the dQ kernel q (none when kv
 // is Fused). When either
@@ -295,11 +352,24 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 			return err
 		}
 		pp := &mmaPrepParams{src: *kp, dst: dst}
-		// A warp per query row and per key row, 8 warps a block, grid-stride.
+		// A warp per query row and per key row (prep4: per two rows where d <= 64), 8 warps a
+		// block, grid-stride.
 		warps := rows + int(kp.b)*int(kp.hkv)*int(kp.nk)
-		if err := s.start(mod, "fg_attn_bwd_bf16_prep", [3]int{max(1, min(ceilDiv(warps, 8), 1<<16)), 1, 1}, 256, 0,
+		prep := bwdPrep
+		if prep == "fg_attn_bwd_bf16_prep4" && (kp.q|kp.k|kp.v|kp.o|kp.do|kp.dq)&15 != 0 {
+			prep = "fg_attn_bwd_bf16_prep" // a View that starts off 16 bytes: 8-byte accesses
+		}
+		if prep == "fg_attn_bwd_bf16_prep4" && kp.d <= 64 {
+			warps = ceilDiv(warps, 2)
+		}
+		if err := s.start(mod, prep, [3]int{max(1, min(ceilDiv(warps, 8), 1<<16)), 1, 1}, 256, 0,
 			unsafe.Pointer(pp)); err != nil {
 			return err
+		}
+		if bwdStageMark != nil {
+			if err := bwdStageMark(1); err != nil {
+				return err
+			}
 		}
 		qn := devptr(2 * int64(rows) * int64(kp.d))
 		kn := devptr(2 * int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d))
@@ -311,13 +381,18 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 	if kv.Fused {
 		kernels = kernels[:1]
 	}
-	for _, c := range kernels {
+	for i, c := range kernels {
 		p := kp
 		if c.Pre {
 			p = &m
 		}
 		if err := s.start(c.module(), c.name(), c.grid(p), c.threads(), c.smem(), unsafe.Pointer(p)); err != nil {
 			return err
+		}
+		if bwdStageMark != nil {
+			if err := bwdStageMark(2 + i); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

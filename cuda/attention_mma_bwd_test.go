@@ -153,22 +153,63 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 	if *mmaBwdOnly == "" {
 		return pairs
 	}
+	return onlyPairs(pairs)
+}
+
+// onlyPairs keeps pairs[0] (the default pair) and those of the others whose names match
+// -mmabwd.only.
+func onlyPairs(pairs [][2]int) [][2]int {
+	re := regexp.MustCompile(*mmaBwdOnly)
 	kept := pairs[:1]
 	for _, p := range pairs[1:] {
-		if strings.Contains(pairName(p), *mmaBwdOnly) {
+		if re.MatchString(pairName(p)) {
 			kept = append(kept, p)
 		}
 	}
 	return kept
 }
 
-var mmaBwdOnly = flag.String("mmabwd.only", "", "the device tests and the timing of the backward run the default pair of each precision and D and, of the others, only those whose names (pairName) contain this (empty: all)")
+// mmaBwdCross returns, after the default pair, every other pair of a Hopper dK/dV kernel and
+// a Hopper dQ kernel of prec and d (the cross product, where mmaBwdPairs pairs each kernel
+// with the other kind's default), kept by -mmabwd.only as there.
+func mmaBwdCross(prec Precision, d int) [][2]int {
+	pairs := mmaBwdPairs(prec, d)
+	if len(pairs) == 0 {
+		return nil
+	}
+	def := pairs[0]
+	var kvs, qs []int
+	for i, c := range mmaBwdCfgs {
+		if c.Prec == prec && c.D == d && c.Hopper && deviceSM() == 90 {
+			if c.DQ {
+				qs = append(qs, i)
+			} else {
+				kvs = append(kvs, i)
+			}
+		}
+	}
+	out := [][2]int{def}
+	for _, kv := range kvs {
+		for _, q := range qs {
+			if pr := [2]int{kv, q}; pr != def {
+				out = append(out, pr)
+			}
+		}
+	}
+	if *mmaBwdOnly == "" {
+		return out
+	}
+	return onlyPairs(out)
+}
+
+var mmaBwdOnly = flag.String("mmabwd.only", "", "the device tests and the timing of the backward run the default pair of each precision and D and, of the others, only those whose names (pairName) match this regular expression (empty: all)")
 
 func (c mmaBwdCfg) short() string {
 	form := ""
 	switch {
 	case c.Hopper:
-		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl]
+		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
+			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3]
 	case c.Fused && c.Reg:
 		form = "fused reg "
 	case c.Fused:
@@ -476,8 +517,8 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d64", PrecisionBF16, 64, f32, true, 80, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
 		{"bf16-d128", PrecisionBF16, 128, f32, true, 89, "fg_attn_bwd_mma_pre_dkdv_bf16_d128_n64_m32_s32_r0", "fg_attn_bwd_mma_pre_dq_bf16_d128_m128_n32_r1"},
 		{"bf16-d64-sm100", PrecisionBF16, 64, f32, true, 100, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
-		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m128", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl"},
-		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128"},
+		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m64_fx_b3", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl_fx_pipe"},
+		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128_fx"},
 		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, 80, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
@@ -549,8 +590,9 @@ func TestPickMMABwd(t *testing.T) {
 		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx[c.module()]) {
 			t.Errorf("kernel %s of mmaBwdCfgs is not in ptx/%s.ptx", c.name(), c.module())
 		}
-		if c.Ovl && !c.Hopper {
-			t.Errorf("%s: Ovl without Hopper", c.name())
+		if (c.Ovl || c.Fx) && !c.Hopper || c.Pipe && !(c.Hopper && (c.DQ && c.Ovl && !c.Reg || !c.DQ && c.BM == 64 && !c.Ovl)) ||
+			c.B3 && !(c.Hopper && !c.DQ) {
+			t.Errorf("%s: Ovl or Fx without Hopper, or Pipe outside the Hopper dQ kernel with Ovl", c.name())
 		}
 		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
 			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
@@ -570,7 +612,7 @@ func TestPickMMABwd(t *testing.T) {
 		}
 	}
 	for m, re := range map[string]string{"attention_mma_bwd": `(?m)^FG_BWD_MMA_(LDM_|PRE_|FUSED_)?(DKDV|DQ)\(`,
-		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ)\(`} {
+		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B)\(`} {
 		if n := len(regexp.MustCompile(re).FindAll(src[m], -1)); n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])
 		}
@@ -590,6 +632,7 @@ var (
 	mmaBwdTime      = flag.Bool("mmabwd.time", false, "time forward+backward of every precision at attnbench's shapes (TestAttentionMMABwdTiming)")
 	mmaBwdTimePairs = flag.String("mmabwd.pairs", "exact,tf32,bf16", "with -mmabwd.time: the precisions whose every backward kernel pair is timed too")
 	mmaBwdTimePrecs = flag.String("mmabwd.precs", "exact,tf32,bf16", "with -mmabwd.time: the precisions timed")
+	mmaBwdTimeCross = flag.Bool("mmabwd.cross", false, "with -mmabwd.time: time every Hopper dK/dV kernel with every Hopper dQ kernel (mmaBwdCross) instead of mmaBwdPairs")
 )
 
 var mmaBwdDiag = flag.Bool("mmabwd.diag", false, "run TestAttentionMMABwdDiag (a long causal BF16 problem, errors per output)")
@@ -660,7 +703,10 @@ func TestAttentionMMABwdDiag(t *testing.T) {
 // prints TFLOP/s with attnbench's FLOP convention: forward 4·B·H·N²·d, halved when causal,
 // forward+backward 3.5× that. It also times the backward of every kernel pair of mmaBwdCfgs
 // (medians of 3) of the precisions in -mmabwd.pairs, the default pair again last, and for BF16
-// the defaults without a Scratch buffer (no pre-pass). -mmabwd.precs limits the precisions.
+// the defaults without a Scratch buffer (no pre-pass). -mmabwd.precs limits the precisions;
+// -mmabwd.cross times the Hopper pairs of mmaBwdCross instead. Where the pre-pass
+// fg_attn_bwd_bf16_prep runs, each backward line also gives the medians of its three launches
+// (pre-pass, dK/dV kernel, dQ kernel; CUDA events between them, bwdStageMark).
 // Only speed is measured here; the tests above check the kernels.
 func TestAttentionMMABwdTiming(t *testing.T) {
 	if !*mmaBwdTime {
@@ -712,31 +758,50 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 				if causal {
 					flops /= 2
 				}
-				// time returns the median milliseconds of f.
-				time := func(reps int, f func() error) float64 {
+				// time returns the median milliseconds of f, and where f ran the tensor-core
+				// backward with its pre-pass, the medians of its three launches.
+				time := func(reps int, f func() error) (float64, []float64) {
 					var ms []float64
+					var parts [3][]float64
 					err := Do(func() error {
-						tm, err := NewTimer(2)
+						tm, err := NewTimer(5)
 						if err != nil {
 							return err
 						}
 						defer tm.Close()
+						fired := 0 // the marks bwdStageMark recorded in this run, as bits
+						bwdStageMark = func(stage int) error {
+							fired |= 1 << stage
+							return eventRecord(tm.ev[stage])
+						}
+						defer func() { bwdStageMark = nil }()
 						for r := 0; r <= reps; r++ {
+							fired = 0
 							if err := tm.Mark(0); err != nil {
 								return err
 							}
 							if err := f(); err != nil {
 								return err
 							}
-							if err := tm.Mark(1); err != nil {
+							if err := tm.Mark(4); err != nil {
 								return err
 							}
-							x, err := tm.Elapsed(0, 1)
+							x, err := tm.Elapsed(0, 4)
 							if err != nil {
 								return err
 							}
-							if r > 0 {
-								ms = append(ms, x)
+							if r == 0 {
+								continue
+							}
+							ms = append(ms, x)
+							if fired == 0b1110 {
+								for i := range parts {
+									y, err := tm.Elapsed(i, i+1)
+									if err != nil {
+										return err
+									}
+									parts[i] = append(parts[i], y)
+								}
 							}
 						}
 						return nil
@@ -744,34 +809,55 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					slices.Sort(ms)
-					return ms[len(ms)/2]
+					median := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+					var pm []float64
+					if len(parts[0]) == len(ms) {
+						for _, x := range parts {
+							pm = append(pm, median(x))
+						}
+					}
+					return median(ms), pm
+				}
+				split := func(pm []float64) string {
+					if pm == nil {
+						return ""
+					}
+					return fmt.Sprintf("prep %.3f dkdv %.3f dq %.3f", pm[0], pm[1], pm[2])
 				}
 				for _, prec := range mmaPrecisions {
 					if !slices.Contains(strings.Split(*mmaBwdTimePrecs, ","), prec.String()) {
 						continue
 					}
 					p.Precision = prec
-					fwd := time(reps, func() error { return AttentionForwardBuffers(p) })
-					bwd := time(reps, func() error { return AttentionBackwardBuffers(p) })
+					fwd, _ := time(reps, func() error { return AttentionForwardBuffers(p) })
+					bwd, pm := time(reps, func() error { return AttentionBackwardBuffers(p) })
 					names, _ := p.Kernels()
-					fmt.Printf("| %d | %d | %v | %v | %.3f | %.3f | %.3f | %.1f | %.1f | %v |\n", d, n, causal, prec, fwd, fwd+bwd, bwd,
-						flops/fwd/1e9, 3.5*flops/(fwd+bwd)/1e9, names)
+					fmt.Printf("| %d | %d | %v | %v | %.3f | %.3f | %.3f | %.1f | %.1f | %v %s |\n", d, n, causal, prec, fwd, fwd+bwd, bwd,
+						flops/fwd/1e9, 3.5*flops/(fwd+bwd)/1e9, names, split(pm))
 					// Every other kernel pair, and the default pair again last (3 repetitions each).
 					pairs := mmaBwdPairs(prec, d)
+					if *mmaBwdTimeCross && prec == PrecisionBF16 {
+						pairs = mmaBwdCross(prec, d)
+					}
 					if !slices.Contains(strings.Split(*mmaBwdTimePairs, ","), prec.String()) {
 						pairs = pairs[:1]
 					}
 					for _, pair := range append(pairs[1:], pairs[0]) {
-						ms := time(3, func() error { return backwardBuffersPair(p, pair[0], pair[1]) })
-						fmt.Printf("|   |   |   | %v bwd [%s] | | %.3f | %.3f | | %.1f | |\n", prec, pairName(pair), fwd+ms, ms,
-							3.5*flops/(fwd+ms)/1e9)
+						ms, pm := time(3, func() error { return backwardBuffersPair(p, pair[0], pair[1]) })
+						fmt.Printf("|   |   |   | %v bwd [%s] | | %.3f | %.3f | | %.1f | %s |\n", prec, pairName(pair), fwd+ms, ms,
+							3.5*flops/(fwd+ms)/1e9, split(pm))
 					}
 					if p.BackwardScratch() > 0 {
+						// The default pair with the old pre-pass, for comparison.
+						bwdPrep = "fg_attn_bwd_bf16_prep"
+						ms, pm := time(3, func() error { return AttentionBackwardBuffers(p) })
+						bwdPrep = "fg_attn_bwd_bf16_prep4"
+						fmt.Printf("|   |   |   | %v bwd with fg_attn_bwd_bf16_prep | | %.3f | %.3f | | %.1f | %s |\n", prec, fwd+ms, ms,
+							3.5*flops/(fwd+ms)/1e9, split(pm))
 						// The defaults without a scratch buffer (no pre-pass), for comparison.
 						np := p
 						np.Scratch = nil
-						ms := time(3, func() error { return AttentionBackwardBuffers(np) })
+						ms, _ = time(3, func() error { return AttentionBackwardBuffers(np) })
 						fmt.Printf("|   |   |   | %v bwd without scratch | | %.3f | %.3f | | %.1f | |\n", prec, fwd+ms, ms,
 							3.5*flops/(fwd+ms)/1e9)
 					}

@@ -42,16 +42,26 @@
 
 // fg_attn_bwd_wgmma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN / 64 warpgroups); D = 64
 // or 128 (d == D), BM = 64 or 128 (the N of S^T's product). Shared memory: K, V [BN][D], two
-// stages of Q, dO [BM][D] bfloat16, then two stages of (L2, delta) [BM].
-template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
-  constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16;
+// stages of Q, dO [BM][D] bfloat16, then two stages of (L2, delta) [BM] (PIPE: three of each).
+// PIPE (BM = 64): S^T and dP^T of query tile it + 1 are issued before the elementwise step of
+// tile it, so the tensor cores compute them while the warpgroup computes P^T and dS^T (two
+// sets of those accumulators, the loop unrolled by two to name them); dV, dK += of tile it
+// are waited for in step it + 1, with S^T of tile it + 1. The copy of tile it + 2 then goes to
+// the stage of tile it - 1, after a second block sync (every warpgroup past that wait). On the
+// H100 ptxas serializes its wgmmas (C7511: two sets of S^T and dP^T, dK, dV and the in-flight
+// fragments take 250 registers) and it is slower than the plain loop (cuda/attention_mma_bwd.go).
+template <int D, int BN, int BM, bool OVL, bool FX, bool PIPE = false>
+__device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16, STAGES = PIPE ? 3 : 2;
   constexpr uint32_t KB = BN * D * 2, QB = BM * D * 2;  // bytes of a K or V tile, of a Q or dO tile
   static_assert(D % 64 == 0 && BN % 64 == 0 && (BM == 64 || BM == 128), "tile sizes");
-  constexpr unsigned SMEM = 2 * KB + 4 * QB + 2 * BM * 8 + 1024;  // + the alignment to 1024 bytes
+  static_assert(!PIPE || (BM == 64 && !OVL), "PIPE: 64-row query tiles, two sets of S^T and dP^T");
+  constexpr unsigned SMEM = 2 * KB + 2 * STAGES * QB + STAGES * BM * 8 + 1024;  // + the alignment to 1024 bytes
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
   const uint32_t sK = (sbase + 1023) & ~1023u, sV = sK + KB, sQ = sV + KB;  // stage s: Q at sQ + 2 QB s, dO after it
-  float2* sLD = (float2*)(fg_smem + (sQ + 4 * QB - sbase));                    // stage s: sLD + BM s
+  float2* sLD = (float2*)(fg_smem + (sQ + 2 * STAGES * QB - sbase));           // stage s: sLD + BM s
+  const auto stage = [](int it) { return STAGES == 2 ? (it & 1) : it % STAGES; };
 
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int group = p.h / p.hkv;
@@ -62,12 +72,12 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
 
   const auto load_stage = [&](int it) {
     const int hq = walk.hq(it), m0 = walk.m0(it);
-    const uint32_t st = sQ + (it & 1) * 2 * QB;
+    const uint32_t st = sQ + stage(it) * 2 * QB;
     fg_load_sw128<BM, CH, THREADS>(
         st, (const uint4*)((const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row), p.nq - m0);
     fg_load_sw128<BM, CH, THREADS>(
         st + QB, (const uint4*)((const uint16_t*)p.do_ + b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row), p.nq - m0);
-    fg_bwd_copy_ld<BM, THREADS>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0),
+    fg_bwd_copy_ld<BM, THREADS>((float*)(sLD + stage(it) * BM), (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0),
                                 p.nq - m0);
   };
   if (total > 0) {
@@ -85,7 +95,65 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
   // This warpgroup's 64 keys: rows 64 wg .. of each 64-column block of K and V.
   const uint32_t kw = sK + wg * 64 * 128, vw = sV + wg * 64 * 128;
   const int kr = 16 * warp + g;
-  for (int it = 0; it < total; ++it) {
+  if constexpr (PIPE) {
+    float sa[NB][4], pa_[NB][4], sb[NB][4], pb[NB][4];  // S^T, dP^T of the even and the odd tiles
+    const auto issue = [&](float (&st)[NB][4], float (&dpt)[NB][4], int it) {
+      const uint32_t sq = sQ + stage(it) * 2 * QB;
+      fg_wgmma_fence();
+      fg_wgmma_abt<BM, KS, BN>(st, kw, sq);
+      fg_wgmma_abt<BM, KS, BN>(dpt, vw, sq + QB);
+      fg_wgmma_commit();
+    };
+    // step: tile it (S^T and dP^T issued in st, dpt), issuing tile it + 1's into st2, dpt2.
+    const auto step = [&](float (&st)[NB][4], float (&dpt)[NB][4], float (&st2)[NB][4], float (&dpt2)[NB][4], int it) {
+      if (it + 1 < total) {
+        fg_cp_async_wait<0>();
+        fg_fence_async();
+        __syncthreads();  // tile it + 1 landed for every thread
+        issue(st2, dpt2, it + 1);
+        fg_wgmma_wait<1>();  // S^T, dP^T of tile it and dV, dK += of tile it - 1 done
+      } else {
+        fg_wgmma_wait<0>();
+      }
+      __syncthreads();  // every warpgroup is done with tile it - 1, whose stage takes tile it + 2
+      if (it + 2 < total) {
+        load_stage(it + 2);
+        fg_cp_async_commit();
+      }
+      fg_reg_fence(st);
+      fg_reg_fence(dpt);
+      fg_reg_fence(dv);
+      fg_reg_fence(dk);
+      const int m0 = walk.m0(it);
+      const uint32_t sq = sQ + stage(it) * 2 * QB;
+      const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+      fg_bwd_pds_t<FX>(st, dpt, sLD + stage(it) * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      uint32_t pa[BM / 16][4], da[BM / 16][4];
+      fg_wgmma_pack<BM>(pa, st);
+      fg_wgmma_pack<BM>(da, dpt);
+      fg_wgmma_fence();
+      fg_wgmma_ab<D, BM>(dv, pa, sq + QB);
+      fg_wgmma_ab<D, BM>(dk, da, sq);
+      fg_wgmma_commit();
+    };
+    if (total > 0) {
+      fg_cp_async_wait<0>();
+      fg_fence_async();
+      __syncthreads();  // K, V and tile 0 landed for every thread
+      if (total > 1) {
+        load_stage(1);
+        fg_cp_async_commit();
+      }
+      issue(sa, pa_, 0);
+    }
+    for (int it = 0; it < total; it += 2) {
+      step(sa, pa_, sb, pb, it);
+      if (it + 1 < total) step(sb, pb, sa, pa_, it + 1);
+    }
+    fg_wgmma_wait<0>();
+    fg_reg_fence(dv);
+    fg_reg_fence(dk);
+  } else for (int it = 0; it < total; ++it) {
     fg_cp_async_wait<0>();
     fg_fence_async();
     __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
@@ -94,9 +162,9 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
       fg_cp_async_commit();
     }
     const int m0 = walk.m0(it);
-    const uint32_t sq = sQ + (it & 1) * 2 * QB, sdo = sq + QB;
+    const uint32_t sq = sQ + stage(it) * 2 * QB, sdo = sq + QB;
     const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
-    const float2* ld = sLD + (it & 1) * BM;
+    const float2* ld = sLD + stage(it) * BM;
     float st[NB][4], dpt[NB][4];
     uint32_t pa[BM / 16][4], da[BM / 16][4];
     fg_wgmma_fence();
@@ -107,14 +175,14 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
       fg_wgmma_commit();
       fg_wgmma_wait<1>();
       fg_reg_fence(st);
-      fg_bwd_p_t(st, ld, 0, m0, n0, kr, t, klen, mask, sl2, p);
+      fg_bwd_p_t<FX>(st, ld, 0, m0, n0, kr, t, klen, mask, sl2, p);
       fg_wgmma_pack<BM>(pa, st);
       fg_wgmma_fence();
       fg_wgmma_ab<D, BM>(dv, pa, sdo);
       fg_wgmma_commit();
       fg_wgmma_wait<1>();
       fg_reg_fence(dpt);
-      fg_bwd_ds_t(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, scale, p);
+      fg_bwd_ds_t<FX>(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, scale, p);
       fg_wgmma_pack<BM>(da, dpt);
       fg_wgmma_fence();
       fg_wgmma_ab<D, BM>(dk, da, sq);
@@ -124,7 +192,7 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
       fg_wgmma_wait<0>();
       fg_reg_fence(st);
       fg_reg_fence(dpt);
-      fg_bwd_pds_t(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_bwd_pds_t<FX>(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
       fg_wgmma_pack<BM>(pa, st);
       fg_wgmma_pack<BM>(da, dpt);
       fg_wgmma_fence();
@@ -137,6 +205,7 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
     fg_reg_fence(dk);
   }
 
+  if constexpr (FX) fg_bwd_mul(dk, scale);  // dS^T came without the factor scale
   float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
   float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
   fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
@@ -145,15 +214,23 @@ template <int D, int BN, int BM, bool OVL> __device__ void fg_attn_bwd_wgmma_dkd
 
 // fg_attn_bwd_wgmma_dq: grid (ceil(Nq/BM), H, B), 2 BM threads (BM / 64 warpgroups); D = 64 or
 // 128, BN = 64 or 128 (the N of S's product). Shared memory: Q, dO [BM][D] and two stages of
-// K, V [BN][D] bfloat16.
-template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
-  constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16;
+// K, V [BN][D] bfloat16 (PIPE: three). PIPE: dQ += dS K of key tile j is not waited for in
+// its step: it runs on the tensor cores while the warpgroup syncs, starts the copy of tile
+// j + 1 and issues S and dP of that tile, and step j + 1's first wait (for S) covers it; so
+// the copy of tile j + 1 goes to a third stage (the one of tile j - 2, whose products are all
+// done), and the dS fragments of step j stay live until then (ptxas keeps a register an
+// in-flight wgmma reads until its wait).
+template <int D, int BM, int BN, bool OVL, bool REG, bool FX, bool PIPE = false>
+__device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
+  constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16, STAGES = PIPE ? 3 : 2;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
   static_assert(D % 64 == 0 && BM % 64 == 0 && (BN == 64 || BN == 128), "tile sizes");
-  constexpr unsigned SMEM = 2 * QB + 4 * KB + 1024;
+  static_assert(!PIPE || (OVL && !REG), "PIPE is a form of the OVL kernel");
+  constexpr unsigned SMEM = 2 * QB + 2 * STAGES * KB + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
   const uint32_t sQ = (sbase + 1023) & ~1023u, sdO = sQ + QB, sK = sdO + QB;  // stage s: K at sK + 2 KB s, V after it
+  const auto stage = [](int j) { return (uint32_t)(STAGES == 2 ? (j & 1) : j % STAGES); };
 
   const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.h / p.hkv);
@@ -165,7 +242,7 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
   const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   const auto load_stage = [&](int j) {
-    const uint32_t st = sK + (j & 1) * 2 * KB;
+    const uint32_t st = sK + stage(j) * 2 * KB;
     const int n0 = j * BN;
     fg_load_sw128<BN, CH, THREADS>(st, (const uint4*)(k + (int64_t)n0 * p.k_row), kv_end - n0);
     fg_load_sw128<BN, CH, THREADS>(st + KB, (const uint4*)(v + (int64_t)n0 * p.v_row), kv_end - n0);
@@ -203,7 +280,7 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
       load_stage(j + 1);
       fg_cp_async_commit();
     }
-    const uint32_t kt = sK + (j & 1) * 2 * KB, vt = kt + KB;
+    const uint32_t kt = sK + stage(j) * 2 * KB, vt = kt + KB;
     float s[NB][4], dp[NB][4];
     fg_wgmma_fence();
     qk(s, qa, qw, kt);
@@ -211,66 +288,91 @@ template <int D, int BM, int BN, bool OVL, bool REG> __device__ void fg_attn_bwd
       fg_wgmma_commit();
       qk(dp, doa, dow, vt);
       fg_wgmma_commit();
-      fg_wgmma_wait<1>();
+      fg_wgmma_wait<1>();  // PIPE: and dQ += dS K of the step before, committed before S
+      if constexpr (PIPE) fg_reg_fence(dq);
       fg_reg_fence(s);
-      fg_bwd_p(s, rows.l2, sl2);
+      fg_bwd_p<FX>(s, rows.l2, sl2);
       fg_wgmma_wait<0>();
       fg_reg_fence(dp);
-      fg_bwd_ds_p(s, dp, rows.dl, rows.lim, rows.lim_min, j * BN, t, scale);
+      fg_bwd_ds_p<FX>(s, dp, rows.dl, rows.lim, rows.lim_min, j * BN, t, scale);
     } else {
       qk(dp, doa, dow, vt);
       fg_wgmma_commit();
       fg_wgmma_wait<0>();
       fg_reg_fence(s);
       fg_reg_fence(dp);
-      rows.ds(s, dp, j * BN, sl2, scale);
+      rows.ds<FX>(s, dp, j * BN, sl2, scale);
     }
     uint32_t da[BN / 16][4];
     fg_wgmma_pack<BN>(da, dp);
     fg_wgmma_fence();
     fg_wgmma_ab<D, BN>(dq, da, kt);
     fg_wgmma_commit();
+    if constexpr (!PIPE) {
+      fg_wgmma_wait<0>();
+      fg_reg_fence(dq);
+    }
+  }
+  if constexpr (PIPE) {
     fg_wgmma_wait<0>();
     fg_reg_fence(dq);
   }
 
+  if constexpr (FX) fg_bwd_mul(dq, scale);  // dS came without the factor scale
   float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
   fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + g, p.nq - m0, p.nq - m0, t);
 }
 
 // ---- entry points (names built by cuda/attention_mma_bwd.go's mmaBwdCfg.name) ----------------
 
-#define FG_BWD_WGMMA_DKDV(D, BN, BM, OVL, SFX)                                         \
-  extern "C" __global__ void __launch_bounds__(2 * BN, 1)                              \
+#define FG_BWD_WGMMA_DKDV_B(D, BN, BM, OVL, FX, PIPE, MINB, SFX)                       \
+  extern "C" __global__ void __launch_bounds__(2 * BN, MINB)                           \
       fg_attn_bwd_wgmma_dkdv_bf16_d##D##_n##BN##_m##BM##SFX(const fg_attn_params p) {   \
-    fg_attn_bwd_wgmma_dkdv<D, BN, BM, OVL>(p);                                          \
+    fg_attn_bwd_wgmma_dkdv<D, BN, BM, OVL, FX, PIPE>(p);                                \
   }
-#define FG_BWD_WGMMA_DQ(D, BM, BN, OVL, REG, SFX)                                      \
-  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                              \
+#define FG_BWD_WGMMA_DKDV(D, BN, BM, OVL, FX, SFX) FG_BWD_WGMMA_DKDV_B(D, BN, BM, OVL, FX, false, 1, SFX)
+#define FG_BWD_WGMMA_DQ_B(D, BM, BN, OVL, REG, FX, PIPE, MINB, SFX)                    \
+  extern "C" __global__ void __launch_bounds__(2 * BM, MINB)                           \
       fg_attn_bwd_wgmma_dq_bf16_d##D##_m##BM##_n##BN##SFX(const fg_attn_params p) {     \
-    fg_attn_bwd_wgmma_dq<D, BM, BN, OVL, REG>(p);                                       \
+    fg_attn_bwd_wgmma_dq<D, BM, BN, OVL, REG, FX, PIPE>(p);                             \
   }
+#define FG_BWD_WGMMA_DQ(D, BM, BN, OVL, REG, FX, SFX) FG_BWD_WGMMA_DQ_B(D, BM, BN, OVL, REG, FX, false, 1, SFX)
 // The kernels of mmaBwdCfgs (Hopper): two warpgroups (128 keys or query rows) and one (64,
 // two blocks per multiprocessor), query tiles of 64 or 128 rows, key tiles of 64 or 128;
 // _reg: the block's own operand (dK/dV: K and V; dQ: Q and dO) as A fragments in registers;
-// _ovl: P computed while dP's product runs (and dK/dV: dS while dV's).
-FG_BWD_WGMMA_DKDV(64, 64, 128, false, )
-FG_BWD_WGMMA_DKDV(64, 128, 64, false, )
-FG_BWD_WGMMA_DKDV(64, 64, 64, false, )
-FG_BWD_WGMMA_DKDV(128, 128, 64, false, )
-FG_BWD_WGMMA_DKDV(128, 64, 64, false, )
-FG_BWD_WGMMA_DKDV(64, 128, 64, true, _ovl)
-FG_BWD_WGMMA_DKDV(128, 128, 64, true, _ovl)
-FG_BWD_WGMMA_DQ(64, 128, 128, true, false, _ovl)
-FG_BWD_WGMMA_DQ(64, 128, 128, false, false, )
-FG_BWD_WGMMA_DQ(64, 128, 64, false, false, )
-FG_BWD_WGMMA_DQ(64, 64, 128, false, false, )
-FG_BWD_WGMMA_DQ(128, 128, 128, false, false, )
-FG_BWD_WGMMA_DQ(128, 128, 64, false, false, )
-FG_BWD_WGMMA_DQ(128, 64, 64, false, false, )
-FG_BWD_WGMMA_DQ(128, 128, 64, true, false, _ovl)
-FG_BWD_WGMMA_DQ(128, 128, 128, true, false, _ovl)
-FG_BWD_WGMMA_DQ(64, 128, 128, true, true, _reg_ovl)
-FG_BWD_WGMMA_DQ(64, 128, 128, false, true, _reg)
-FG_BWD_WGMMA_DQ(128, 128, 64, false, true, _reg)
-FG_BWD_WGMMA_DQ(128, 128, 64, true, true, _reg_ovl)
+// _ovl: P computed while dP's product runs (and dK/dV: dS while dV's); _fx: P = exp2 as one
+// FFMA and one ex2.approx.ftz, scale applied to dK, dQ at the end instead of to every dS
+// (fg_bwd_p1, fg_bwd_ds1); dq d64_m64_n64_ovl_fx and dkdv _b3: registers capped for three
+// blocks per multiprocessor (__launch_bounds__ minimum 3: 168 each); _pipe: the PIPE forms.
+FG_BWD_WGMMA_DKDV(64, 64, 128, false, false, )
+FG_BWD_WGMMA_DKDV(64, 128, 64, false, false, )
+FG_BWD_WGMMA_DKDV(64, 64, 64, false, false, )
+FG_BWD_WGMMA_DKDV(128, 128, 64, false, false, )
+FG_BWD_WGMMA_DKDV(128, 64, 64, false, false, )
+FG_BWD_WGMMA_DKDV(64, 128, 64, true, false, _ovl)
+FG_BWD_WGMMA_DKDV(128, 128, 64, true, false, _ovl)
+FG_BWD_WGMMA_DKDV(64, 64, 128, false, true, _fx)
+FG_BWD_WGMMA_DKDV(64, 128, 128, false, true, _fx)
+FG_BWD_WGMMA_DKDV(128, 128, 64, false, true, _fx)
+FG_BWD_WGMMA_DKDV_B(64, 64, 64, false, true, false, 3, _fx_b3)
+FG_BWD_WGMMA_DKDV_B(64, 64, 64, false, true, true, 1, _fx_pipe)
+FG_BWD_WGMMA_DKDV_B(64, 128, 64, false, true, true, 1, _fx_pipe)
+FG_BWD_WGMMA_DQ(64, 128, 128, true, false, false, _ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, false, false, false, )
+FG_BWD_WGMMA_DQ(64, 128, 64, false, false, false, )
+FG_BWD_WGMMA_DQ(64, 64, 128, false, false, false, )
+FG_BWD_WGMMA_DQ(128, 128, 128, false, false, false, )
+FG_BWD_WGMMA_DQ(128, 128, 64, false, false, false, )
+FG_BWD_WGMMA_DQ(128, 64, 64, false, false, false, )
+FG_BWD_WGMMA_DQ(128, 128, 64, true, false, false, _ovl)
+FG_BWD_WGMMA_DQ(128, 128, 128, true, false, false, _ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, true, true, false, _reg_ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, false, true, false, _reg)
+FG_BWD_WGMMA_DQ(128, 128, 64, false, true, false, _reg)
+FG_BWD_WGMMA_DQ(128, 128, 64, true, true, false, _reg_ovl)
+FG_BWD_WGMMA_DQ(64, 128, 128, true, false, true, _ovl_fx)
+FG_BWD_WGMMA_DQ(64, 64, 128, true, false, true, _ovl_fx)
+FG_BWD_WGMMA_DQ(128, 128, 128, false, false, true, _fx)
+FG_BWD_WGMMA_DQ_B(64, 64, 64, true, false, true, false, 3, _ovl_fx)
+FG_BWD_WGMMA_DQ_B(64, 128, 128, true, false, true, true, 1, _ovl_fx_pipe)
+FG_BWD_WGMMA_DQ_B(128, 128, 64, true, false, true, true, 1, _ovl_fx_pipe)

@@ -36,9 +36,17 @@ __device__ __forceinline__ void fg_bwd_store(float* dst, int64_t ld, const float
 
 // The elementwise step of the backward, for one element: P = exp2(s sl2 - L2) from the
 // score s, and dS = scale P (dP - delta); fg_bwd_seen_t: whether key jk is visible from query
-// row i (a row past Nq sees none).
-__device__ __forceinline__ float fg_bwd_p1(float s, float sl2, float l2) { return exp2f(s * sl2 - l2); }
-__device__ __forceinline__ float fg_bwd_ds1(float pv, float dp, float delta, float scale) { return pv * (dp - delta) * scale; }
+// row i (a row past Nq sees none). FX (the Hopper kernels' _fx variants): s sl2 - L2 as one
+// FFMA and exp2 as one ex2.approx.ftz (P below 2^-126 flushes to 0, as in the forward's
+// FgRows), where exp2f adds a denormal fix-up around the same instruction; and dS without
+// the factor scale, P (dP - delta), which the kernel applies once to dK and dQ before their
+// store (FlashAttention-2's order: dK = scale sum_i dS_ij Q_i).
+template <bool FX = false> __device__ __forceinline__ float fg_bwd_p1(float s, float sl2, float l2) {
+  return FX ? fg_ex2_ftz(fmaf(s, sl2, -l2)) : exp2f(s * sl2 - l2);
+}
+template <bool FX = false> __device__ __forceinline__ float fg_bwd_ds1(float pv, float dp, float delta, float scale) {
+  return FX ? pv * (dp - delta) : pv * (dp - delta) * scale;
+}
 __device__ __forceinline__ bool fg_bwd_seen(const fg_attn_params& p, int i, int jk, int klen) {
   return i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
 }
@@ -47,7 +55,7 @@ __device__ __forceinline__ bool fg_bwd_seen(const fg_attn_params& p, int i, int 
 // m0 + sb + 8 j + 2 t + e % 2, keys n0 + kr + 8 (e / 2) for element e of block j) into
 // P^T = exp2(S^T sl2 - L2) and dS^T = scale P^T (dP^T - delta) in place, with (L2, delta) of
 // the tile's rows in ld; outside the visible region (checked only when mask is set) both are 0.
-template <int NB>
+template <bool FX = false, int NB>
 __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb, int m0,
                                              int n0, int kr, int t, int klen, bool mask, float sl2, float scale,
                                              const fg_attn_params& p) {
@@ -57,8 +65,8 @@ __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB
     for (int e = 0; e < 4; ++e) {
       const int qi = sb + 8 * j + 2 * t + (e & 1);
       const float2 x = ld[qi];
-      float pv = fg_bwd_p1(st[j][e], sl2, x.x);
-      float ds = fg_bwd_ds1(pv, dpt[j][e], x.y, scale);
+      float pv = fg_bwd_p1<FX>(st[j][e], sl2, x.x);
+      float ds = fg_bwd_ds1<FX>(pv, dpt[j][e], x.y, scale);
       if (mask) {
         const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
         const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
@@ -75,7 +83,7 @@ __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB
 // dpt from P^T in pt, each 0 outside the visible region. fg_bwd_step_t is the loop of both:
 // out = P^T from the scores in out (DS false, c = sl2) or dS^T from pt and dP^T in out (DS
 // true, c = scale).
-template <int NB, bool DS>
+template <int NB, bool DS, bool FX>
 __device__ __forceinline__ void fg_bwd_step_t(const float (&pt)[NB][4], float (&out)[NB][4], const float2* ld, int sb,
                                               int m0, int n0, int kr, int t, int klen, bool mask, float c,
                                               const fg_attn_params& p) {
@@ -84,26 +92,26 @@ __device__ __forceinline__ void fg_bwd_step_t(const float (&pt)[NB][4], float (&
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int qi = sb + 8 * j + 2 * t + (e & 1);
-      const float v = DS ? fg_bwd_ds1(pt[j][e], out[j][e], ld[qi].y, c) : fg_bwd_p1(out[j][e], c, ld[qi].x);
+      const float v = DS ? fg_bwd_ds1<FX>(pt[j][e], out[j][e], ld[qi].y, c) : fg_bwd_p1<FX>(out[j][e], c, ld[qi].x);
       out[j][e] = mask && !fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen) ? 0.f : v;
     }
 }
-template <int NB>
+template <bool FX = false, int NB>
 __device__ __forceinline__ void fg_bwd_p_t(float (&st)[NB][4], const float2* ld, int sb, int m0, int n0, int kr, int t,
                                            int klen, bool mask, float sl2, const fg_attn_params& p) {
-  fg_bwd_step_t<NB, false>(st, st, ld, sb, m0, n0, kr, t, klen, mask, sl2, p);
+  fg_bwd_step_t<NB, false, FX>(st, st, ld, sb, m0, n0, kr, t, klen, mask, sl2, p);
 }
-template <int NB>
+template <bool FX = false, int NB>
 __device__ __forceinline__ void fg_bwd_ds_t(const float (&pt)[NB][4], float (&dpt)[NB][4], const float2* ld, int sb,
                                             int m0, int n0, int kr, int t, int klen, bool mask, float scale,
                                             const fg_attn_params& p) {
-  fg_bwd_step_t<NB, true>(pt, dpt, ld, sb, m0, n0, kr, t, klen, mask, scale, p);
+  fg_bwd_step_t<NB, true, FX>(pt, dpt, ld, sb, m0, n0, kr, t, klen, mask, scale, p);
 }
 
 // fg_bwd_ds turns the dQ kernels' S and dP of one key tile (rows r0 + 8 (e / 2), keys
 // n0 + 8 j + 2 t + e % 2) into dS = scale P (dP - delta) in dp, with P = exp2(S sl2 - L2);
 // keys at or past a row's lim get dS = 0 (checked only when the tile reaches past lim_min).
-template <int NB>
+template <bool FX = false, int NB>
 __device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[NB][4], const float (&l2)[2],
                                           const float (&dl)[2], const int (&lim)[2], int lim_min, int n0, int t,
                                           float sl2, float scale) {
@@ -113,7 +121,7 @@ __device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[N
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = e >> 1;
-      float ds = fg_bwd_ds1(fg_bwd_p1(s[j][e], sl2, l2[r]), dp[j][e], dl[r], scale);
+      float ds = fg_bwd_ds1<FX>(fg_bwd_p1<FX>(s[j][e], sl2, l2[r]), dp[j][e], dl[r], scale);
       if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
       dp[j][e] = ds;
     }
@@ -121,13 +129,14 @@ __device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[N
 
 // fg_bwd_p and fg_bwd_ds_p are fg_bwd_ds in two steps (as fg_bwd_p_t, fg_bwd_ds_t): P in s
 // (unmasked: fg_bwd_ds_p masks dS), then dS in dp from P in s.
-template <int NB> __device__ __forceinline__ void fg_bwd_p(float (&s)[NB][4], const float (&l2)[2], float sl2) {
+template <bool FX = false, int NB>
+__device__ __forceinline__ void fg_bwd_p(float (&s)[NB][4], const float (&l2)[2], float sl2) {
 #pragma unroll
   for (int j = 0; j < NB; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s[j][e] = fg_bwd_p1(s[j][e], sl2, l2[e >> 1]);
+    for (int e = 0; e < 4; ++e) s[j][e] = fg_bwd_p1<FX>(s[j][e], sl2, l2[e >> 1]);
 }
-template <int NB>
+template <bool FX = false, int NB>
 __device__ __forceinline__ void fg_bwd_ds_p(const float (&s)[NB][4], float (&dp)[NB][4], const float (&dl)[2],
                                             const int (&lim)[2], int lim_min, int n0, int t, float scale) {
   const bool mask = n0 + 8 * NB > lim_min;
@@ -136,10 +145,16 @@ __device__ __forceinline__ void fg_bwd_ds_p(const float (&s)[NB][4], float (&dp)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = e >> 1;
-      float ds = fg_bwd_ds1(s[j][e], dp[j][e], dl[r], scale);
+      float ds = fg_bwd_ds1<FX>(s[j][e], dp[j][e], dl[r], scale);
       if (mask && n0 + 8 * j + 2 * t + (e & 1) >= lim[r]) ds = 0.f;
       dp[j][e] = ds;
     }
+}
+
+// fg_bwd_mul multiplies a warp's accumulator by c (the _fx kernels' scale of dK and dQ).
+template <int NB> __device__ __forceinline__ void fg_bwd_mul(float (&a)[NB][4], float c) {
+#pragma unroll
+  for (int j = 0; j < NB; ++j) a[j][0] *= c, a[j][1] *= c, a[j][2] *= c, a[j][3] *= c;
 }
 
 // fg_bwd_copy_ld starts the copy of the (L2, delta) of rows [0, ROWS) from the workspace ld
@@ -194,9 +209,9 @@ struct FgDqRows {
   }
 
   // ds is fg_bwd_ds on these rows: dS of the key tile at n0 in dp.
-  template <int NB>
+  template <bool FX = false, int NB>
   __device__ __forceinline__ void ds(const float (&s)[NB][4], float (&dp)[NB][4], int n0, float sl2, float scale) const {
-    fg_bwd_ds(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
+    fg_bwd_ds<FX>(s, dp, l2, dl, lim, lim_min, n0, t, sl2, scale);
   }
 };
 
