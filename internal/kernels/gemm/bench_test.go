@@ -274,3 +274,40 @@ func BenchmarkTileAllocs(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkChunks times the micro-kernel in force alone on one register
+// tile (mr×nr, A and B hot in L1, C added to), over depths of 64, 128 and
+// 256 (one depth block each), summed in chunks of 8 and 16 steps and in one
+// chain (kb = depth): what the chunk flushes of the split-accumulator
+// scheme cost (see Accumulation in the package comment; Workspace.Gemm
+// uses chunkSingle's kb, GemmDepth and Workspace.GemmChain one chain). The
+// kernels are those TestVariants checks against a float64 loop.
+//
+//	go test -run '^$' -bench Chunks -cpu 1 ./internal/kernels/gemm
+func BenchmarkChunks(b *testing.B) {
+	kn := kernelFor[float32]()
+	mr, nr := kn.mr, kn.nr
+	for _, k := range []int{64, 128, 256} {
+		a, bb, c := make([]float32, mr*k), make([]float32, k*nr), make([]float32, mr*nr)
+		for i := range a {
+			a[i] = float32(i%7) * 0.125
+		}
+		for i := range bb {
+			bb[i] = float32(i%5) * 0.25
+		}
+		for _, kb := range []int{8, 16, k} {
+			name := fmt.Sprintf("k%d/kb%d", k, kb)
+			if kb == k {
+				name = fmt.Sprintf("k%d/chain", k)
+			}
+			b.Run(name, func(b *testing.B) {
+				pk := peakRate(isa.Get(), 1)
+				measure(b, 2*float64(mr*nr*k), pk, func() {
+					for range b.N {
+						kn.micro(k, kb, &a[0], k, 1, &bb[0], nr, &c[0], nr, 1, 1, true)
+					}
+				})
+			})
+		}
+	}
+}
