@@ -311,3 +311,50 @@ func BenchmarkChunks(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChainSplit times attention's tile products on one goroutine
+// summed both ways, Workspace.Gemm (chunks into four totals) and
+// Workspace.GemmChain (one chain per depth block), alternating every few
+// products in one loop, so that a machine shared with other work slows
+// both alike: the reported ratio chain/split is the speed-up of the chain.
+// Shapes (m×n×k, A·B with B read in place, or Aᵀ·B): O += P·V and
+// dV += Pᵀ·dO, dK += dSᵀ·Q (128×64×128), dQ += dS·K with dSᵀ stored
+// (Aᵀ·B, 128×64×128), and the scores S = Q·Kᵀ with Kᵀ stored (128×128×64).
+//
+//	go test -run '^$' -bench ChainSplit -cpu 1 ./internal/kernels/gemm
+func BenchmarkChainSplit(b *testing.B) {
+	shapes := []benchShape{
+		{"PV/128x64x128", false, false, 128, 64, 128},
+		{"dQ/128x64x128/tA", true, false, 128, 64, 128},
+		{"S/128x128x64", false, false, 128, 128, 64},
+	}
+	rng := rand.New(rand.NewSource(1))
+	for _, s := range shapes {
+		a, bb, c, lda, ldb := operands(rng, s)
+		b.Run(s.name, func(b *testing.B) {
+			var w Workspace[float32]
+			const burst = 4
+			var split, chain time.Duration
+			for range b.N {
+				t0 := time.Now()
+				for range burst {
+					if err := w.Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 1, c, s.n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t1 := time.Now()
+				for range burst {
+					if err := w.GemmChain(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 1, c, s.n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				split += t1.Sub(t0)
+				chain += time.Since(t1)
+			}
+			flops := 2 * float64(s.m*s.n*s.k) * burst * float64(b.N) / 1e9
+			b.ReportMetric(flops/split.Seconds(), "split_GFLOP/s")
+			b.ReportMetric(flops/chain.Seconds(), "chain_GFLOP/s")
+			b.ReportMetric(split.Seconds()/chain.Seconds(), "chain_speedup")
+		})
+	}
+}
