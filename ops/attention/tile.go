@@ -60,10 +60,20 @@ func tileGemm[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, 
 	}
 }
 
+// outputChains is set in the package's use: tileGemmChain then sums in one
+// chain. BenchmarkKernelSums clears it for alternate calls, to time the
+// whole kernels with the products that accumulate the outputs summed both
+// ways in one loop.
+var outputChains = true
+
 // tileGemmChain is tileGemm summing each entry in one FMA chain along the
 // tile's depth (gemm.Workspace.GemmChain): the products that accumulate
 // the outputs (see Summation order above).
 func tileGemmChain[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if !outputChains {
+		tileGemm(w, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	if err := w.GemmChain(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); err != nil {
 		panic("attention: tile product: " + err.Error())
 	}
