@@ -38,9 +38,12 @@ import (
 // dQ += scale·dS·K, run on tileGemmChain, one FMA chain per entry along
 // the tile's depth (at most blockQ or blockK steps; the decomposed path's
 // O = P·V, a gonum A·B product, is one axpy chain along all Nk keys). On
-// the Xeon development machine the chain ran a 128-deep 6×64 register
-// tile at 85–89% of the FMA peak loop, the chunks of 8 at 71–78%
-// (internal/kernels/gemm's BenchmarkChunks). Measured on
+// one core of the Xeon development machine the 6×64 register tile ran a
+// 128-deep block at 95–96% of the FMA peak loop in one chain, 85% in
+// chunks of 8 (64-deep: 90–93%, 75%; internal/kernels/gemm's
+// BenchmarkChunks), and the tile products 1.15–1.17× faster
+// (BenchmarkChainSplit); the kernels 1.09× (forward) and 1.10–1.12×
+// (backward) per CPU-second (BenchmarkKernelSums). Measured on
 // the development machine (Intel Xeon, AVX-512), worst fused/decomposed
 // ratios, before → after: forward grid 1.08 → 1.12, gradient grid
 // 0.83 → 1.06, large logits o 1.22 → 1.22, gradients 1.31 → 1.31; with the
