@@ -5,13 +5,16 @@ import (
 	"math"
 	"math/rand"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/benchkit"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/gemm"
 )
 
 // Benchmarks of the fused op and its decomposed twin, side by side in one
@@ -152,7 +155,9 @@ func BenchmarkKernel(b *testing.B) {
 				dq, dk, dv := make([]float32, n), make([]float32, n), make([]float32, n)
 				flashForward(p, q, k, v, o, l, lr)
 				runtime.GC()
+				pk := corePeak()
 				b.ResetTimer()
+				cpu0 := benchkit.CPUSeconds()
 				for i := 0; i < b.N; i++ {
 					if backward {
 						flashBackward(p, q, k, v, o, l, lr, do, nil, dq, dk, dv)
@@ -160,12 +165,112 @@ func BenchmarkKernel(b *testing.B) {
 						flashForward(p, q, k, v, o, l, lr)
 					}
 				}
+				cpu := benchkit.CPUSeconds() - cpu0
+				b.StopTimer()
 				flops := benchkit.FwdFLOPs(s.B, s.H, s.N, s.N, s.D, s.causal)
 				if backward {
 					flops *= benchkit.BwdFactor
 				}
-				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				reportRates(b, flops*float64(b.N)/1e9, cpu, pk)
 			})
+		}
+	}
+}
+
+// BenchmarkKernelSums times the compute functions as BenchmarkKernel does,
+// alternating in one loop between the products that accumulate the outputs
+// summed in one chain (as in use) and in chunks (outputChains cleared:
+// every product on the split sums, as before they were chained), so that a
+// machine shared with other work slows both alike. It reports the GFLOP
+// per CPU-second of each and chain_speedup, the ratio of their CPU times.
+//
+//	go test ./ops/attention -run '^$' -bench KernelSums -benchtime 4x -cpu 1,2
+func BenchmarkKernelSums(b *testing.B) {
+	defer func() { outputChains = true }()
+	for _, s := range benchShapes {
+		for _, backward := range []bool{false, true} {
+			dir := "fwd"
+			if backward {
+				dir = "bwd"
+			}
+			b.Run(fmt.Sprintf("%s/%v", dir, s), func(b *testing.B) {
+				p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}
+				rng := rand.New(rand.NewSource(1))
+				n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
+				q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))
+				o, l, lr := make([]float32, n), make([]float32, nl), make([]float32, nl)
+				do := convert[float32](randn(rng, n))
+				dq, dk, dv := make([]float32, n), make([]float32, n), make([]float32, n)
+				flashForward(p, q, k, v, o, l, lr)
+				run := func() {
+					if backward {
+						flashBackward(p, q, k, v, o, l, lr, do, nil, dq, dk, dv)
+					} else {
+						flashForward(p, q, k, v, o, l, lr)
+					}
+				}
+				runtime.GC()
+				b.ResetTimer()
+				var cpu [2]float64 // split, chain
+				for i := 0; i < b.N; i++ {
+					for x, chain := range []bool{false, true} {
+						outputChains = chain
+						c0 := benchkit.CPUSeconds()
+						run()
+						cpu[x] += benchkit.CPUSeconds() - c0
+					}
+				}
+				outputChains = true
+				flops := benchkit.FwdFLOPs(s.B, s.H, s.N, s.N, s.D, s.causal) * float64(b.N) / 1e9
+				if backward {
+					flops *= benchkit.BwdFactor
+				}
+				if cpu[0] > 0 && cpu[1] > 0 {
+					b.ReportMetric(flops/cpu[0], "split_GFLOP/cpu-s")
+					b.ReportMetric(flops/cpu[1], "chain_GFLOP/cpu-s")
+					b.ReportMetric(cpu[0]/cpu[1], "chain_speedup")
+				}
+			})
+		}
+	}
+}
+
+// The kernel benchmarks report, beside GFLOP/s (wall clock), the rates per
+// CPU-second, which on a machine shared with other work count only the time
+// the benchmark ran: GFLOP/cpu-s, and cpu_pct_peak, that rate over one
+// core's FMA peak loop (gemm.PeakFMA at the kernels' level, per CPU-second,
+// measured in the same process). At GOMAXPROCS = 2 the CPU time includes
+// the workers' idle spinning (internal/parallel) and wait for the slowest
+// unit: cpu_pct_peak then falls with the work's imbalance too, and
+// busy = CPU-seconds ÷ (wall seconds × GOMAXPROCS) says how much of the
+// cores the benchmark held.
+
+// corePeak returns one core's float32 FMA peak in GFLOP per CPU-second at
+// the kernels' level: the best of three short runs of gemm.PeakFMA on one
+// goroutine, measured once per process (0 on the generic level).
+var corePeak = sync.OnceValue(func() float64 {
+	best := 0.0
+	for range 3 {
+		t0, c0 := time.Now(), benchkit.CPUSeconds()
+		rate := gemm.PeakFMA(1, 200*time.Millisecond)
+		wall, cpu := time.Since(t0).Seconds(), benchkit.CPUSeconds()-c0
+		if cpu > 0 {
+			best = max(best, rate*wall/cpu)
+		}
+	}
+	return best
+})
+
+// reportRates reports gflop GFLOP done in b's elapsed time and cpu
+// CPU-seconds against the core peak pk (GFLOP per CPU-second).
+func reportRates(b *testing.B, gflop, cpu, pk float64) {
+	wall := b.Elapsed().Seconds()
+	b.ReportMetric(gflop/wall, "GFLOP/s")
+	if cpu > 0 {
+		b.ReportMetric(gflop/cpu, "GFLOP/cpu-s")
+		b.ReportMetric(cpu/wall/float64(runtime.GOMAXPROCS(0)), "busy")
+		if pk > 0 {
+			b.ReportMetric(100*gflop/cpu/pk, "cpu_pct_peak")
 		}
 	}
 }

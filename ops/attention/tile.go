@@ -25,6 +25,31 @@ import (
 // whose B the kernel transposes while packing), against 14–20 for gonum's
 // Sgemm that the tiles used before.
 
+// Summation order. The float32 error rule (fused error within 2× of the
+// decomposed path's, TestForwardGrid, TestGradientOracle, TestLargeLogits)
+// binds the products whose results feed a cancellation or an exponential:
+// the scores S = Q·Kᵀ (and Sᵀ = K·Qᵀ), where an error of the score is an
+// error of the exponent, large with large logits, and dPᵀ = V·dOᵀ, from
+// which dS = P∘(dP − D) subtracts D = rowsum(dO∘O), equal to dP where a row
+// sees one key. They run on tileGemm: chunks of 4–16 depth steps summed
+// into four totals (internal/kernels/gemm's Accumulation), whose flushes
+// cost the Intel cores' FMA ports 10–15% of the product. The products that
+// accumulate the outputs, O += P·V, dV += Pᵀ·dO, dK += scale·dSᵀ·Q and
+// dQ += scale·dS·K, run on tileGemmChain, one FMA chain per entry along
+// the tile's depth (at most blockQ or blockK steps; the decomposed path's
+// O = P·V, a gonum A·B product, is one axpy chain along all Nk keys). On
+// one core of the Xeon development machine the 6×64 register tile ran a
+// 128-deep block at 95–96% of the FMA peak loop in one chain, 85% in
+// chunks of 8 (64-deep: 90–93%, 75%; internal/kernels/gemm's
+// BenchmarkChunks), and the tile products 1.15–1.17× faster
+// (BenchmarkChainSplit); the kernels 1.09× (forward) and 1.10–1.12×
+// (backward) per CPU-second (BenchmarkKernelSums). Measured on
+// the development machine (Intel Xeon, AVX-512), worst fused/decomposed
+// ratios, before → after: forward grid 1.08 → 1.12, gradient grid
+// 0.83 → 1.06, large logits o 1.22 → 1.22, gradients 1.31 → 1.31; with the
+// score and dP products chained too (an experiment of the sixth session)
+// they were 2.16, 70× (dq, dk where a row sees one key) and 2.73 / 2.94.
+
 // tileGemm computes, on the calling goroutine with w's buffers,
 //
 //	c = alpha·op(a)·op(b) + beta·c      op(a) [m, k], op(b) [k, n], c [m, n]
@@ -38,8 +63,28 @@ func tileGemm[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, 
 	}
 }
 
+// outputChains is set in the package's use: tileGemmChain then sums in one
+// chain. BenchmarkKernelSums clears it for alternate calls, to time the
+// whole kernels with the products that accumulate the outputs summed both
+// ways in one loop.
+var outputChains = true
+
+// tileGemmChain is tileGemm summing each entry in one FMA chain along the
+// tile's depth (gemm.Workspace.GemmChain): the products that accumulate
+// the outputs (see Summation order above).
+func tileGemmChain[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if !outputChains {
+		tileGemm(w, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if err := w.GemmChain(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); err != nil {
+		panic("attention: tile product: " + err.Error())
+	}
+}
+
 // gemmPrefix adds to c (over = false) or sets c to (over = true) the
-// product op(a)·b where row r of op(a) uses only its first n[r] columns:
+// product op(a)·b where row r of op(a) uses only its first n[r] columns
+// (its products on tileGemmChain when chain is set, else on tileGemm):
 //
 //	c[r*ldc+j] += alpha·Σ_{l<n[r]} op(a)[r,l]·b[l*ldb+j]    (r < m, j < nc)
 //
@@ -64,7 +109,11 @@ func tileGemm[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, 
 // run the micro-kernel on mostly empty register tiles (it computes mr rows
 // at a time): the diagonal tile then cost about three ordinary tiles.
 // Which path a row takes depends on the mask only, never on the values.
-func gemmPrefix[T Float](w *gemm.Workspace[T], pb *prefixBuf[T], tA bool, m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, over bool, c []T, ldc int) {
+func gemmPrefix[T Float](w *gemm.Workspace[T], pb *prefixBuf[T], chain, tA bool, m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, over bool, c []T, ldc int) {
+	prod := tileGemm[T]
+	if chain {
+		prod = tileGemmChain[T]
+	}
 	beta := T(1)
 	if over {
 		beta = 0
@@ -84,7 +133,7 @@ func gemmPrefix[T Float](w *gemm.Workspace[T], pb *prefixBuf[T], tA bool, m, nc 
 			if tA {
 				aOff = r0
 			}
-			tileGemm(w, tA, false, r1-r0, nc, k0, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc)
+			prod(w, tA, false, r1-r0, nc, k0, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc)
 		case over:
 			for r := r0; r < r1; r++ {
 				clear(c[r*ldc : r*ldc+nc])

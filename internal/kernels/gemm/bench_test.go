@@ -274,3 +274,87 @@ func BenchmarkTileAllocs(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkChunks times the micro-kernel in force alone on one register
+// tile (mr×nr, A and B hot in L1, C added to), over depths of 64, 128 and
+// 256 (one depth block each), summed in chunks of 8 and 16 steps and in one
+// chain (kb = depth): what the chunk flushes of the split-accumulator
+// scheme cost (see Accumulation in the package comment; Workspace.Gemm
+// uses chunkSingle's kb, GemmDepth and Workspace.GemmChain one chain). The
+// kernels are those TestVariants checks against a float64 loop.
+//
+//	go test -run '^$' -bench Chunks -cpu 1 ./internal/kernels/gemm
+func BenchmarkChunks(b *testing.B) {
+	kn := kernelFor[float32]()
+	mr, nr := kn.mr, kn.nr
+	for _, k := range []int{64, 128, 256} {
+		a, bb, c := make([]float32, mr*k), make([]float32, k*nr), make([]float32, mr*nr)
+		for i := range a {
+			a[i] = float32(i%7) * 0.125
+		}
+		for i := range bb {
+			bb[i] = float32(i%5) * 0.25
+		}
+		for _, kb := range []int{8, 16, k} {
+			name := fmt.Sprintf("k%d/kb%d", k, kb)
+			if kb == k {
+				name = fmt.Sprintf("k%d/chain", k)
+			}
+			b.Run(name, func(b *testing.B) {
+				pk := peakRate(isa.Get(), 1)
+				measure(b, 2*float64(mr*nr*k), pk, func() {
+					for range b.N {
+						kn.micro(k, kb, &a[0], k, 1, &bb[0], nr, &c[0], nr, 1, 1, true)
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkChainSplit times attention's tile products on one goroutine
+// summed both ways, Workspace.Gemm (chunks into four totals) and
+// Workspace.GemmChain (one chain per depth block), alternating every few
+// products in one loop, so that a machine shared with other work slows
+// both alike: the reported ratio chain/split is the speed-up of the chain.
+// Shapes (m×n×k, A·B with B read in place, or Aᵀ·B): O += P·V and
+// dV += Pᵀ·dO, dK += dSᵀ·Q (128×64×128), dQ += dS·K with dSᵀ stored
+// (Aᵀ·B, 128×64×128), and the scores S = Q·Kᵀ with Kᵀ stored (128×128×64).
+//
+//	go test -run '^$' -bench ChainSplit -cpu 1 ./internal/kernels/gemm
+func BenchmarkChainSplit(b *testing.B) {
+	shapes := []benchShape{
+		{"PV/128x64x128", false, false, 128, 64, 128},
+		{"dQ/128x64x128/tA", true, false, 128, 64, 128},
+		{"S/128x128x64", false, false, 128, 128, 64},
+	}
+	rng := rand.New(rand.NewSource(1))
+	for _, s := range shapes {
+		a, bb, c, lda, ldb := operands(rng, s)
+		b.Run(s.name, func(b *testing.B) {
+			var w Workspace[float32]
+			const burst = 4
+			var split, chain time.Duration
+			for range b.N {
+				t0 := time.Now()
+				for range burst {
+					if err := w.Gemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 1, c, s.n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t1 := time.Now()
+				for range burst {
+					if err := w.GemmChain(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 1, c, s.n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				split += t1.Sub(t0)
+				chain += time.Since(t1)
+			}
+			flops := 2 * float64(s.m*s.n*s.k) * burst * float64(b.N) / 1e9
+			b.ReportMetric(flops/split.Seconds(), "split_GFLOP/s")
+			b.ReportMetric(flops/chain.Seconds(), "chain_GFLOP/s")
+			b.ReportMetric(split.Seconds()/chain.Seconds(), "chain_speedup")
+		})
+	}
+}

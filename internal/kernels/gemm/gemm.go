@@ -109,6 +109,25 @@ func (w *Workspace[T]) Gemm(tA, tB bool, m, n, k int, alpha T, a []T, lda int, b
 	return nil
 }
 
+// GemmChain is Workspace.Gemm summing each depth block (at most 128 steps
+// up to k = 512, 256 beyond: depthBlock) in one FMA chain per entry, as
+// GemmDepth and GemmBias do, instead of in chunks of 4–16 steps added to
+// four totals (see Accumulation in the package comment): no chunk flushes
+// (on the Xeon development machine the 6×64 kernel ran a 128-deep block at
+// 95–96% of the FMA peak loop in one chain, 85% in chunks of 8:
+// BenchmarkChunks), and a
+// float32 error that grows as one chain's along the block. For products
+// that accumulate ops/attention's outputs (O += P·V, dV, dK, dQ: its
+// tile.go, Summation order), where that error stays within the caller's
+// rule.
+func (w *Workspace[T]) GemmChain(tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) error {
+	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
+		return err
+	}
+	w.gemm(chainFor[T](), tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	return nil
+}
+
 // Gemm computes C = alpha·op(A)·op(B) + beta·C as Workspace.Gemm does,
 // split over the machine's cores (internal/parallel) when the product is
 // large, with workspaces from a pool.

@@ -217,6 +217,28 @@ func TestGemm(t *testing.T) {
 	})
 }
 
+// TestGemmChain checks Workspace.GemmChain (one chain per depth block, alpha,
+// beta, transposes, edges) against the reference within the chain's error
+// bound, on every variant.
+func TestGemmChain(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		t.Run("float32", func(t *testing.T) {
+			var w Workspace[float32]
+			testGemm(t, func(p *problem[float32]) error {
+				p.chain = true
+				return w.GemmChain(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc)
+			})
+		})
+		t.Run("float64", func(t *testing.T) {
+			var w Workspace[float64]
+			testGemm(t, func(p *problem[float64]) error {
+				p.chain = true
+				return w.GemmChain(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc)
+			})
+		})
+	})
+}
+
 // TestGemmParallel runs products large enough to be split over cores, cut
 // along rows (m ≥ n) and along columns, against the reference.
 func TestGemmParallel(t *testing.T) {
