@@ -177,64 +177,6 @@ func BenchmarkKernel(b *testing.B) {
 	}
 }
 
-// BenchmarkKernelSums times the compute functions as BenchmarkKernel does,
-// alternating in one loop between the products that accumulate the outputs
-// summed in one chain (as in use) and in chunks (outputChains cleared:
-// every product on the split sums, as before they were chained), so that a
-// machine shared with other work slows both alike. It reports the GFLOP
-// per CPU-second of each and chain_speedup, the ratio of their CPU times.
-//
-//	go test ./ops/attention -run '^$' -bench KernelSums -benchtime 4x -cpu 1,2
-func BenchmarkKernelSums(b *testing.B) {
-	defer func() { outputChains = true }()
-	for _, s := range benchShapes {
-		for _, backward := range []bool{false, true} {
-			dir := "fwd"
-			if backward {
-				dir = "bwd"
-			}
-			b.Run(fmt.Sprintf("%s/%v", dir, s), func(b *testing.B) {
-				p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}
-				rng := rand.New(rand.NewSource(1))
-				n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
-				q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))
-				o, l, lr := make([]float32, n), make([]float32, nl), make([]float32, nl)
-				do := convert[float32](randn(rng, n))
-				dq, dk, dv := make([]float32, n), make([]float32, n), make([]float32, n)
-				flashForward(p, q, k, v, o, l, lr)
-				run := func() {
-					if backward {
-						flashBackward(p, q, k, v, o, l, lr, do, nil, dq, dk, dv)
-					} else {
-						flashForward(p, q, k, v, o, l, lr)
-					}
-				}
-				runtime.GC()
-				b.ResetTimer()
-				var cpu [2]float64 // split, chain
-				for i := 0; i < b.N; i++ {
-					for x, chain := range []bool{false, true} {
-						outputChains = chain
-						c0 := benchkit.CPUSeconds()
-						run()
-						cpu[x] += benchkit.CPUSeconds() - c0
-					}
-				}
-				outputChains = true
-				flops := benchkit.FwdFLOPs(s.B, s.H, s.N, s.N, s.D, s.causal) * float64(b.N) / 1e9
-				if backward {
-					flops *= benchkit.BwdFactor
-				}
-				if cpu[0] > 0 && cpu[1] > 0 {
-					b.ReportMetric(flops/cpu[0], "split_GFLOP/cpu-s")
-					b.ReportMetric(flops/cpu[1], "chain_GFLOP/cpu-s")
-					b.ReportMetric(cpu[0]/cpu[1], "chain_speedup")
-				}
-			})
-		}
-	}
-}
-
 // The kernel benchmarks report, beside GFLOP/s (wall clock), the rates per
 // CPU-second, which on a machine shared with other work count only the time
 // the benchmark ran: GFLOP/cpu-s, and cpu_pct_peak, that rate over one

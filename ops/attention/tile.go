@@ -43,7 +43,8 @@ import (
 // chunks of 8 (64-deep: 90–93%, 75%; internal/kernels/gemm's
 // BenchmarkChunks), and the tile products 1.15–1.17× faster
 // (BenchmarkChainSplit); the kernels 1.09× (forward) and 1.10–1.12×
-// (backward) per CPU-second (BenchmarkKernelSums). Measured on
+// (backward) per CPU-second (BenchmarkKernelSums of commit 34f4388, which switched
+// the products by a package variable and was removed for it). Measured on
 // the development machine (Intel Xeon, AVX-512), worst fused/decomposed
 // ratios, before → after: forward grid 1.08 → 1.12, gradient grid
 // 0.83 → 1.06, large logits o 1.22 → 1.22, gradients 1.31 → 1.31; with the
@@ -63,20 +64,10 @@ func tileGemm[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, 
 	}
 }
 
-// outputChains is set in the package's use: tileGemmChain then sums in one
-// chain. BenchmarkKernelSums clears it for alternate calls, to time the
-// whole kernels with the products that accumulate the outputs summed both
-// ways in one loop.
-var outputChains = true
-
 // tileGemmChain is tileGemm summing each entry in one FMA chain along the
 // tile's depth (gemm.Workspace.GemmChain): the products that accumulate
 // the outputs (see Summation order above).
 func tileGemmChain[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	if !outputChains {
-		tileGemm(w, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
 	if err := w.GemmChain(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); err != nil {
 		panic("attention: tile product: " + err.Error())
 	}
