@@ -180,7 +180,7 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1, p.Scratch != nil, deviceSM()); ok {
 		pre := "fg_attn_bwd_mma_pre"
 		if kv.Pre || q.Pre {
-			pre = bwdPrep
+			pre, _ = bwdPrepKernel(&kp)
 		}
 		if kv.Fused {
 			return []string{fwd, pre, kv.name()}, nil

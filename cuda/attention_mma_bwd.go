@@ -328,6 +328,19 @@ func bwdScratchBytes(kp *attnParams) int64 {
 // (results/h100-2026-11-23-s7-bwd64): 2.2 to 2.3 TB/s, under the 3.0 a copy reaches.
 var bwdPrep = "fg_attn_bwd_bf16_prep4"
 
+// bwdPrepKernel returns the pre-pass startMMABwd launches for kp and the query or key rows
+// each of its warps converts: bwdPrep, except fg_attn_bwd_bf16_prep (8-byte accesses) where
+// an operand's View starts off 16 bytes; prep4 takes two rows a warp where d <= 64.
+func bwdPrepKernel(kp *attnParams) (name string, rowsPerWarp int) {
+	if bwdPrep != "fg_attn_bwd_bf16_prep4" || (kp.q|kp.k|kp.v|kp.o|kp.do|kp.dq)&15 != 0 {
+		return "fg_attn_bwd_bf16_prep", 1
+	}
+	if kp.d <= 64 {
+		return bwdPrep, 2
+	}
+	return bwdPrep, 1
+}
+
 // bwdStageMark, when set (by TestAttentionMMABwdTiming, on the worker), is called by
 // startMMABwd after each of its launches with the number of kernels launched so far (1: the
 // pre-pass, 2: the dK/dV kernel, 3: the dQ kernel), to record a CUDA event between them.
@@ -336,7 +349,7 @@ var bwdStageMark func(stage int) error
 // startMMABwd launches the tensor-core backward: the row preprocess (L2 and delta into the
 // workspace kp.delta, 8 bytes per row), the dK/dV kernel kv and the dQ kernel q (none when kv
 // is Fused). When either
-// reads bfloat16 planes (Pre), the preprocess is fg_attn_bwd_bf16_prep, which also writes
+// reads bfloat16 planes (Pre), the preprocess is bwdPrepKernel's, which also writes
 // the planes into bwdScratchBytes(kp) bytes from scratch, and that kernel reads Q, dO, K and
 // V from there (same strides: pickMMABwd requires contiguous layouts).
 func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error)) error {
@@ -354,14 +367,8 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		pp := &mmaPrepParams{src: *kp, dst: dst}
 		// A warp per query row and per key row (prep4: per two rows where d <= 64), 8 warps a
 		// block, grid-stride.
-		warps := rows + int(kp.b)*int(kp.hkv)*int(kp.nk)
-		prep := bwdPrep
-		if prep == "fg_attn_bwd_bf16_prep4" && (kp.q|kp.k|kp.v|kp.o|kp.do|kp.dq)&15 != 0 {
-			prep = "fg_attn_bwd_bf16_prep" // a View that starts off 16 bytes: 8-byte accesses
-		}
-		if prep == "fg_attn_bwd_bf16_prep4" && kp.d <= 64 {
-			warps = ceilDiv(warps, 2)
-		}
+		prep, perWarp := bwdPrepKernel(kp)
+		warps := ceilDiv(rows+int(kp.b)*int(kp.hkv)*int(kp.nk), perWarp)
 		if err := s.start(mod, prep, [3]int{max(1, min(ceilDiv(warps, 8), 1<<16)), 1, 1}, 256, 0,
 			unsafe.Pointer(pp)); err != nil {
 			return err

@@ -34,7 +34,7 @@ func bindScope(g *gorgonia.ExprGraph, ps []*Param, nodes []*gorgonia.Node, train
 
 // refMHA is multi-head attention by float64 loops, straight from the
 // definition, for x [B·N, Width] and the layer's weights.
-func refMHA(a *MultiHeadAttention, x []float64, b, t, d int) []float64 {
+func refMHA(a *MultiHeadAttention, x []float64, b, n, width int) []float64 {
 	h, hkv, hd := a.Heads, a.KVHeads, a.HeadDim
 	cols := (h + 2*hkv) * hd
 	lin := func(x []float64, rows, in, out int, w, bias []float64) []float64 {
@@ -50,14 +50,14 @@ func refMHA(a *MultiHeadAttention, x []float64, b, t, d int) []float64 {
 		}
 		return y
 	}
-	qkv := lin(x, b*t, d, cols, toF64(a.QKV.W.Value), toF64(a.QKV.B.Value))
-	at := func(bi, ti, col int) float64 { return qkv[(bi*t+ti)*cols+col] }
-	o := make([]float64, b*t*h*hd)
+	qkv := lin(x, b*n, width, cols, toF64(a.QKV.W.Value), toF64(a.QKV.B.Value))
+	at := func(bi, ti, col int) float64 { return qkv[(bi*n+ti)*cols+col] }
+	o := make([]float64, b*n*h*hd)
 	for bi := 0; bi < b; bi++ {
 		for hi := 0; hi < h; hi++ {
 			kh := hi / (h / hkv) // the key/value head this query head reads
-			for i := 0; i < t; i++ {
-				s := make([]float64, t)
+			for i := 0; i < n; i++ {
+				s := make([]float64, n)
 				mx := math.Inf(-1)
 				for j := 0; j <= i; j++ {
 					for c := 0; c < hd; c++ {
@@ -73,19 +73,19 @@ func refMHA(a *MultiHeadAttention, x []float64, b, t, d int) []float64 {
 				}
 				for j := 0; j <= i; j++ {
 					for c := 0; c < hd; c++ {
-						o[(bi*t+i)*h*hd+hi*hd+c] += s[j] / z * at(bi, j, (h+hkv+kh)*hd+c)
+						o[(bi*n+i)*h*hd+hi*hd+c] += s[j] / z * at(bi, j, (h+hkv+kh)*hd+c)
 					}
 				}
 			}
 		}
 	}
-	return lin(o, b*t, h*hd, d, toF64(a.Proj.W.Value), toF64(a.Proj.B.Value))
+	return lin(o, b*n, h*hd, width, toF64(a.Proj.W.Value), toF64(a.Proj.B.Value))
 }
 
 func TestMultiHeadAttention(t *testing.T) {
 	for _, tc := range []struct {
-		name            string
-		b, t, d, h, hkv int
+		name                string
+		b, n, width, h, hkv int
 	}{
 		{"mha", 2, 3, 4, 2, 2},
 		{"gqa", 1, 4, 8, 4, 2},
@@ -93,7 +93,7 @@ func TestMultiHeadAttention(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(30))
-			a, err := NewMultiHeadAttention("attn", tc.d, tc.h, tc.hkv, true, tensor.Float64, rng, 0.5)
+			a, err := NewMultiHeadAttention("attn", tc.width, tc.h, tc.hkv, true, tensor.Float64, rng, 0.5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,18 +101,18 @@ func TestMultiHeadAttention(t *testing.T) {
 			for _, p := range a.Params() {
 				p.fillNormal(rng, 0.5)
 			}
-			x := randSlice(rng, tc.b*tc.t*tc.d, 1, 0)
+			x := randSlice(rng, tc.b*tc.n*tc.width, 1, 0)
 			ps := a.Params()
 			build := func(g *gorgonia.ExprGraph, in []*gorgonia.Node) (*gorgonia.Node, error) {
 				s, err := bindScope(g, ps, in[1:], false)
 				if err != nil {
 					return nil, err
 				}
-				return a.Forward(s, in[0], tc.b, tc.t)
+				return a.Forward(s, in[0], tc.b, tc.n)
 			}
-			inputs := append([]*tensor.Dense{graph.NewTensor([]int{tc.b * tc.t, tc.d}, x)}, paramInputs(ps)...)
+			inputs := append([]*tensor.Dense{graph.NewTensor([]int{tc.b * tc.n, tc.width}, x)}, paramInputs(ps)...)
 			got := runForward(t, build, inputs...)
-			assertClose(t, "forward", got, refMHA(a, x, tc.b, tc.t, tc.d), 1e-12)
+			assertClose(t, "forward", got, refMHA(a, x, tc.b, tc.n, tc.width), 1e-12)
 			checkGrad(t, build, inputs, graph.CheckOptions{Seed: 2})
 		})
 	}
@@ -127,7 +127,7 @@ func tinyConfig() Config {
 
 // lossBuilder builds the GPT's cross-entropy on fixed tokens and targets with
 // the parameters as inputs.
-func lossBuilder(m *GPT, tokens, targets []int, b, t int, train bool, masks func(*Scope)) graph.Builder {
+func lossBuilder(m *GPT, tokens, targets []int, b, n int, train bool, masks func(*Scope)) graph.Builder {
 	return func(g *gorgonia.ExprGraph, in []*gorgonia.Node) (*gorgonia.Node, error) {
 		s, err := bindScope(g, m.Params(), in, train)
 		if err != nil {
@@ -143,11 +143,11 @@ func lossBuilder(m *GPT, tokens, targets []int, b, t int, train bool, masks func
 		}
 		p := make([]int, len(tokens))
 		for i := range p {
-			p[i] = i % t
+			p[i] = i % n
 		}
 		SetIndices(tok, tokens)
 		SetIndices(pos, p)
-		logits, err := m.Forward(s, tok, pos, b, t)
+		logits, err := m.Forward(s, tok, pos, b, n)
 		if err != nil {
 			return nil, err
 		}

@@ -187,22 +187,22 @@ func TestRowKernelsAnyCores(t *testing.T) {
 	}
 	// Heads: qkv [B·N, 3·h·hd], whose middle third (the keys) the split
 	// reads and the scatter writes (zeros elsewhere).
-	const b, tt, h, hd = 5, 40, 8, 32
+	const b, n, h, hd = 5, 40, 8, 32
 	c := 3 * h * hd
-	qkv, qkvv := dense(1, 0, b*tt, c)
-	split := headsOp{split: true, b: b, n: tt, h: h, d: hd, off: h * hd, c: c}
-	heads, headsv := dense(1, 0, b, h, tt, hd)
-	scatter := headsOp{b: b, n: tt, h: h, d: hd, off: h * hd, c: c}
+	qkv, qkvv := dense(1, 0, b*n, c)
+	split := headsOp{split: true, b: b, n: n, h: h, d: hd, off: h * hd, c: c}
+	heads, headsv := dense(1, 0, b, h, n, hd)
+	scatter := headsOp{b: b, n: n, h: h, d: hd, off: h * hd, c: c}
 	headsRef := func(toHeads bool) []float64 {
-		out := make([]float64, b*tt*c)
+		out := make([]float64, b*n*c)
 		if toHeads {
-			out = out[:b*h*tt*hd]
+			out = out[:b*h*n*hd]
 		}
 		for bi := 0; bi < b; bi++ {
 			for i := 0; i < h; i++ {
-				for ti := 0; ti < tt; ti++ {
+				for ti := 0; ti < n; ti++ {
 					for j := 0; j < hd; j++ {
-						hi, ri := ((bi*h+i)*tt+ti)*hd+j, (bi*tt+ti)*c+h*hd+i*hd+j
+						hi, ri := ((bi*h+i)*n+ti)*hd+j, (bi*n+ti)*c+h*hd+i*hd+j
 						if toHeads {
 							out[hi] = qkvv[ri]
 						} else {

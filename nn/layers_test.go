@@ -322,28 +322,28 @@ func TestEmbedding(t *testing.T) {
 
 func TestHeadsRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
-	b, tt, h, d, c, off := 2, 3, 2, 2, 9, 3
-	x := randSlice(rng, b*tt*c, 1, 0)
+	b, n, h, d, c, off := 2, 3, 2, 2, 9, 3
+	x := randSlice(rng, b*n*c, 1, 0)
 	split := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
-		return apply(headsOp{split: true, b: b, n: tt, h: h, d: d, off: off, c: c}, ns[0])
+		return apply(headsOp{split: true, b: b, n: n, h: h, d: d, off: off, c: c}, ns[0])
 	}
-	got := runForward(t, split, graph.NewTensor([]int{b * tt, c}, x))
+	got := runForward(t, split, graph.NewTensor([]int{b * n, c}, x))
 	for bi := 0; bi < b; bi++ {
 		for i := 0; i < h; i++ {
-			for ti := 0; ti < tt; ti++ {
+			for ti := 0; ti < n; ti++ {
 				for j := 0; j < d; j++ {
-					if g, w := got[((bi*h+i)*tt+ti)*d+j], x[(bi*tt+ti)*c+off+i*d+j]; g != w {
+					if g, w := got[((bi*h+i)*n+ti)*d+j], x[(bi*n+ti)*c+off+i*d+j]; g != w {
 						t.Fatalf("split[%d,%d,%d,%d] = %g, want %g", bi, i, ti, j, g, w)
 					}
 				}
 			}
 		}
 	}
-	checkGrad(t, split, []*tensor.Dense{graph.NewTensor([]int{b * tt, c}, x)}, graph.CheckOptions{})
+	checkGrad(t, split, []*tensor.Dense{graph.NewTensor([]int{b * n, c}, x)}, graph.CheckOptions{})
 	merge := func(g *gorgonia.ExprGraph, ns []*gorgonia.Node) (*gorgonia.Node, error) {
-		return apply(headsOp{b: b, n: tt, h: h, d: d, off: 0, c: h * d}, ns[0])
+		return apply(headsOp{b: b, n: n, h: h, d: d, off: 0, c: h * d}, ns[0])
 	}
-	checkGrad(t, merge, []*tensor.Dense{graph.NewTensor([]int{b, h, tt, d}, randSlice(rng, b*h*tt*d, 1, 0))}, graph.CheckOptions{})
+	checkGrad(t, merge, []*tensor.Dense{graph.NewTensor([]int{b, h, n, d}, randSlice(rng, b*h*n*d, 1, 0))}, graph.CheckOptions{})
 }
 
 func TestDropout(t *testing.T) {
@@ -521,10 +521,10 @@ func TestGELUFloat32(t *testing.T) {
 // machine's buffers hold earlier values), for each sequence of the batch.
 func TestHeadsScatterZeroes(t *testing.T) {
 	rng := rand.New(rand.NewSource(8))
-	b, tt, h, d, c, off := 5, 7, 2, 4, 15, 3
-	k := headsOp{b: b, n: tt, h: h, d: d, off: off, c: c}
-	x := graph.NewTensor([]int{b, h, tt, d}, randSlice(rng, b*h*tt*d, 1, 0))
-	out := newDense(tensor.Float64, b*tt, c)
+	b, n, h, d, c, off := 5, 7, 2, 4, 15, 3
+	k := headsOp{b: b, n: n, h: h, d: d, off: off, c: c}
+	x := graph.NewTensor([]int{b, h, n, d}, randSlice(rng, b*h*n*d, 1, 0))
+	out := newDense(tensor.Float64, b*n, c)
 	y := floats[float64](out)
 	for i := range y {
 		y[i] = math.NaN()
@@ -533,11 +533,11 @@ func TestHeadsScatterZeroes(t *testing.T) {
 		t.Fatal(err)
 	}
 	xs := floats[float64](x)
-	for r := 0; r < b*tt; r++ {
+	for r := 0; r < b*n; r++ {
 		for j := 0; j < c; j++ {
 			want := 0.0
 			if i := (j - off) / d; j >= off && i < h {
-				want = xs[((r/tt*h+i)*tt+r%tt)*d+(j-off)%d]
+				want = xs[((r/n*h+i)*n+r%n)*d+(j-off)%d]
 			}
 			if got := y[r*c+j]; got != want {
 				t.Fatalf("row %d column %d: %g, want %g", r, j, got, want)

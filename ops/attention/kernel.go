@@ -278,7 +278,7 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
 	// a NaN in a key that the causal mask hides from the row must not
 	// reach it as 0·NaN).
-	gemmPrefix(&w.ws, &w.pb, true, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
+	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
 }
 
 // scoreBand returns the end r1 of the band of score rows starting at r0 and
@@ -701,7 +701,7 @@ func backwardTile[T Float](p *params, w *bwdScratch[T], q, k, v, do []T, tr *tra
 	for r := 0; r < br; r++ {
 		w.nv[r] = min(max(p.KeyLimit(b, i0+r)-j0, 0), bc)
 	}
-	gemmPrefix(ws, &w.pb, true, true, br, d, w.nv[:br], scale, dst, br, kB, d, overDQ, dqB, d)
+	gemmPrefix(ws, &w.pb, true, br, d, w.nv[:br], scale, dst, br, kB, d, overDQ, dqB, d)
 }
 
 // sizeOf returns the size in bytes of one element of type T.

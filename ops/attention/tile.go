@@ -75,7 +75,7 @@ func tileGemmChain[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alph
 
 // gemmPrefix adds to c (over = false) or sets c to (over = true) the
 // product op(a)·b where row r of op(a) uses only its first n[r] columns
-// (its products on tileGemmChain when chain is set, else on tileGemm):
+// (summed on tileGemmChain: gemmPrefix computes the outputs O += P·V and dQ):
 //
 //	c[r*ldc+j] += alpha·Σ_{l<n[r]} op(a)[r,l]·b[l*ldb+j]    (r < m, j < nc)
 //
@@ -100,11 +100,7 @@ func tileGemmChain[T Float](w *gemm.Workspace[T], tA, tB bool, m, n, k int, alph
 // run the micro-kernel on mostly empty register tiles (it computes mr rows
 // at a time): the diagonal tile then cost about three ordinary tiles.
 // Which path a row takes depends on the mask only, never on the values.
-func gemmPrefix[T Float](w *gemm.Workspace[T], pb *prefixBuf[T], chain, tA bool, m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, over bool, c []T, ldc int) {
-	prod := tileGemm[T]
-	if chain {
-		prod = tileGemmChain[T]
-	}
+func gemmPrefix[T Float](w *gemm.Workspace[T], pb *prefixBuf[T], tA bool, m, nc int, n []int, alpha T, a []T, lda int, b []T, ldb int, over bool, c []T, ldc int) {
 	beta := T(1)
 	if over {
 		beta = 0
@@ -124,7 +120,7 @@ func gemmPrefix[T Float](w *gemm.Workspace[T], pb *prefixBuf[T], chain, tA bool,
 			if tA {
 				aOff = r0
 			}
-			prod(w, tA, false, r1-r0, nc, k0, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc)
+			tileGemmChain(w, tA, false, r1-r0, nc, k0, alpha, a[aOff:], lda, b, ldb, beta, c[r0*ldc:], ldc)
 		case over:
 			for r := r0; r < r1; r++ {
 				clear(c[r*ldc : r*ldc+nc])

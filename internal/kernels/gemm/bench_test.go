@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/flashgorgon/flashgorgon/internal/benchkit"
 	"github.com/flashgorgon/flashgorgon/internal/isa"
 )
 
@@ -38,7 +39,7 @@ func peakRate(l isa.Level, procs int) peak {
 	var best peak
 	for range 3 {
 		var wg sync.WaitGroup
-		start, cpu0 := time.Now(), cpuSeconds()
+		start, cpu0 := time.Now(), benchkit.CPUSeconds()
 		for range procs {
 			wg.Add(1)
 			go func() {
@@ -49,7 +50,7 @@ func peakRate(l isa.Level, procs int) peak {
 		wg.Wait()
 		total := float64(procs*iters*flops) / 1e9
 		best.wall = max(best.wall, total/time.Since(start).Seconds())
-		if cpu := cpuSeconds() - cpu0; cpu > 0 {
+		if cpu := benchkit.CPUSeconds() - cpu0; cpu > 0 {
 			best.cpu = max(best.cpu, total/cpu)
 		}
 	}
@@ -67,7 +68,7 @@ func BenchmarkPeakFMA(b *testing.B) {
 		}
 		b.Run(l.String(), func(b *testing.B) {
 			const iters = 1 << 20
-			cpu0 := cpuSeconds()
+			cpu0 := benchkit.CPUSeconds()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					loop(iters)
@@ -75,7 +76,7 @@ func BenchmarkPeakFMA(b *testing.B) {
 			})
 			total := float64(b.N) * iters * float64(flops) / 1e9
 			b.ReportMetric(total/b.Elapsed().Seconds(), "GFLOP/s")
-			if cpu := cpuSeconds() - cpu0; cpu > 0 {
+			if cpu := benchkit.CPUSeconds() - cpu0; cpu > 0 {
 				b.ReportMetric(total/cpu, "GFLOP/cpu-s")
 			}
 		})
@@ -85,9 +86,9 @@ func BenchmarkPeakFMA(b *testing.B) {
 // measure runs body b.N times and reports the rates of flopsPerOp.
 func measure(b *testing.B, flopsPerOp float64, pk peak, body func()) {
 	b.ResetTimer()
-	cpu0 := cpuSeconds()
+	cpu0 := benchkit.CPUSeconds()
 	body()
-	cpu := cpuSeconds() - cpu0
+	cpu := benchkit.CPUSeconds() - cpu0
 	b.StopTimer()
 	total := flopsPerOp * float64(b.N) / 1e9
 	rate := total / b.Elapsed().Seconds()
@@ -301,8 +302,7 @@ func BenchmarkChunks(b *testing.B) {
 				name = fmt.Sprintf("k%d/chain", k)
 			}
 			b.Run(name, func(b *testing.B) {
-				pk := peakRate(isa.Get(), 1)
-				measure(b, 2*float64(mr*nr*k), pk, func() {
+				measure(b, 2*float64(mr*nr*k), cachedPeak(isa.Get(), 1), func() {
 					for range b.N {
 						kn.micro(k, kb, &a[0], k, 1, &bb[0], nr, &c[0], nr, 1, 1, true)
 					}

@@ -152,7 +152,7 @@ func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int
 			if p > 0 {
 				dst, ld = scratch[(p-1)*m*n:p*m*n], n
 			}
-			w.gemmPacked(kn, tA, tB, r1-r0, c1-c0, k1-k0, 1, a[aOff:], lda, b[bOff:], ldb, 0, dst[r0*ld+c0:], ld, nil, nil)
+			w.gemm(kn, tA, tB, r1-r0, c1-c0, k1-k0, 1, a[aOff:], lda, b[bOff:], ldb, 0, dst[r0*ld+c0:], ld)
 		}
 	})
 	// C += part p, p = 1, …, P−1, rows of C over the cores, in spans of
