@@ -172,7 +172,7 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	fwd := "fg_attn_fwd_v2_" + pickCfg(fwdCfgs[dt], p.D).suffix(dt)
 	if c, ok := pickMMA(&kp, dt, 0, p.Scratch != nil, deviceSM()); ok {
 		fwd = c.name()
-		if c.pre() {
+		if c.pre() && !c.fused() {
 			_, prep := c.prep()
 			fwd = prep + "+" + fwd
 		}

@@ -68,6 +68,14 @@ func ParsePrecision(s string) (Precision, error) {
 //	   for two blocks' shared memory)
 //	17, 18: variants 15 and 14 with a producer warpgroup instead of a producer warp, which
 //	   hands its registers to the consumers (setmaxnreg: 240 each instead of 168)
+//	19: variant 17 in a persistent grid (kernels/attention_hopper_persist.cu): one block per
+//	   multiprocessor loops over the query tiles, the producer keeps the tile copies going
+//	   from one tile's keys to the next's and prefetches the next Q into L2
+//	20: variant 19 without the pre-pass kernel: the producer warpgroup's other warps convert
+//	   K and V into the scratch planes under the products, a flag per tile (zeroed before the
+//	   launch) telling the copies when a tile is there
+//	21: variant 20 with the converters' loads staged in shared memory by cp.async (8 or 16
+//	   chunks of 8 columns in flight per thread instead of 2 in registers)
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -105,8 +113,28 @@ type mmaCfg struct {
 // accumulator registers ... between start and end of the pipeline stage"); v12, v13 and v16
 // use 158–204 registers, no spills; v14 and v15 166–168 (ptxas's budget for 288 threads), v15
 // at d = 128 serialized for lack of registers, which v17 (240 by setmaxnreg) is not.
+//
+// The persistent kernels (eighth session, results/h100-2026-11-24-s8, BenchmarkAttentionMMA
+// call F, ms from N = 1024 to 16384, non-causal / causal; every variant checked by the tests
+// first):
+//
+//	bf16 d=64:   v20 0.520 / 0.408, 1.526 / 0.883, 5.58 / 3.01; v21 0.540 / 0.438, 1.505 /
+//	             0.872, 5.31 / 2.80; v15 0.653 / 0.548, 1.708 / 1.138, 5.91 / 3.17
+//	bf16 d=128:  v20 0.778 / 0.734, 2.010 / 1.190, 7.16 / 4.10; v21 0.894 / 0.777, 2.047 /
+//	             1.239, 7.29 / 3.74; v17 1.020 / 0.808, 2.280 / 1.490, 8.10 / 4.57
+//
+// What paid, call by call: the pre-pass fused into the kernel (v20 against v19, whose pre-pass
+// runs first: N = 1024 8-13% at d = 128), setmaxnreg at d = 64 too (v20 without it, 2-7%
+// slower at N >= 4096), and each item's Q loads all issued before the first conversion (on
+// the critical path of every item: 8-17% at N = 1024). Staging the converters' loads with
+// cp.async (v21, 8 times the bytes in flight) is faster at d = 64 from N = 4096 (1-7%) and
+// slower at N = 1024 (4-15%): at N = 1024 the DRAM traffic of float32 inputs (Q, K and V
+// read, O written, the planes written) is what bounds the kernel, and faster converters take
+// it from the consumers. v19 at d = 64 without setmaxnreg (the first call) was 30% slower
+// than v15.
 var mmaCfgs = []mmaCfg{
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
+	{20, PrecisionBF16, 64, 128, hopperBN}, {20, PrecisionBF16, 128, 128, hopperBN},
 	{15, PrecisionBF16, 64, 128, hopperBN}, {17, PrecisionBF16, 128, 128, hopperBN},
 	{14, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
 	{17, PrecisionBF16, 64, 128, hopperBN}, {18, PrecisionBF16, 128, 128, hopperBN},
@@ -114,6 +142,8 @@ var mmaCfgs = []mmaCfg{
 	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
 	{16, PrecisionBF16, 64, 64, 128}, {16, PrecisionBF16, 128, 64, 64},
 	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
+	{19, PrecisionBF16, 64, 128, hopperBN}, {19, PrecisionBF16, 128, 128, hopperBN},
+	{21, PrecisionBF16, 64, 128, hopperBN}, {21, PrecisionBF16, 128, 128, hopperBN},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
 	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
@@ -142,21 +172,30 @@ func (c mmaCfg) pre() bool { return c.Variant >= 7 }
 // attention_hopper_bulk.cu), whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
 func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 
-// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17, 18), whose
-// pre-pass is fg_attn_hopper_prep (tiles of hopperBN keys in the shared-memory layout).
+// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17 to 20),
+// whose K and V planes are in fg_attn_hopper_prep's layout (tiles of hopperBN keys in the
+// shared-memory layout).
 func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg() }
 
-// pwg reports whether c's producer is a whole warpgroup (variants 17 and 18), not a warp.
-func (c mmaCfg) pwg() bool { return c.Variant == 17 || c.Variant == 18 }
+// pwg reports whether c's producer is a whole warpgroup (variants 17 to 20), not a warp.
+func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 21 }
+
+// persistent reports whether c runs in a persistent grid (variants 19 to 21: persistGrid
+// blocks, each looping over query tiles).
+func (c mmaCfg) persistent() bool { return c.Variant >= 19 && c.Variant <= 21 }
+
+// fused reports whether c converts K and V itself (variants 20 and 21): no pre-pass kernel
+// runs, and its scratch holds a flag per tile after the planes.
+func (c mmaCfg) fused() bool { return c.Variant == 20 || c.Variant == 21 }
 
 // hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
 const hopperBN = 128
 
-// prep is the pre-pass kernel of c (c.pre()), which is in c.module() for the bulk kernels and
-// in attention_mma otherwise.
+// prep is the pre-pass kernel of c (c.pre() and not c.fused()), which is in
+// attention_hopper_bulk for the bulk kernels and in attention_mma otherwise.
 func (c mmaCfg) prep() (module, name string) {
 	if c.bulk() {
-		return c.module(), "fg_attn_hopper_prep"
+		return "attention_hopper_bulk", "fg_attn_hopper_prep"
 	}
 	return "attention_mma", "fg_attn_mma_prep"
 }
@@ -164,6 +203,8 @@ func (c mmaCfg) prep() (module, name string) {
 // module is the kernels/<module>.cu file of c's kernel.
 func (c mmaCfg) module() string {
 	switch {
+	case c.persistent():
+		return "attention_hopper_persist"
 	case c.bulk():
 		return "attention_hopper_bulk"
 	case c.hopper():
@@ -211,9 +252,13 @@ func (c mmaCfg) name() string {
 // variants 4, 6 K and V [BN][D] float32 (Q is staged there first, so BM <= 2 BN) and
 // [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16; 12, 13 and
 // 16 the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks; the bulk kernels
-// (14, 15, 17, 18) 64 more, their mbarriers.
+// (14, 15, 17 to 21) 64 more, their mbarriers; variant 21 the converters' staging (96
+// threads' chunks of 8 columns of K and V in float32: 16 each at d = 64, 8 at d = 128, the U
+// of its instantiations).
 func (c mmaCfg) smem() int {
 	switch {
+	case c.Variant == 21: // and the converters' staging: 96 threads' chunks of K and V in float32
+		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 + 96*64*map[int]int{64: 16, 128: 8}[c.D]
 	case c.bulk():
 		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 // and 8 mbarriers
 	case c.hopper():
@@ -241,7 +286,8 @@ func scratchPlanes(prec Precision) (planes, size int64) {
 	return 4, 4
 }
 
-// scratchBytes is the size of the pre-pass's output for kp's problem (0 when c has none).
+// scratchBytes is the size of the pre-pass's output for kp's problem (0 when c has none), and
+// of the fused kernel's flags after it (a uint32 per tile of a plane, in 16-byte units).
 func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 	if !c.pre() {
 		return 0
@@ -251,7 +297,35 @@ func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 	if c.bulk() { // whole tiles
 		nk = int64(ceilDiv(int(kp.nk), hopperBN) * hopperBN)
 	}
-	return planes * size * int64(kp.b) * int64(kp.hkv) * nk * int64(kp.d)
+	n := planes * size * int64(kp.b) * int64(kp.hkv) * nk * int64(kp.d)
+	if c.fused() {
+		n += c.flagBytes(kp)
+	}
+	return n
+}
+
+// flagBytes is the size of the fused kernel's tile flags (B Hkv ceil(Nk / hopperBN) uint32,
+// rounded up to 16 bytes).
+func (c mmaCfg) flagBytes(kp *attnParams) int64 {
+	return int64(ceilDiv(4*int(kp.b)*int(kp.hkv)*ceilDiv(int(kp.nk), hopperBN), 16) * 16)
+}
+
+// persistGrid is the number of blocks of a persistent kernel (c.persistent()) on a device of
+// sms multiprocessors: one per multiprocessor, at most one per query tile; when causal, the
+// largest count from half the multiprocessors up that makes 2 G a multiple of the query tiles
+// of a head T, so that the kernel's snake pairs a head's tile x with its tile T - 1 - x (equal
+// causal work per block and round; attention_hopper_persist.cu).
+func (c mmaCfg) persistGrid(kp *attnParams, sms int) int {
+	t := ceilDiv(int(kp.nq), c.BM)
+	g := max(1, min(t*int(kp.h)*int(kp.b), sms))
+	if kp.causal != 0 && t > 1 && t <= 2*g {
+		for n := g; n >= (g+1)/2; n-- {
+			if 2*n%t == 0 {
+				return n
+			}
+		}
+	}
+	return g
 }
 
 // pickMMA is the one place that decides whether a forward runs on the tensor cores: a float32
@@ -307,6 +381,13 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		return err
 	}
 	pp := &mmaPrepParams{src: *kp, dst: dst}
+	if c.fused() { // the tile flags, after the planes, zeroed; the kernel converts K and V
+		flags := c.flagBytes(kp)
+		if err := memset8(dst+devptr(n-flags), 0, flags); err != nil {
+			return err
+		}
+		return s.start(c.module(), c.name(), [3]int{c.persistGrid(kp, s.sms), 1, 1}, c.threads(), c.smem(), unsafe.Pointer(pp))
+	}
 	// One thread per 8 elements of K (and of V), grid-stride; whole tiles for the bulk kernels,
 	// whose pre-pass is in their module.
 	prepModule, prep := c.prep()
@@ -318,6 +399,9 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	if err := s.start(prepModule, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
 		unsafe.Pointer(pp)); err != nil {
 		return err
+	}
+	if c.persistent() { // the problem and the planes, as the pre-pass had them
+		return s.start(c.module(), c.name(), [3]int{c.persistGrid(kp, s.sms), 1, 1}, c.threads(), c.smem(), unsafe.Pointer(pp))
 	}
 	planes, _ := scratchPlanes(c.Prec)
 	m := *kp

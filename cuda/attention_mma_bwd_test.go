@@ -254,9 +254,12 @@ var mmaPrecisions = []Precision{PrecisionExact, PrecisionTF32, PrecisionBF16}
 func TestAttentionMMABwdDevice(t *testing.T) {
 	needDevice(t)
 	rng := rand.New(rand.NewSource(13))
-	forMMAGrid(t, func(t *testing.T, i int, c attnCase, _ float64) {
+	forMMAGrid(t, func(t *testing.T, i int, c attnCase, scale float64) {
 		c.WithDL = i%2 == 1
-		pr := newAttnProblem(rng, c, false)
+		if scale == 0 {
+			scale = 1 / math.Sqrt(float64(c.D))
+		}
+		pr := newAttnProblemScale(rng, c, false, scale) // the grid's negative scale included
 		p := pr.p
 		withForwardOf(&p, pr.o, pr.l)
 		for _, prec := range mmaPrecisions {

@@ -363,8 +363,8 @@ func TestPickMMA(t *testing.T) {
 		{"f64-scratch", PrecisionBF16, 64, f64, 0, true, 0, ""},
 		// Hopper: the wgmma kernels on compute capability 9.0 only, with a scratch buffer only;
 		// everything else (no scratch, other precisions, other d, other GPUs) as before.
-		{"bf16-d64-sm90", PrecisionBF16, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v15_bf16_d64_m128_n128"},
-		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v17_bf16_d128_m128_n128"},
+		{"bf16-d64-sm90", PrecisionBF16, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v20_bf16_d64_m128_n128"},
+		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v20_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v14", PrecisionBF16, 128, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v12", PrecisionBF16, 128, f32, 12, true, 90, "fg_attn_fwd_wgmma_v12_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v13", PrecisionBF16, 128, f32, 13, true, 90, "fg_attn_fwd_wgmma_v13_bf16_d128_m128_n128"},
@@ -406,7 +406,7 @@ func TestPickMMA(t *testing.T) {
 	}
 
 	ptx, src := map[string]string{}, map[string]string{}
-	for _, m := range []string{"attention_mma", "attention_hopper", "attention_hopper_bulk"} {
+	for _, m := range []string{"attention_mma", "attention_hopper", "attention_hopper_bulk", "attention_hopper_persist"} {
 		x, err := ptxSource(m)
 		if err != nil {
 			t.Fatal(err)
@@ -448,11 +448,13 @@ func TestPickMMA(t *testing.T) {
 	if !regexp.MustCompile(`\.entry fg_attn_hopper_prep\(`).MatchString(ptx["attention_hopper_bulk"]) {
 		t.Errorf("the pre-pass fg_attn_hopper_prep is not in ptx/attention_hopper_bulk.ptx")
 	}
-	if m := regexp.MustCompile(`(?m)^#define FG_HOPPER_BN (\d+)$`).FindStringSubmatch(src["attention_hopper_bulk"]); m == nil || m[1] != strconv.Itoa(hopperBN) {
-		t.Errorf("attention_hopper_bulk.cu's FG_HOPPER_BN %v, Go's hopperBN %d", m, hopperBN)
+	if wg, err := os.ReadFile("kernels/wgmma.cuh"); err != nil {
+		t.Fatal(err)
+	} else if m := regexp.MustCompile(`(?m)^#define FG_HOPPER_BN (\d+)$`).FindSubmatch(wg); m == nil || string(m[1]) != strconv.Itoa(hopperBN) {
+		t.Errorf("wgmma.cuh's FG_HOPPER_BN %q, Go's hopperBN %d", m, hopperBN)
 	}
 	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA\(`,
-		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`} {
+		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST\(`} {
 		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaCfgs lists %d", m, n, count[m])
 		}
@@ -503,8 +505,8 @@ func TestRoundings(t *testing.T) {
 
 // TestForwardScratch checks the size of the pre-pass's scratch buffer (no GPU): K and V of
 // [B, Hkv, Nk, D] in bfloat16 (BF16; the bulk-copy Hopper kernels Nk rounded up to whole
-// tiles of 128 keys), rounded float32 (TF32), or hi and lo float32 planes (Exact);
-// AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
+// tiles of 128 keys, and variant 20's flags after them), rounded float32 (TF32), or hi and lo
+// float32 planes (Exact); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
 // has no pre-pass.
 func TestForwardScratch(t *testing.T) {
 	const n, nTiles = 3 * 2 * 100 * 64, 3 * 2 * 128 * 64 // B Hkv Nk D, with Nk in whole tiles
@@ -516,7 +518,10 @@ func TestForwardScratch(t *testing.T) {
 		kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale})
 		kp.precision = int32(c.prec)
 		size := func(cfg mmaCfg) int64 {
-			if cfg.bulk() {
+			switch {
+			case cfg.fused(): // and a uint32 flag per tile of a plane (B Hkv = 6, one tile), to 16 bytes
+				return c.bulk + 32
+			case cfg.bulk():
 				return c.bulk
 			}
 			return c.bytes

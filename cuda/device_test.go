@@ -238,8 +238,13 @@ type attnProblem struct {
 }
 
 func newAttnProblem(rng *rand.Rand, c attnCase, f64 bool) *attnProblem {
+	return newAttnProblemScale(rng, c, f64, 1/math.Sqrt(float64(c.D)))
+}
+
+// newAttnProblemScale is newAttnProblem with the scale given.
+func newAttnProblemScale(rng *rand.Rand, c attnCase, f64 bool, scale float64) *attnProblem {
 	p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal, KeyLengths: c.KeyLengths,
-		Scale: 1 / math.Sqrt(float64(c.D))}
+		Scale: scale}
 	qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
 	pr := &attnProblem{}
 	p.Q, p.K, p.V = toType(randn(rng, qn, 1), f64), toType(randn(rng, kn, 1), f64), toType(randn(rng, kn, 1), f64)

@@ -196,4 +196,46 @@ template <int K> __device__ __forceinline__ void fg_wgmma_pack(uint32_t (&a)[K /
 
 }  // namespace
 
+// ---- mbarriers and bulk copies (the forward kernels fed by whole-tile copies) ----------------
+
+// The key tile of the bulk layout (fg_attn_hopper_prep's tiling, fixed for the kernels that read
+// it and the launcher: Go's hopperBN).
+#define FG_HOPPER_BN 128
+
+namespace {
+
+__device__ __forceinline__ void fg_mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fg_mbar_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+// fg_mbar_wait waits for the completion of the phase of parity parity of the mbarrier at bar.
+// A phase that has not completed after 2^24 polls (a fraction of a second at least; the real
+// waits are microseconds: a tile copy, or a warpgroup finishing a tile) never will: that is a
+// bug of the protocol, and the kernel traps, so that the launch fails with an error instead of
+// hanging the process.
+__device__ __forceinline__ void fg_mbar_wait(uint32_t bar, int parity) {
+  uint32_t done;
+  for (uint32_t polls = 0;; ++polls) {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    if (done) return;
+    if (polls == 1u << 24) __trap();
+  }
+}
+// fg_bulk_load copies bytes (a multiple of 16) from global src to shared dst, counting them on
+// the mbarrier bar, which it first tells to expect them.
+__device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile(
+      "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%2], %1;\n}\n"
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%3], %1, [%2];\n" ::"r"(dst),
+      "r"(bytes), "r"(bar), "l"(src)
+      : "memory");
+}
+
+}  // namespace
+
 #endif  // FLASHGORGON_WGMMA_CUH

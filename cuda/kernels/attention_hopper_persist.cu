@@ -1,0 +1,341 @@
+// attention_hopper_persist.cu: variants 19 and 20 of the Hopper forward (sm_90a, bfloat16):
+// variant 15/17's warpgroups, products, softmax overlap and bulk-copied K and V tiles
+// (attention_hopper_bulk.cu), in a persistent grid. A module of its own, so that its PTX
+// cannot stop the other Hopper kernels from loading.
+//
+// Why persistent. At N = 1024 a block of variant 15 owns 128 query rows and 8 key tiles (4.5
+// on average when causal): the fixed costs of a block (its launch, the mbarriers, Q read from
+// DRAM before the first product, the first tile's copies before anything overlaps, O written
+// at the end) are a large part of its life. Here G blocks (G <= the multiprocessors, one block
+// each) loop over the work items (b, h, query tile) and the producer keeps the key-tile ring
+// running across items: the copies of item i+1's first tiles are under way while the
+// consumers finish item i, and item i+1's Q rows are prefetched into L2.
+//
+// Schedule. Items are numbered head-major, query tile fastest, longest (causal) first within a
+// head: item w = (b H + h) T + x, T = ceil(Nq / BM), query rows from (T - 1 - x) BM. Block c
+// takes, round after round of 2 G items, the items c and 2 G - 1 - c of the round (a snake):
+// where 2 G is a multiple of T (the launcher picks G so when it can), x and T - 1 - x pair up
+// and every block's causal work per round is the same. Consecutive items share a head, so the
+// G items in flight read few heads' K and V, which stay in L2.
+//
+// Variant 20 also does the pre-pass's work (fg_attn_hopper_prep) inside the kernel, under the
+// products: the producer warpgroup's warps 1 to 3 convert the K and V tiles of task
+// u = (b Hkv + hk) NT + j (tile j of a key head) for u = c, c + G, ... into the scratch planes
+// and set flag u (release, GPU scope) when a tile is written; the producer's warp 0 acquires a
+// tile's flag before it bulk-copies the tile (and fences the async proxy: the copies read
+// through it what the generic proxy wrote). The converters wait for nothing, and every block
+// is resident (G <= multiprocessors, one block per multiprocessor), so every flag is set in
+// finite time: no deadlock. The flags ([B Hkv NT] uint32 after the two planes) are zeroed by
+// the launcher before each launch. Tasks are spread round-robin in head order, the order the
+// items need them: the first round of items waits for about one task's conversion.
+#include "wgmma.cuh"
+
+namespace {
+
+__device__ __forceinline__ uint32_t fg_ld_acquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void fg_st_release(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+// fg_prefetch_l2 starts moving bytes (a multiple of 16) at global src into L2.
+__device__ __forceinline__ void fg_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+
+// FgItem is work item w of the schedule above: batch b, head h, key head hk, first query row
+// m0 and the key tiles its rows see.
+struct FgItem {
+  int b, h, hk, m0, tiles;
+  __device__ __forceinline__ FgItem(const fg_attn_params& p, int64_t w, int T, int BM, int BN) {
+    const int x = (int)(w % T);
+    const int64_t bh = w / T;
+    h = (int)(bh % p.h), b = (int)(bh / p.h), hk = h / (p.h / p.hkv);
+    m0 = (T - 1 - x) * BM;
+    tiles = (fg_key_limit(p, b, min(m0 + BM, p.nq) - 1) + BN - 1) / BN;
+  }
+};
+
+// fg_item returns the k-th item of block c of G (the snake), which grows with k.
+__device__ __forceinline__ int64_t fg_item(int k, int c, int G) {
+  return (int64_t)(k / 2) * 2 * G + (k % 2 ? 2 * G - 1 - c : c);
+}
+
+}  // namespace
+
+// fg_attn_fwd_wgmma_persist (variants 19, 20): grid (G), 128 NWG + 128 threads (NWG consumer
+// warpgroups and a producer warpgroup); pp.src the problem (k and v float32), pp.dst the
+// scratch: the K and V planes in fg_attn_hopper_prep's layout (variant 19: written by it
+// before the launch; CONV, variant 20: by this kernel), then CONV's flags. PREG and CREG (0:
+// none) are setmaxnreg's registers for the producer and the consumers; U is how many 8-column
+// chunks of K and V a converter thread has in flight.
+template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false>
+__device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
+  const fg_attn_params& p = pp.src;
+  constexpr int BN = FG_HOPPER_BN, BM = 64 * NWG, CONSUMERS = 128 * NWG;
+  constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
+  constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
+  constexpr uint32_t STAGE = STAGED ? 96 * U * 64 : 0;  // the staged converters' slots
+  constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sQ = (sbase + 1023) & ~1023u, sK = sQ + QB, sV = sK + 2 * KB, bars = sV + 2 * KB, stage = bars + 64;
+  const auto fullK = [&](int s) { return bars + 8 * s; };
+  const auto fullV = [&](int s) { return bars + 16 + 8 * s; };
+  const auto emptyK = [&](int s) { return bars + 32 + 8 * s; };
+  const auto emptyV = [&](int s) { return bars + 48 + 8 * s; };
+
+  const int T = (p.nq + BM - 1) / BM, NT = (p.nk + BN - 1) / BN, G = gridDim.x, c = blockIdx.x;
+  const int64_t items = (int64_t)T * p.h * p.b;
+  const int64_t planeTiles = (int64_t)p.b * p.hkv * NT;  // tiles in a plane; CONV's tasks
+  char* const kplane = (char*)pp.dst;
+  char* const vplane = kplane + planeTiles * KB;
+  uint32_t* const flags = (uint32_t*)(vplane + planeTiles * KB);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < 2; ++s) {
+      fg_mbar_init(fullK(s), 1), fg_mbar_init(fullV(s), 1);
+      fg_mbar_init(emptyK(s), CONSUMERS), fg_mbar_init(emptyV(s), CONSUMERS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp >= 4 * NWG) {  // the producer warpgroup
+    if constexpr (PREG > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PREG) : "memory");
+    if (warp == 4 * NWG) {
+      if (lane != 0) return;
+      // The copies: item after item, tile after tile, into the two-stage ring (tile it of
+      // the block's sequence in stage it % 2).
+      int it = 0;
+      for (int k = 0;; ++k) {
+        const int64_t w = fg_item(k, c, G);
+        if (w >= items) break;
+        const FgItem m(p, w, T, BM, BN);
+        const auto prefetchQ = [&](const FgItem& n) {  // an item's Q rows into L2
+          const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head;
+          const int rows = min(BM, p.nq - n.m0);
+          if (p.q_row == D) {
+            fg_prefetch_l2(q + (int64_t)n.m0 * D, (uint32_t)rows * D * 4);
+          } else {
+            for (int r = 0; r < rows; ++r) fg_prefetch_l2(q + (int64_t)(n.m0 + r) * p.q_row, D * 4);
+          }
+        };
+        if (k == 0) prefetchQ(m);
+        if (const int64_t wn = fg_item(k + 1, c, G); wn < items) prefetchQ(FgItem(p, wn, T, BM, BN));
+        const int64_t head = (int64_t)m.b * p.hkv + m.hk;
+        const char* kt = kplane + head * NT * KB;
+        const char* vt = vplane + head * NT * KB;
+        for (int j = 0; j < m.tiles; ++j, ++it) {
+          if constexpr (CONV) {
+            const uint32_t* f = flags + head * NT + j;
+            for (uint32_t polls = 0; !fg_ld_acquire(f); ++polls) {
+              if (polls == 1u << 24) __trap();  // never set: a bug of the protocol
+              __nanosleep(64);
+            }
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+          }
+          const int s = it & 1, par = ((it >> 1) - 1) & 1;  // the phase that released tile it - 2
+          if (it >= 2) fg_mbar_wait(emptyK(s), par);
+          fg_bulk_load(sK + s * KB, kt + (int64_t)j * KB, KB, fullK(s));
+          if (it >= 2) fg_mbar_wait(emptyV(s), par);
+          fg_bulk_load(sV + s * KB, vt + (int64_t)j * KB, KB, fullV(s));
+        }
+      }
+      return;
+    }
+    if constexpr (CONV) {
+      // The converters (warps 1 to 3): fg_attn_hopper_prep's conversion, one tile of K and V at
+      // a time, U chunks of 8 columns per thread in flight: in registers, or (STAGED) in the
+      // thread's own shared-memory slots, copied there by cp.async (no registers held while
+      // in flight; keys at or past the key length zero-filled without a read).
+      const int tid = threadIdx.x - CONSUMERS - 32;
+      const auto piece = [&](int e, int part) { return stage + ((e * 4 + part) * 96 + tid) * 16; };
+      const int32_t* kl = (const int32_t*)p.key_lengths;
+      for (int64_t u = c; u < planeTiles; u += G) {
+        const int64_t head = u / NT;
+        const int j0 = (int)(u % NT) * BN, hk = (int)(head % p.hkv), b = (int)(head / p.hkv);
+        const int klen = kl ? min(p.nk, kl[b]) : p.nk;
+        const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
+        const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+        uint4* dk = (uint4*)(kplane + u * KB);
+        uint4* dv = (uint4*)(vplane + u * KB);
+        for (int i0 = tid; i0 < BN * CH && STAGED; i0 += 96 * U) {
+#pragma unroll
+          for (int e = 0; e < U; ++e) {
+            const int i = i0 + 96 * e, r = i / CH, cc = i % CH;
+            if (i >= BN * CH) break;
+            const bool ok = j0 + r < klen;
+            const float* kr = ok ? k + (int64_t)(j0 + r) * p.k_row + 8 * cc : k;
+            const float* vr = ok ? v + (int64_t)(j0 + r) * p.v_row + 8 * cc : v;
+            fg_cp_async16_s(piece(e, 0), kr, ok), fg_cp_async16_s(piece(e, 1), kr + 4, ok);
+            fg_cp_async16_s(piece(e, 2), vr, ok), fg_cp_async16_s(piece(e, 3), vr + 4, ok);
+          }
+          fg_cp_async_commit();
+          fg_cp_async_wait_all();
+#pragma unroll
+          for (int e = 0; e < U; ++e) {
+            const int i = i0 + 96 * e;
+            if (i >= BN * CH) break;
+            float4 x[4];
+#pragma unroll
+            for (int part = 0; part < 4; ++part)
+              asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                           : "=f"(x[part].x), "=f"(x[part].y), "=f"(x[part].z), "=f"(x[part].w)
+                           : "r"(piece(e, part))
+                           : "memory");
+            const uint32_t at = fg_sw128<BN>(i / CH, i % CH) / 16;
+            dk[at] = make_uint4(fg_bf16x2(x[0].x, x[0].y), fg_bf16x2(x[0].z, x[0].w), fg_bf16x2(x[1].x, x[1].y),
+                                fg_bf16x2(x[1].z, x[1].w));
+            dv[at] = make_uint4(fg_bf16x2(x[2].x, x[2].y), fg_bf16x2(x[2].z, x[2].w), fg_bf16x2(x[3].x, x[3].y),
+                                fg_bf16x2(x[3].z, x[3].w));
+          }
+        }
+        for (int i0 = tid; i0 < BN * CH && !STAGED; i0 += 96 * U) {
+          float4 x[U][4];
+#pragma unroll
+          for (int e = 0; e < U; ++e) {
+            const int i = i0 + 96 * e, r = i / CH, cc = i % CH;
+            x[e][0] = x[e][1] = x[e][2] = x[e][3] = make_float4(0, 0, 0, 0);
+            if (i < BN * CH && j0 + r < klen) {
+              const float* kr = k + (int64_t)(j0 + r) * p.k_row + 8 * cc;
+              const float* vr = v + (int64_t)(j0 + r) * p.v_row + 8 * cc;
+              x[e][0] = *(const float4*)kr, x[e][1] = *(const float4*)(kr + 4);
+              x[e][2] = *(const float4*)vr, x[e][3] = *(const float4*)(vr + 4);
+            }
+          }
+#pragma unroll
+          for (int e = 0; e < U; ++e) {
+            const int i = i0 + 96 * e;
+            if (i >= BN * CH) break;
+            const uint32_t at = fg_sw128<BN>(i / CH, i % CH) / 16;
+            dk[at] = make_uint4(fg_bf16x2(x[e][0].x, x[e][0].y), fg_bf16x2(x[e][0].z, x[e][0].w),
+                                fg_bf16x2(x[e][1].x, x[e][1].y), fg_bf16x2(x[e][1].z, x[e][1].w));
+            dv[at] = make_uint4(fg_bf16x2(x[e][2].x, x[e][2].y), fg_bf16x2(x[e][2].z, x[e][2].w),
+                                fg_bf16x2(x[e][3].x, x[e][3].y), fg_bf16x2(x[e][3].z, x[e][3].w));
+          }
+        }
+        // Every converter's writes, then one release of the tile's flag: the barrier orders
+        // them before thread 0's fence (cumulative), the fence before the flag.
+        asm volatile("bar.sync 7, 96;\n" ::: "memory");
+        if (tid == 0) {
+          __threadfence();
+          fg_st_release(flags + u, 1);
+        }
+      }
+    }
+    return;
+  }
+
+  if constexpr (CREG > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CREG) : "memory");
+  const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634), qs = p.scale < 0 ? -1.f : 1.f;
+  const uint32_t qw = sQ + wg * 64 * 128;
+  const auto par = [](int j) { return (j >> 1) & 1; };
+  FgRows<OB, float> rows;
+  uint32_t pa[BN / 16][4];
+  float s[NB][4];
+  float alpha[2];
+  int it = 0;  // the block's key tiles so far: tile it is in stage it % 2
+  for (int k = 0;; ++k) {
+    const int64_t w = fg_item(k, c, G);
+    if (w >= items) break;
+    const FgItem m(p, w, T, BM, BN);
+    rows.init(p, m.b, m.m0 + 16 * warp + g, t);
+    if (m.tiles == 0) {
+      rows.store(p, m.b, m.h);
+      continue;
+    }
+    // Q: this warpgroup's 64 rows, float32 to bfloat16 (rows past Nq zero), fenced for the
+    // async proxy and synced within the warpgroup (named barrier 1 + wg). The warpgroup's
+    // products of the previous item, the last readers of these rows, have completed.
+    // Every load is issued before the first conversion (the rows are in L2: the producer
+    // prefetched them), so the item waits for one round trip, not QI.
+    const float* q = (const float*)p.q + m.b * p.q_batch + m.h * p.q_head;
+    constexpr int QI = 64 * CH / 128;  // chunks of 8 columns per thread
+    float4 qx[QI][2];
+#pragma unroll
+    for (int i = 0; i < QI; ++i) {
+      const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, cc = idx % CH;
+      qx[i][0] = qx[i][1] = make_float4(0, 0, 0, 0);
+      if (m.m0 + r < p.nq) {
+        const float* x = q + (int64_t)(m.m0 + r) * p.q_row + 8 * cc;
+        qx[i][0] = *(const float4*)x, qx[i][1] = *(const float4*)(x + 4);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < QI; ++i) {
+      const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, cc = idx % CH;
+      const float4 a = qx[i][0], e = qx[i][1];
+      fg_st_shared16(sQ + fg_sw128<BM>(r, cc),
+                     make_uint4(fg_bf16x2(qs * a.x, qs * a.y), fg_bf16x2(qs * a.z, qs * a.w),
+                                fg_bf16x2(qs * e.x, qs * e.y), fg_bf16x2(qs * e.z, qs * e.w)));
+    }
+    fg_fence_async();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+
+    const auto qk = [&](int j) {  // S = Q K_j^T, issued
+      fg_wgmma_abt<BN, KS, BM>(s, qw, sK + (j & 1) * KB);
+      fg_wgmma_commit();
+    };
+    const auto pv = [&](int j) {  // O += P V_j, issued
+      fg_wgmma_ab<D, BN>(rows.o, pa, sV + (j & 1) * KB);
+      fg_wgmma_commit();
+    };
+    // Variant 15's loop (softmax_j under P_{j-1} V_{j-1}) on the block's tile numbers.
+    fg_mbar_wait(fullK(it & 1), par(it));
+    fg_wgmma_fence();
+    qk(it);
+    fg_wgmma_wait<0>();
+    fg_reg_fence(s);
+    fg_mbar_arrive(emptyK(it & 1));
+    rows.template probs<true, true>(s, 0, sl2, alpha);
+    rows.rescale(alpha);
+    fg_wgmma_pack<BN>(pa, s);
+    for (int j = 1; j < m.tiles; ++j) {
+      const int jt = it + j;
+      fg_mbar_wait(fullK(jt & 1), par(jt));
+      fg_mbar_wait(fullV((jt - 1) & 1), par(jt - 1));
+      fg_wgmma_fence();
+      qk(jt);
+      fg_wgmma_fence();
+      pv(jt - 1);
+      fg_wgmma_wait<1>();
+      fg_reg_fence(s);
+      fg_mbar_arrive(emptyK(jt & 1));
+      rows.template probs<true, true>(s, j * BN, sl2, alpha);
+      fg_wgmma_wait<0>();
+      fg_reg_fence(rows.o);
+      fg_mbar_arrive(emptyV((jt - 1) & 1));
+      rows.rescale(alpha);
+      fg_wgmma_pack<BN>(pa, s);
+    }
+    const int last = it + m.tiles - 1;
+    fg_mbar_wait(fullV(last & 1), par(last));
+    fg_wgmma_fence();
+    pv(last);
+    fg_wgmma_wait<0>();
+    fg_reg_fence(rows.o);
+    fg_mbar_arrive(emptyV(last & 1));
+    it += m.tiles;
+    rows.store(p, m.b, m.h);
+  }
+}
+
+// ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
+
+#define FG_FWD_WGMMA_PERSIST(V, CONV, D, PREG, CREG, U, STAGED)                           \
+  extern "C" __global__ void __launch_bounds__(384, 1)                                    \
+      fg_attn_fwd_wgmma_v##V##_bf16_d##D##_m128_n128(const fg_mma_prep_params pp) {        \
+    fg_attn_fwd_wgmma_persist<D, 2, CONV, PREG, CREG, U, STAGED>(pp);                      \
+  }
+// Variants 19 and 20 take variant 17's setmaxnreg (producer 24, consumers 240), 20 and 21
+// more for their converters (56 and 224); variant 21 stages U = 16 (d = 64) or 8 (d = 128)
+// chunks per converter thread with cp.async (Go: mmaCfg.smem).
+FG_FWD_WGMMA_PERSIST(19, false, 64, 24, 240, 1, false)
+FG_FWD_WGMMA_PERSIST(19, false, 128, 24, 240, 1, false)
+FG_FWD_WGMMA_PERSIST(20, true, 64, 56, 224, 2, false)
+FG_FWD_WGMMA_PERSIST(20, true, 128, 56, 224, 2, false)
+FG_FWD_WGMMA_PERSIST(21, true, 64, 56, 224, 16, true)
+FG_FWD_WGMMA_PERSIST(21, true, 128, 56, 224, 8, true)
