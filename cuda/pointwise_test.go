@@ -123,6 +123,14 @@ func TestPointwiseDevice(t *testing.T) {
 						return rounded(x, dt)
 					}
 					a, b := draw(n), draw(n)
+					tol := ulps
+					if f == PwPow && dt == Float64 {
+						// The float64 reference is not within an ulp here: Go's math.Pow multiplies
+						// in x^⌊y⌋ by repeated squaring (a rounding per step), and CUDA's pow is
+						// within 2 ulps; a device result 5 ulps from math.Pow's was seen at
+						// 37009.0059 (eighth session). 16 ulps still catch any wrong formula.
+						tol = 4 * ulps
+					}
 					check := func(what string, err error, y *Buffer, want func(i int) float64) {
 						t.Helper()
 						if err != nil {
@@ -131,7 +139,7 @@ func TestPointwiseDevice(t *testing.T) {
 						got := host(t, y)
 						for i := range got {
 							w := want(i)
-							if d := math.Abs(got[i] - w); !(d <= ulps*math.Max(math.Abs(w), 1)) {
+							if d := math.Abs(got[i] - w); !(d <= tol*math.Max(math.Abs(w), 1)) {
 								t.Fatalf("%s: y[%d] = %v, want %v (error %.3g)", what, i, got[i], w, d)
 							}
 						}
