@@ -328,10 +328,24 @@ func (c mmaCfg) persistGrid(kp *attnParams, sms int) int {
 	return g
 }
 
+// aligned16 reports whether every row of the float32 operands starts on 16 bytes, as the
+// tensor-core kernels' 16-byte loads, copies and stores need: the strides of q, k, v, o (and
+// do, dq, dk, dv, which share them) multiples of 4 elements, and every base address on 16
+// bytes (the launchers' buffers are; a Buffer's View may start anywhere). The FMA kernels,
+// element by element, take the rest.
+func aligned16(kp *attnParams) bool {
+	for _, s := range []int64{kp.qRow, kp.qHead, kp.qBatch, kp.kRow, kp.kHead, kp.kBatch,
+		kp.vRow, kp.vHead, kp.vBatch, kp.oRow, kp.oHead, kp.oBatch} {
+		if s%4 != 0 {
+			return false
+		}
+	}
+	return (kp.q|kp.k|kp.v|kp.o|kp.do|kp.dq|kp.dk|kp.dv)&15 == 0
+}
+
 // pickMMA is the one place that decides whether a forward runs on the tensor cores: a float32
 // problem, a precision other than PrecisionFMA, a head dimension with a kernel in mmaCfgs (64
-// or 128), and rows of q, k, v, o that start on 16 bytes (strides multiples of 4 elements; the
-// launchers' layouts are contiguous). Every other forward runs the FMA kernel, variant 2,
+// or 128), and operands whose rows start on 16 bytes (aligned16). Every other forward runs the FMA kernel, variant 2,
 // which is at least as accurate as the precision asked for. variant 0 takes the first kernel
 // of mmaCfgs for the precision and D, another that variant's; kernels with a pre-pass only
 // when scratch (a scratch buffer can be had) is set, the Hopper kernels only when sm, the
@@ -341,11 +355,8 @@ func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool, sm int) (mmaCf
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return mmaCfg{}, false
 	}
-	for _, s := range []int64{kp.qRow, kp.qHead, kp.qBatch, kp.kRow, kp.kHead, kp.kBatch,
-		kp.vRow, kp.vHead, kp.vBatch, kp.oRow, kp.oHead, kp.oBatch} {
-		if s%4 != 0 {
-			return mmaCfg{}, false
-		}
+	if !aligned16(kp) {
+		return mmaCfg{}, false
 	}
 	for _, c := range mmaCfgs {
 		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 || variant == c.Variant) &&

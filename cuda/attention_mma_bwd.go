@@ -279,11 +279,8 @@ func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch bool, sm int) (k
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return kv, q, false
 	}
-	for _, s := range []int64{kp.qRow, kp.qHead, kp.qBatch, kp.kRow, kp.kHead, kp.kBatch,
-		kp.vRow, kp.vHead, kp.vBatch, kp.oRow, kp.oHead, kp.oBatch} {
-		if s%4 != 0 {
-			return kv, q, false
-		}
+	if !aligned16(kp) { // as the forward (pickMMA): the FMA kernels take the rest
+		return kv, q, false
 	}
 	pre := scratch && contiguous(kp)
 	var haveKV, haveQ bool
@@ -321,19 +318,17 @@ func bwdScratchBytes(kp *attnParams) int64 {
 
 // bwdPrep is the pre-pass of the kernels on bfloat16 planes: fg_attn_bwd_bf16_prep4 (16-byte
 // accesses, two rows per warp at d <= 64), or fg_attn_bwd_bf16_prep (a warp per row, 8-byte
-// accesses; kept for comparison, TestAttentionMMABwdTiming times it; startMMABwd also runs it
-// where an operand's View starts off 16 bytes). On the H100 at attnbench's sizes (B·H·N =
+// accesses; kept for comparison, TestAttentionMMABwdTiming times it). On the H100 at attnbench's sizes (B·H·N =
 // 524288 on every row, so the same work on each): prep4 0.40-0.45 ms at d = 64 (medians of
 // 24 launches per row) against 0.43-0.46 for prep, 0.70-0.74 against 0.70-0.78 at d = 128
 // (results/h100-2026-11-23-s7-bwd64): 2.2 to 2.3 TB/s, under the 3.0 a copy reaches.
 var bwdPrep = "fg_attn_bwd_bf16_prep4"
 
 // bwdPrepKernel returns the pre-pass startMMABwd launches for kp and the query or key rows
-// each of its warps converts: bwdPrep, except fg_attn_bwd_bf16_prep (8-byte accesses) where
-// an operand's View starts off 16 bytes; prep4 takes two rows a warp where d <= 64.
+// each of its warps converts: bwdPrep; prep4 takes two rows a warp where d <= 64.
 func bwdPrepKernel(kp *attnParams) (name string, rowsPerWarp int) {
-	if bwdPrep != "fg_attn_bwd_bf16_prep4" || (kp.q|kp.k|kp.v|kp.o|kp.do|kp.dq)&15 != 0 {
-		return "fg_attn_bwd_bf16_prep", 1
+	if bwdPrep != "fg_attn_bwd_bf16_prep4" {
+		return bwdPrep, 1
 	}
 	if kp.d <= 64 {
 		return bwdPrep, 2

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -399,6 +400,16 @@ func TestPickMMA(t *testing.T) {
 	if _, ok := pickMMA(&kp, f32, 0, true, 90); ok {
 		t.Errorf("pickMMA accepts a K row stride of 66 elements")
 	}
+	kp.kRow = 64
+	for i, at := range []*devptr{&kp.q, &kp.k, &kp.v, &kp.o, &kp.do, &kp.dq, &kp.dk, &kp.dv} {
+		*at = 4 // a View one float32 past a 16-byte boundary
+		_, fwd := pickMMA(&kp, f32, 0, true, 90)
+		_, _, bwd := pickMMABwd(&kp, f32, -1, -1, true, 90)
+		if fwd && i < 4 || bwd {
+			t.Errorf("operand %d at byte 4: pickMMA %v, pickMMABwd %v, want both false", i, fwd, bwd)
+		}
+		*at = 0
+	}
 	bad := base
 	bad.Precision = 7
 	if _, err := bad.check(false); err == nil {
@@ -623,6 +634,57 @@ func TestAttentionMMABuffersScratch(t *testing.T) {
 				t.Errorf("%v: a Scratch of %d elements (%d needed): err = %v, want one naming Scratch", prec, n-1, n, err)
 			}
 		}
+	}
+}
+
+// TestAttentionMisalignedViews runs the forward and the backward of every precision on
+// Views of Buffers that start one float32 past 16 bytes: the tensor-core kernels' 16-byte
+// accesses cannot take them, so the FMA kernels run (Kernels names them), and O, L, dQ, dK
+// and dV match float64 within the FMA kernels' tolerance.
+func TestAttentionMisalignedViews(t *testing.T) {
+	needDevice(t)
+	rng := rand.New(rand.NewSource(17))
+	c := attnCase{2, 4, 2, 70, 90, 64, true, []int{90, 33}, true}
+	pr := newAttnProblem(rng, c, false)
+	hp := pr.p
+	qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
+	view := func(b *Buffer, n int) *Buffer { // n elements from element 1 of b (n + 1 long)
+		v, err := b.View(1, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	in := func(x any, n int) *Buffer { return view(devBuf(t, Float32, append([]float64{0}, as64(x)...)), n) }
+	out := func(n int) *Buffer { return view(devOut(t, Float32, n+1), n) }
+	p := AttentionBuffers{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Scale: hp.Scale, Causal: c.Causal,
+		KeyLengths: devInts(t, keyLengths32(c.KeyLengths)),
+		Q:          in(hp.Q, qn), K: in(hp.K, kn), V: in(hp.V, kn), O: out(qn), L: out(ln), LRes: out(ln),
+		DO: in(hp.DO, qn), DL: in(hp.DL, ln), DQ: out(qn), DK: out(kn), DV: out(kn), Delta: devOut(t, Float64, ln)}
+	tol := tolerance(false)
+	for _, prec := range []Precision{PrecisionBF16, PrecisionExact, PrecisionTF32} {
+		p.Precision = prec
+		if n := max(p.ForwardScratch(), p.BackwardScratch()); n > 0 {
+			p.Scratch = devOut(t, Float32, n)
+		}
+		names, err := p.Kernels()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(names[0], "fg_attn_fwd_v2_") || !strings.HasPrefix(names[2], "fg_attn_bwd_dkdv_") {
+			t.Errorf("%v: kernels %v, want the FMA kernels", prec, names)
+		}
+		if err := AttentionForwardBuffers(p); err != nil {
+			t.Fatalf("%v forward: %v", prec, err)
+		}
+		compare(t, prec.String()+" O", host(t, p.O), pr.o, tol)
+		compare(t, prec.String()+" L", host(t, p.L), pr.l, tol)
+		if err := AttentionBackwardBuffers(p); err != nil {
+			t.Fatalf("%v backward: %v", prec, err)
+		}
+		compare(t, prec.String()+" dQ", host(t, p.DQ), pr.dq, tol)
+		compare(t, prec.String()+" dK", host(t, p.DK), pr.dk, tol)
+		compare(t, prec.String()+" dV", host(t, p.DV), pr.dvv, tol)
 	}
 }
 
