@@ -111,12 +111,18 @@ func (p *problem[T]) reference() (want, mag []float64) {
 // chain (GemmDepth, GemmBias), the block's chain, the chain of blocks
 // through C and the depth parts' sum.
 func errorBound(k int, chain bool) float64 {
-	kc := depthBlock(max(k, 1))
-	if chain {
-		return float64(kc+(k+kc-1)/kc+depthMaxParts) + 4
+	// The larger of the bounds of both block depths (pagedA or not).
+	var bound float64
+	for _, paged := range []bool{false, true} {
+		kc := depthBlock(max(k, 1), paged)
+		if chain {
+			bound = max(bound, float64(kc+(k+kc-1)/kc+depthMaxParts)+4)
+			continue
+		}
+		kb := chunkSingle(kc) // the longer chains of the two schemes
+		bound = max(bound, float64(kb+(kc+kb-1)/kb+(k+kc-1)/kc)+4)
 	}
-	kb := chunkSingle(kc) // the longer chains of the two schemes
-	return float64(kb+(kc+kb-1)/kb+(k+kc-1)/kc) + 4
+	return bound
 }
 
 func unitRoundoff[T Float]() float64 {
@@ -297,6 +303,73 @@ func TestTransposedAGroups(t *testing.T) {
 			t.Run(fmt.Sprintf("tB=%t/float64", tB), func(t *testing.T) { q.verify(t, wq, mq) })
 		}
 	})
+}
+
+// TestPagedA runs products of a transposed A whose rows lie a page or more
+// apart (pagedA: depth blocks of 128 where k > 512 would give 256), with
+// op(B) packed whole and shared (tB) and read in place, on one goroutine
+// (Workspace.Gemm, GemmChain) and split over cores (Gemm, GemmDepth at a
+// depth it cuts in parts), against the float64 reference, and the split
+// product bit for bit against the one-goroutine one.
+func TestPagedA(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewSource(8))
+	testPaged[float32](t, rng, 1030, 600)
+	testPaged[float64](t, rng, 520, 600)
+	testPaged[float32](t, rng, 1024, 1100)
+}
+
+func testPaged[T Float](t *testing.T, rng *rand.Rand, m, k int) {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	for _, tB := range []bool{false, true} {
+		for _, chain := range []bool{false, true} {
+			p := newProblem[T](rng, true, tB, m, 70, k, 3, 1.5, 0.5)
+			if !pagedA(true, p.lda, size) || depthBlock(k, true) == depthBlock(k, false) {
+				t.Fatalf("m=%d k=%d: the problem does not take the paged depth blocks", m, k)
+			}
+			p.chain = chain
+			want, mag := p.reference()
+			c0 := append([]T(nil), p.c...)
+			var w Workspace[T]
+			run := w.Gemm
+			if chain {
+				run = w.GemmChain
+			}
+			if err := run(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%dx%dx%d/size=%d/tB=%t/chain=%t", m, p.n, k, size, tB, chain)
+			t.Run(name+"/serial", func(t *testing.T) { p.verify(t, want, mag) })
+			serial := append([]T(nil), p.c...)
+			for _, procs := range []int{1, 2, 3} {
+				runtime.GOMAXPROCS(procs)
+				copy(p.c, c0)
+				if chain {
+					// GemmDepth: alpha 1, beta 0.
+					p.alpha, p.beta = 1, 0
+					want, mag = p.reference()
+					err := GemmDepth(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Run(fmt.Sprintf("%s/GemmDepth/procs=%d", name, procs), func(t *testing.T) { p.verify(t, want, mag) })
+					continue
+				}
+				if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+					t.Fatal(err)
+				}
+				t.Run(fmt.Sprintf("%s/Gemm/procs=%d", name, procs), func(t *testing.T) {
+					p.verify(t, want, mag)
+					for i := range serial {
+						if serial[i] != p.c[i] && !(serial[i] != serial[i] && p.c[i] != p.c[i]) {
+							t.Fatalf("C[%d] = %v, on one goroutine %v", i, p.c[i], serial[i])
+						}
+					}
+				})
+			}
+		}
+	}
 }
 
 // TestRowsParallelBits checks the row-split product (op(B) packed once
