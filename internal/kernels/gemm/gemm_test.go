@@ -614,6 +614,48 @@ func testPacking[T float32 | float64](t *testing.T, kn *kernel[T]) {
 	}
 }
 
+// TestPackABlock checks packABlock (a group of strips of a transposed A,
+// with each level's piece copier) against reading A directly, and that it
+// writes nothing past the group's strips.
+func TestPackABlock(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		testPackABlock(t, kernelFor[float32]())
+		testPackABlock(t, kernelFor[float64]())
+	})
+}
+
+func testPackABlock[T float32 | float64](t *testing.T, kn *kernel[T]) {
+	rng := rand.New(rand.NewSource(7))
+	mr := kn.mr
+	for _, strips := range []int{1, 3, 7} {
+		for _, kcb := range []int{1, 7, 33} {
+			const i0, pc, guard = 2, 3, 17
+			lda := i0 + strips*mr + 3
+			a := randPadded[T](rng, pc+kcb, lda, lda)
+			dst := make([]T, strips*kcb*mr+guard)
+			for i := range dst {
+				dst[i] = -7
+			}
+			packABlock(kn, dst, a, lda, i0, pc, kcb, strips)
+			for st := 0; st < strips; st++ {
+				for p := 0; p < kcb; p++ {
+					for r := 0; r < mr; r++ {
+						want := a[(pc+p)*lda+i0+st*mr+r]
+						if got := dst[st*kcb*mr+p*mr+r]; got != want {
+							t.Fatalf("%v packABlock strips=%d kcb=%d: strip %d, depth %d, row %d packed as %g, want %g", kn.level, strips, kcb, st, p, r, got, want)
+						}
+					}
+				}
+			}
+			for i := strips * kcb * mr; i < len(dst); i++ {
+				if dst[i] != -7 {
+					t.Fatalf("%v packABlock strips=%d kcb=%d: wrote dst[%d] past the strips", kn.level, strips, kcb, i)
+				}
+			}
+		}
+	}
+}
+
 // TestTileAllocs checks that a workspace, once grown, runs attention's tile
 // products without allocating.
 func TestTileAllocs(t *testing.T) {
