@@ -86,10 +86,11 @@ func depthBlock(k int, paged bool) int {
 // alone, 256 of them in a 256-deep block, more than the L1 TLB holds
 // (64–96 entries of 4 KiB); depth blocks of 128 halve that. On the Xeon
 // development machine nn's weight gradient xᵀ·g with x [4096, 1024]
-// (C 1024×256) ran 8–15% faster in blocks of 128 than of 256, at one and
-// two cores alike, alternating in one process (six rounds); with x [4096,
-// 256] (rows 1 KiB apart) blocks of 128 were as often slower as faster at
-// two cores, so the rule is the page.
+// (C 1024×256) ran 4–9% faster with this rule than without, at one and
+// two cores alike (12 readings, each way first in turn, alternating in one
+// process); with x [4096, 256] (rows 1 KiB apart) blocks of 128 were
+// faster at one core but slower at two in 5 of 6 readings, so the rule is
+// the page.
 func pagedA(tA bool, lda, size int) bool { return tA && lda*size >= pageBytes }
 
 // pageBytes is the size of a memory page as pagedA counts it.
