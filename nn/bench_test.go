@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gorgonia.org/tensor"
+
+	"github.com/flashgorgon/flashgorgon/internal/benchkit"
 )
 
 // BenchmarkTrainStep times one training step (forward, backward, clipping,
@@ -76,7 +78,12 @@ func BenchmarkGELU(b *testing.B) {
 // training step (float32): the forward x·W, and the two gradients g·Wᵀ and
 // xᵀ·g, for the layers of the two configurations of scripts/train-bench.sh
 // (M = batch·context rows, width D, hidden 4·D, the q,k,v projection 3·D,
-// vocabulary 96).
+// vocabulary 96). Beside GFLOP/s (wall clock) it reports GFLOP/cpu-s, the
+// FLOPs per CPU-second of the process: a core's rate (at -cpu 2 about half
+// of GFLOP/s when both cores ran it throughout, more when another process
+// held one of them). Each product runs after the one before
+// it, as long as -benchtime says; internal/kernels/gemm's
+// BenchmarkGemmRounds alternates a layer's products in rounds instead.
 func BenchmarkMatMulGPT(b *testing.B) {
 	for _, tc := range []struct{ m, in, out int }{
 		{2048, 64, 256}, {2048, 64, 192}, {2048, 256, 64}, {2048, 64, 96}, {2048, 64, 64},
@@ -101,12 +108,17 @@ func BenchmarkMatMulGPT(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("M%d_%dx%d/%s", tc.m, tc.in, tc.out, p.name), func(b *testing.B) {
 				out := newDense(tensor.Float32, p.out...)
+				cpu0 := benchkit.CPUSeconds()
 				for i := 0; i < b.N; i++ {
 					if err := p.k.do(out, []*tensor.Dense{p.a, p.b}); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(2*tc.m*tc.in*tc.out*b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				gflop := float64(2*tc.m*tc.in*tc.out*b.N) / 1e9
+				b.ReportMetric(gflop/b.Elapsed().Seconds(), "GFLOP/s")
+				if cpu := benchkit.CPUSeconds() - cpu0; cpu > 0 {
+					b.ReportMetric(gflop/cpu, "GFLOP/cpu-s")
+				}
 			})
 		}
 	}

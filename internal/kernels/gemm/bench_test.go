@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -355,6 +356,73 @@ func BenchmarkChainSplit(b *testing.B) {
 			b.ReportMetric(flops/split.Seconds(), "split_GFLOP/s")
 			b.ReportMetric(flops/chain.Seconds(), "chain_GFLOP/s")
 			b.ReportMetric(split.Seconds()/chain.Seconds(), "chain_speedup")
+		})
+	}
+}
+
+// BenchmarkGemmRounds runs nn's products of each layer of the large GPT
+// (nnShapes' D256 ones: x·W, g·Wᵀ, xᵀ·g on GemmDepth over GOMAXPROCS
+// cores) in rounds, each product three times a round, one after the
+// other, so that a machine shared with other work slows them alike; beside
+// them g·Wᵀ with Wᵀ stored as it is (gWt=Wt: the same product, op(B) not
+// packed through the transposer). It reports each product's FLOPs per
+// CPU-second as a percentage of the FMA peak loop's (<product>_pct,
+// measured once per process on GOMAXPROCS goroutines) and its wall-clock
+// GFLOP/s (<product>_GF).
+//
+//	go test -run '^$' -bench GemmRounds -cpu 2,1 -benchtime 16x ./internal/kernels/gemm
+func BenchmarkGemmRounds(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i+2 < len(nnShapes); i += 3 {
+		layer := nnShapes[i : i+3] // xW, gWt, xtg of one layer
+		if !strings.HasPrefix(layer[0].name, "D256/") {
+			continue
+		}
+		gw := layer[1]
+		gw.name, gw.tB = gw.name+"=Wt", false
+		type product struct {
+			name      string
+			run       func()
+			flops     float64
+			cpu, wall float64
+		}
+		var ps []*product
+		for _, s := range []benchShape{layer[0], layer[1], gw, layer[2]} {
+			a, bb, c, lda, ldb := operands(rng, s)
+			ps = append(ps, &product{
+				name:  s.name[strings.LastIndex(s.name, "/")+1:],
+				flops: 2 * float64(s.m) * float64(s.n) * float64(s.k),
+				run: func() {
+					if err := GemmDepth(s.tA, s.tB, s.m, s.n, s.k, a, lda, bb, ldb, c, s.n); err != nil {
+						panic(err)
+					}
+				},
+			})
+		}
+		b.Run(strings.TrimSuffix(layer[0].name, "/xW"), func(b *testing.B) {
+			pk := cachedPeak(isa.Get(), runtime.GOMAXPROCS(0))
+			for _, p := range ps {
+				p.cpu, p.wall = 0, 0
+				p.run() // warm: workspaces, scratch
+			}
+			const reps = 3
+			for range b.N {
+				for _, p := range ps {
+					t0, c0 := time.Now(), benchkit.CPUSeconds()
+					for range reps {
+						p.run()
+					}
+					p.cpu += benchkit.CPUSeconds() - c0
+					p.wall += time.Since(t0).Seconds()
+				}
+			}
+			for _, p := range ps {
+				gflop := p.flops * reps * float64(b.N) / 1e9
+				if p.cpu > 0 && pk.cpu > 0 {
+					b.ReportMetric(100*gflop/p.cpu/pk.cpu, p.name+"_pct")
+				}
+				b.ReportMetric(gflop/p.wall, p.name+"_GF")
+			}
 		})
 	}
 }

@@ -74,8 +74,9 @@
 //  2. four totals: chunk c is added to total c mod 4 (on the stack), so
 //     each total's chain is a quarter of the chunks; at the end the totals
 //     are added as a tree, (T₀+T₁)+(T₂+T₃).
-//  3. depth blocks: k is cut into even blocks of at most 128 (k ≤ 512) or
-//     256; each block's result, times alpha, is added into C.
+//  3. depth blocks: k is cut into even blocks of at most 128 (k ≤ 512, or
+//     Aᵀ with rows a page or more apart: pagedA) or 256; each block's
+//     result, times alpha, is added into C.
 //
 // This is the structure of gonum's Sgemm (eight interleaved SSE partial
 // sums, a tree, and 64-deep blocks chained through C) with shorter chains,

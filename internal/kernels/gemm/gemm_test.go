@@ -111,12 +111,18 @@ func (p *problem[T]) reference() (want, mag []float64) {
 // chain (GemmDepth, GemmBias), the block's chain, the chain of blocks
 // through C and the depth parts' sum.
 func errorBound(k int, chain bool) float64 {
-	kc := depthBlock(max(k, 1))
-	if chain {
-		return float64(kc+(k+kc-1)/kc+depthMaxParts) + 4
+	// The larger of the bounds of both block depths (pagedA or not).
+	var bound float64
+	for _, paged := range []bool{false, true} {
+		kc := depthBlock(max(k, 1), paged)
+		if chain {
+			bound = max(bound, float64(kc+(k+kc-1)/kc+depthMaxParts)+4)
+			continue
+		}
+		kb := chunkSingle(kc) // the longer chains of the two schemes
+		bound = max(bound, float64(kb+(kc+kb-1)/kb+(k+kc-1)/kc)+4)
 	}
-	kb := chunkSingle(kc) // the longer chains of the two schemes
-	return float64(kb+(kc+kb-1)/kb+(k+kc-1)/kc) + 4
+	return bound
 }
 
 func unitRoundoff[T Float]() float64 {
@@ -297,6 +303,73 @@ func TestTransposedAGroups(t *testing.T) {
 			t.Run(fmt.Sprintf("tB=%t/float64", tB), func(t *testing.T) { q.verify(t, wq, mq) })
 		}
 	})
+}
+
+// TestPagedA runs products of a transposed A whose rows lie a page or more
+// apart (pagedA: depth blocks of 128 where k > 512 would give 256), with
+// op(B) packed whole and shared (tB) and read in place, on one goroutine
+// (Workspace.Gemm, GemmChain) and split over cores (Gemm, GemmDepth at a
+// depth it cuts in parts), against the float64 reference, and the split
+// product bit for bit against the one-goroutine one.
+func TestPagedA(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewSource(8))
+	testPaged[float32](t, rng, 1030, 600)
+	testPaged[float64](t, rng, 520, 600)
+	testPaged[float32](t, rng, 1024, 1100)
+}
+
+func testPaged[T Float](t *testing.T, rng *rand.Rand, m, k int) {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	for _, tB := range []bool{false, true} {
+		for _, chain := range []bool{false, true} {
+			p := newProblem[T](rng, true, tB, m, 70, k, 3, 1.5, 0.5)
+			if !pagedA(true, p.lda, size) || depthBlock(k, true) == depthBlock(k, false) {
+				t.Fatalf("m=%d k=%d: the problem does not take the paged depth blocks", m, k)
+			}
+			p.chain = chain
+			want, mag := p.reference()
+			c0 := append([]T(nil), p.c...)
+			var w Workspace[T]
+			run := w.Gemm
+			if chain {
+				run = w.GemmChain
+			}
+			if err := run(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%dx%dx%d/size=%d/tB=%t/chain=%t", m, p.n, k, size, tB, chain)
+			t.Run(name+"/serial", func(t *testing.T) { p.verify(t, want, mag) })
+			serial := append([]T(nil), p.c...)
+			for _, procs := range []int{1, 2, 3} {
+				runtime.GOMAXPROCS(procs)
+				copy(p.c, c0)
+				if chain {
+					// GemmDepth: alpha 1, beta 0.
+					p.alpha, p.beta = 1, 0
+					want, mag = p.reference()
+					err := GemmDepth(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Run(fmt.Sprintf("%s/GemmDepth/procs=%d", name, procs), func(t *testing.T) { p.verify(t, want, mag) })
+					continue
+				}
+				if err := Gemm(p.tA, p.tB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc); err != nil {
+					t.Fatal(err)
+				}
+				t.Run(fmt.Sprintf("%s/Gemm/procs=%d", name, procs), func(t *testing.T) {
+					p.verify(t, want, mag)
+					for i := range serial {
+						if serial[i] != p.c[i] && !(serial[i] != serial[i] && p.c[i] != p.c[i]) {
+							t.Fatalf("C[%d] = %v, on one goroutine %v", i, p.c[i], serial[i])
+						}
+					}
+				})
+			}
+		}
+	}
 }
 
 // TestRowsParallelBits checks the row-split product (op(B) packed once
@@ -535,6 +608,48 @@ func testPacking[T float32 | float64](t *testing.T, kn *kernel[T]) {
 							t.Fatalf("%v packStrip tA=%t kcb=%d h=%d: op(A)[%d,%d] packed as %g, want %g", kn.level, tr, kcb, h, r, p, got, want)
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackABlock checks packABlock (a group of strips of a transposed A,
+// with each level's piece copier) against reading A directly, and that it
+// writes nothing past the group's strips.
+func TestPackABlock(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		testPackABlock(t, kernelFor[float32]())
+		testPackABlock(t, kernelFor[float64]())
+	})
+}
+
+func testPackABlock[T float32 | float64](t *testing.T, kn *kernel[T]) {
+	rng := rand.New(rand.NewSource(7))
+	mr := kn.mr
+	for _, strips := range []int{1, 3, 7} {
+		for _, kcb := range []int{1, 7, 33} {
+			const i0, pc, guard = 2, 3, 17
+			lda := i0 + strips*mr + 3
+			a := randPadded[T](rng, pc+kcb, lda, lda)
+			dst := make([]T, strips*kcb*mr+guard)
+			for i := range dst {
+				dst[i] = -7
+			}
+			packABlock(kn, dst, a, lda, i0, pc, kcb, strips)
+			for st := 0; st < strips; st++ {
+				for p := 0; p < kcb; p++ {
+					for r := 0; r < mr; r++ {
+						want := a[(pc+p)*lda+i0+st*mr+r]
+						if got := dst[st*kcb*mr+p*mr+r]; got != want {
+							t.Fatalf("%v packABlock strips=%d kcb=%d: strip %d, depth %d, row %d packed as %g, want %g", kn.level, strips, kcb, st, p, r, got, want)
+						}
+					}
+				}
+			}
+			for i := strips * kcb * mr; i < len(dst); i++ {
+				if dst[i] != -7 {
+					t.Fatalf("%v packABlock strips=%d kcb=%d: wrote dst[%d] past the strips", kn.level, strips, kcb, i)
 				}
 			}
 		}
