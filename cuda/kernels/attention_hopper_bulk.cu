@@ -37,10 +37,7 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep(const fg_m
     if (j < p.nk && (!p.key_lengths || j < ((const int32_t*)p.key_lengths)[b])) {
       const float* kr = (const float*)p.k + b * p.k_batch + hk * p.k_head + j * p.k_row + 8 * c;
       const float* vr = (const float*)p.v + b * p.v_batch + hk * p.v_head + j * p.v_row + 8 * c;
-      const float4 k0 = *(const float4*)kr, k1 = *(const float4*)(kr + 4);
-      const float4 v0 = *(const float4*)vr, v1 = *(const float4*)(vr + 4);
-      kx = make_uint4(fg_bf16x2(k0.x, k0.y), fg_bf16x2(k0.z, k0.w), fg_bf16x2(k1.x, k1.y), fg_bf16x2(k1.z, k1.w));
-      vx = make_uint4(fg_bf16x2(v0.x, v0.y), fg_bf16x2(v0.z, v0.w), fg_bf16x2(v1.x, v1.y), fg_bf16x2(v1.z, v1.w));
+      kx = fg_bf16x8(kr, 1.f), vx = fg_bf16x8(vr, 1.f);
     }
     const int64_t at = (bh * NT + tile) * (BN * CH) + fg_sw128<BN>(r, c) / 16;
     dk[at] = kx;
@@ -56,30 +53,20 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep(const fg_m
 // for 384 threads); k and v the planes of fg_attn_hopper_prep.
 template <int D, int NWG, bool OVL, bool PWG = false> __device__ void fg_attn_fwd_wgmma_bulk(const fg_attn_params& p) {
   constexpr int BN = FG_HOPPER_BN, BM = 64 * NWG, CONSUMERS = 128 * NWG;
-  constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
+  constexpr int NB = BN / 8, OB = D / 8, KS = D / 16;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
-  const uint32_t sQ = (sbase + 1023) & ~1023u, sK = sQ + QB, sV = sK + 2 * KB, bars = sV + 2 * KB;
-  // mbarriers, 8 bytes each: full K [2], full V [2], empty K [2], empty V [2].
-  const auto fullK = [&](int s) { return bars + 8 * s; };
-  const auto fullV = [&](int s) { return bars + 16 + 8 * s; };
-  const auto emptyK = [&](int s) { return bars + 32 + 8 * s; };
-  const auto emptyV = [&](int s) { return bars + 48 + 8 * s; };
+  const uint32_t sQ = (sbase + 1023) & ~1023u;
+  const FgRing ring{sQ + QB, sQ + QB + 2 * KB, sQ + QB + 4 * KB, KB};
 
   const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.h / p.hkv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
   const int tiles = (kv_end + BN - 1) / BN;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < 2; ++s) {
-      fg_mbar_init(fullK(s), 1), fg_mbar_init(fullV(s), 1);
-      fg_mbar_init(emptyK(s), CONSUMERS), fg_mbar_init(emptyV(s), CONSUMERS);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  if (threadIdx.x == 0) ring.init(CONSUMERS);
   __syncthreads();
 
   if (warp >= 4 * NWG) {  // the producer
@@ -88,103 +75,46 @@ template <int D, int NWG, bool OVL, bool PWG = false> __device__ void fg_attn_fw
       const int NT = (p.nk + BN - 1) / BN;
       const char* kt = (const char*)p.k + ((int64_t)b * p.hkv + hk) * NT * KB;
       const char* vt = (const char*)p.v + ((int64_t)b * p.hkv + hk) * NT * KB;
-      for (int j = 0; j < tiles; ++j) {
-        const int s = j & 1, par = ((j >> 1) - 1) & 1;  // the phase that released tile j - 2
-        if (j >= 2) fg_mbar_wait(emptyK(s), par);
-        fg_bulk_load(sK + s * KB, kt + (int64_t)j * KB, KB, fullK(s));
-        if (j >= 2) fg_mbar_wait(emptyV(s), par);
-        fg_bulk_load(sV + s * KB, vt + (int64_t)j * KB, KB, fullV(s));
-      }
+      for (int j = 0; j < tiles; ++j) ring.load(j, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
     }
     return;
   }
 
   if constexpr (PWG) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
-  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
   const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634), qs = p.scale < 0 ? -1.f : 1.f;
   FgRows<OB, float> rows(p, b, m0 + 16 * warp + g, t);
   if (tiles == 0) {
     rows.store(p, b, h);
     return;
   }
-  // Q: this warpgroup's 64 rows, float32 to bfloat16 (rows past Nq zero), then fenced for
-  // the async proxy and synced within the warpgroup (named barrier 1 + wg).
-  for (int idx = threadIdx.x % 128; idx < 64 * CH; idx += 128) {
-    const int r = 64 * wg + idx / CH, c = idx % CH;
-    uint4 x = make_uint4(0, 0, 0, 0);
-    if (m0 + r < p.nq) x = fg_bf16x8(q + (int64_t)(m0 + r) * p.q_row + 8 * c, qs);
-    fg_st_shared16(sQ + fg_sw128<BM>(r, c), x);
-  }
-  fg_fence_async();
-  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-
   const uint32_t qw = sQ + wg * 64 * 128;
-  uint32_t pa[BN / 16][4];
-  float s[NB][4];
-  const auto qk = [&](int j) {  // S = Q K_j^T, issued
-    const uint32_t kt = sK + (j & 1) * KB;
-    fg_wgmma_abt<BN, KS, BM>(s, qw, kt);
-    fg_wgmma_commit();
-  };
-  const auto pv = [&](int j) {  // O += P V_j, issued
-    const uint32_t vt = sV + (j & 1) * KB;
-    fg_wgmma_ab<D, BN>(rows.o, pa, vt);
-    fg_wgmma_commit();
-  };
-  const auto pack = [&]() { fg_wgmma_pack<BN>(pa, s); };
-  const auto par = [](int j) { return (j >> 1) & 1; };
-  float alpha[2];
-
-  if constexpr (!OVL) {
+  fg_wgmma_load_q<D, BM>(sQ, (const float*)p.q + b * p.q_batch + h * p.q_head, m0, p.nq, p.q_row, qs, wg);
+  if constexpr (OVL) {
+    fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, 0, tiles, sl2);
+  } else {  // each tile as S, softmax, P V
+    uint32_t pa[BN / 16][4];
+    float s[NB][4];
+    float alpha[2];
     for (int j = 0; j < tiles; ++j) {
-      fg_mbar_wait(fullK(j & 1), par(j));
+      const int st = j & 1, par = (j >> 1) & 1;
+      fg_mbar_wait(ring.fullK(st), par);
       fg_wgmma_fence();
-      qk(j);
+      fg_wgmma_abt<BN, KS, BM>(s, qw, ring.sK + st * KB);
+      fg_wgmma_commit();
       fg_wgmma_wait<0>();
       fg_reg_fence(s);
-      fg_mbar_arrive(emptyK(j & 1));
+      fg_mbar_arrive(ring.emptyK(st));
       rows.template probs<true, true>(s, j * BN, sl2, alpha);
       rows.rescale(alpha);
-      pack();
-      fg_mbar_wait(fullV(j & 1), par(j));
+      fg_wgmma_pack<BN>(pa, s);
+      fg_mbar_wait(ring.fullV(st), par);
       fg_wgmma_fence();
-      pv(j);
+      fg_wgmma_ab<D, BN>(rows.o, pa, ring.sV + st * KB);
+      fg_wgmma_commit();
       fg_wgmma_wait<0>();
       fg_reg_fence(rows.o);
-      fg_mbar_arrive(emptyV(j & 1));
+      fg_mbar_arrive(ring.emptyV(st));
     }
-  } else {
-    fg_mbar_wait(fullK(0), 0);
-    fg_wgmma_fence();
-    qk(0);
-    fg_wgmma_wait<0>();
-    fg_reg_fence(s);
-    fg_mbar_arrive(emptyK(0));
-    rows.template probs<true, true>(s, 0, sl2, alpha);
-    rows.rescale(alpha);
-    pack();
-    for (int j = 1; j < tiles; ++j) {
-      fg_mbar_wait(fullK(j & 1), par(j));
-      fg_mbar_wait(fullV((j - 1) & 1), par(j - 1));
-      fg_wgmma_fence();
-      qk(j);
-      fg_wgmma_fence();  // a fence per batch, as FlashAttention-3 (v13 without it is serialized)
-      pv(j - 1);         // P_{j-1} V_{j-1} runs under softmax_j
-      fg_wgmma_wait<1>();
-      fg_reg_fence(s);
-      fg_mbar_arrive(emptyK(j & 1));
-      rows.template probs<true, true>(s, j * BN, sl2, alpha);
-      fg_wgmma_wait<0>();
-      fg_reg_fence(rows.o);
-      fg_mbar_arrive(emptyV((j - 1) & 1));
-      rows.rescale(alpha);
-      pack();
-    }
-    fg_mbar_wait(fullV((tiles - 1) & 1), par(tiles - 1));
-    fg_wgmma_fence();
-    pv(tiles - 1);
-    fg_wgmma_wait<0>();
-    fg_reg_fence(rows.o);
   }
   rows.store(p, b, h);
 }

@@ -75,17 +75,15 @@ template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = fa
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
   constexpr int BN = FG_HOPPER_BN, BM = 64 * NWG, CONSUMERS = 128 * NWG;
-  constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
+  constexpr int CH = D / 8, OB = D / 8;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
   constexpr uint32_t STAGE = STAGED ? 96 * U * 64 : 0;  // the staged converters' slots
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
-  const uint32_t sQ = (sbase + 1023) & ~1023u, sK = sQ + QB, sV = sK + 2 * KB, bars = sV + 2 * KB, stage = bars + 64;
-  const auto fullK = [&](int s) { return bars + 8 * s; };
-  const auto fullV = [&](int s) { return bars + 16 + 8 * s; };
-  const auto emptyK = [&](int s) { return bars + 32 + 8 * s; };
-  const auto emptyV = [&](int s) { return bars + 48 + 8 * s; };
+  const uint32_t sQ = (sbase + 1023) & ~1023u;
+  const FgRing ring{sQ + QB, sQ + QB + 2 * KB, sQ + QB + 4 * KB, KB};
+  const uint32_t stage = ring.bars + 64;
 
   const int T = (p.nq + BM - 1) / BM, NT = (p.nk + BN - 1) / BN, G = gridDim.x, c = blockIdx.x;
   const int64_t items = (int64_t)T * p.h * p.b;
@@ -94,13 +92,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   char* const vplane = kplane + planeTiles * KB;
   uint32_t* const flags = (uint32_t*)(vplane + planeTiles * KB);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < 2; ++s) {
-      fg_mbar_init(fullK(s), 1), fg_mbar_init(fullV(s), 1);
-      fg_mbar_init(emptyK(s), CONSUMERS), fg_mbar_init(emptyV(s), CONSUMERS);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  if (threadIdx.x == 0) ring.init(CONSUMERS);
   __syncthreads();
 
   if (warp >= 4 * NWG) {  // the producer warpgroup
@@ -137,11 +129,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             }
             asm volatile("fence.proxy.async.global;\n" ::: "memory");
           }
-          const int s = it & 1, par = ((it >> 1) - 1) & 1;  // the phase that released tile it - 2
-          if (it >= 2) fg_mbar_wait(emptyK(s), par);
-          fg_bulk_load(sK + s * KB, kt + (int64_t)j * KB, KB, fullK(s));
-          if (it >= 2) fg_mbar_wait(emptyV(s), par);
-          fg_bulk_load(sV + s * KB, vt + (int64_t)j * KB, KB, fullV(s));
+          ring.load(it, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
         }
       }
       return;
@@ -187,10 +175,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
                            : "r"(piece(e, part))
                            : "memory");
             const uint32_t at = fg_sw128<BN>(i / CH, i % CH) / 16;
-            dk[at] = make_uint4(fg_bf16x2(x[0].x, x[0].y), fg_bf16x2(x[0].z, x[0].w), fg_bf16x2(x[1].x, x[1].y),
-                                fg_bf16x2(x[1].z, x[1].w));
-            dv[at] = make_uint4(fg_bf16x2(x[2].x, x[2].y), fg_bf16x2(x[2].z, x[2].w), fg_bf16x2(x[3].x, x[3].y),
-                                fg_bf16x2(x[3].z, x[3].w));
+            dk[at] = fg_bf16x8v(x[0], x[1]);
+            dv[at] = fg_bf16x8v(x[2], x[3]);
           }
         }
         for (int i0 = tid; i0 < BN * CH && !STAGED; i0 += 96 * U) {
@@ -211,10 +197,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             const int i = i0 + 96 * e;
             if (i >= BN * CH) break;
             const uint32_t at = fg_sw128<BN>(i / CH, i % CH) / 16;
-            dk[at] = make_uint4(fg_bf16x2(x[e][0].x, x[e][0].y), fg_bf16x2(x[e][0].z, x[e][0].w),
-                                fg_bf16x2(x[e][1].x, x[e][1].y), fg_bf16x2(x[e][1].z, x[e][1].w));
-            dv[at] = make_uint4(fg_bf16x2(x[e][2].x, x[e][2].y), fg_bf16x2(x[e][2].z, x[e][2].w),
-                                fg_bf16x2(x[e][3].x, x[e][3].y), fg_bf16x2(x[e][3].z, x[e][3].w));
+            dk[at] = fg_bf16x8v(x[e][0], x[e][1]);
+            dv[at] = fg_bf16x8v(x[e][2], x[e][3]);
           }
         }
         // Every converter's writes, then one release of the tile's flag: the barrier orders
@@ -232,11 +216,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   if constexpr (CREG > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CREG) : "memory");
   const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634), qs = p.scale < 0 ? -1.f : 1.f;
   const uint32_t qw = sQ + wg * 64 * 128;
-  const auto par = [](int j) { return (j >> 1) & 1; };
   FgRows<OB, float> rows;
-  uint32_t pa[BN / 16][4];
-  float s[NB][4];
-  float alpha[2];
   int it = 0;  // the block's key tiles so far: tile it is in stage it % 2
   for (int k = 0;; ++k) {
     const int64_t w = fg_item(k, c, G);
@@ -247,77 +227,10 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
       rows.store(p, m.b, m.h);
       continue;
     }
-    // Q: this warpgroup's 64 rows, float32 to bfloat16 (rows past Nq zero), fenced for the
-    // async proxy and synced within the warpgroup (named barrier 1 + wg). The warpgroup's
-    // products of the previous item, the last readers of these rows, have completed.
-    // Every load is issued before the first conversion (the rows are in L2: the producer
-    // prefetched them), so the item waits for one round trip, not QI.
-    const float* q = (const float*)p.q + m.b * p.q_batch + m.h * p.q_head;
-    constexpr int QI = 64 * CH / 128;  // chunks of 8 columns per thread
-    float4 qx[QI][2];
-#pragma unroll
-    for (int i = 0; i < QI; ++i) {
-      const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, cc = idx % CH;
-      qx[i][0] = qx[i][1] = make_float4(0, 0, 0, 0);
-      if (m.m0 + r < p.nq) {
-        const float* x = q + (int64_t)(m.m0 + r) * p.q_row + 8 * cc;
-        qx[i][0] = *(const float4*)x, qx[i][1] = *(const float4*)(x + 4);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < QI; ++i) {
-      const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, cc = idx % CH;
-      const float4 a = qx[i][0], e = qx[i][1];
-      fg_st_shared16(sQ + fg_sw128<BM>(r, cc),
-                     make_uint4(fg_bf16x2(qs * a.x, qs * a.y), fg_bf16x2(qs * a.z, qs * a.w),
-                                fg_bf16x2(qs * e.x, qs * e.y), fg_bf16x2(qs * e.z, qs * e.w)));
-    }
-    fg_fence_async();
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-
-    const auto qk = [&](int j) {  // S = Q K_j^T, issued
-      fg_wgmma_abt<BN, KS, BM>(s, qw, sK + (j & 1) * KB);
-      fg_wgmma_commit();
-    };
-    const auto pv = [&](int j) {  // O += P V_j, issued
-      fg_wgmma_ab<D, BN>(rows.o, pa, sV + (j & 1) * KB);
-      fg_wgmma_commit();
-    };
-    // Variant 15's loop (softmax_j under P_{j-1} V_{j-1}) on the block's tile numbers.
-    fg_mbar_wait(fullK(it & 1), par(it));
-    fg_wgmma_fence();
-    qk(it);
-    fg_wgmma_wait<0>();
-    fg_reg_fence(s);
-    fg_mbar_arrive(emptyK(it & 1));
-    rows.template probs<true, true>(s, 0, sl2, alpha);
-    rows.rescale(alpha);
-    fg_wgmma_pack<BN>(pa, s);
-    for (int j = 1; j < m.tiles; ++j) {
-      const int jt = it + j;
-      fg_mbar_wait(fullK(jt & 1), par(jt));
-      fg_mbar_wait(fullV((jt - 1) & 1), par(jt - 1));
-      fg_wgmma_fence();
-      qk(jt);
-      fg_wgmma_fence();
-      pv(jt - 1);
-      fg_wgmma_wait<1>();
-      fg_reg_fence(s);
-      fg_mbar_arrive(emptyK(jt & 1));
-      rows.template probs<true, true>(s, j * BN, sl2, alpha);
-      fg_wgmma_wait<0>();
-      fg_reg_fence(rows.o);
-      fg_mbar_arrive(emptyV((jt - 1) & 1));
-      rows.rescale(alpha);
-      fg_wgmma_pack<BN>(pa, s);
-    }
-    const int last = it + m.tiles - 1;
-    fg_mbar_wait(fullV(last & 1), par(last));
-    fg_wgmma_fence();
-    pv(last);
-    fg_wgmma_wait<0>();
-    fg_reg_fence(rows.o);
-    fg_mbar_arrive(emptyV(last & 1));
+    // The warpgroup's products of the previous item, the last readers of its Q rows, have
+    // completed; the producer prefetched these rows into L2.
+    fg_wgmma_load_q<D, BM>(sQ, (const float*)p.q + m.b * p.q_batch + m.h * p.q_head, m.m0, p.nq, p.q_row, qs, wg);
+    fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, it, m.tiles, sl2);
     it += m.tiles;
     rows.store(p, m.b, m.h);
   }

@@ -45,12 +45,15 @@ __device__ __forceinline__ uint32_t fg_bf16x2(float lo, float hi) {  // lo in th
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
-// fg_bf16x8 returns s x[0 .. 8) rounded to bfloat16, packed in 16 bytes (x 16-byte aligned):
-// a chunk of 8 columns of a scaled query row for the bfloat16 tiles.
-__device__ __forceinline__ uint4 fg_bf16x8(const float* x, float s) {
-  const float4 a = *(const float4*)x, e = *(const float4*)(x + 4);
+// fg_bf16x8v returns s (a, e) (8 values) rounded to bfloat16, packed in 16 bytes: a chunk of
+// 8 columns of a (scaled) row for the bfloat16 tiles and planes.
+__device__ __forceinline__ uint4 fg_bf16x8v(float4 a, float4 e, float s = 1.f) {
   return make_uint4(fg_bf16x2(s * a.x, s * a.y), fg_bf16x2(s * a.z, s * a.w), fg_bf16x2(s * e.x, s * e.y),
                     fg_bf16x2(s * e.z, s * e.w));
+}
+// fg_bf16x8 is fg_bf16x8v of x[0 .. 8) (x 16-byte aligned).
+__device__ __forceinline__ uint4 fg_bf16x8(const float* x, float s) {
+  return fg_bf16x8v(*(const float4*)x, *(const float4*)(x + 4), s);
 }
 __device__ __forceinline__ uint32_t fg_tf32(float x) {
   uint32_t r;

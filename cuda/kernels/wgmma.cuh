@@ -236,6 +236,124 @@ __device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint
       : "memory");
 }
 
+// ---- the forward's K and V tile ring, fed by bulk copies (attention_hopper_bulk.cu,
+// attention_hopper_persist.cu) -------------------------------------------------------------------
+
+// FgRing is a two-stage ring of K and V tiles (KB bytes each) at shared addresses sK and sV,
+// two tiles each, and its mbarriers at bars (8 bytes each: full K [2], full V [2], empty K [2],
+// empty V [2]). Tile it of a block's sequence of tiles lives in stage it % 2; a full barrier
+// counts the bytes of its bulk copy (expect_tx / complete_tx), an empty one the consumer
+// threads done with the stage.
+struct FgRing {
+  uint32_t sK, sV, bars, KB;
+  __device__ __forceinline__ uint32_t fullK(int s) const { return bars + 8 * s; }
+  __device__ __forceinline__ uint32_t fullV(int s) const { return bars + 16 + 8 * s; }
+  __device__ __forceinline__ uint32_t emptyK(int s) const { return bars + 32 + 8 * s; }
+  __device__ __forceinline__ uint32_t emptyV(int s) const { return bars + 48 + 8 * s; }
+  // init sets the barriers up (one thread; the block syncs before any use).
+  __device__ __forceinline__ void init(int consumers) const {
+    for (int s = 0; s < 2; ++s) {
+      fg_mbar_init(fullK(s), 1), fg_mbar_init(fullV(s), 1);
+      fg_mbar_init(emptyK(s), consumers), fg_mbar_init(emptyV(s), consumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  // load copies tile it from kt and vt (the producer's one lane), each copy once the consumers
+  // have released tile it - 2 from its stage.
+  __device__ __forceinline__ void load(int it, const char* kt, const char* vt) const {
+    const int s = it & 1, par = ((it >> 1) - 1) & 1;  // the phase that released tile it - 2
+    if (it >= 2) fg_mbar_wait(emptyK(s), par);
+    fg_bulk_load(sK + s * KB, kt, KB, fullK(s));
+    if (it >= 2) fg_mbar_wait(emptyV(s), par);
+    fg_bulk_load(sV + s * KB, vt, KB, fullV(s));
+  }
+};
+
+// fg_wgmma_load_q writes this warpgroup's 64 rows of the query tile (global rows m0 + 64 wg + r
+// of q, row stride qrow, times qs; rows at or past nq zero) into the swizzled bfloat16 tile of
+// BM rows at sQ, every load issued before the first conversion (one round trip per tile, not
+// one per chunk), then fences the writes for the async proxy and syncs the warpgroup (named
+// barrier 1 + wg).
+template <int D, int BM>
+__device__ __forceinline__ void fg_wgmma_load_q(uint32_t sQ, const float* q, int m0, int nq, int64_t qrow, float qs,
+                                                int wg) {
+  constexpr int CH = D / 8, QI = 64 * CH / 128;  // 8-column chunks per thread
+  float4 x[QI][2];
+#pragma unroll
+  for (int i = 0; i < QI; ++i) {
+    const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, c = idx % CH;
+    x[i][0] = x[i][1] = make_float4(0, 0, 0, 0);
+    if (m0 + r < nq) {
+      const float* row = q + (int64_t)(m0 + r) * qrow + 8 * c;
+      x[i][0] = *(const float4*)row, x[i][1] = *(const float4*)(row + 4);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < QI; ++i) {
+    const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, c = idx % CH;
+    fg_st_shared16(sQ + fg_sw128<BM>(r, c), fg_bf16x8v(x[i][0], x[i][1], qs));
+  }
+  fg_fence_async();
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+}
+
+// fg_wgmma_tiles_ovl runs key tiles it .. it + tiles - 1 of the ring (tiles >= 1, the first
+// at key 0) for this warpgroup's 64 query rows at shared address qw of a BM-row tile: S_j =
+// Q K_j^T, online softmax (rows), O += P_j V_j, with FlashAttention-3's overlap of softmax_j
+// with P_{j-1} V_{j-1} inside the warpgroup (the first tile peeled, so that the loop body is
+// the same every time), each stage released as soon as its reads are done.
+template <int D, int BM, int OB>
+__device__ __forceinline__ void fg_wgmma_tiles_ovl(FgRows<OB, float>& rows, uint32_t qw, const FgRing& ring, int it,
+                                                   int tiles, float sl2) {
+  constexpr int BN = FG_HOPPER_BN, NB = BN / 8, KS = D / 16;
+  uint32_t pa[BN / 16][4];
+  float s[NB][4];
+  float alpha[2];
+  const auto par = [](int j) { return (j >> 1) & 1; };
+  const auto qk = [&](int j) {  // S = Q K_j^T, issued
+    fg_wgmma_abt<BN, KS, BM>(s, qw, ring.sK + (j & 1) * ring.KB);
+    fg_wgmma_commit();
+  };
+  const auto pv = [&](int j) {  // O += P V_j, issued
+    fg_wgmma_ab<D, BN>(rows.o, pa, ring.sV + (j & 1) * ring.KB);
+    fg_wgmma_commit();
+  };
+  fg_mbar_wait(ring.fullK(it & 1), par(it));
+  fg_wgmma_fence();
+  qk(it);
+  fg_wgmma_wait<0>();
+  fg_reg_fence(s);
+  fg_mbar_arrive(ring.emptyK(it & 1));
+  rows.template probs<true, true>(s, 0, sl2, alpha);
+  rows.rescale(alpha);
+  fg_wgmma_pack<BN>(pa, s);
+  for (int j = 1; j < tiles; ++j) {
+    const int jt = it + j;
+    fg_mbar_wait(ring.fullK(jt & 1), par(jt));
+    fg_mbar_wait(ring.fullV((jt - 1) & 1), par(jt - 1));
+    fg_wgmma_fence();
+    qk(jt);
+    fg_wgmma_fence();  // a fence per batch, as FlashAttention-3 (variant 13 without it is serialized)
+    pv(jt - 1);        // P_{j-1} V_{j-1} runs under softmax_j
+    fg_wgmma_wait<1>();
+    fg_reg_fence(s);
+    fg_mbar_arrive(ring.emptyK(jt & 1));
+    rows.template probs<true, true>(s, j * BN, sl2, alpha);
+    fg_wgmma_wait<0>();
+    fg_reg_fence(rows.o);
+    fg_mbar_arrive(ring.emptyV((jt - 1) & 1));
+    rows.rescale(alpha);
+    fg_wgmma_pack<BN>(pa, s);
+  }
+  const int last = it + tiles - 1;
+  fg_mbar_wait(ring.fullV(last & 1), par(last));
+  fg_wgmma_fence();
+  pv(last);
+  fg_wgmma_wait<0>();
+  fg_reg_fence(rows.o);
+  fg_mbar_arrive(ring.emptyV(last & 1));
+}
+
 }  // namespace
 
 #endif  // FLASHGORGON_WGMMA_CUH
