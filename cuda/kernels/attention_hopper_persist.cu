@@ -65,12 +65,14 @@ __device__ __forceinline__ int64_t fg_item(int k, int c, int G) {
 
 }  // namespace
 
-// fg_attn_fwd_wgmma_persist (variants 19, 20): grid (G), 128 NWG + 128 threads (NWG consumer
-// warpgroups and a producer warpgroup); pp.src the problem (k and v float32), pp.dst the
-// scratch: the K and V planes in fg_attn_hopper_prep's layout (variant 19: written by it
-// before the launch; CONV, variant 20: by this kernel), then CONV's flags. PREG and CREG (0:
-// none) are setmaxnreg's registers for the producer and the consumers; U is how many 8-column
-// chunks of K and V a converter thread has in flight.
+// fg_attn_fwd_wgmma_persist (variants 19 to 21): grid (G), 128 NWG + 128 threads (NWG
+// consumer warpgroups and a producer warpgroup); pp.src the problem (k and v float32), pp.dst
+// the scratch: the K and V planes in fg_attn_hopper_prep's layout (variant 19: written by it
+// before the launch; CONV, variants 20 and 21: by this kernel), then CONV's flags. PREG and
+// CREG (0: none) are setmaxnreg's registers for the producer and the consumers, whose sum
+// over the block must not pass the launch's 168 x 384 (else the consumers' setmaxnreg.inc
+// waits forever); U is how many 8-column chunks of K and V a converter thread has in flight,
+// in registers or (STAGED, variant 21) in shared-memory slots filled by cp.async.
 template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
