@@ -172,12 +172,12 @@ func (c mmaCfg) pre() bool { return c.Variant >= 7 }
 // attention_hopper_bulk.cu), whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
 func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 
-// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17 to 20),
+// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17 to 21),
 // whose K and V planes are in fg_attn_hopper_prep's layout (tiles of hopperBN keys in the
 // shared-memory layout).
 func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg() }
 
-// pwg reports whether c's producer is a whole warpgroup (variants 17 to 20), not a warp.
+// pwg reports whether c's producer is a whole warpgroup (variants 17 to 21), not a warp.
 func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 21 }
 
 // persistent reports whether c runs in a persistent grid (variants 19 to 21: persistGrid
@@ -257,8 +257,12 @@ func (c mmaCfg) name() string {
 // of its instantiations).
 func (c mmaCfg) smem() int {
 	switch {
-	case c.Variant == 21: // and the converters' staging: 96 threads' chunks of K and V in float32
-		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 + 96*64*map[int]int{64: 16, 128: 8}[c.D]
+	case c.Variant == 21: // and the converters' staging: 96 threads' U chunks of K and V (64 bytes each)
+		u := 16 // the kernel's U: 16 chunks at d = 64, 8 at d = 128
+		if c.D == 128 {
+			u = 8
+		}
+		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 + 96*64*u
 	case c.bulk():
 		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 // and 8 mbarriers
 	case c.hopper():
@@ -345,8 +349,8 @@ func aligned16(kp *attnParams) bool {
 
 // pickMMA is the one place that decides whether a forward runs on the tensor cores: a float32
 // problem, a precision other than PrecisionFMA, a head dimension with a kernel in mmaCfgs (64
-// or 128), and operands whose rows start on 16 bytes (aligned16). Every other forward runs the FMA kernel, variant 2,
-// which is at least as accurate as the precision asked for. variant 0 takes the first kernel
+// or 128), and operands whose rows start on 16 bytes (aligned16). Every other forward runs
+// the FMA kernel, variant 2, which is at least as accurate as the precision asked for. variant 0 takes the first kernel
 // of mmaCfgs for the precision and D, another that variant's; kernels with a pre-pass only
 // when scratch (a scratch buffer can be had) is set, the Hopper kernels only when sm, the
 // device's compute capability as 10 major + minor, is 90 (everywhere else, and for the
@@ -376,8 +380,10 @@ type mmaPrepParams struct {
 }
 
 // startMMA launches tensor-core forward c: a block of c.threads() threads per BM query rows of
-// every (b, h). A kernel with a pre-pass first runs fg_attn_mma_prep into a buffer of
-// c.scratchBytes(kp) bytes from scratch, then reads K and V from there (contiguous planes).
+// every (b, h), or persistGrid blocks for the persistent kernels. A kernel with a pre-pass
+// first runs it (c.prep) into a buffer of c.scratchBytes(kp) bytes from scratch, then reads K
+// and V from there (contiguous planes); a fused kernel converts them itself into that buffer,
+// whose flags are zeroed first.
 func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (devptr, error)) error {
 	grid := [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
 	if !c.pre() {
@@ -397,21 +403,21 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		if err := memset8(dst+devptr(n-flags), 0, flags); err != nil {
 			return err
 		}
-		return s.start(c.module(), c.name(), [3]int{c.persistGrid(kp, s.sms), 1, 1}, c.threads(), c.smem(), unsafe.Pointer(pp))
+	} else {
+		// One thread per 8 elements of K (and of V), grid-stride; whole tiles for the bulk
+		// kernels.
+		prepModule, prep := c.prep()
+		nk := int(kp.nk)
+		if c.bulk() {
+			nk = ceilDiv(nk, hopperBN) * hopperBN
+		}
+		groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
+		if err := s.start(prepModule, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
+			unsafe.Pointer(pp)); err != nil {
+			return err
+		}
 	}
-	// One thread per 8 elements of K (and of V), grid-stride; whole tiles for the bulk kernels,
-	// whose pre-pass is in their module.
-	prepModule, prep := c.prep()
-	nk := int(kp.nk)
-	if c.bulk() {
-		nk = ceilDiv(nk, hopperBN) * hopperBN
-	}
-	groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
-	if err := s.start(prepModule, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
-		unsafe.Pointer(pp)); err != nil {
-		return err
-	}
-	if c.persistent() { // the problem and the planes, as the pre-pass had them
+	if c.persistent() { // the problem and the planes, as the pre-pass has them
 		return s.start(c.module(), c.name(), [3]int{c.persistGrid(kp, s.sms), 1, 1}, c.threads(), c.smem(), unsafe.Pointer(pp))
 	}
 	planes, _ := scratchPlanes(c.Prec)

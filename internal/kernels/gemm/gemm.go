@@ -96,6 +96,11 @@ func pagedA(tA bool, lda, size int) bool { return tA && lda*size >= pageBytes }
 // pageBytes is the size of a memory page as pagedA counts it.
 const pageBytes = 4096
 
+// productBlock is the depth block of a product that reads A (tA, lda, elements of size
+// bytes) to depth k: the one rule for gemmPacked's loop and the op(B) that rowsParallel
+// packs for it.
+func productBlock(k int, tA bool, lda, size int) int { return depthBlock(k, pagedA(tA, lda, size)) }
+
 // A Workspace holds the buffers of single-threaded products. Its zero value
 // is ready to use; it grows to the largest product it has run and then
 // allocates nothing. A Workspace must not be used by two goroutines at once.
@@ -210,7 +215,7 @@ func rowsParallel[T Float](kn *kernel[T], tA, tB bool, m, n, k int, alpha T, a [
 			sp := getScratch[T](k * np)
 			defer putScratch(sp)
 			pb = *sp
-			packShared(kn, pb, b, tB, ldb, n, k, depthBlock(k, pagedA(tA, lda, size)))
+			packShared(kn, pb, b, tB, ldb, n, k, productBlock(k, tA, lda, size))
 		}
 	}
 	units := (m + mr - 1) / mr
@@ -330,7 +335,7 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 	kn = kn.forColumns(n)
 	mr, nr := kn.mr, kn.nr
 	size := int(unsafe.Sizeof(alpha))
-	kc := depthBlock(k, pagedA(tA, lda, size))
+	kc := productBlock(k, tA, lda, size)
 	packB := pb != nil || packsB(tA, tB, m, n, k, ldb, size, nr)
 	nc := n // unpacked B needs no column blocks
 	np := (n + nr - 1) / nr * nr
