@@ -23,6 +23,15 @@ type AttentionBuffers struct {
 	// as AttentionParams.Precision (the zero value runs the FMA kernels).
 	Precision Precision
 	Scratch   *Buffer
+	// Planes, when set and PlanesSize() is not 0 (BF16 on Hopper), is a Float32 buffer of at
+	// least PlanesSize() elements that carries Q, K and V rounded to bfloat16 from a forward to
+	// its backward: AttentionForwardBuffers writes them there (its kernel rounds them anyway,
+	// and needs no Scratch then), and AttentionBackwardBuffers reads them instead of converting
+	// Q, K and V again (its Scratch then holds dO's plane only: BackwardScratch shrinks). The
+	// backward must follow the forward of the same problem and Q, K, V on the same Planes,
+	// with nothing written to Planes between; its results are the same bits as without
+	// Planes. Where PlanesSize() is 0, Planes is not used.
+	Planes *Buffer
 
 	Q, K, V, O, L, LRes *Buffer
 	DO, DL              *Buffer
@@ -51,6 +60,9 @@ func (p *AttentionBuffers) check(op string, backward bool) (dtype, []operand, er
 			n = p.backwardScratch(dt)
 		}
 		ops = append(ops, operand{name: "Scratch", b: p.Scratch, dt: Float32, n: n, atLeast: true})
+	}
+	if n := p.planesSize(dt); n > 0 {
+		ops = append(ops, operand{name: "Planes", b: p.Planes, dt: Float32, n: n, atLeast: true})
 	}
 	if backward {
 		ops = append(ops, operand{name: "DO", b: p.DO, dt: DT, n: qLen}, operand{name: "DL", b: p.DL, dt: DT, n: lLen, optional: true},
@@ -82,10 +94,13 @@ func attentionForwardBuffers(p AttentionBuffers, variant int) error {
 	if err != nil {
 		return err
 	}
-	scratch := p.scratch()
+	scratch, keep := p.scratch(), p.planes(dt)
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
-		return s.attnForwardKernels(&kp, dt, variant, scratch)
+		if keep != nil { // the forward's workspace is Planes, and it writes Q's plane there too
+			return s.attnForwardKernels(&kp, dt, variant, keep, true)
+		}
+		return s.attnForwardKernels(&kp, dt, variant, scratch, false)
 	})
 }
 
@@ -96,6 +111,24 @@ func (p *AttentionBuffers) scratch() func(int64) (devptr, error) {
 		return nil
 	}
 	return func(int64) (devptr, error) { return p.Scratch.ptr, nil }
+}
+
+// planes returns an allocator over p.Planes (sized by check) when the problem's kernels share
+// them (planesSize), or nil.
+func (p *AttentionBuffers) planes(dt dtype) func(int64) (devptr, error) {
+	if p.Planes == nil || p.planesSize(dt) == 0 {
+		return nil
+	}
+	return func(int64) (devptr, error) { return p.Planes.ptr, nil }
+}
+
+// planesSize is PlanesSize for element type dt, 0 when p.Planes is nil.
+func (p *AttentionBuffers) planesSize(dt dtype) int {
+	if p.Planes == nil {
+		return 0
+	}
+	kp := p.sizing()
+	return keptElems(&kp, dt)
 }
 
 // ForwardScratch returns the number of Float32 elements of Scratch that AttentionForwardBuffers
@@ -121,7 +154,7 @@ func (p *AttentionBuffers) sizing() attnParams {
 func (p *AttentionBuffers) forwardScratch(dt dtype) int {
 	kp := p.sizing()
 	c, ok := pickMMA(&kp, dt, 0, true, deviceSM())
-	if !ok {
+	if !ok || p.planesSize(dt) > 0 { // the forward's workspace is Planes
 		return 0
 	}
 	return int((c.scratchBytes(&kp) + 3) / 4)
@@ -138,7 +171,7 @@ func (p *AttentionBuffers) backwardScratch(dt dtype) int {
 	if !ok || !kv.Pre && !q.Pre {
 		return 0
 	}
-	return int((bwdScratchBytes(&kp) + 3) / 4)
+	return int((bwdScratchBytes(&kp, p.planesSize(dt) > 0) + 3) / 4)
 }
 
 // AttentionBackwardBuffers computes DQ, DK and DV from Q, K, V, O, L (LRes), DO (and DL) with
@@ -153,10 +186,15 @@ func backwardBuffersPair(p AttentionBuffers, dkdv, dq int) error {
 	if err != nil {
 		return err
 	}
-	scratch := p.scratch()
+	scratch, keep := p.scratch(), p.planes(dt)
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
-		return s.attnBackwardKernels(&kp, dt, dkdv, dq, scratch)
+		var planes *keptPlanes
+		if keep != nil {
+			k := kept(&kp, p.Planes.ptr)
+			planes = &k
+		}
+		return s.attnBackwardKernels(&kp, dt, dkdv, dq, scratch, planes)
 	})
 }
 
@@ -170,7 +208,7 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	}
 	kp := p.kernel()
 	fwd := "fg_attn_fwd_v2_" + pickCfg(fwdCfgs[dt], p.D).suffix(dt)
-	if c, ok := pickMMA(&kp, dt, 0, p.Scratch != nil, deviceSM()); ok {
+	if c, ok := pickMMA(&kp, dt, 0, p.Scratch != nil || p.planesSize(dt) > 0, deviceSM()); ok {
 		fwd = c.name()
 		if c.pre() && !c.fused() {
 			_, prep := c.prep()
@@ -180,7 +218,7 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1, p.Scratch != nil, deviceSM()); ok {
 		pre := "fg_attn_bwd_mma_pre"
 		if kv.Pre || q.Pre {
-			pre, _ = bwdPrepKernel(&kp)
+			pre, _ = bwdPrepKernel(&kp, p.planesSize(dt) > 0)
 		}
 		if kv.Fused {
 			return []string{fwd, pre, kv.name()}, nil

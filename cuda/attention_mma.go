@@ -374,18 +374,23 @@ func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool, sm int) (mmaCf
 // mmaPrepParams is fg_mma_prep_params (kernels/attention_mma.cu): the problem and the scratch
 // buffer the pre-pass writes.
 type mmaPrepParams struct {
-	_   structs.HostLayout
-	src attnParams
-	dst devptr
+	_      structs.HostLayout
+	src    attnParams
+	dst    devptr
+	qplane devptr // the persistent forward: where it writes Q in bfloat16 for the backward, or 0
 }
 
 // startMMA launches tensor-core forward c: a block of c.threads() threads per BM query rows of
 // every (b, h), or persistGrid blocks for the persistent kernels. A kernel with a pre-pass
 // first runs it (c.prep) into a buffer of c.scratchBytes(kp) bytes from scratch, then reads K
 // and V from there (contiguous planes); a fused kernel converts them itself into that buffer,
-// whose flags are zeroed first.
-func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (devptr, error)) error {
+// whose flags are zeroed first. With keep, scratch is AttentionBuffers.Planes (keptLayout),
+// c must keep its planes, and it also writes Q's plane after its workspace.
+func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (devptr, error), keep bool) error {
 	grid := [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
+	if keep && !c.fused() {
+		return fmt.Errorf("cuda: attention forward: %s does not keep bfloat16 planes for the backward (Planes)", c.name())
+	}
 	if !c.pre() {
 		return s.start(c.module(), c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(kp))
 	}
@@ -393,11 +398,19 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		return fmt.Errorf("cuda: attention forward: %s needs a scratch buffer", c.name())
 	}
 	n := c.scratchBytes(kp)
-	dst, err := scratch(n)
+	size := n
+	if keep {
+		_, _, _, size = keptLayout(kp)
+	}
+	dst, err := scratch(size)
 	if err != nil {
 		return err
 	}
 	pp := &mmaPrepParams{src: *kp, dst: dst}
+	if keep {
+		_, _, q, _ := keptLayout(kp)
+		pp.qplane = dst + devptr(q)
+	}
 	if c.fused() { // the tile flags, after the planes, zeroed; the kernel converts K and V
 		flags := c.flagBytes(kp)
 		if err := memset8(dst+devptr(n-flags), 0, flags); err != nil {

@@ -309,32 +309,50 @@ func contiguous(kp *attnParams) bool {
 }
 
 // bwdScratchBytes is the size of fg_attn_bwd_bf16_prep's output: Q, dO [B, H, Nq, d] and K, V
-// [B, Hkv, Nk, d] in bfloat16, then the fused kernel's semaphores, int32 [B, H, ceil(Nq/16)].
-func bwdScratchBytes(kp *attnParams) int64 {
+// [B, Hkv, Nk, d] in bfloat16, then the fused kernel's semaphores, int32 [B, H, ceil(Nq/16)];
+// with kept planes (AttentionBuffers.Planes), fg_attn_bwd_bf16_prep4_do's: dO alone.
+func bwdScratchBytes(kp *attnParams, kept bool) int64 {
 	q := int64(kp.b) * int64(kp.h) * int64(kp.nq) * int64(kp.d)
 	k := int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
+	if kept {
+		return 2 * q
+	}
 	return 2*2*(q+k) + 4*int64(kp.b)*int64(kp.h)*int64(ceilDiv(int(kp.nq), 16))
 }
 
 // bwdPrep is the pre-pass of the kernels on bfloat16 planes: fg_attn_bwd_bf16_prep4 (16-byte
 // accesses, two rows per warp at d <= 64), or fg_attn_bwd_bf16_prep (a warp per row, 8-byte
-// accesses; kept for comparison, TestAttentionMMABwdTiming times it). On the H100 at attnbench's sizes (B·H·N =
+// accesses; kept for comparison, TestAttentionMMABwdTiming times it); with kept planes,
+// prep4's form for dO alone (bwdPrepKernel). On the H100 at attnbench's sizes (B·H·N =
 // 524288 on every row, so the same work on each): prep4 0.40-0.45 ms at d = 64 (medians of
 // 24 launches per row) against 0.43-0.46 for prep, 0.70-0.74 against 0.70-0.78 at d = 128
 // (results/h100-2026-11-23-s7-bwd64): 2.2 to 2.3 TB/s, under the 3.0 a copy reaches.
 var bwdPrep = "fg_attn_bwd_bf16_prep4"
 
 // bwdPrepKernel returns the pre-pass startMMABwd launches for kp and the query or key rows
-// each of its warps converts: bwdPrep; prep4 takes two rows a warp where d <= 64.
-func bwdPrepKernel(kp *attnParams) (name string, rowsPerWarp int) {
-	if bwdPrep != "fg_attn_bwd_bf16_prep4" {
+// each of its warps converts: bwdPrep; prep4 takes two rows a warp where d <= 64. With kept
+// planes, prep4's form that converts dO alone.
+func bwdPrepKernel(kp *attnParams, kept bool) (name string, rowsPerWarp int) {
+	name = bwdPrep
+	if kept {
+		name = "fg_attn_bwd_bf16_prep4_do"
+	} else if bwdPrep != "fg_attn_bwd_bf16_prep4" {
 		return bwdPrep, 1
 	}
 	if kp.d <= 64 {
-		return bwdPrep, 2
+		return name, 2
 	}
-	return bwdPrep, 1
+	return name, 1
 }
+
+// bwdPrepBlocks is the grid of the pre-pass for warps warps of work on sms multiprocessors:
+// eight blocks of 8 warps a multiprocessor, grid-stride, where the work has more. On the H100
+// (BenchmarkAttentionBwdPrep, B·H·N = 524288, results/h100-2026-11-24-s9 call D, each row's L
+// loaded before its sum): fg_attn_bwd_bf16_prep4_do, the pre-pass with kept planes, 0.142 ms
+// against 0.145 with a block per 8 warps of work (d = 64), 0.250 against 0.259 (d = 128);
+// prep4 0.329 against 0.338 (d = 64), 0.652 against 0.630 (d = 128). (Before L was loaded
+// early, call C: prep4_do 0.205 and 0.362 ms, prep4 0.406 and 0.702.)
+func bwdPrepBlocks(warps, sms int) int { return max(1, min(ceilDiv(warps, 8), 8*sms)) }
 
 // bwdStageMark, when set (by TestAttentionMMABwdTiming, on the worker), is called by
 // startMMABwd after each of its launches with the number of kernels launched so far (1: the
@@ -346,25 +364,33 @@ var bwdStageMark func(stage int) error
 // is Fused). When either
 // reads bfloat16 planes (Pre), the preprocess is bwdPrepKernel's, which also writes
 // the planes into bwdScratchBytes(kp) bytes from scratch, and that kernel reads Q, dO, K and
-// V from there (same strides: pickMMABwd requires contiguous layouts).
-func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error)) error {
+// V from there (same strides: pickMMABwd requires contiguous layouts). With planes (those a
+// forward kept, AttentionBuffers.Planes), the preprocess converts dO alone and the kernels,
+// which must share them (sharesPlanes), read Q's plane and the K and V tiles there.
+func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error), planes *keptPlanes) error {
 	const mod = "attention_mma_bwd" // the pre-passes
 	rows := int(kp.b) * int(kp.h) * int(kp.nq)
 	m := *kp
+	if planes != nil && !readsPlanes(kv, q) {
+		return fmt.Errorf("cuda: attention backward: %s and %s do not read the forward's bfloat16 planes (Planes)", kv.name(), q.name())
+	}
 	if kv.Pre || q.Pre {
 		if scratch == nil {
 			return fmt.Errorf("cuda: attention backward: %s needs a scratch buffer", kv.name())
 		}
-		dst, err := scratch(bwdScratchBytes(kp))
+		dst, err := scratch(bwdScratchBytes(kp, planes != nil))
 		if err != nil {
 			return err
 		}
 		pp := &mmaPrepParams{src: *kp, dst: dst}
 		// A warp per query row and per key row (prep4: per two rows where d <= 64), 8 warps a
-		// block, grid-stride.
-		prep, perWarp := bwdPrepKernel(kp)
-		warps := ceilDiv(rows+int(kp.b)*int(kp.hkv)*int(kp.nk), perWarp)
-		if err := s.start(mod, prep, [3]int{max(1, min(ceilDiv(warps, 8), 1<<16)), 1, 1}, 256, 0,
+		// block, grid-stride; query rows only with kept planes.
+		prep, perWarp := bwdPrepKernel(kp, planes != nil)
+		work := rows + int(kp.b)*int(kp.hkv)*int(kp.nk)
+		if planes != nil {
+			work = rows
+		}
+		if err := s.start(mod, prep, [3]int{bwdPrepBlocks(ceilDiv(work, perWarp), s.sms), 1, 1}, 256, 0,
 			unsafe.Pointer(pp)); err != nil {
 			return err
 		}
@@ -376,6 +402,10 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		qn := devptr(2 * int64(rows) * int64(kp.d))
 		kn := devptr(2 * int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d))
 		m.q, m.do, m.k, m.v = dst, dst+qn, dst+2*qn, dst+2*qn+kn
+		if planes != nil { // Q's plane and the K, V tiles of the forward (kv_tiles), dO from the pre-pass
+			m.q, m.do, m.k, m.v = planes.q, dst, planes.k, planes.v
+			m.kvTiles = 1
+		}
 	} else if err := s.start(mod, "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
 		return err
 	}

@@ -872,3 +872,94 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAttentionBwdPrep times the BF16 backward's pre-passes alone, launched with several
+// grid sizes: fg_attn_bwd_bf16_prep4 (Q, dO, K, V converted; no kept planes) and
+// fg_attn_bwd_bf16_prep4_do (dO alone; kept planes), on attnbench's rows (B·H·N = 524288 query
+// and key rows, d = 64 and 128). grid "all" is a block per 8 warps of work (up to 65536: each
+// warp one step), "smsX" X blocks per multiprocessor, grid-stride (the launcher's,
+// bwdPrepBlocks: sms8). It reports
+// GB/s of the kernel's compulsory traffic (float32 reads, bfloat16 and (L2, delta) writes).
+func BenchmarkAttentionBwdPrep(b *testing.B) {
+	if !Enabled() {
+		b.Skipf("no CUDA device in use (Device() = %q)", Device())
+	}
+	const B, H, N = 32, 16, 1024
+	for _, d := range []int{64, 128} {
+		p := AttentionBuffers{B: B, H: H, Hkv: H, Nq: N, Nk: N, D: d, Scale: 0.125, Precision: PrecisionBF16}
+		qn, ln := B*H*N*d, B*H*N
+		var bufs []*Buffer
+		alloc := func(dt DType, n int) *Buffer {
+			x, err := Alloc(dt, n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bufs = append(bufs, x)
+			return x
+		}
+		p.Q, p.K, p.V, p.DO, p.O = alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn)
+		p.L, p.LRes = alloc(Float32, ln), alloc(Float32, ln)
+		p.DQ, p.Delta = alloc(Float32, qn), alloc(Float64, ln)
+		for i, x := range []*Buffer{p.Q, p.K, p.V, p.DO, p.O, p.L} {
+			if err := FillNormal(x, uint64(i+1), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		kp := p.kernel()
+		dst := alloc(Float32, int(bwdScratchBytes(&kp, false)/4)+1)
+		pp := &mmaPrepParams{src: kp, dst: dst.ptr}
+		for _, kept := range []bool{false, true} {
+			name, perWarp := bwdPrepKernel(&kp, kept)
+			// Rows of work; bytes: Q, K, V, dO, O read in float32, four planes and (L2, delta)
+			// written (kept: dO and O read, dO's plane written).
+			work, bytes := 2*qn/d, 4*float64(5*qn)+2*float64(4*qn)+8*float64(ln)
+			if kept {
+				work, bytes = qn/d, 4*float64(2*qn)+2*float64(qn)+8*float64(ln)
+			}
+			warps := ceilDiv(work, perWarp)
+			for _, g := range []struct {
+				name  string
+				perSM int // blocks per multiprocessor, 0: the launcher's grid
+			}{{"all", 0}, {"sms4", 4}, {"sms8", 8}, {"sms16", 16}} {
+				b.Run(fmt.Sprintf("d%d/%s/%s", d, name, g.name), func(b *testing.B) {
+					tm, err := NewTimer(2)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer tm.Close()
+					var ms float64
+					for i := 0; i < b.N+1; i++ { // launch 0: the JIT
+						err := run("bench", func(s *state) error {
+							if err := eventRecord(tm.ev[0]); err != nil {
+								return err
+							}
+							blocks := max(1, min(ceilDiv(warps, 8), 1<<16))
+							if g.perSM > 0 {
+								blocks = g.perSM * s.sms
+							}
+							if err := s.start("attention_mma_bwd", name, [3]int{blocks, 1, 1}, 256, 0, unsafe.Pointer(pp)); err != nil {
+								return err
+							}
+							return eventRecord(tm.ev[1])
+						})
+						if err != nil {
+							b.Fatal(err)
+						}
+						x, err := tm.Elapsed(0, 1)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if i > 0 {
+							ms += x
+						}
+					}
+					b.ReportMetric(ms/float64(b.N), "ms")
+					b.ReportMetric(bytes/(ms/float64(b.N)*1e-3)/1e9, "GB/s")
+				})
+			}
+		}
+		for _, x := range bufs {
+			x.Free()
+		}
+	}
+}

@@ -239,7 +239,7 @@ func attentionForward(p AttentionParams, variant int) error {
 				return err
 			}
 		}
-		if err := s.attnForwardKernels(&kp, dt, variant, sc.alloc); err != nil {
+		if err := s.attnForwardKernels(&kp, dt, variant, sc.alloc, false); err != nil {
 			return err
 		}
 		if err := ctxSynchronize("attention forward kernels"); err != nil {
@@ -291,7 +291,9 @@ func attnUpload(sc *scope, p *AttentionParams, backward bool) (attnParams, error
 
 // attnForwardKernels launches the forward on buffers already on the device. scratch gives the
 // buffer of a tensor-core kernel's pre-pass (nil: none can be had; kernels without one run).
-func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int, scratch func(bytes int64) (devptr, error)) error {
+// With keep, scratch is AttentionBuffers.Planes: the tensor-core kernel must be one that
+// keeps its planes (sharesPlanes), and also writes Q's plane there (keptLayout).
+func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int, scratch func(bytes int64) (devptr, error), keep bool) error {
 	var name string
 	var grid [3]int
 	var block, smem int
@@ -301,7 +303,7 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int, scratc
 		grid, block = [3]int{ceilDiv(int(kp.nq), 128), int(kp.h), int(kp.b)}, 128
 	case 2:
 		if c, ok := pickMMA(kp, dt, 0, scratch != nil, s.sm()); ok { // the tensor-core kernels (attention_mma.go)
-			return s.startMMA(kp, c, scratch)
+			return s.startMMA(kp, c, scratch, keep)
 		}
 		c := pickCfg(fwdCfgs[dt], int(kp.d))
 		name = "fg_attn_fwd_v2_" + c.suffix(dt)
@@ -311,7 +313,7 @@ func (s *state) attnForwardKernels(kp *attnParams, dt dtype, variant int, scratc
 		if !ok || variant < 3 {
 			return fmt.Errorf("cuda: attention forward: no kernel variant %d for %s, %v, d=%d", variant, dt, Precision(kp.precision), kp.d)
 		}
-		return s.startMMA(kp, c, scratch)
+		return s.startMMA(kp, c, scratch, keep)
 	}
 	return s.start("attention_fwd", name, grid, block, smem, unsafe.Pointer(kp))
 }
@@ -354,7 +356,7 @@ func attentionBackward(p AttentionParams, dkdv, dq int) error {
 				return err
 			}
 		}
-		if err := s.attnBackwardKernels(&kp, dt, dkdv, dq, sc.alloc); err != nil {
+		if err := s.attnBackwardKernels(&kp, dt, dkdv, dq, sc.alloc, nil); err != nil {
 			return err
 		}
 		if err := ctxSynchronize("attention backward kernels"); err != nil {
@@ -376,10 +378,11 @@ func attentionBackward(p AttentionParams, dkdv, dq int) error {
 // attnBackwardKernels launches the three backward kernels on buffers already on the device:
 // the tensor-core kernels pickMMABwd chooses (dkdv, dq: its indices, or -1), else the FMA ones.
 // scratch gives the buffer of the BF16 kernels' pre-pass (nil: none can be had; kernels
-// without one run).
-func (s *state) attnBackwardKernels(kp *attnParams, dt dtype, dkdv, dq int, scratch func(bytes int64) (devptr, error)) error {
+// without one run). planes, when not nil, are the planes the forward kept
+// (AttentionBuffers.Planes), which the tensor-core kernels read in place of Q, K and V.
+func (s *state) attnBackwardKernels(kp *attnParams, dt dtype, dkdv, dq int, scratch func(bytes int64) (devptr, error), planes *keptPlanes) error {
 	if kv, q, ok := pickMMABwd(kp, dt, dkdv, dq, scratch != nil, s.sm()); ok { // attention_mma_bwd.go
-		return s.startMMABwd(kp, kv, q, scratch)
+		return s.startMMABwd(kp, kv, q, scratch, planes)
 	}
 	d := int(kp.d)
 	pre := "fg_attn_bwd_preprocess_" + dt.String()

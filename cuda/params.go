@@ -37,7 +37,8 @@ type attnParams struct {
 	scale                float64
 	b, h, hkv, nq, nk, d int32
 	causal, causalOffset int32
-	precision, reserved  int32 // Precision; the launcher picks the forward kernel by it
+	precision            int32 // Precision; the launcher picks the forward kernel by it
+	kvTiles              int32 // 1: k and v are the forward's bfloat16 tiles (AttentionBuffers.Planes)
 }
 
 // fillParams is fg_fill_params, fg_debug_fill's parameters.

@@ -31,6 +31,19 @@ type cudaBackend struct {
 	// rows of their table: Upload checks the indices there, on the host,
 	// since the device's gather gives NaN rows for an index outside.
 	bounds map[opndKey]int
+	// planes maps the output operand of each attention forward kernel bound so far that keeps
+	// bfloat16 planes of Q, K and V (cuda.AttentionBuffers.Planes) to its description: the
+	// backward that reads that output (whose buffer stays unchanged until the backward has
+	// run, since the backward reads it) reads the planes too, instead of converting Q, K and
+	// V again.
+	planes map[opndKey]keptAttention
+}
+
+// keptAttention is an attention forward whose kernels keep planes: its problem (with Planes)
+// and its inputs q, k, v.
+type keptAttention struct {
+	p  cuda.AttentionBuffers
+	in [3]opndKey
 }
 
 // opndKey identifies an operand's elements.

@@ -560,7 +560,17 @@ func (c *cudaBackend) attention(op gorgonia.Op, out Operand, in []Operand) (Kern
 		}
 		p.O, p.L, p.LRes = pk[0], pk[1], pk[2]
 		// The tensor-core forward's workspace (K and V converted once per call), planned
-		// here with the other buffers; none when the problem runs other kernels.
+		// here with the other buffers; none when the problem runs other kernels. Where its
+		// kernels keep bfloat16 planes for the backward, the workspace is those planes.
+		if n := p.PlanesSize(); n > 0 {
+			if p.Planes, err = c.alloc(cuda.Float32, n); err != nil {
+				return nil, err
+			}
+			if c.planes == nil {
+				c.planes = map[opndKey]keptAttention{}
+			}
+			c.planes[opndKey{out.Buf, out.Off}] = keptAttention{p, [3]opndKey{{in[0].Buf, in[0].Off}, {in[1].Buf, in[1].Off}, {in[2].Buf, in[2].Off}}}
+		}
 		if n := p.ForwardScratch(); n > 0 {
 			if p.Scratch, err = c.alloc(cuda.Float32, n); err != nil {
 				return nil, err
@@ -588,6 +598,15 @@ func (c *cudaBackend) attention(op gorgonia.Op, out Operand, in []Operand) (Kern
 	p.DQ, p.DK, p.DV = g[0], g[1], g[2]
 	if p.Delta, err = c.alloc(cuda.Float64, lLen); err != nil {
 		return nil, err
+	}
+	// The planes the forward of this packed output kept, for the same problem and inputs.
+	if k, ok := c.planes[opndKey{in[3].Buf, in[3].Off}]; ok {
+		f := k.p
+		if f.B == p.B && f.H == p.H && f.Hkv == p.Hkv && f.Nq == p.Nq && f.Nk == p.Nk && f.D == p.D &&
+			f.Scale == p.Scale && f.Causal == p.Causal && f.Precision == p.Precision &&
+			k.in == [3]opndKey{{in[0].Buf, in[0].Off}, {in[1].Buf, in[1].Off}, {in[2].Buf, in[2].Off}} {
+			p.Planes = f.Planes
+		}
 	}
 	// The BF16 backward's workspace (Q, dO, K and V as bfloat16 planes, converted once per
 	// call); none for the other precisions, which read float32 tiles.

@@ -36,7 +36,10 @@
 // Shared memory: bfloat16 tiles in wgmma's 128-byte swizzle (fg_sw128, 1024-byte aligned),
 // filled by cp.async from the planes (fg_load_sw128: rows past Nq or past the visible keys
 // zero-filled without a global read, so padded keys are never read); P and dS are selected to
-// 0 outside the visible region, never computed as 0 x something.
+// 0 outside the visible region, never computed as 0 x something. With kv_tiles set, Q, K and V
+// come from the planes the persistent forward kept (cuda: AttentionBuffers.Planes; K and V as
+// its swizzled tiles, fg_load_kv_sw128) and the pre-pass converts dO only
+// (fg_attn_bwd_bf16_prep4_do).
 #include "mma_bwd.cuh"
 #include "wgmma.cuh"
 
@@ -81,10 +84,10 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
                                 p.nq - m0);
   };
   if (total > 0) {
-    fg_load_sw128<BN, CH, THREADS>(
-        sK, (const uint4*)((const uint16_t*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)n0 * p.k_row), klen - n0);
-    fg_load_sw128<BN, CH, THREADS>(
-        sV, (const uint4*)((const uint16_t*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)n0 * p.v_row), klen - n0);
+    fg_load_kv_sw128<BN, CH, THREADS>(sK, fg_kv_head(p, p.k, p.k_batch, p.k_head, b, hk), n0, p.k_row, klen - n0,
+                                      p.kv_tiles);
+    fg_load_kv_sw128<BN, CH, THREADS>(sV, fg_kv_head(p, p.v, p.v_batch, p.v_head, b, hk), n0, p.v_row, klen - n0,
+                                      p.kv_tiles);
     load_stage(0);
     fg_cp_async_commit();
   }
@@ -236,16 +239,16 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
   const int hk = h / (p.h / p.hkv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
-  const uint16_t* k = (const uint16_t*)p.k + b * p.k_batch + hk * p.k_head;
-  const uint16_t* v = (const uint16_t*)p.v + b * p.v_batch + hk * p.v_head;
+  const uint16_t* k = fg_kv_head(p, p.k, p.k_batch, p.k_head, b, hk);
+  const uint16_t* v = fg_kv_head(p, p.v, p.v_batch, p.v_head, b, hk);
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
   const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   const auto load_stage = [&](int j) {
     const uint32_t st = sK + stage(j) * 2 * KB;
     const int n0 = j * BN;
-    fg_load_sw128<BN, CH, THREADS>(st, (const uint4*)(k + (int64_t)n0 * p.k_row), kv_end - n0);
-    fg_load_sw128<BN, CH, THREADS>(st + KB, (const uint4*)(v + (int64_t)n0 * p.v_row), kv_end - n0);
+    fg_load_kv_sw128<BN, CH, THREADS>(st, k, n0, p.k_row, kv_end - n0, p.kv_tiles);
+    fg_load_kv_sw128<BN, CH, THREADS>(st + KB, v, n0, p.v_row, kv_end - n0, p.kv_tiles);
   };
   if (kv_end > 0) {
     fg_load_sw128<BM, CH, THREADS>(

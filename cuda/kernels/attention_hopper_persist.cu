@@ -231,7 +231,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
     }
     // The warpgroup's products of the previous item, the last readers of its Q rows, have
     // completed; the producer prefetched these rows into L2.
-    fg_wgmma_load_q<D, BM>(sQ, (const float*)p.q + m.b * p.q_batch + m.h * p.q_head, m.m0, p.nq, p.q_row, qs, wg);
+    fg_wgmma_load_q<D, BM>(sQ, (const float*)p.q + m.b * p.q_batch + m.h * p.q_head, m.m0, p.nq, p.q_row, qs, wg,
+                           pp.qplane ? (uint4*)pp.qplane + ((int64_t)m.b * p.h + m.h) * p.nq * (D / 8) : nullptr);
     fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, it, m.tiles, sl2);
     it += m.tiles;
     rows.store(p, m.b, m.h);

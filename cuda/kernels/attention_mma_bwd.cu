@@ -325,18 +325,30 @@ __device__ __forceinline__ void fg_bwd_copy_bf16(uint16_t* s, const uint16_t* g,
   }
 }
 
+// FgBwdRowIn holds what fg_bwd_row_ld reads of a row besides s: L, lres and dL (0 where
+// absent), loaded by fg_bwd_row_in before the row's sum so that those loads overlap it (a
+// load issued after the planes' stores could not be moved above them: they may alias).
+struct FgBwdRowIn {
+  float L, lres, dl;
+};
+__device__ __forceinline__ FgBwdRowIn fg_bwd_row_in(const fg_attn_params& p, int64_t row) {
+  return {((const float*)p.lse)[row], p.lres ? ((const float*)p.lres)[row] : 0.f,
+          p.dlse ? ((const float*)p.dlse)[row] : 0.f};
+}
 // fg_bwd_row_ld writes the workspace entry (L2, delta) of query row `row` ((b H + h) Nq + i)
 // from s = rowsum(dO * O): L2 = (L + lres) log2 e (0 for a row without a visible key, L = -Inf)
 // and delta = s - dL, rounded to float.
-__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s) {
-  const float L = ((const float*)p.lse)[row];
+__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s, FgBwdRowIn in) {
   float l2 = 0;
-  if (!fg_is_neg_inf(L)) {
-    if (p.dlse) s -= (double)((const float*)p.dlse)[row];
-    const double full = (double)L + (p.lres ? (double)((const float*)p.lres)[row] : 0.0);
+  if (!fg_is_neg_inf(in.L)) {
+    if (p.dlse) s -= (double)in.dl;
+    const double full = (double)in.L + (p.lres ? (double)in.lres : 0.0);
     l2 = (float)(full * 1.4426950408889634);
   }
   ((float2*)p.delta)[row] = make_float2(l2, (float)s);
+}
+__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s) {
+  fg_bwd_row_ld(p, row, s, fg_bwd_row_in(p, row));
 }
 
 // fg_bwd_sem_wait spins (one thread) until the semaphore *c reads turn (acquire, GPU scope);
@@ -462,13 +474,18 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
 // them as 8 bytes of bfloat16; delta's sum runs in double over a lane's columns in order, then
 // over the row's lanes in a fixed order (fg_group_sum). On the H100 at d = 64, B H N = 524288:
 // 0.40-0.45 ms, against 0.43-0.46 for fg_attn_bwd_bf16_prep (cuda/attention_mma_bwd.go, bwdPrep).
-template <int LPR> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mma_prep_params& pp) {
+//
+// With QKV false (fg_attn_bwd_bf16_prep4_do: Q, K and V are the planes the forward kept) it
+// converts dO only, into dst, and writes no semaphores (the kernels that read them do not run
+// on those planes).
+template <int LPR, bool QKV> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mma_prep_params& pp) {
   constexpr int RPW = 32 / LPR;  // rows per warp step
   const fg_attn_params& p = pp.src;
   const int lane = threadIdx.x % 32, sub = lane % LPR;
-  const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk, total = qrows + krows;
+  const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
+  const int64_t total = QKV ? qrows + krows : qrows;
   uint16_t* qh = (uint16_t*)pp.dst;
-  uint16_t* doh = qh + qrows * p.d;
+  uint16_t* doh = QKV ? qh + qrows * p.d : qh;
   uint16_t* kh = doh + qrows * p.d;
   uint16_t* vh = kh + krows * p.d;
   int* sem = (int*)(vh + krows * p.d);
@@ -478,22 +495,24 @@ template <int LPR> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mm
     const int64_t row = base + lane / LPR;  // warp-uniform loop: every lane reaches the sum below
     const bool isq = row < qrows;
     double s = 0;
+    FgBwdRowIn in{};
     if (isq) {
+      in = fg_bwd_row_in(p, row);
       const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
       const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
       const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
       const float* o = (const float*)p.o + off;
       const float* dO = (const float*)p.do_ + off;
       for (int c = 4 * sub; c < p.d; c += 4 * LPR) {
-        const float4 x = *(const float4*)(q + c), y = *(const float4*)(dO + c), z = *(const float4*)(o + c);
-        st8(qh + row * p.d + c, x);
+        const float4 y = *(const float4*)(dO + c), z = *(const float4*)(o + c);
+        if constexpr (QKV) st8(qh + row * p.d + c, *(const float4*)(q + c));
         st8(doh + row * p.d + c, y);
         s = fma((double)y.x, (double)z.x, s);
         s = fma((double)y.y, (double)z.y, s);
         s = fma((double)y.z, (double)z.z, s);
         s = fma((double)y.w, (double)z.w, s);
       }
-    } else if (row < total) {
+    } else if (QKV && row < total) {
       const int64_t kr = row - qrows;
       const int j = (int)(kr % p.nk), hk = (int)(kr / p.nk % p.hkv), b = (int)(kr / p.nk / p.hkv);
       if (!p.key_lengths || j < ((const int32_t*)p.key_lengths)[b]) {  // padding: never read
@@ -510,10 +529,10 @@ template <int LPR> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mm
     if (isq) {
       const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
       if (sub == 0) {
-        fg_bwd_row_ld(p, row, s);
-        if (i % 16 == 0) sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
+        fg_bwd_row_ld(p, row, s, in);
+        if (QKV && i % 16 == 0) sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
       }
-      if (fg_is_neg_inf(((const float*)p.lse)[row])) {
+      if (fg_is_neg_inf(in.L)) {
         float* dq = (float*)p.dq + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
         for (int c = 4 * sub; c < p.d; c += 4 * LPR) *(float4*)(dq + c) = make_float4(0.f, 0.f, 0.f, 0.f);
       }
@@ -523,9 +542,15 @@ template <int LPR> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mm
 // Rows on 16 bytes (d and every stride a multiple of 4, as pickMMABwd requires).
 extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep4(const fg_mma_prep_params pp) {
   if (pp.src.d <= 64)
-    fg_bwd_bf16_prep4<16>(pp);
+    fg_bwd_bf16_prep4<16, true>(pp);
   else
-    fg_bwd_bf16_prep4<32>(pp);
+    fg_bwd_bf16_prep4<32, true>(pp);
+}
+extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep4_do(const fg_mma_prep_params pp) {
+  if (pp.src.d <= 64)
+    fg_bwd_bf16_prep4<16, false>(pp);
+  else
+    fg_bwd_bf16_prep4<32, false>(pp);
 }
 
 // fg_attn_bwd_mma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN/16 warps). D: the head

@@ -9,10 +9,13 @@
 
 // fg_mma_prep_params: the parameters of the pre-passes that convert K and V once per call
 // (fg_attn_mma_prep in attention_mma.cu, fg_attn_hopper_prep in attention_hopper.cu; Go:
-// mmaPrepParams): the problem src and the scratch buffer dst they write.
+// mmaPrepParams): the problem src and the scratch buffer dst they write. The persistent
+// forward takes them too, and with qplane set (not 0) also writes Q rounded to bfloat16 there,
+// [B, H, Nq, d] contiguous, for the backward (cuda: AttentionBuffers.Planes).
 typedef struct {
   fg_attn_params src;
   uint64_t dst;
+  uint64_t qplane;
 } fg_mma_prep_params;
 
 namespace {

@@ -49,6 +49,11 @@ typedef struct {
 // The log-sum-exp is computed in double; with lres set the forward also writes lres = L - (T)L
 // rounded to T (0 in double), and the backward recomputes P = exp((s - lse) - lres), so that a
 // float32 lse loses nothing of L's accuracy (the CPU op, ops/attention, packs the same residual).
+// kv_tiles is 0 except in the BF16 backward's Hopper kernels reading the planes the forward kept
+// (cuda: AttentionBuffers.Planes): there k and v are bfloat16 tiles of FG_HOPPER_BN keys in
+// wgmma's 128-byte swizzle, as the persistent forward writes them, key j of head (b, hk) in tile
+// (b Hkv + hk) ceil(Nk / FG_HOPPER_BN) + j / FG_HOPPER_BN of FG_HOPPER_BN d elements
+// (wgmma.cuh, fg_kv_head, fg_load_kv_sw128); the k_* and v_* strides stay dk's and dv's.
 typedef struct {
   uint64_t q, k, v, o, lse;     // forward: q, k, v in; o, lse out
   uint64_t lres;                // 0, or lse's rounding residual: forward out, backward in (see below)
@@ -64,7 +69,7 @@ typedef struct {
   int32_t b, h, hkv, nq, nk, d;
   int32_t causal, causal_offset;
   int32_t precision;            // FG_PREC_*: which forward kernel the launcher picks (float32 only)
-  int32_t reserved;
+  int32_t kv_tiles;             // the Hopper BF16 backward: 1 when k and v are the forward's tiles (below)
 } fg_attn_params;
 
 // fg_fill_params asks fg_debug_fill (debug.cu) to fill n elements at x (float, or double when

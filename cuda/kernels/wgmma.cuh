@@ -9,6 +9,10 @@
 
 namespace {
 
+// The key tile of the bulk layout (fg_attn_hopper_prep's tiling, fixed for the kernels that read
+// it and the launcher: Go's hopperBN).
+#define FG_HOPPER_BN 128
+
 // fg_sw128 returns the byte offset of 16-byte chunk c (columns 8 c .. 8 c + 7) of row r in a
 // swizzled bfloat16 tile of R rows (see above).
 template <int R> __device__ __forceinline__ uint32_t fg_sw128(int r, int c) {
@@ -133,6 +137,39 @@ template <int ROWS, int CH, int THREADS> __device__ __forceinline__ void fg_load
   }
 }
 
+// fg_kv_head returns key 0 of head (b, hk) of the bfloat16 K or V plane x of the backward: at
+// the strides batch and head, or with p.kv_tiles in the forward's planes of FG_HOPPER_BN-key
+// tiles, ceil(Nk / FG_HOPPER_BN) tiles a head (the strides of p stay dK's and dV's).
+__device__ __forceinline__ const uint16_t* fg_kv_head(const fg_attn_params& p, uint64_t x, int64_t batch, int64_t head,
+                                                      int b, int hk) {
+  if (p.kv_tiles)
+    return (const uint16_t*)x + ((int64_t)b * p.hkv + hk) * ((p.nk + FG_HOPPER_BN - 1) / FG_HOPPER_BN) * FG_HOPPER_BN * p.d;
+  return (const uint16_t*)x + b * batch + hk * head;
+}
+
+// fg_load_kv_sw128 is fg_load_sw128 for the ROWS keys n0 .. n0 + ROWS - 1 of one head of K or V
+// (n0 a multiple of ROWS), head pointing at its key 0 (fg_kv_head): from a bfloat16 plane of
+// rows `row` elements apart (tiles false), or (tiles true: fg_attn_params.kv_tiles) from the
+// forward's planes of swizzled FG_HOPPER_BN-key tiles, where chunk c of key n lies at fg_sw128
+// of (n mod FG_HOPPER_BN, c) in tile n / FG_HOPPER_BN (attention_hopper_persist.cu's converters).
+template <int ROWS, int CH, int THREADS>
+__device__ __forceinline__ void fg_load_kv_sw128(uint32_t s, const uint16_t* head, int n0, int64_t row, int nvalid,
+                                                 bool tiles) {
+  static_assert(FG_HOPPER_BN % ROWS == 0, "a block's keys lie in one of the forward's tiles");
+  if (!tiles) {
+    fg_load_sw128<ROWS, CH, THREADS>(s, (const uint4*)(head + (int64_t)n0 * row), nvalid);
+    return;
+  }
+  const char* t = (const char*)head + (int64_t)(n0 / FG_HOPPER_BN) * (FG_HOPPER_BN * CH * 16);
+  const int r0 = n0 % FG_HOPPER_BN;
+#pragma unroll
+  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    const bool ok = r < nvalid;
+    fg_cp_async16_s(s + fg_sw128<ROWS>(r, c), ok ? (const void*)(t + fg_sw128<FG_HOPPER_BN>(r0 + r, c)) : (const void*)t, ok);
+  }
+}
+
 // fg_wgmma_abt issues d = A B^T (not committed, not waited for), d [64 x N] float32, over
 // K = 16 KS columns: A the 64 rows that start at shared address a inside a swizzled tile of AR
 // rows (a = tile + 128 x the first row), B the whole swizzled tile b of N rows, both read along
@@ -197,10 +234,6 @@ template <int K> __device__ __forceinline__ void fg_wgmma_pack(uint32_t (&a)[K /
 }  // namespace
 
 // ---- mbarriers and bulk copies (the forward kernels fed by whole-tile copies) ----------------
-
-// The key tile of the bulk layout (fg_attn_hopper_prep's tiling, fixed for the kernels that read
-// it and the launcher: Go's hopperBN).
-#define FG_HOPPER_BN 128
 
 namespace {
 
@@ -273,10 +306,11 @@ struct FgRing {
 // of q, row stride qrow, times qs; rows at or past nq zero) into the swizzled bfloat16 tile of
 // BM rows at sQ, every load issued before the first conversion (one round trip per tile, not
 // one per chunk), then fences the writes for the async proxy and syncs the warpgroup (named
-// barrier 1 + wg).
+// barrier 1 + wg). With plane set, it also writes the rows below nq, unscaled, in bfloat16 to
+// plane's rows m0 + 64 wg + r (D elements apart): the Q plane the backward reads.
 template <int D, int BM>
 __device__ __forceinline__ void fg_wgmma_load_q(uint32_t sQ, const float* q, int m0, int nq, int64_t qrow, float qs,
-                                                int wg) {
+                                                int wg, uint4* plane = nullptr) {
   constexpr int CH = D / 8, QI = 64 * CH / 128;  // 8-column chunks per thread
   float4 x[QI][2];
 #pragma unroll
@@ -291,7 +325,9 @@ __device__ __forceinline__ void fg_wgmma_load_q(uint32_t sQ, const float* q, int
 #pragma unroll
   for (int i = 0; i < QI; ++i) {
     const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, c = idx % CH;
-    fg_st_shared16(sQ + fg_sw128<BM>(r, c), fg_bf16x8v(x[i][0], x[i][1], qs));
+    const uint4 y = fg_bf16x8v(x[i][0], x[i][1], qs);
+    fg_st_shared16(sQ + fg_sw128<BM>(r, c), y);
+    if (plane && m0 + r < nq) plane[(int64_t)(m0 + r) * CH + c] = qs > 0 ? y : fg_bf16x8v(x[i][0], x[i][1]);
   }
   fg_fence_async();
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");

@@ -22,6 +22,9 @@ type benchCase struct {
 	// Precisions are the forward precisions timed (cuda.AttentionBuffers.Precision), each
 	// forward and forward+backward, each checked on the rows of checkRows.
 	Precisions []cuda.Precision
+	// Planes keeps the forward's bfloat16 planes for the backward where the kernels can
+	// (cuda.AttentionBuffers.Planes: BF16 on Hopper).
+	Planes bool
 }
 
 // precisionResult is one precision of ours: median times, the kernels that ran, and the
@@ -94,7 +97,18 @@ func benchAttention(c benchCase) (res benchResult, err error) {
 			return res, err
 		}
 	}
-	// The scratch of the largest pre-pass among the precisions, forward or backward.
+	// The planes the BF16 forward keeps for its backward, where it keeps them; then the
+	// scratch of the largest pre-pass among the precisions, forward or backward (which
+	// depends on whether Planes is set).
+	if c.Planes {
+		bf := p
+		bf.Precision = cuda.PrecisionBF16
+		if n := bf.PlanesSize(); n > 0 {
+			if err := alloc(&p.Planes, cuda.Float32, n); err != nil {
+				return res, err
+			}
+		}
+	}
 	scratch := 0
 	for _, prec := range c.Precisions {
 		pp := p

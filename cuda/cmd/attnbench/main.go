@@ -15,7 +15,8 @@
 //
 // Ours: each precision of -prec (fma, exact, tf32, bf16: cuda.Precision) through the public
 // API: device Buffers, AttentionForwardBuffers and AttentionBackwardBuffers (with the Scratch
-// buffer that ForwardScratch and BackwardScratch ask for), timed with cuda.Timer (CUDA events)
+// buffer that ForwardScratch and BackwardScratch ask for, and with -planes, the default, the
+// Planes that BF16 on Hopper keeps from the forward for the backward), timed with cuda.Timer (CUDA events)
 // around the kernels, median of -reps after a warm-up.
 // PyTorch: f32 EFFICIENT, bf16 FLASH, bf16 cuDNN (sdpa_bench.py), timed the same way.
 //
@@ -37,6 +38,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,6 +70,7 @@ func main() {
 	tokens := flag.Int("tokens", 32768, "B·N")
 	heads := flag.Int("h", 16, "heads")
 	precs := flag.String("prec", "fma,exact,tf32,bf16", "precisions of ours (fma, exact, tf32, bf16)")
+	planes := flag.Bool("planes", true, "bf16 on Hopper: the forward keeps its bfloat16 planes for the backward (AttentionBuffers.Planes)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -101,7 +104,7 @@ func main() {
 	mine := make([]ours, len(shapes))
 	for i, s := range shapes {
 		start := time.Now()
-		r, err := benchAttention(benchCase{B: s.B, H: s.H, N: s.N, D: s.D, Causal: s.Causal, Reps: *reps, Precisions: precisions})
+		r, err := benchAttention(benchCase{B: s.B, H: s.H, N: s.N, D: s.D, Causal: s.Causal, Reps: *reps, Precisions: precisions, Planes: *planes})
 		mine[i] = ours{r, err}
 		log.Printf("ours %+v: err %v, q sum %.6f (%.1fs)", s, err, r.InSum, time.Since(start).Seconds())
 		for _, pr := range r.Prec {
@@ -114,7 +117,7 @@ func main() {
 	torch := map[string]torchRow{}
 	if *torchScript != "" {
 		js, _ := json.Marshal(shapes)
-		cmd := exec.Command(*python, *torchScript, string(js))
+		cmd := exec.Command(*python, *torchScript, string(js), strconv.Itoa(*reps))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {

@@ -2,11 +2,11 @@
 """Times PyTorch's scaled_dot_product_attention for attnbench (cuda/cmd/attnbench), on the
 inputs attnbench's own kernels get, and measures each backend's error against float64.
 
-Usage: sdpa_bench.py '<json list of {"b","h","n","d","causal"}>'
+Usage: sdpa_bench.py '<json list of {"b","h","n","d","causal"}>' [reps]
 
 For every shape and every backend of COMBOS (f32 EFFICIENT, bf16 FLASH, bf16 cuDNN) it times
 the forward and the forward+backward with CUDA events (one warm-up, then the median of REPS
-runs) and prints one JSON object per line:
+runs: reps, attnbench's -reps, or 3) and prints one JSON object per line:
   {"b", "h", "n", "d", "causal", "dtype", "backend", "fwd_ms", "fwdbwd_ms", "err_o",
    "err_grad", "in_sum", "error"}
 A backend that does not run a shape gets "error" and no times.
@@ -117,7 +117,10 @@ def rel_err(got, want):
 def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    global REPS
     shapes = json.loads(sys.argv[1])
+    if len(sys.argv) > 2:
+        REPS = int(sys.argv[2])
     for s in shapes:
         shape = (s["b"], s["h"], s["n"], s["d"])
         x32 = [fill_normal(shape, s["n"] * 1000 + s["d"] * 10 + x) for x in range(4)]
