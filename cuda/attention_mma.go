@@ -80,6 +80,7 @@ type mmaCfg struct {
 	Variant   int
 	Prec      Precision
 	D, BM, BN int
+	MinNk     int // the default (variant 0) only where Nk >= MinNk (0: every Nk)
 }
 
 // mmaCfgs lists the kernels instantiated in kernels/attention_mma.cu: the tile sizes of the
@@ -133,33 +134,35 @@ type mmaCfg struct {
 // it from the consumers. v19 at d = 64 without setmaxnreg (the first call) was 30% slower
 // than v15.
 var mmaCfgs = []mmaCfg{
-	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere.
-	{20, PrecisionBF16, 64, 128, hopperBN}, {20, PrecisionBF16, 128, 128, hopperBN},
-	{15, PrecisionBF16, 64, 128, hopperBN}, {17, PrecisionBF16, 128, 128, hopperBN},
-	{14, PrecisionBF16, 64, 128, hopperBN}, {14, PrecisionBF16, 128, 128, hopperBN},
-	{17, PrecisionBF16, 64, 128, hopperBN}, {18, PrecisionBF16, 128, 128, hopperBN},
-	{18, PrecisionBF16, 64, 128, hopperBN}, {15, PrecisionBF16, 128, 128, hopperBN},
-	{12, PrecisionBF16, 64, 128, 128}, {12, PrecisionBF16, 128, 128, 128},
-	{16, PrecisionBF16, 64, 64, 128}, {16, PrecisionBF16, 128, 64, 64},
-	{13, PrecisionBF16, 64, 128, 128}, {13, PrecisionBF16, 128, 128, 128},
-	{19, PrecisionBF16, 64, 128, hopperBN}, {19, PrecisionBF16, 128, 128, hopperBN},
-	{21, PrecisionBF16, 64, 128, hopperBN}, {21, PrecisionBF16, 128, 128, hopperBN},
+	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere. At d = 64
+	// variant 21 from Nk = 4096 (1-7% faster there in call F, slower at N = 1024), else 20.
+	{Variant: 21, Prec: PrecisionBF16, D: 64, BM: 128, BN: hopperBN, MinNk: 4096},
+	{20, PrecisionBF16, 64, 128, hopperBN, 0}, {20, PrecisionBF16, 128, 128, hopperBN, 0},
+	{15, PrecisionBF16, 64, 128, hopperBN, 0}, {17, PrecisionBF16, 128, 128, hopperBN, 0},
+	{14, PrecisionBF16, 64, 128, hopperBN, 0}, {14, PrecisionBF16, 128, 128, hopperBN, 0},
+	{17, PrecisionBF16, 64, 128, hopperBN, 0}, {18, PrecisionBF16, 128, 128, hopperBN, 0},
+	{18, PrecisionBF16, 64, 128, hopperBN, 0}, {15, PrecisionBF16, 128, 128, hopperBN, 0},
+	{12, PrecisionBF16, 64, 128, 128, 0}, {12, PrecisionBF16, 128, 128, 128, 0},
+	{16, PrecisionBF16, 64, 64, 128, 0}, {16, PrecisionBF16, 128, 64, 64, 0},
+	{13, PrecisionBF16, 64, 128, 128, 0}, {13, PrecisionBF16, 128, 128, 128, 0},
+	{19, PrecisionBF16, 64, 128, hopperBN, 0}, {19, PrecisionBF16, 128, 128, hopperBN, 0},
+	{21, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Every GPU of compute capability 8.0 on.
-	{10, PrecisionBF16, 64, 128, 128}, {9, PrecisionBF16, 128, 128, 64},
-	{11, PrecisionTF32, 64, 128, 64}, {11, PrecisionTF32, 128, 128, 64},
-	{11, PrecisionExact, 64, 64, 64}, {11, PrecisionExact, 128, 128, 64},
+	{10, PrecisionBF16, 64, 128, 128, 0}, {9, PrecisionBF16, 128, 128, 64, 0},
+	{11, PrecisionTF32, 64, 128, 64, 0}, {11, PrecisionTF32, 128, 128, 64, 0},
+	{11, PrecisionExact, 64, 64, 64, 0}, {11, PrecisionExact, 128, 128, 64, 0},
 	// Without a scratch buffer.
-	{3, PrecisionBF16, 64, 64, 64}, {6, PrecisionBF16, 128, 128, 64},
-	{5, PrecisionTF32, 64, 128, 64}, {5, PrecisionTF32, 128, 128, 64},
-	{3, PrecisionExact, 64, 64, 64}, {5, PrecisionExact, 128, 128, 64},
+	{3, PrecisionBF16, 64, 64, 64, 0}, {6, PrecisionBF16, 128, 128, 64, 0},
+	{5, PrecisionTF32, 64, 128, 64, 0}, {5, PrecisionTF32, 128, 128, 64, 0},
+	{3, PrecisionExact, 64, 64, 64, 0}, {5, PrecisionExact, 128, 128, 64, 0},
 	// The other variants, kept for comparison (BenchmarkAttentionMMA times them all).
-	{7, PrecisionBF16, 64, 64, 64}, {7, PrecisionBF16, 128, 64, 64},
-	{8, PrecisionBF16, 64, 128, 64}, {8, PrecisionBF16, 128, 128, 64},
-	{9, PrecisionBF16, 64, 128, 64}, {10, PrecisionBF16, 128, 128, 32},
-	{4, PrecisionBF16, 64, 64, 64}, {4, PrecisionBF16, 128, 64, 64},
-	{6, PrecisionBF16, 64, 128, 64}, {3, PrecisionBF16, 128, 64, 64},
-	{3, PrecisionTF32, 64, 64, 64}, {3, PrecisionTF32, 128, 64, 64},
-	{5, PrecisionExact, 64, 128, 64}, {3, PrecisionExact, 128, 64, 64},
+	{7, PrecisionBF16, 64, 64, 64, 0}, {7, PrecisionBF16, 128, 64, 64, 0},
+	{8, PrecisionBF16, 64, 128, 64, 0}, {8, PrecisionBF16, 128, 128, 64, 0},
+	{9, PrecisionBF16, 64, 128, 64, 0}, {10, PrecisionBF16, 128, 128, 32, 0},
+	{4, PrecisionBF16, 64, 64, 64, 0}, {4, PrecisionBF16, 128, 64, 64, 0},
+	{6, PrecisionBF16, 64, 128, 64, 0}, {3, PrecisionBF16, 128, 64, 64, 0},
+	{3, PrecisionTF32, 64, 64, 64, 0}, {3, PrecisionTF32, 128, 64, 64, 0},
+	{5, PrecisionExact, 64, 128, 64, 0}, {3, PrecisionExact, 128, 64, 64, 0},
 }
 
 // ldm reports whether c is an ldmatrix kernel of float32 inputs (variants 4 and 6).
@@ -350,8 +353,9 @@ func aligned16(kp *attnParams) bool {
 // pickMMA is the one place that decides whether a forward runs on the tensor cores: a float32
 // problem, a precision other than PrecisionFMA, a head dimension with a kernel in mmaCfgs (64
 // or 128), and operands whose rows start on 16 bytes (aligned16). Every other forward runs
-// the FMA kernel, variant 2, which is at least as accurate as the precision asked for. variant 0 takes the first kernel
-// of mmaCfgs for the precision and D, another that variant's; kernels with a pre-pass only
+// the FMA kernel, variant 2, which is at least as accurate as the precision asked for. variant
+// 0 takes the first kernel of mmaCfgs for the precision and D whose MinNk the problem's Nk
+// reaches, another that variant's; kernels with a pre-pass only
 // when scratch (a scratch buffer can be had) is set, the Hopper kernels only when sm, the
 // device's compute capability as 10 major + minor, is 90 (everywhere else, and for the
 // problems they do not cover, the kernels of attention_mma.cu run).
@@ -363,7 +367,7 @@ func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool, sm int) (mmaCf
 		return mmaCfg{}, false
 	}
 	for _, c := range mmaCfgs {
-		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 || variant == c.Variant) &&
+		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 && int(kp.nk) >= c.MinNk || variant == c.Variant) &&
 			(scratch || !c.pre()) && (sm == 90 || !c.hopper()) {
 			return c, true
 		}

@@ -365,6 +365,7 @@ func TestPickMMA(t *testing.T) {
 		// Hopper: the wgmma kernels on compute capability 9.0 only, with a scratch buffer only;
 		// everything else (no scratch, other precisions, other d, other GPUs) as before.
 		{"bf16-d64-sm90", PrecisionBF16, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v20_bf16_d64_m128_n128"},
+		{"bf16-d64-sm90-v21", PrecisionBF16, 64, f32, 21, true, 90, "fg_attn_fwd_wgmma_v21_bf16_d64_m128_n128"},
 		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v20_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v14", PrecisionBF16, 128, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v12", PrecisionBF16, 128, f32, 12, true, 90, "fg_attn_fwd_wgmma_v12_bf16_d128_m128_n128"},
@@ -393,6 +394,21 @@ func TestPickMMA(t *testing.T) {
 		cfg, ok := pickMMA(&kp, c.dt, c.variant, c.scratch, sm)
 		if got := map[bool]string{true: cfg.name(), false: ""}[ok]; got != c.want {
 			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
+		}
+	}
+	// Variant 21 is d = 64's default from Nk = 4096 (MinNk), variant 20 below.
+	for _, nk := range []int{4095, 4096, 16384} {
+		p := base
+		p.Precision, p.Nk = PrecisionBF16, nk
+		kp := p.kernelParams()
+		want := map[bool]int{false: 20, true: 21}[nk >= 4096]
+		if c, ok := pickMMA(&kp, f32, 0, true, 90); !ok || c.Variant != want {
+			t.Errorf("BF16 d=64 Nk=%d on Hopper: variant %d (%v), want %d", nk, c.Variant, ok, want)
+		}
+		p.D = 128
+		kp = p.kernelParams()
+		if c, ok := pickMMA(&kp, f32, 0, true, 90); !ok || c.Variant != 20 {
+			t.Errorf("BF16 d=128 Nk=%d on Hopper: variant %d (%v), want 20", nk, c.Variant, ok)
 		}
 	}
 	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
