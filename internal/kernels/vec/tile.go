@@ -30,6 +30,15 @@ import "fmt"
 // 2⁻²⁴·ln2·|s − m| more), in about half the instructions of an exact
 // argument; the other levels take it exactly (as Exp2ShiftSum does). The
 // sum adds at most 4 terms per lane in float32 before float64.
+//
+// In float32 an entry below 2⁻¹²⁵ is set to 0 (flushFloor; AVX-512 flushes
+// where fl(s − m) < −125, the other levels where the result is below
+// 2⁻¹²⁵, and the sum may count such an entry): an absolute change below
+// 2⁻¹²⁵ of a probability whose row holds a 1, so that neither this kernel
+// nor the product P·V that reads the tile next meets a subnormal number.
+// On Intel cores one costs a microcode assist of about 200 cycles per
+// vector instruction: before the flush, attention's forward with scores
+// 30 times larger ran 16–19 times slower.
 func OnlineExp2Rows[T Float](s []T, ld, rows, cols int, n []int, m []T, sum []float64) {
 	if rows == 0 {
 		return
@@ -55,9 +64,20 @@ func OnlineExp2Rows[T Float](s []T, ld, rows, cols int, n []int, m []T, sum []fl
 		mx := max(m[r], Max(row[:v]))
 		m[r] = mx
 		sum[r] = Exp2ShiftSum(row[:v], row[:v], 1, mx)
+		if is32[T]() {
+			for j, x := range row[:v] {
+				if x < flushFloor {
+					row[j] = 0
+				}
+			}
+		}
 		clear(row[v:])
 	}
 }
+
+// flushFloor is the least float32 probability OnlineExp2Rows keeps,
+// 2⁻¹²⁵: see its doc.
+const flushFloor = 0x1p-125
 
 // Exp2MulDiffRows is attention's backward step on a transposed tile (key
 // rows, query columns): p holds the scores Sᵀ and ds the products dPᵀ
