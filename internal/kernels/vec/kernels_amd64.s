@@ -203,30 +203,29 @@
 
 // EXP2CORE2_512 is 2^(a + e) for Exp2MulDiffRows: Z3 = a (an argument
 // ≤ about 0, or NaN), Z2 = e (a finite e of at most half an ulp of a),
-// base-2 constants from LOADEXP512. Out: Z7 within 1 ulp (the polynomial
-// is within 0.56 ulp of 2^r on |r| ≤ ½ in float32 arithmetic, the scaling
-// exact). Clobbers Z3, Z6.
+// base-2 constants from LOADEXP512, Z29 = −125. Out: Z7 within 1 ulp (the
+// polynomial is within 0.56 ulp of 2^r on |r| ≤ ½ in float32 arithmetic,
+// the scaling exact), 0 where a < −125 (as EXP2TAB512: the lanes are
+// masked off the scaling, whose subnormal results would cost a microcode
+// assist, and so would the products that read them). Clobbers Z3, Z6, K3.
 //
-//	a ← max(a, lo)             −Inf (a hidden lane) gives 0; NaN stays NaN
+//	a ← max(a, lo)             NaN stays NaN
 //	n = round(a), r = (a − n) + e
-//	y = (1 + r·q(r))·2ⁿ        q of degree 5, VSCALEFPS (0 below 2⁻¹⁴⁹)
+//	y = (1 + r·q(r))·2ⁿ        q of degree 5, VSCALEFPS; 0 where a < −125
 #define EXP2CORE2_512 \
-	VMAXPS      Z3, Z25, Z3; \
-	VRNDSCALEPS $0, Z3, Z6;  \
-	VSUBPS      Z6, Z3, Z3;  \
-	VADDPS      Z2, Z3, Z3;  \ // r = (a − n) + e
-	EXP2POLY512
-
-// EXP2POLY512: Z3 = r, Z6 = n. Out: Z7 = (1 + r·q(r))·2ⁿ.
-#define EXP2POLY512 \
-	VMOVAPS     Z21, Z7;     \
-	VFMADD213PS Z20, Z3, Z7; \
-	VFMADD213PS Z19, Z3, Z7; \
-	VFMADD213PS Z18, Z3, Z7; \
-	VFMADD213PS Z17, Z3, Z7; \
-	VFMADD213PS Z16, Z3, Z7; \ // q(r)
-	VFMADD213PS Z15, Z3, Z7; \ // p = 1 + r·q(r)
-	VSCALEFPS   Z6, Z7, Z7     // p·2ⁿ
+	VMAXPS      Z3, Z25, Z3;     \
+	VCMPPS      $5, Z29, Z3, K3; \ // not a < −125
+	VRNDSCALEPS $0, Z3, Z6;      \
+	VSUBPS      Z6, Z3, Z3;      \
+	VADDPS      Z2, Z3, Z3;      \ // r = (a − n) + e
+	VMOVAPS     Z21, Z7;         \
+	VFMADD213PS Z20, Z3, Z7;     \
+	VFMADD213PS Z19, Z3, Z7;     \
+	VFMADD213PS Z18, Z3, Z7;     \
+	VFMADD213PS Z17, Z3, Z7;     \
+	VFMADD213PS Z16, Z3, Z7;     \ // q(r)
+	VFMADD213PS Z15, Z3, Z7;     \ // p = 1 + r·q(r)
+	VSCALEFPS.Z Z6, Z7, K3, Z7      // p·2ⁿ
 
 // SUM512(Z, Y) adds the 16 floats of Z (Y its low half), as float64, into Z14
 // (low 8) and Z13 (high 8).
@@ -1738,8 +1737,10 @@ TEXT ·exp2MulDiffRowsAVX512(SB), NOSPLIT, $0-88
 	MOVQ      delta+64(FP), R14
 	MOVQ      tab+72(FP), R8
 	MOVQ      iota+80(FP), CX
-	VMOVDQU32 (CX), Z12 // lane numbers
+	VMOVDQU32    (CX), Z12 // lane numbers
 	LOADEXP512
+	MOVL         $0xc2fa0000, AX
+	VPBROADCASTD AX, Z29   // −125
 
 brow:
 	XORQ R13, R13

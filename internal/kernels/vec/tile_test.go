@@ -245,12 +245,24 @@ func TestOnlineExp2RowsNaN(t *testing.T) {
 // outside the tiles.
 func TestExp2MulDiffRows(t *testing.T) {
 	t.Run("float32", func(t *testing.T) {
-		forEachLevel(t, func(t *testing.T) { testExp2MulDiffRows[float32](t, maxULP, ulps32OfT[float32]) })
+		forEachLevel(t, func(t *testing.T) { testExp2MulDiffRows[float32](t, maxULP, ulps32OfT[float32], 40) })
 	})
-	t.Run("float64", func(t *testing.T) { testExp2MulDiffRows[float64](t, 4, ulps64OfT[float64]) })
+	t.Run("float64", func(t *testing.T) { testExp2MulDiffRows[float64](t, 4, ulps64OfT[float64], 40) })
 }
 
-func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, float64) float64) {
+// TestExp2MulDiffRowsFarBelow is TestExp2MulDiffRows with every third score
+// up to 170 below hi, across the flush: in float32 a P whose exact
+// argument is below −125.01 must be 0 (and its dS), one above −124.99
+// within 2 ulp, one between either; float64 keeps every P.
+func TestExp2MulDiffRowsFarBelow(t *testing.T) {
+	t.Run("float32", func(t *testing.T) {
+		forEachLevel(t, func(t *testing.T) { testExp2MulDiffRows[float32](t, maxULP, ulps32OfT[float32], 170) })
+	})
+	t.Run("float64", func(t *testing.T) { testExp2MulDiffRows[float64](t, 4, ulps64OfT[float64], 170) })
+}
+
+// testExp2MulDiffRows: every third score lies up to below under hi.
+func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, float64) float64, below float64) {
 	rng := rand.New(rand.NewSource(12))
 	for _, sh := range tileShapes {
 		rows, cols, ld := sh.rows, sh.cols, sh.ld
@@ -275,7 +287,7 @@ func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, flo
 			for c := first[r]; c < cols; c++ {
 				p[r*ld+c] = T(float64(hi[c]) + rng.Float64()*2 - 1.5)
 				if c%3 == 2 {
-					p[r*ld+c] = T(float64(hi[c]) - rng.Float64()*40)
+					p[r*ld+c] = T(float64(hi[c]) - rng.Float64()*below)
 				}
 				ds[r*ld+c] = T(rng.NormFloat64())
 			}
@@ -291,7 +303,17 @@ func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, flo
 					}
 					continue
 				}
-				want := math.Exp2((float64(p0[i]) - float64(hi[c])) - float64(lo[c]))
+				a := (float64(p0[i]) - float64(hi[c])) - float64(lo[c])
+				want := math.Exp2(a)
+				switch {
+				case is32[T]() && a < -125.01:
+					if p[i] != 0 || ds[i] != 0 {
+						t.Fatalf("%v row %d column %d: 2^%v: p = %v, ds = %v, want 0 (flushed)", sh, r, c, a, p[i], ds[i])
+					}
+					continue
+				case is32[T]() && a <= -124.99 && p[i] == 0:
+					want = 0
+				}
 				if u := ulps(p[i], want); !(u <= maxErr) {
 					t.Fatalf("%v row %d column %d: p = %v, want %v (%.2f ulp)", sh, r, c, p[i], want, u)
 				}
