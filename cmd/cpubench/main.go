@@ -6,7 +6,10 @@
 //	./cpubench -threads 2,16 -torch cmd/cpubench/sdpa_cpu.py
 //
 // scripts/cpu-bench.sh runs it together with the machine's FMA peak and streaming bandwidth
-// (shared/tools/peak.c) and writes the log. Without -torch only our columns are printed.
+// (shared/tools/peak.c) and writes the log. cpubench pins nothing itself; the script runs one
+// cpubench per thread count under taskset, on the same CPUs as that count's peak.c, so that
+// cpubench's own peak, our runs and the PyTorch process it starts (which inherits the mask)
+// share those CPUs. Without -torch only our columns are printed.
 //
 // Ours: the fused op through package machine (buffers planned once), float32, GOMAXPROCS = threads, inputs
 // standard normal, the median of -reps runs after a warm-up; forward+backward is one run of

@@ -3,6 +3,7 @@
 package vec
 
 import (
+	"math"
 	"testing"
 	"unsafe"
 )
@@ -20,6 +21,25 @@ func TestExpTableLayout(t *testing.T) {
 	for name, k := range offsets {
 		if 32*k != want[name] {
 			t.Errorf("%s: entry %d at offset %d, kernels_amd64.s reads %d", name, k, 32*k, want[name])
+		}
+	}
+}
+
+// TestExp2Table16Layout pins the offsets at which LOADEXP2TAB512 reads
+// exp2Table16, and its table against 2^(j/16).
+func TestExp2Table16Layout(t *testing.T) {
+	var x exp2Table16
+	got := []uintptr{unsafe.Offsetof(x.pow), unsafe.Offsetof(x.lo), unsafe.Offsetof(x.s),
+		unsafe.Offsetof(x.c3), unsafe.Offsetof(x.c2), unsafe.Offsetof(x.c1), unsafe.Offsetof(x.least)}
+	want := []uintptr{0, 64, 68, 72, 76, 80, 84}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("field %d at offset %d, kernels_amd64.s reads %d", i, got[i], want[i])
+		}
+	}
+	for j, v := range exp2Tab16.pow {
+		if w := math.Exp2(float64(j) / 16); math.Abs(float64(v)-w) > 0x1p-24*w {
+			t.Errorf("pow[%d] = %v, want 2^(%d/16) = %v rounded", j, v, j, w)
 		}
 	}
 }

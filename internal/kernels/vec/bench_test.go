@@ -54,7 +54,9 @@ func BenchmarkKernels(b *testing.B) {
 
 // BenchmarkTiles times the attention tile kernels on a 128×128 float32
 // tile (attention's blocks), every row fully visible, in elements/s, next
-// to the same work done row by row with the row kernels:
+// to the same work done row by row with the row kernels; OnlineExp2Rows-causal
+// is the diagonal tile of a causal mask (row r sees r+1 entries: a masked
+// partial vector in 15 rows of 16), in elements of the whole tile per second:
 //
 //	go test -run '^$' -bench Tiles ./internal/kernels/vec/
 func BenchmarkTiles(b *testing.B) {
@@ -62,9 +64,9 @@ func BenchmarkTiles(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	s, ds, work := randRow(rng, rows*cols, 3), randRow(rng, rows*cols, 1), make([]float32, rows*cols)
 	hi, lo, delta := randRow(rng, cols, 1), make([]float32, cols), randRow(rng, cols, 1)
-	n, first := make([]int, rows), make([]int, rows)
+	n, first, stair := make([]int, rows), make([]int, rows), make([]int, rows)
 	for r := range n {
-		n[r] = cols
+		n[r], stair[r] = cols, r+1
 	}
 	m, sum := make([]float32, rows), make([]float64, rows)
 	kernels := []struct {
@@ -72,6 +74,7 @@ func BenchmarkTiles(b *testing.B) {
 		f    func()
 	}{
 		{"OnlineExp2Rows", func() { OnlineExp2Rows(work, cols, rows, cols, n, m, sum) }},
+		{"OnlineExp2Rows-causal", func() { OnlineExp2Rows(work, cols, rows, cols, stair, m, sum) }},
 		{"Max+Exp2ShiftSum-rows", func() {
 			for r := 0; r < rows; r++ {
 				row := work[r*cols : (r+1)*cols]

@@ -55,8 +55,15 @@
 // constants. The float64 kernels compute the argument in float64 and use
 // ScalarExp (table-driven, within 3 ulp of math.Exp). One exception:
 // OnlineExp2Rows in AVX-512 (attention's forward) rounds its argument
-// s − m once and skips the clamps a ≤ 0 makes useless (12 vector
-// instructions instead of 23; see its comment for the error).
+// s − m once and skips the clamps a ≤ 0 makes useless (13 vector
+// instructions instead of 23), and computes 2^a from a 16-entry table of
+// 2^(j/16) held in one register and a degree-3 polynomial on |r| ≤ 1/32
+// (within 1.1 ulp; as many µops as the degree-6 polynomial, with a
+// dependency chain of 36 cycles instead of 48: see EXP2TAB512 in
+// kernels_amd64.s). Attention's two tile kernels, OnlineExp2Rows and
+// Exp2MulDiffRows, set float32 probabilities below 2⁻¹²⁵ to 0 at every
+// level: a subnormal result or operand costs an Intel core a microcode
+// assist per instruction (see OnlineExp2Rows).
 //
 // Sums are accumulated in float64; the float32 exponentials' sums in
 // assembly first add 4 terms per lane in float32 (relative error below

@@ -118,59 +118,114 @@
 	VFMADD213PS  Z15, Z3, Z7;  \ // p = 1 + r·q(r)
 	VSCALEFPS    Z6, Z7, Z7      // p·2ⁿ
 
-// EXP2SHIFT512 is 2^(x − m) for the online softmax (onlineExp2RowsAVX512):
-// Z0 = x, Z30 = m (x ≤ m, the row's maximum, or NaN), constants from
-// LOADEXP512 (the base-2 table). Out: Z7. Clobbers Z3, Z6.
+// EXP2TAB512 is 2^(x − m) for the online softmax (onlineExp2RowsAVX512),
+// from a table of 2^(j/16) held in one register: Z0 = x, Z30 = m (x ≤ m,
+// the row's maximum, or NaN), the constants of LOADEXP2TAB512. Out: Z7.
+// Clobbers Z1, Z2, Z3, Z6, K3.
 //
-//	a = fl(x − m)              rounded once: exact where x ≥ m/2 (Sterbenz),
-//	                           so for every probability above 2^(−|m|/2)
-//	y = 2^a                    EXP2CORE512
+//	a = max(fl(x − m), lo)     rounded once (below); NaN stays NaN
+//	y = 0                      where a < −125 (−Inf included)
+//	t = a + S                  S = 1.5·2¹⁹: t's ulp is 1/16, so t − S = k =
+//	                           round(16a)/16 exactly, and the low 4 bits of t's
+//	                           significand are j = 16k mod 16 (two's complement)
+//	r = a − k                  exact, |r| ≤ 1/32
+//	y = (T_j + (T_j·r)·q(r))·2^⌊k⌋   T_j = 2^(j/16) (VPERMPS), q(r) = (2^r − 1)/r
+//	                           to degree 2, VSCALEFPS elsewhere
 //
-// 12 instructions a vector where ARGSHIFT512 + EXPCORE512 take 23: no
-// rounding error term (TwoSum), no clamp of it, no product by log₂ of the
-// base, and no upper clamp (a ≤ 0). The rounding of x − m costs an entry
-// 2^(x−m) a relative error of at most 2⁻²⁴·ln 2·|x − m|: only the entries
-// far below the row's maximum, whose share of the row's sum is small, and
-// the scores x themselves carry a rounding of that size from the product
-// that made them (ops/attention's TestLargeLogits: the fused/decomposed
-// error ratios did not move).
-#define EXP2SHIFT512 \
-	VSUBPS Z30, Z0, Z3; \ // a = fl(x − m)
-	EXP2CORE512
+// as k = ⌊k⌋ + j/16. The argument fl(x − m) is exact where x ≥ m/2
+// (Sterbenz), so for every probability above 2^(−|m|/2); elsewhere the
+// rounding costs an entry a relative error of at most 2⁻²⁴·ln 2·|x − m|:
+// only the entries far below the row's maximum, whose share of the row's
+// sum is small, and the scores x carry a rounding of that size from the
+// product that made them (ops/attention's TestLargeLogits: the
+// fused/decomposed error ratios did not move). It saves the exact
+// argument's TwoSum. Error of y: T_j's rounding (½ ulp), the last FMA's
+// (½ ulp), q's truncation (0.08 ulp), the product T_j·r's (on a term of at
+// most T_j/40: 0.03 ulp): within 1.1 ulp (TestOnlineExp2Rows wants 2; 1.05
+// seen). 13 µops a vector as the degree-6 polynomial of EXP2CORE2_512 with
+// VRNDSCALEPS (two µops), but a dependency chain of 36 cycles instead of 48:
+// alone in a loop on the development Xeon, 5.7–6.5 cycles a vector in place of
+// 7.3–10 (the long chain's µops fill the scheduler).
+//
+// A result below 2⁻¹²⁶ would cost VSCALEFPS a microcode assist of about
+// 200 cycles a vector (measured; a subnormal operand costs the FMAs of the
+// product P·V that reads the tile next as much): the lanes a < −125 are
+// masked off the scaling (VCMPPS, one µop) and give 0. OnlineExp2Rows
+// documents the flush.
+#define EXP2TAB512 \
+	EXP2TABARG512(Z0, Z3, Z6, Z1, K3); \
+	EXP2TABPOLY512(Z3, Z6, Z1, Z2, Z7, K3)
 
-// EXP2CORE512: Z3 = a (an argument ≤ about 0, or NaN), base-2 constants from
-// LOADEXP512. Out: Z7 = 2^a within 1 ulp (the polynomial is within 0.56 ulp
-// of 2^r on |r| ≤ ½ in float32 arithmetic, the scaling exact). Clobbers
-// Z3, Z6.
-//
-//	a ← max(a, lo)             −Inf (a hidden lane) gives 0; NaN stays NaN
-//	n = round(a), r = a − n    exact, |r| ≤ ½
-//	y = (1 + r·q(r))·2ⁿ        q of degree 5, VSCALEFPS (0 below 2⁻¹⁴⁹)
-#define EXP2CORE512 \
-	VMAXPS      Z3, Z25, Z3; \ // a = max(lo, a), NaN kept
-	VRNDSCALEPS $0, Z3, Z6;  \ // n = round(a)
-	VSUBPS      Z6, Z3, Z3;  \ // r = a − n
-	EXP2POLY512
+// EXP2TAB512_2 is EXP2TAB512 on two vectors at once, interleaved: Z0 → Z7
+// and Z4 → Z23. Clobbers Z1…Z6, Z20…Z22, K3, K4.
+#define EXP2TAB512_2 \
+	EXP2TABARG512(Z0, Z3, Z6, Z1, K3);      \
+	EXP2TABARG512(Z4, Z5, Z20, Z21, K4);    \
+	EXP2TABPOLY512(Z3, Z6, Z1, Z2, Z7, K3); \
+	EXP2TABPOLY512(Z5, Z20, Z21, Z22, Z23, K4)
 
-// EXP2CORE2_512 is EXP2CORE512 for the argument a + e (Z3 = a, Z2 = e, a
-// finite e of at most half an ulp of a): r = (a − n) + e. Clobbers Z3, Z6.
+// EXP2TABARG512(X, A, N, K, M): A = r, N = t, K = k of EXP2TAB512 from
+// X = x, and M the lanes whose result is kept (a ≥ −125, or NaN).
+#define EXP2TABARG512(X, A, N, K, M) \
+	VSUBPS Z30, X, A;     \ // a = fl(x − m)
+	VMAXPS A, Z25, A;     \ // a = max(lo, a), NaN kept
+	VCMPPS $5, Z28, A, M; \ // not a < −125
+	VADDPS Z15, A, N;     \ // t = a + S
+	VSUBPS Z15, N, K;     \ // k = round(16a)/16
+	VSUBPS K, A, A           // r = a − k
+
+// EXP2TABPOLY512(A, N, K, T, Y, M): Y = 2^(k + r) from A = r, N = t, K = k
+// on the lanes M, 0 elsewhere (EXP2TAB512). Clobbers A, T.
+#define EXP2TABPOLY512(A, N, K, T, Y, M) \
+	EXP2TABMANT512(A, N, T, Y); \
+	VSCALEFPS.Z K, Y, M, Y        // ·2^⌊k⌋
+
+// EXP2TABMANT512(A, N, T, Y): Y = T_j·2^r = 2^(k − ⌊k⌋ + r) (EXP2TAB512
+// before its scaling). Clobbers A, T.
+#define EXP2TABMANT512(A, N, T, Y) \
+	VPERMPS     Z16, N, T; \ // T_j, j = t's low 4 bits
+	VMOVAPS     Z17, Y;    \
+	VFMADD213PS Z18, A, Y; \
+	VFMADD213PS Z19, A, Y; \ // q(r) = c1 + c2·r + c3·r²
+	VMULPS      T, A, A;   \ // T_j·r
+	VFMADD213PS T, A, Y       // T_j + T_j·r·q(r)
+
+// LOADEXP2TAB512 loads the constants of EXP2TAB512 from the exp2Table16 at
+// R8: Z16 = T_0…T_15, Z25 = lo, Z15 = S, Z17…Z19 = c3, c2, c1, Z28 = −125.
+#define LOADEXP2TAB512 \
+	VMOVUPS      0(R8), Z16;  \
+	VBROADCASTSS 64(R8), Z25; \
+	VBROADCASTSS 68(R8), Z15; \
+	VBROADCASTSS 72(R8), Z17; \
+	VBROADCASTSS 76(R8), Z18; \
+	VBROADCASTSS 80(R8), Z19; \
+	VBROADCASTSS 84(R8), Z28
+
+// EXP2CORE2_512 is 2^(a + e) for Exp2MulDiffRows: Z3 = a (an argument
+// ≤ about 0, or NaN), Z2 = e (a finite e of at most half an ulp of a),
+// base-2 constants from LOADEXP512, Z29 = −125. Out: Z7 within 1 ulp (the
+// polynomial is within 0.56 ulp of 2^r on |r| ≤ ½ in float32 arithmetic,
+// the scaling exact), 0 where a < −125 (as EXP2TAB512: the lanes are
+// masked off the scaling, whose subnormal results would cost a microcode
+// assist, and so would the products that read them). Clobbers Z3, Z6, K3.
+//
+//	a ← max(a, lo)             NaN stays NaN
+//	n = round(a), r = (a − n) + e
+//	y = (1 + r·q(r))·2ⁿ        q of degree 5, VSCALEFPS; 0 where a < −125
 #define EXP2CORE2_512 \
-	VMAXPS      Z3, Z25, Z3; \
-	VRNDSCALEPS $0, Z3, Z6;  \
-	VSUBPS      Z6, Z3, Z3;  \
-	VADDPS      Z2, Z3, Z3;  \ // r = (a − n) + e
-	EXP2POLY512
-
-// EXP2POLY512: Z3 = r, Z6 = n. Out: Z7 = (1 + r·q(r))·2ⁿ.
-#define EXP2POLY512 \
-	VMOVAPS     Z21, Z7;     \
-	VFMADD213PS Z20, Z3, Z7; \
-	VFMADD213PS Z19, Z3, Z7; \
-	VFMADD213PS Z18, Z3, Z7; \
-	VFMADD213PS Z17, Z3, Z7; \
-	VFMADD213PS Z16, Z3, Z7; \ // q(r)
-	VFMADD213PS Z15, Z3, Z7; \ // p = 1 + r·q(r)
-	VSCALEFPS   Z6, Z7, Z7     // p·2ⁿ
+	VMAXPS      Z3, Z25, Z3;     \
+	VCMPPS      $5, Z29, Z3, K3; \ // not a < −125
+	VRNDSCALEPS $0, Z3, Z6;      \
+	VSUBPS      Z6, Z3, Z3;      \
+	VADDPS      Z2, Z3, Z3;      \ // r = (a − n) + e
+	VMOVAPS     Z21, Z7;         \
+	VFMADD213PS Z20, Z3, Z7;     \
+	VFMADD213PS Z19, Z3, Z7;     \
+	VFMADD213PS Z18, Z3, Z7;     \
+	VFMADD213PS Z17, Z3, Z7;     \
+	VFMADD213PS Z16, Z3, Z7;     \ // q(r)
+	VFMADD213PS Z15, Z3, Z7;     \ // p = 1 + r·q(r)
+	VSCALEFPS.Z Z6, Z7, K3, Z7      // p·2ⁿ
 
 // SUM512(Z, Y) adds the 16 floats of Z (Y its low half), as float64, into Z14
 // (low 8) and Z13 (high 8).
@@ -1436,18 +1491,18 @@ done:
 	VPBROADCASTD REM, T; \
 	VPCMPGTD     IOTA, T, K
 
-// func onlineExp2RowsAVX512(s *float32, ld, rows, cols int, n *int, m *float32, sum *float64, tab *expTable, iota *[16]int32)
+// func onlineExp2RowsAVX512(s *float32, ld, rows, cols int, n *int, m *float32, sum *float64, tab *exp2Table16, iota *[16]int32)
 // Per row r (see OnlineExp2Rows), v = n[r]: the maximum over the visible
 // lanes (whole vectors straight from memory on two chains, the last
 // partial one through a mask with −Inf in the hidden lanes), then
-// 2^(s − m) over the visible vectors (whole ones in groups of 4, then one
-// by one, then the partial one masked: its hidden lanes read −Inf and give
-// 0, its store stops at the row's end), then zeros over the row's
-// remaining vectors. The rows are software-pipelined: the maximum of row
-// r+1 is taken between the exponentials of row r and the horizontal sum
-// that ends it, so that the dependent chains at a row's end (the maximum's
-// reduction and broadcast, the sum's reduction) overlap the other row's
-// independent work. A NaN among the visible scores is not tracked by the
+// 2^(s − m) over the visible vectors (EXP2TAB512: whole ones in groups of
+// 4, two at a time interleaved, then one by one, then the partial one
+// masked: its hidden lanes read m and are zeroed, its store stops at the
+// row's end), then zeros over the row's remaining vectors. The rows are
+// software-pipelined: the maximum of row r+1 is taken between the
+// exponentials of row r and the horizontal sum that ends it, so that the
+// dependent chains at a row's end (the maximum's reduction and broadcast,
+// the sum's reduction) overlap the other row's independent work. A NaN among the visible scores is not tracked by the
 // maximum (VMAXPS drops it or keeps it depending on the operand order) but
 // gives NaN for its own entry and the row's sum; a NaN m[r] stays NaN. The
 // sum adds up to 4 vectors per lane in float32, then in float64 (SUM512).
@@ -1467,7 +1522,7 @@ TEXT ·onlineExp2RowsAVX512(SB), NOSPLIT, $0-72
 	MOVQ         tab+56(FP), R8
 	MOVQ         iota+64(FP), CX
 	VMOVDQU32    (CX), Z10        // lane numbers
-	LOADEXP512
+	LOADEXP2TAB512
 	MOVL         $0xff800000, AX
 	VPBROADCASTD AX, Z31 // −Inf
 	MOVQ         SI, R8
@@ -1477,28 +1532,25 @@ TEXT ·onlineExp2RowsAVX512(SB), NOSPLIT, $0-72
 	JMP          omax
 
 orow:
-	XORQ DI, DI
-	LEAQ 64(DI), AX
+	XORQ  DI, DI
+	LEAQ  64(DI), AX
 
 oexp4:
 	CMPQ    AX, R14
 	JGT     oexp1
 	VMOVUPS (SI)(DI*4), Z0
-	EXP2SHIFT512
+	VMOVUPS 64(SI)(DI*4), Z4
+	EXP2TAB512_2
 	VMOVUPS Z7, (SI)(DI*4)
-	VMOVAPS Z7, Z12
-	VMOVUPS 64(SI)(DI*4), Z0
-	EXP2SHIFT512
-	VMOVUPS Z7, 64(SI)(DI*4)
-	VADDPS  Z7, Z12, Z12
+	VMOVUPS Z23, 64(SI)(DI*4)
+	VADDPS  Z23, Z7, Z12
 	VMOVUPS 128(SI)(DI*4), Z0
-	EXP2SHIFT512
+	VMOVUPS 192(SI)(DI*4), Z4
+	EXP2TAB512_2
 	VMOVUPS Z7, 128(SI)(DI*4)
+	VMOVUPS Z23, 192(SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
-	VMOVUPS 192(SI)(DI*4), Z0
-	EXP2SHIFT512
-	VMOVUPS Z7, 192(SI)(DI*4)
-	VADDPS  Z7, Z12, Z12
+	VADDPS  Z23, Z12, Z12
 	SUM512(Z12, Y12)
 	MOVQ    AX, DI
 	ADDQ    $64, AX
@@ -1512,7 +1564,7 @@ oexp1loop:
 	CMPQ    AX, R14
 	JGT     oexptail
 	VMOVUPS (SI)(DI*4), Z0
-	EXP2SHIFT512
+	EXP2TAB512
 	VMOVUPS Z7, (SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
 	MOVQ    AX, DI
@@ -1527,10 +1579,11 @@ oexptail:
 	MOVQ    R9, AX
 	SUBQ    DI, AX
 	LANEMASK(AX, Z10, Z11, K2)
-	VMOVAPS Z31, Z0
-	VMOVUPS (SI)(DI*4), K1, Z0
-	EXP2SHIFT512
-	VMOVUPS Z7, K2, (SI)(DI*4)
+	VMOVAPS   Z30, Z0          // hidden lanes read m
+	VMOVUPS   (SI)(DI*4), K1, Z0
+	EXP2TAB512
+	VMOVAPS.Z Z7, K1, Z7       // and give 0 (with a NaN m too)
+	VMOVUPS   Z7, K2, (SI)(DI*4)
 	VADDPS  Z7, Z12, Z12
 	ADDQ    $16, DI
 
@@ -1633,7 +1686,7 @@ odone:
 // Z11 = lo, Z8 = dP, Z9 = D: Z7 = P = 2^((s − hi) − lo), Z8 = P·(dP − D).
 // The argument is exact here (ARGVEC512's TwoSum, 19 instructions where
 // EXPCORE512's 24 also clamp e and multiply by log₂ of the base): unlike
-// the forward's (EXP2SHIFT512), rounding it moved TestGradientOracle's
+// the forward's (EXP2TAB512), rounding it moved TestGradientOracle's
 // worst float32 fused/decomposed ratio from 0.83 to 1.04.
 #define EXPDS512 \
 	ARGVEC512;          \
@@ -1684,8 +1737,10 @@ TEXT ·exp2MulDiffRowsAVX512(SB), NOSPLIT, $0-88
 	MOVQ      delta+64(FP), R14
 	MOVQ      tab+72(FP), R8
 	MOVQ      iota+80(FP), CX
-	VMOVDQU32 (CX), Z12 // lane numbers
+	VMOVDQU32    (CX), Z12 // lane numbers
 	LOADEXP512
+	MOVL         $0xc2fa0000, AX
+	VPBROADCASTD AX, Z29   // −125
 
 brow:
 	XORQ R13, R13

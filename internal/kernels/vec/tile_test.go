@@ -120,6 +120,99 @@ func testOnlineExp2Rows[T Float](t *testing.T, maxErr float64, ulps func(T, floa
 	}
 }
 
+// TestOnlineExp2RowsFarBelow checks OnlineExp2Rows (float32) where scores
+// lie far below their row's maximum: differences from 0 down to −170,
+// dense around and below the flush (−125) and over what would be
+// subnormal results, with −Inf scores, rows whose first block it is and
+// rows with an earlier maximum: an entry whose difference is below
+// −125.01 must be 0, one above −124.99 within 2 ulp of 2 to the
+// difference (exact, or rounded once to float32), one between either;
+// zeros past each row's visible entries; the row sums; rows without such
+// scores in the same tile.
+func TestOnlineExp2RowsFarBelow(t *testing.T) {
+	forEachLevel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(13))
+		for _, sh := range tileShapes {
+			rows, cols, ld := sh.rows+4, sh.cols, max(sh.ld, sh.cols)
+			s := garbageTile[float32](rows, ld)
+			n, m, sum := make([]int, rows), make([]float32, rows), make([]float64, rows)
+			orig := make([]float64, len(s))
+			for r := 0; r < rows; r++ {
+				n[r] = cols - r%3
+				if n[r] < 0 {
+					n[r] = cols
+				}
+				top := rng.Float64()*40 - 20
+				for j := 0; j < n[r]; j++ {
+					var d float64
+					switch {
+					case r%4 == 3: // a row that needs no subnormal result
+						d = -rng.Float64() * 100
+					case j%7 == 6:
+						d = math.Inf(-1)
+					case j%2 == 0:
+						d = -123 - rng.Float64()*28
+					default:
+						d = -rng.Float64() * 170
+					}
+					s[r*ld+j] = float32(top + d)
+				}
+				if n[r] > 0 {
+					s[r*ld] = float32(top)
+				}
+				if r%2 == 0 {
+					m[r] = float32(math.Inf(-1))
+				} else {
+					m[r] = float32(top + 3)
+				}
+			}
+			for i, v := range s {
+				orig[i] = float64(v)
+			}
+			mOld := append([]float32(nil), m...)
+			OnlineExp2Rows(s, ld, rows, cols, n, m, sum)
+			for r := 0; r < rows; r++ {
+				want := float64(mOld[r])
+				for j := 0; j < n[r]; j++ {
+					want = math.Max(want, orig[r*ld+j])
+				}
+				if float64(m[r]) != want {
+					t.Fatalf("%v row %d: m = %v, want %v", sh, r, m[r], want)
+				}
+				wantSum := 0.0
+				for j := 0; j < cols; j++ {
+					got := s[r*ld+j]
+					if j >= n[r] {
+						if got != 0 {
+							t.Fatalf("%v row %d: masked entry %d = %v, want 0", sh, r, j, got)
+						}
+						continue
+					}
+					a := orig[r*ld+j] - want
+					e := math.Exp2(a)
+					u := min(ulps32(got, e), ulps32(got, math.Exp2(float64(float32(a)))))
+					switch {
+					case a < -125.01:
+						if got != 0 {
+							t.Fatalf("%v row %d entry %d: 2^(%v − %v) = %v, want 0 (flushed)", sh, r, j, orig[r*ld+j], want, got)
+						}
+						continue
+					case a <= -124.99 && got == 0:
+						continue
+					case !(u <= maxULP):
+						t.Fatalf("%v row %d entry %d: 2^(%v − %v) = %v, want %v (%.2f ulp)", sh, r, j, orig[r*ld+j], want, got, e, u)
+					}
+					wantSum += e
+				}
+				if math.Abs(sum[r]-wantSum) > 1e-6*wantSum {
+					t.Fatalf("%v row %d: sum %v, want %v", sh, r, sum[r], wantSum)
+				}
+			}
+			checkUntouched(t, s, rows, cols, ld)
+		}
+	})
+}
+
 // TestOnlineExp2RowsNaN: a NaN among a row's visible scores makes its entry
 // and the row's sum NaN; a NaN running maximum makes the whole row, its
 // maximum and sum NaN; other rows are unaffected.
@@ -152,12 +245,24 @@ func TestOnlineExp2RowsNaN(t *testing.T) {
 // outside the tiles.
 func TestExp2MulDiffRows(t *testing.T) {
 	t.Run("float32", func(t *testing.T) {
-		forEachLevel(t, func(t *testing.T) { testExp2MulDiffRows[float32](t, maxULP, ulps32OfT[float32]) })
+		forEachLevel(t, func(t *testing.T) { testExp2MulDiffRows[float32](t, maxULP, ulps32OfT[float32], 40) })
 	})
-	t.Run("float64", func(t *testing.T) { testExp2MulDiffRows[float64](t, 4, ulps64OfT[float64]) })
+	t.Run("float64", func(t *testing.T) { testExp2MulDiffRows[float64](t, 4, ulps64OfT[float64], 40) })
 }
 
-func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, float64) float64) {
+// TestExp2MulDiffRowsFarBelow is TestExp2MulDiffRows with every third score
+// up to 170 below hi, across the flush: in float32 a P whose exact
+// argument is below −125.01 must be 0 (and its dS), one above −124.99
+// within 2 ulp, one between either; float64 keeps every P.
+func TestExp2MulDiffRowsFarBelow(t *testing.T) {
+	t.Run("float32", func(t *testing.T) {
+		forEachLevel(t, func(t *testing.T) { testExp2MulDiffRows[float32](t, maxULP, ulps32OfT[float32], 170) })
+	})
+	t.Run("float64", func(t *testing.T) { testExp2MulDiffRows[float64](t, 4, ulps64OfT[float64], 170) })
+}
+
+// testExp2MulDiffRows: every third score lies up to below under hi.
+func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, float64) float64, below float64) {
 	rng := rand.New(rand.NewSource(12))
 	for _, sh := range tileShapes {
 		rows, cols, ld := sh.rows, sh.cols, sh.ld
@@ -182,7 +287,7 @@ func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, flo
 			for c := first[r]; c < cols; c++ {
 				p[r*ld+c] = T(float64(hi[c]) + rng.Float64()*2 - 1.5)
 				if c%3 == 2 {
-					p[r*ld+c] = T(float64(hi[c]) - rng.Float64()*40)
+					p[r*ld+c] = T(float64(hi[c]) - rng.Float64()*below)
 				}
 				ds[r*ld+c] = T(rng.NormFloat64())
 			}
@@ -198,7 +303,17 @@ func testExp2MulDiffRows[T Float](t *testing.T, maxErr float64, ulps func(T, flo
 					}
 					continue
 				}
-				want := math.Exp2((float64(p0[i]) - float64(hi[c])) - float64(lo[c]))
+				a := (float64(p0[i]) - float64(hi[c])) - float64(lo[c])
+				want := math.Exp2(a)
+				switch {
+				case is32[T]() && a < -125.01:
+					if p[i] != 0 || ds[i] != 0 {
+						t.Fatalf("%v row %d column %d: 2^%v: p = %v, ds = %v, want 0 (flushed)", sh, r, c, a, p[i], ds[i])
+					}
+					continue
+				case is32[T]() && a <= -124.99 && p[i] == 0:
+					want = 0
+				}
 				if u := ulps(p[i], want); !(u <= maxErr) {
 					t.Fatalf("%v row %d column %d: p = %v, want %v (%.2f ulp)", sh, r, c, p[i], want, u)
 				}
