@@ -97,6 +97,18 @@
 	VSUBPS Z4, Z5, Z2;  \ // es = (x − hi) − a
 	VSUBPS Z11, Z2, Z2    // e = es − lo
 
+// EXPPOLY512: Z7 = p = 1 + r·q(r) for Z3 = r, q of degree 5 by Horner's rule
+// (coefficients Z21 .. Z16 and 1 in Z15, from LOADEXP512): the polynomial of
+// EXPCORE512 and EXP2CORE2_512.
+#define EXPPOLY512 \
+	VMOVAPS     Z21, Z7;     \
+	VFMADD213PS Z20, Z3, Z7; \
+	VFMADD213PS Z19, Z3, Z7; \
+	VFMADD213PS Z18, Z3, Z7; \
+	VFMADD213PS Z17, Z3, Z7; \
+	VFMADD213PS Z16, Z3, Z7; \ // q(r)
+	VFMADD213PS Z15, Z3, Z7    // p = 1 + r·q(r)
+
 // EXPCORE512: Z3 = a, Z2 = e, constants from LOADEXP512. Out: Z7 = base^(a+e).
 // Clobbers Z2, Z3, Z6.
 #define EXPCORE512 \
@@ -109,13 +121,7 @@
 	VFNMADD231PS Z27, Z6, Z3;  \ // a − n·C1 (exact)
 	VFNMADD231PS Z26, Z6, Z2;  \ // e − n·C2
 	VADDPS       Z2, Z3, Z3;   \ // r
-	VMOVAPS      Z21, Z7;      \
-	VFMADD213PS  Z20, Z3, Z7;  \
-	VFMADD213PS  Z19, Z3, Z7;  \
-	VFMADD213PS  Z18, Z3, Z7;  \
-	VFMADD213PS  Z17, Z3, Z7;  \
-	VFMADD213PS  Z16, Z3, Z7;  \ // q(r)
-	VFMADD213PS  Z15, Z3, Z7;  \ // p = 1 + r·q(r)
+	EXPPOLY512;                \
 	VSCALEFPS    Z6, Z7, Z7      // p·2ⁿ
 
 // EXP2TAB512 is 2^(x − m) for the online softmax (onlineExp2RowsAVX512),
@@ -218,13 +224,7 @@
 	VRNDSCALEPS $0, Z3, Z6;      \
 	VSUBPS      Z6, Z3, Z3;      \
 	VADDPS      Z2, Z3, Z3;      \ // r = (a − n) + e
-	VMOVAPS     Z21, Z7;         \
-	VFMADD213PS Z20, Z3, Z7;     \
-	VFMADD213PS Z19, Z3, Z7;     \
-	VFMADD213PS Z18, Z3, Z7;     \
-	VFMADD213PS Z17, Z3, Z7;     \
-	VFMADD213PS Z16, Z3, Z7;     \ // q(r)
-	VFMADD213PS Z15, Z3, Z7;     \ // p = 1 + r·q(r)
+	EXPPOLY512;                  \
 	VSCALEFPS.Z Z6, Z7, K3, Z7      // p·2ⁿ
 
 // SUM512(Z, Y) adds the 16 floats of Z (Y its low half), as float64, into Z14

@@ -1,6 +1,7 @@
 package vec
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -58,7 +59,6 @@ func testOnlineExp2Rows[T Float](t *testing.T, maxErr float64, ulps func(T, floa
 		rows, cols, ld := sh.rows, sh.cols, sh.ld
 		s := garbageTile[T](rows, ld)
 		n, m, sum := make([]int, rows), make([]T, rows), make([]float64, rows)
-		orig := make([]float64, len(s))
 		for r := 0; r < rows; r++ {
 			switch r % 4 {
 			case 0:
@@ -80,44 +80,61 @@ func testOnlineExp2Rows[T Float](t *testing.T, maxErr float64, ulps func(T, floa
 				m[r] = T(rng.Float64()*10 - 5)
 			}
 		}
-		for i, v := range s {
-			orig[i] = float64(v)
+		runExp2Rows(t, fmt.Sprint(sh), s, ld, rows, cols, n, m, sum, func(r, j int, a float64, got T) (float64, bool) {
+			e := math.Exp2(a)
+			u := ulps(got, e)
+			if is32[T]() {
+				u = min(u, ulps(got, math.Exp2(float64(float32(a)))))
+			}
+			if !(u <= maxErr) {
+				t.Fatalf("%v row %d entry %d: 2^%v = %v, want %v (%.2f ulp)", sh, r, j, a, got, e, u)
+			}
+			return e, true
+		})
+	}
+}
+
+// runExp2Rows runs OnlineExp2Rows on the tile s (rows × cols at stride ld,
+// n visible entries a row, running maxima m, sums sum) and checks it
+// against float64: each row's new maximum exactly, zeros past its visible
+// entries, its sum, nothing written outside the tile. entry checks one
+// visible entry, given its difference a from the row's new maximum, and
+// returns 2^a and whether the sum counts it.
+func runExp2Rows[T Float](t *testing.T, what string, s []T, ld, rows, cols int, n []int, m []T, sum []float64,
+	entry func(r, j int, a float64, got T) (float64, bool)) {
+	t.Helper()
+	orig := make([]float64, len(s))
+	for i, v := range s {
+		orig[i] = float64(v)
+	}
+	mOld := append([]T(nil), m...)
+	OnlineExp2Rows(s, ld, rows, cols, n, m, sum)
+	for r := 0; r < rows; r++ {
+		want := float64(mOld[r])
+		for j := 0; j < n[r]; j++ {
+			want = math.Max(want, orig[r*ld+j])
 		}
-		mOld := append([]T(nil), m...)
-		OnlineExp2Rows(s, ld, rows, cols, n, m, sum)
-		for r := 0; r < rows; r++ {
-			want := float64(mOld[r])
-			for j := 0; j < n[r]; j++ {
-				want = math.Max(want, orig[r*ld+j])
+		if float64(m[r]) != want {
+			t.Fatalf("%s row %d: m = %v, want %v", what, r, m[r], want)
+		}
+		wantSum := 0.0
+		for j := 0; j < cols; j++ {
+			got := s[r*ld+j]
+			if j >= n[r] {
+				if got != 0 {
+					t.Fatalf("%s row %d: masked entry %d = %v, want 0", what, r, j, got)
+				}
+				continue
 			}
-			if float64(m[r]) != want {
-				t.Fatalf("%v row %d: m = %v, want %v", sh, r, m[r], want)
-			}
-			wantSum := 0.0
-			for j := 0; j < cols; j++ {
-				got := s[r*ld+j]
-				if j >= n[r] {
-					if got != 0 {
-						t.Fatalf("%v row %d: masked entry %d = %v, want 0", sh, r, j, got)
-					}
-					continue
-				}
-				e := math.Exp2(orig[r*ld+j] - want)
-				u := ulps(got, e)
-				if is32[T]() {
-					u = min(u, ulps(got, math.Exp2(float64(float32(orig[r*ld+j]-want)))))
-				}
-				if !(u <= maxErr) {
-					t.Fatalf("%v row %d entry %d: 2^(%v − %v) = %v, want %v (%.2f ulp)", sh, r, j, orig[r*ld+j], want, got, e, u)
-				}
+			if e, counts := entry(r, j, orig[r*ld+j]-want, got); counts {
 				wantSum += e
 			}
-			if math.Abs(sum[r]-wantSum) > 1e-6*wantSum {
-				t.Fatalf("%v row %d: sum %v, want %v", sh, r, sum[r], wantSum)
-			}
 		}
-		checkUntouched(t, s, rows, cols, ld)
+		if math.Abs(sum[r]-wantSum) > 1e-6*wantSum {
+			t.Fatalf("%s row %d: sum %v, want %v", what, r, sum[r], wantSum)
+		}
 	}
+	checkUntouched(t, s, rows, cols, ld)
 }
 
 // TestOnlineExp2RowsFarBelow checks OnlineExp2Rows (float32) where scores
@@ -136,7 +153,6 @@ func TestOnlineExp2RowsFarBelow(t *testing.T) {
 			rows, cols, ld := sh.rows+4, sh.cols, max(sh.ld, sh.cols)
 			s := garbageTile[float32](rows, ld)
 			n, m, sum := make([]int, rows), make([]float32, rows), make([]float64, rows)
-			orig := make([]float64, len(s))
 			for r := 0; r < rows; r++ {
 				n[r] = cols - r%3
 				if n[r] < 0 {
@@ -166,49 +182,22 @@ func TestOnlineExp2RowsFarBelow(t *testing.T) {
 					m[r] = float32(top + 3)
 				}
 			}
-			for i, v := range s {
-				orig[i] = float64(v)
-			}
-			mOld := append([]float32(nil), m...)
-			OnlineExp2Rows(s, ld, rows, cols, n, m, sum)
-			for r := 0; r < rows; r++ {
-				want := float64(mOld[r])
-				for j := 0; j < n[r]; j++ {
-					want = math.Max(want, orig[r*ld+j])
-				}
-				if float64(m[r]) != want {
-					t.Fatalf("%v row %d: m = %v, want %v", sh, r, m[r], want)
-				}
-				wantSum := 0.0
-				for j := 0; j < cols; j++ {
-					got := s[r*ld+j]
-					if j >= n[r] {
-						if got != 0 {
-							t.Fatalf("%v row %d: masked entry %d = %v, want 0", sh, r, j, got)
-						}
-						continue
+			runExp2Rows(t, fmt.Sprint(sh), s, ld, rows, cols, n, m, sum, func(r, j int, a float64, got float32) (float64, bool) {
+				e := math.Exp2(a)
+				u := min(ulps32(got, e), ulps32(got, math.Exp2(float64(float32(a)))))
+				switch {
+				case a < -125.01:
+					if got != 0 {
+						t.Fatalf("%v row %d entry %d: 2^%v = %v, want 0 (flushed)", sh, r, j, a, got)
 					}
-					a := orig[r*ld+j] - want
-					e := math.Exp2(a)
-					u := min(ulps32(got, e), ulps32(got, math.Exp2(float64(float32(a)))))
-					switch {
-					case a < -125.01:
-						if got != 0 {
-							t.Fatalf("%v row %d entry %d: 2^(%v − %v) = %v, want 0 (flushed)", sh, r, j, orig[r*ld+j], want, got)
-						}
-						continue
-					case a <= -124.99 && got == 0:
-						continue
-					case !(u <= maxULP):
-						t.Fatalf("%v row %d entry %d: 2^(%v − %v) = %v, want %v (%.2f ulp)", sh, r, j, orig[r*ld+j], want, got, e, u)
-					}
-					wantSum += e
+					return 0, false
+				case a <= -124.99 && got == 0:
+					return 0, false
+				case !(u <= maxULP):
+					t.Fatalf("%v row %d entry %d: 2^%v = %v, want %v (%.2f ulp)", sh, r, j, a, got, e, u)
 				}
-				if math.Abs(sum[r]-wantSum) > 1e-6*wantSum {
-					t.Fatalf("%v row %d: sum %v, want %v", sh, r, sum[r], wantSum)
-				}
-			}
-			checkUntouched(t, s, rows, cols, ld)
+				return e, true
+			})
 		}
 	})
 }
