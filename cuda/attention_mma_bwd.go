@@ -320,24 +320,18 @@ func bwdScratchBytes(kp *attnParams, kept bool) int64 {
 	return 2*2*(q+k) + 4*int64(kp.b)*int64(kp.h)*int64(ceilDiv(int(kp.nq), 16))
 }
 
-// bwdPrep is the pre-pass of the kernels on bfloat16 planes: fg_attn_bwd_bf16_prep4 (16-byte
-// accesses, two rows per warp at d <= 64), or fg_attn_bwd_bf16_prep (a warp per row, 8-byte
-// accesses; kept for comparison, TestAttentionMMABwdTiming times it); with kept planes,
-// prep4's form for dO alone (bwdPrepKernel). On the H100 at attnbench's sizes (B·H·N =
-// 524288 on every row, so the same work on each): prep4 0.40-0.45 ms at d = 64 (medians of
-// 24 launches per row) against 0.43-0.46 for prep, 0.70-0.74 against 0.70-0.78 at d = 128
-// (results/h100-2026-11-23-s7-bwd64): 2.2 to 2.3 TB/s, under the 3.0 a copy reaches.
-var bwdPrep = "fg_attn_bwd_bf16_prep4"
-
 // bwdPrepKernel returns the pre-pass startMMABwd launches for kp and the query or key rows
-// each of its warps converts: bwdPrep; prep4 takes two rows a warp where d <= 64. With kept
-// planes, prep4's form that converts dO alone.
+// each of its warps converts: fg_attn_bwd_bf16_prep4 (16-byte accesses, two rows per warp at
+// d <= 64), or with kept planes its form that converts dO alone. The first pre-pass,
+// fg_attn_bwd_bf16_prep (a warp per row, 8-byte accesses), is kept for comparison
+// (BenchmarkAttentionBwdPrep times the three). On the H100 at attnbench's sizes (B·H·N =
+// 524288 on every row, so the same work on each; results/h100-2026-11-23-s7-bwd64): prep4
+// 0.40-0.45 ms at d = 64 against 0.43-0.46 for prep, 0.70-0.74 against 0.70-0.78 at d = 128,
+// before each row's L was loaded ahead of its sum (bwdPrepBlocks has the figures since).
 func bwdPrepKernel(kp *attnParams, kept bool) (name string, rowsPerWarp int) {
-	name = bwdPrep
+	name = "fg_attn_bwd_bf16_prep4"
 	if kept {
 		name = "fg_attn_bwd_bf16_prep4_do"
-	} else if bwdPrep != "fg_attn_bwd_bf16_prep4" {
-		return bwdPrep, 1
 	}
 	if kp.d <= 64 {
 		return name, 2

@@ -851,16 +851,10 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 							3.5*flops/(fwd+ms)/1e9, split(pm))
 					}
 					if p.BackwardScratch() > 0 {
-						// The default pair with the old pre-pass, for comparison.
-						bwdPrep = "fg_attn_bwd_bf16_prep"
-						ms, pm := time(3, func() error { return AttentionBackwardBuffers(p) })
-						bwdPrep = "fg_attn_bwd_bf16_prep4"
-						fmt.Printf("|   |   |   | %v bwd with fg_attn_bwd_bf16_prep | | %.3f | %.3f | | %.1f | %s |\n", prec, fwd+ms, ms,
-							3.5*flops/(fwd+ms)/1e9, split(pm))
 						// The defaults without a scratch buffer (no pre-pass), for comparison.
 						np := p
 						np.Scratch = nil
-						ms, _ = time(3, func() error { return AttentionBackwardBuffers(np) })
+						ms, _ := time(3, func() error { return AttentionBackwardBuffers(np) })
 						fmt.Printf("|   |   |   | %v bwd without scratch | | %.3f | %.3f | | %.1f | |\n", prec, fwd+ms, ms,
 							3.5*flops/(fwd+ms)/1e9)
 					}
@@ -874,8 +868,9 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 }
 
 // BenchmarkAttentionBwdPrep times the BF16 backward's pre-passes alone, launched with several
-// grid sizes: fg_attn_bwd_bf16_prep4 (Q, dO, K, V converted; no kept planes) and
-// fg_attn_bwd_bf16_prep4_do (dO alone; kept planes), on attnbench's rows (B·H·N = 524288 query
+// grid sizes: fg_attn_bwd_bf16_prep4 (Q, dO, K, V converted; no kept planes),
+// fg_attn_bwd_bf16_prep4_do (dO alone; kept planes) and the first pre-pass,
+// fg_attn_bwd_bf16_prep (Q, dO, K, V; a warp per row), on attnbench's rows (B·H·N = 524288 query
 // and key rows, d = 64 and 128). grid "all" is a block per 8 warps of work (up to 65536: each
 // warp one step), "smsX" X blocks per multiprocessor, grid-stride (the launcher's,
 // bwdPrepBlocks: sms8). It reports
@@ -908,8 +903,12 @@ func BenchmarkAttentionBwdPrep(b *testing.B) {
 		kp := p.kernel()
 		dst := alloc(Float32, int(bwdScratchBytes(&kp, false)/4)+1)
 		pp := &mmaPrepParams{src: kp, dst: dst.ptr}
-		for _, kept := range []bool{false, true} {
+		for _, form := range []string{"prep4", "prep4_do", "prep"} {
+			kept := form == "prep4_do"
 			name, perWarp := bwdPrepKernel(&kp, kept)
+			if form == "prep" {
+				name, perWarp = "fg_attn_bwd_bf16_prep", 1
+			}
 			// Rows of work; bytes: Q, K, V, dO, O read in float32, four planes and (L2, delta)
 			// written (kept: dO and O read, dO's plane written).
 			work, bytes := 2*qn/d, 4*float64(5*qn)+2*float64(4*qn)+8*float64(ln)
