@@ -396,12 +396,12 @@ func TestPickMMA(t *testing.T) {
 			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
 		}
 	}
-	// Variant 21 is d = 64's default from Nk = 4096 (MinNk), variant 20 below.
-	for _, nk := range []int{4095, 4096, 16384} {
+	// Variant 21 is d = 64's default from Nk = 16384 (MinNk), variant 20 below.
+	for _, nk := range []int{4096, 16383, 16384, 32768} {
 		p := base
 		p.Precision, p.Nk = PrecisionBF16, nk
 		kp := p.kernelParams()
-		want := map[bool]int{false: 20, true: 21}[nk >= 4096]
+		want := map[bool]int{false: 20, true: 21}[nk >= 16384]
 		if c, ok := pickMMA(&kp, f32, 0, true, 90); !ok || c.Variant != want {
 			t.Errorf("BF16 d=64 Nk=%d on Hopper: variant %d (%v), want %d", nk, c.Variant, ok, want)
 		}
