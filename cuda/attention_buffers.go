@@ -94,13 +94,13 @@ func attentionForwardBuffers(p AttentionBuffers, variant int) error {
 	if err != nil {
 		return err
 	}
-	scratch, keep := p.scratch(), p.planes(dt)
+	scratch, keep := p.scratch(), p.planesSize(dt) > 0
+	if keep { // the forward's workspace is Planes, and it writes Q's plane there too
+		scratch = func(int64) (devptr, error) { return p.Planes.ptr, nil }
+	}
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
-		if keep != nil { // the forward's workspace is Planes, and it writes Q's plane there too
-			return s.attnForwardKernels(&kp, dt, variant, keep, true)
-		}
-		return s.attnForwardKernels(&kp, dt, variant, scratch, false)
+		return s.attnForwardKernels(&kp, dt, variant, scratch, keep)
 	})
 }
 
@@ -111,15 +111,6 @@ func (p *AttentionBuffers) scratch() func(int64) (devptr, error) {
 		return nil
 	}
 	return func(int64) (devptr, error) { return p.Scratch.ptr, nil }
-}
-
-// planes returns an allocator over p.Planes (sized by check) when the problem's kernels share
-// them (planesSize), or nil.
-func (p *AttentionBuffers) planes(dt dtype) func(int64) (devptr, error) {
-	if p.Planes == nil || p.planesSize(dt) == 0 {
-		return nil
-	}
-	return func(int64) (devptr, error) { return p.Planes.ptr, nil }
 }
 
 // planesSize is PlanesSize for element type dt, 0 when p.Planes is nil.
@@ -186,11 +177,11 @@ func backwardBuffersPair(p AttentionBuffers, dkdv, dq int) error {
 	if err != nil {
 		return err
 	}
-	scratch, keep := p.scratch(), p.planes(dt)
+	scratch, keep := p.scratch(), p.planesSize(dt) > 0
 	return launchOn(op, ops, func(s *state) error {
 		kp := p.kernel()
 		var planes *keptPlanes
-		if keep != nil {
+		if keep {
 			k := kept(&kp, p.Planes.ptr)
 			planes = &k
 		}

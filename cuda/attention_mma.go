@@ -404,9 +404,9 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		return fmt.Errorf("cuda: attention forward: %s needs a scratch buffer", c.name())
 	}
 	n := c.scratchBytes(kp)
-	size := n
+	size, qAt := n, int64(0)
 	if keep {
-		_, _, _, size = keptLayout(kp)
+		_, _, qAt, size = keptLayout(kp)
 	}
 	dst, err := scratch(size)
 	if err != nil {
@@ -414,8 +414,7 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	}
 	pp := &mmaPrepParams{src: *kp, dst: dst}
 	if keep {
-		_, _, q, _ := keptLayout(kp)
-		pp.qplane = dst + devptr(q)
+		pp.qplane = dst + devptr(qAt)
 	}
 	if c.fused() { // the tile flags, after the planes, zeroed; the kernel converts K and V
 		flags := c.flagBytes(kp)

@@ -883,25 +883,16 @@ func BenchmarkAttentionBwdPrep(b *testing.B) {
 	for _, d := range []int{64, 128} {
 		p := AttentionBuffers{B: B, H: H, Hkv: H, Nq: N, Nk: N, D: d, Scale: 0.125, Precision: PrecisionBF16}
 		qn, ln := B*H*N*d, B*H*N
-		var bufs []*Buffer
-		alloc := func(dt DType, n int) *Buffer {
-			x, err := Alloc(dt, n)
-			if err != nil {
-				b.Fatal(err)
-			}
-			bufs = append(bufs, x)
-			return x
-		}
-		p.Q, p.K, p.V, p.DO, p.O = alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn), alloc(Float32, qn)
-		p.L, p.LRes = alloc(Float32, ln), alloc(Float32, ln)
-		p.DQ, p.Delta = alloc(Float32, qn), alloc(Float64, ln)
+		p.Q, p.K, p.V, p.DO, p.O = devOut(b, Float32, qn), devOut(b, Float32, qn), devOut(b, Float32, qn), devOut(b, Float32, qn), devOut(b, Float32, qn)
+		p.L, p.LRes = devOut(b, Float32, ln), devOut(b, Float32, ln)
+		p.DQ, p.Delta = devOut(b, Float32, qn), devOut(b, Float64, ln)
 		for i, x := range []*Buffer{p.Q, p.K, p.V, p.DO, p.O, p.L} {
 			if err := FillNormal(x, uint64(i+1), 1); err != nil {
 				b.Fatal(err)
 			}
 		}
 		kp := p.kernel()
-		dst := alloc(Float32, int(bwdScratchBytes(&kp, false)/4)+1)
+		dst := devOut(b, Float32, int(bwdScratchBytes(&kp, false)/4)+1)
 		pp := &mmaPrepParams{src: kp, dst: dst.ptr}
 		for _, form := range []string{"prep4", "prep4_do", "prep"} {
 			kept := form == "prep4_do"
@@ -956,9 +947,6 @@ func BenchmarkAttentionBwdPrep(b *testing.B) {
 					b.ReportMetric(bytes/(ms/float64(b.N)*1e-3)/1e9, "GB/s")
 				})
 			}
-		}
-		for _, x := range bufs {
-			x.Free()
 		}
 	}
 }

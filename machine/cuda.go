@@ -40,10 +40,15 @@ type cudaBackend struct {
 }
 
 // keptAttention is an attention forward whose kernels keep planes: its problem (with Planes)
-// and its inputs q, k, v.
+// and its inputs q, k, v (qkvKeys).
 type keptAttention struct {
 	p  cuda.AttentionBuffers
 	in [3]opndKey
+}
+
+// qkvKeys returns the keys of attention's first three operands, q, k and v.
+func qkvKeys(in []Operand) [3]opndKey {
+	return [3]opndKey{{in[0].Buf, in[0].Off}, {in[1].Buf, in[1].Off}, {in[2].Buf, in[2].Off}}
 }
 
 // opndKey identifies an operand's elements.

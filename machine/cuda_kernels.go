@@ -569,7 +569,7 @@ func (c *cudaBackend) attention(op gorgonia.Op, out Operand, in []Operand) (Kern
 			if c.planes == nil {
 				c.planes = map[opndKey]keptAttention{}
 			}
-			c.planes[opndKey{out.Buf, out.Off}] = keptAttention{p, [3]opndKey{{in[0].Buf, in[0].Off}, {in[1].Buf, in[1].Off}, {in[2].Buf, in[2].Off}}}
+			c.planes[opndKey{out.Buf, out.Off}] = keptAttention{p, qkvKeys(in)}
 		}
 		if n := p.ForwardScratch(); n > 0 {
 			if p.Scratch, err = c.alloc(cuda.Float32, n); err != nil {
@@ -604,7 +604,7 @@ func (c *cudaBackend) attention(op gorgonia.Op, out Operand, in []Operand) (Kern
 		f := k.p
 		if f.B == p.B && f.H == p.H && f.Hkv == p.Hkv && f.Nq == p.Nq && f.Nk == p.Nk && f.D == p.D &&
 			f.Scale == p.Scale && f.Causal == p.Causal && f.Precision == p.Precision &&
-			k.in == [3]opndKey{{in[0].Buf, in[0].Off}, {in[1].Buf, in[1].Off}, {in[2].Buf, in[2].Off}} {
+			k.in == qkvKeys(in) {
 			p.Planes = f.Planes
 		}
 	}
