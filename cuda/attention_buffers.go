@@ -158,7 +158,7 @@ func (p AttentionBuffers) BackwardScratch() int { return p.backwardScratch(p.qTy
 
 func (p *AttentionBuffers) backwardScratch(dt dtype) int {
 	kp := p.sizing()
-	kv, q, ok := pickMMABwd(&kp, dt, -1, -1, true, false, deviceSM())
+	kv, q, ok := pickMMABwd(&kp, dt, -1, -1, true, deviceSM())
 	if !ok || !kv.Pre && !q.Pre {
 		return 0
 	}
@@ -206,14 +206,10 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 			fwd = prep + "+" + fwd
 		}
 	}
-	keep := p.planesSize(dt) > 0
-	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1, p.Scratch != nil, keep, deviceSM()); ok {
+	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1, p.Scratch != nil, deviceSM()); ok {
 		pre := "fg_attn_bwd_mma_pre"
-		switch {
-		case q.DOF: // no pre-pass: the dQ kernel runs first
-			return []string{fwd, q.name(), kv.name()}, nil
-		case kv.Pre || q.Pre:
-			pre, _ = bwdPrepKernel(&kp, keep)
+		if kv.Pre || q.Pre {
+			pre, _ = bwdPrepKernel(&kp, p.planesSize(dt) > 0)
 		}
 		if kv.Fused {
 			return []string{fwd, pre, kv.name()}, nil

@@ -33,11 +33,7 @@ import (
 //	  product dQ += dS·K of key tile j is waited for only in step j + 1, with S of tile
 //	  j + 1 (three stages of K and V instead of two); dK/dV (BM = 64), Sᵀ and dPᵀ of query
 //	  tile j + 1 are issued before the elementwise step of tile j (two sets of them in
-//	  registers, three stages of Q and dO); DOF (dQ, with the planes a forward kept only):
-//	  the dQ kernel runs first and does the pre-pass of its own query rows (dO rounded to
-//	  bfloat16 into its tile and into the plane the dK/dV kernel reads, and the workspace
-//	  entries (L2, delta), the same bits as fg_attn_bwd_bf16_prep4_do), so that no pre-pass
-//	  kernel runs.
+//	  registers, three stages of Q and dO).
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -50,7 +46,6 @@ type mmaBwdCfg struct {
 	Fx        bool // Hopper only: exp2 as FFMA + ex2.approx.ftz, scale applied to dK and dQ at the end
 	Pipe      bool // Hopper: the next tile's products issued before this one's are waited for (three stages; dQ: with Ovl; dK/dV: BM = 64)
 	B3        bool // Hopper dK/dV only: registers capped at 168 for three blocks per multiprocessor
-	DOF       bool // Hopper dQ with kept planes only: the kernel does its rows' pre-pass (dO's plane, the workspace)
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -79,14 +74,9 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// twin is 3-5% slower at 250 registers) and the dQ kernel with Fx (two warpgroups of 64 rows,
 	// 128-key tiles; 4-5% faster than without): the backward 1-2% faster. Registers (ptxas
 	// -v, sm_90a, CUDA 13): 130-255; spills only in the d = 64 Fx dK/dV kernels (32-60 bytes).
-	//
-	// With the planes a forward kept (pickMMABwd's planes), the DOF forms of the two dQ
-	// kernels come first: no pre-pass kernel runs.
 	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, Fx: true, B3: true},
-	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Hopper: true, Ovl: true, Fx: true, Pipe: true, DOF: true},
 	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Hopper: true, Ovl: true, Fx: true, Pipe: true},
 	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true},
-	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 128, Pre: true, Hopper: true, Fx: true, DOF: true},
 	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 128, Pre: true, Hopper: true, Fx: true},
 	// Other Hopper tiles and forms, for comparison. The sixth session's defaults: d = 64, the
 	// dK/dV kernel n64 m128 and the dQ kernel with Ovl; d = 128, the dQ kernel m128 n128.
@@ -184,7 +174,7 @@ var mmaBwdCfgs = []mmaBwdCfg{
 func (c mmaBwdCfg) name() string {
 	if c.Hopper {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
-			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_dof"}[c.DOF]
+			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3]
 		if c.DQ {
 			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
@@ -284,9 +274,8 @@ func (c mmaBwdCfg) grid(kp *attnParams) [3]int {
 // mmaBwdCfgs when those are not negative (the tests' way to run every kernel). Kernels on the
 // pre-pass's bfloat16 planes (Pre) only when scratch (a scratch buffer can be had) is set and
 // the layouts are contiguous (the planes share the strides of the operands they copy); the
-// DOF forms only when planes (the backward reads the planes a forward kept) is set too; the
 // Hopper kernels only when sm, the device's compute capability as 10 major + minor, is 90.
-func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch, planes bool, sm int) (kv, q mmaBwdCfg, ok bool) {
+func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch bool, sm int) (kv, q mmaBwdCfg, ok bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
 		return kv, q, false
 	}
@@ -296,7 +285,7 @@ func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch, planes bool, sm
 	pre := scratch && contiguous(kp)
 	var haveKV, haveQ bool
 	for i, c := range mmaBwdCfgs {
-		if c.Prec != Precision(kp.precision) || c.D != int(kp.d) || (c.Pre && !pre) || (c.DOF && !(pre && planes)) || (c.Hopper && sm != 90) {
+		if c.Prec != Precision(kp.precision) || c.D != int(kp.d) || (c.Pre && !pre) || (c.Hopper && sm != 90) {
 			continue
 		}
 		switch {
@@ -366,13 +355,12 @@ var bwdStageMark func(stage int) error
 
 // startMMABwd launches the tensor-core backward: the row preprocess (L2 and delta into the
 // workspace kp.delta, 8 bytes per row), the dK/dV kernel kv and the dQ kernel q (none when kv
-// is Fused). When either reads bfloat16 planes (Pre), the preprocess is bwdPrepKernel's,
-// which also writes the planes into bwdScratchBytes(kp) bytes from scratch, and that kernel
-// reads Q, dO, K and V from there (same strides: pickMMABwd requires contiguous layouts).
-// With planes (those a forward kept, AttentionBuffers.Planes), the preprocess converts dO
-// alone and the kernels, which must share them (sharesPlanes), read Q's plane and the K and V
-// tiles there; a DOF dQ kernel then does the preprocess itself and runs first, the dK/dV
-// kernel after it.
+// is Fused). When either
+// reads bfloat16 planes (Pre), the preprocess is bwdPrepKernel's, which also writes
+// the planes into bwdScratchBytes(kp) bytes from scratch, and that kernel reads Q, dO, K and
+// V from there (same strides: pickMMABwd requires contiguous layouts). With planes (those a
+// forward kept, AttentionBuffers.Planes), the preprocess converts dO alone and the kernels,
+// which must share them (sharesPlanes), read Q's plane and the K and V tiles there.
 func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error), planes *keptPlanes) error {
 	const mod = "attention_mma_bwd" // the pre-passes
 	rows := int(kp.b) * int(kp.h) * int(kp.nq)
@@ -380,11 +368,6 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 	if planes != nil && !readsPlanes(kv, q) {
 		return fmt.Errorf("cuda: attention backward: %s and %s do not read the forward's bfloat16 planes (Planes)", kv.name(), q.name())
 	}
-	if q.DOF && planes == nil {
-		return fmt.Errorf("cuda: attention backward: %s reads the planes a forward kept, and there are none (Planes)", q.name())
-	}
-	kernels := []mmaBwdCfg{kv, q}
-	var pp *mmaPrepParams // the DOF kernel's parameters
 	if kv.Pre || q.Pre {
 		if scratch == nil {
 			return fmt.Errorf("cuda: attention backward: %s needs a scratch buffer", kv.name())
@@ -393,25 +376,21 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		if err != nil {
 			return err
 		}
-		if q.DOF {
-			kernels = []mmaBwdCfg{q, kv}
-		} else {
-			pp := &mmaPrepParams{src: *kp, dst: dst}
-			// A warp per query row and per key row (prep4: per two rows where d <= 64), 8
-			// warps a block, grid-stride; query rows only with kept planes.
-			prep, perWarp := bwdPrepKernel(kp, planes != nil)
-			work := rows + int(kp.b)*int(kp.hkv)*int(kp.nk)
-			if planes != nil {
-				work = rows
-			}
-			if err := s.start(mod, prep, [3]int{bwdPrepBlocks(ceilDiv(work, perWarp), s.sms), 1, 1}, 256, 0,
-				unsafe.Pointer(pp)); err != nil {
+		pp := &mmaPrepParams{src: *kp, dst: dst}
+		// A warp per query row and per key row (prep4: per two rows where d <= 64), 8 warps a
+		// block, grid-stride; query rows only with kept planes.
+		prep, perWarp := bwdPrepKernel(kp, planes != nil)
+		work := rows + int(kp.b)*int(kp.hkv)*int(kp.nk)
+		if planes != nil {
+			work = rows
+		}
+		if err := s.start(mod, prep, [3]int{bwdPrepBlocks(ceilDiv(work, perWarp), s.sms), 1, 1}, 256, 0,
+			unsafe.Pointer(pp)); err != nil {
+			return err
+		}
+		if bwdStageMark != nil {
+			if err := bwdStageMark(1); err != nil {
 				return err
-			}
-			if bwdStageMark != nil {
-				if err := bwdStageMark(1); err != nil {
-					return err
-				}
 			}
 		}
 		qn := devptr(2 * int64(rows) * int64(kp.d))
@@ -421,28 +400,22 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 			m.q, m.do, m.k, m.v = planes.q, dst, planes.k, planes.v
 			m.kvTiles = 1
 		}
-		if q.DOF { // the DOF kernel reads dO in float32 and writes its plane at dst
-			pp = &mmaPrepParams{src: m, dst: dst}
-			pp.src.do = kp.do
-		}
 	} else if err := s.start(mod, "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
 		return err
 	}
+	kernels := []mmaBwdCfg{kv, q}
 	if kv.Fused {
 		kernels = kernels[:1]
 	}
 	for i, c := range kernels {
-		var p unsafe.Pointer = unsafe.Pointer(kp)
-		switch {
-		case c.DOF:
-			p = unsafe.Pointer(pp)
-		case c.Pre:
-			p = unsafe.Pointer(&m)
+		p := kp
+		if c.Pre {
+			p = &m
 		}
-		if err := s.start(c.module(), c.name(), c.grid(kp), c.threads(), c.smem(), p); err != nil {
+		if err := s.start(c.module(), c.name(), c.grid(p), c.threads(), c.smem(), unsafe.Pointer(p)); err != nil {
 			return err
 		}
-		if bwdStageMark != nil && !q.DOF { // the marks name the pre-pass, dK/dV and dQ launches
+		if bwdStageMark != nil {
 			if err := bwdStageMark(2 + i); err != nil {
 				return err
 			}

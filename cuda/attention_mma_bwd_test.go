@@ -127,12 +127,11 @@ func TestAttentionBwdEmulFA2(t *testing.T) {
 // mmaBwdPairs returns the (dK/dV, dQ) kernel pairs of mmaBwdCfgs to run for prec and d, as
 // indices: the default pair first, then every other dK/dV kernel with the default dQ kernel
 // and every other dQ kernel with the default dK/dV kernel. The Hopper kernels only on a
-// device of compute capability 9.0; the DOF kernels never (they read the planes a forward
-// kept, and these tests run the backward alone: TestAttentionKeptPlanes runs them).
+// device of compute capability 9.0.
 func mmaBwdPairs(prec Precision, d int) [][2]int {
 	var kvs, qs []int
 	for i, c := range mmaBwdCfgs {
-		if c.Prec != prec || c.D != d || c.Hopper && deviceSM() != 90 || c.DOF {
+		if c.Prec != prec || c.D != d || c.Hopper && deviceSM() != 90 {
 			continue
 		}
 		if c.DQ {
@@ -181,7 +180,7 @@ func mmaBwdCross(prec Precision, d int) [][2]int {
 	def := pairs[0]
 	var kvs, qs []int
 	for i, c := range mmaBwdCfgs {
-		if c.Prec == prec && c.D == d && c.Hopper && deviceSM() == 90 && !c.DOF {
+		if c.Prec == prec && c.D == d && c.Hopper && deviceSM() == 90 {
 			if c.DQ {
 				qs = append(qs, i)
 			} else {
@@ -513,32 +512,26 @@ func TestPickMMABwd(t *testing.T) {
 		scratch bool
 		sm      int
 		kv, dq  string
-		planes  bool
 	}{
-		{"default", PrecisionFMA, 64, f32, true, 90, "", "", false},
-		{"f64", PrecisionBF16, 64, f64, true, 90, "", "", false},
-		{"d100", PrecisionBF16, 100, f32, true, 90, "", "", false},
-		{"d256", PrecisionExact, 256, f32, true, 90, "", "", false},
-		{"bf16-d64", PrecisionBF16, 64, f32, true, 80, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1", false},
-		{"bf16-d128", PrecisionBF16, 128, f32, true, 89, "fg_attn_bwd_mma_pre_dkdv_bf16_d128_n64_m32_s32_r0", "fg_attn_bwd_mma_pre_dq_bf16_d128_m128_n32_r1", false},
-		{"bf16-d64-sm100", PrecisionBF16, 64, f32, true, 100, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1", false},
-		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m64_fx_b3", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl_fx_pipe", false},
-		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128_fx", false},
-		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, 80, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32", false},
-		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32", false},
-		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16", false},
-		{"exact-d128", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16", false},
-		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32", false},
-		// With kept planes, the dQ kernel that does its rows' pre-pass (DOF), on Hopper only.
-		{"bf16-d64-hopper-planes", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m64_fx_b3", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl_fx_pipe_dof", true},
-		{"bf16-d128-hopper-planes", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128_fx_dof", true},
-		{"bf16-d64-planes-sm80", PrecisionBF16, 64, f32, true, 80, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1", true},
-		{"bf16-d64-planes-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32", true},
+		{"default", PrecisionFMA, 64, f32, true, 90, "", ""},
+		{"f64", PrecisionBF16, 64, f64, true, 90, "", ""},
+		{"d100", PrecisionBF16, 100, f32, true, 90, "", ""},
+		{"d256", PrecisionExact, 256, f32, true, 90, "", ""},
+		{"bf16-d64", PrecisionBF16, 64, f32, true, 80, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
+		{"bf16-d128", PrecisionBF16, 128, f32, true, 89, "fg_attn_bwd_mma_pre_dkdv_bf16_d128_n64_m32_s32_r0", "fg_attn_bwd_mma_pre_dq_bf16_d128_m128_n32_r1"},
+		{"bf16-d64-sm100", PrecisionBF16, 64, f32, true, 100, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
+		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m64_fx_b3", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl_fx_pipe"},
+		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128_fx"},
+		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, 80, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
+		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
+		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
+		{"exact-d128", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
 		kp := p.kernelParams()
-		kv, dq, ok := pickMMABwd(&kp, c.dt, -1, -1, c.scratch, c.planes, c.sm)
+		kv, dq, ok := pickMMABwd(&kp, c.dt, -1, -1, c.scratch, c.sm)
 		gotKV, gotDQ := "", ""
 		if ok {
 			gotKV, gotDQ = kv.name(), dq.name()
@@ -549,14 +542,14 @@ func TestPickMMABwd(t *testing.T) {
 	}
 	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.qRow = 66 // a row not on 16 bytes
-	if _, _, ok := pickMMABwd(&kp, f32, -1, -1, true, false, 90); ok {
+	if _, _, ok := pickMMABwd(&kp, f32, -1, -1, true, 90); ok {
 		t.Errorf("pickMMABwd accepts a Q row stride of 66 elements")
 	}
 	// A layout that is not contiguous (rows of 68 elements): the bfloat16 planes, which share
 	// the operands' strides, would not fit; the kernels without a pre-pass run (on Hopper too).
 	kp = (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionBF16}).kernelParams()
 	kp.kRow = 68
-	if kv, q, ok := pickMMABwd(&kp, f32, -1, -1, true, false, 90); !ok || kv.Pre || q.Pre {
+	if kv, q, ok := pickMMABwd(&kp, f32, -1, -1, true, 90); !ok || kv.Pre || q.Pre {
 		t.Errorf("pickMMABwd with K rows of 68 elements = %q, %q, %v, want kernels without a pre-pass", kv.name(), q.name(), ok)
 	}
 	// Every Hopper kernel by index on compute capability 9.0, none elsewhere.
@@ -569,16 +562,13 @@ func TestPickMMABwd(t *testing.T) {
 		if c.DQ {
 			kvi, qi = -1, i
 		}
-		kv, q, ok := pickMMABwd(&kp, f32, kvi, qi, true, true, 90)
+		kv, q, ok := pickMMABwd(&kp, f32, kvi, qi, true, 90)
 		if got := map[bool]mmaBwdCfg{false: kv, true: q}[c.DQ]; !ok || got != c {
 			t.Errorf("pickMMABwd(index %d, sm 90) = %q, %q, %v, want %s", i, kv.name(), q.name(), ok, c.name())
 		}
-		kv, q, _ = pickMMABwd(&kp, f32, kvi, qi, true, true, 80)
+		kv, q, _ = pickMMABwd(&kp, f32, kvi, qi, true, 80)
 		if kv.Hopper || q.Hopper {
 			t.Errorf("pickMMABwd(index %d, sm 80) = %q, %q: a Hopper kernel off compute capability 9.0", i, kv.name(), q.name())
-		}
-		if kv, q, _ = pickMMABwd(&kp, f32, kvi, qi, true, false, 90); q.DOF {
-			t.Errorf("pickMMABwd(index %d, no planes) = %q, %q: a DOF kernel without kept planes", i, kv.name(), q.name())
 		}
 	}
 
@@ -604,8 +594,8 @@ func TestPickMMABwd(t *testing.T) {
 			t.Errorf("kernel %s of mmaBwdCfgs is not in ptx/%s.ptx", c.name(), c.module())
 		}
 		if (c.Ovl || c.Fx) && !c.Hopper || c.Pipe && !(c.Hopper && (c.DQ && c.Ovl && !c.Reg || !c.DQ && c.BM == 64 && !c.Ovl)) ||
-			c.B3 && !(c.Hopper && !c.DQ) || c.DOF && !(c.Hopper && c.DQ && !c.Reg && c.BM == 128) {
-			t.Errorf("%s: Ovl or Fx without Hopper, Pipe outside the Hopper dQ kernel with Ovl, or DOF outside the Hopper dQ kernels of 128 rows", c.name())
+			c.B3 && !(c.Hopper && !c.DQ) {
+			t.Errorf("%s: Ovl or Fx without Hopper, or Pipe outside the Hopper dQ kernel with Ovl", c.name())
 		}
 		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
 			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
@@ -625,7 +615,7 @@ func TestPickMMABwd(t *testing.T) {
 		}
 	}
 	for m, re := range map[string]string{"attention_mma_bwd": `(?m)^FG_BWD_MMA_(LDM_|PRE_|FUSED_)?(DKDV|DQ)\(`,
-		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B|DQ_DOF)\(`} {
+		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B)\(`} {
 		if n := len(regexp.MustCompile(re).FindAll(src[m], -1)); n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])
 		}

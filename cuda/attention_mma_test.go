@@ -420,7 +420,7 @@ func TestPickMMA(t *testing.T) {
 	for i, at := range []*devptr{&kp.q, &kp.k, &kp.v, &kp.o, &kp.do, &kp.dq, &kp.dk, &kp.dv} {
 		*at = 4 // a View one float32 past a 16-byte boundary
 		_, fwd := pickMMA(&kp, f32, 0, true, 90)
-		_, _, bwd := pickMMABwd(&kp, f32, -1, -1, true, false, 90)
+		_, _, bwd := pickMMABwd(&kp, f32, -1, -1, true, 90)
 		if fwd && i < 4 || bwd {
 			t.Errorf("operand %d at byte 4: pickMMA %v, pickMMABwd %v, want both false", i, fwd, bwd)
 		}

@@ -44,7 +44,7 @@ func keptLayout(kp *attnParams) (k, v, q, size int64) {
 // compute capability sm), or ok false when they do not share them.
 func keptPair(kp *attnParams, dt dtype, sm int) (c mmaCfg, kv, q mmaBwdCfg, ok bool) {
 	c, okF := pickMMA(kp, dt, 0, true, sm)
-	kv, q, okB := pickMMABwd(kp, dt, -1, -1, true, true, sm)
+	kv, q, okB := pickMMABwd(kp, dt, -1, -1, true, sm)
 	return c, kv, q, okF && okB && sharesPlanes(c, kv, q)
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -220,11 +219,9 @@ func testKeptPlanes(t *testing.T, rng *rand.Rand, c attnCase) {
 			}{{"dQ", pr.dq}, {"dK", pr.dk}, {"dV", pr.dvv}} {
 				compare(t, name+" "+x.name, kept[i], x.want, tols[i])
 			}
-			// Without Planes a DOF dQ kernel cannot run: its twin, which reads the pre-pass's
-			// dO plane and workspace, must give the same bits.
 			p.Planes = nil
 			p.Scratch = devOut(t, Float32, p.BackwardScratch())
-			if err := backwardBuffersPair(p, pair[0], withoutDOF(t, pair[1])); err != nil {
+			if err := backwardBuffersPair(p, pair[0], pair[1]); err != nil {
 				t.Fatalf("%s without Planes: %v", name, err)
 			}
 			for i, got := range [][]float64{host(t, p.DQ), host(t, p.DK), host(t, p.DV)} {
@@ -254,105 +251,6 @@ func testKeptPlanes(t *testing.T, rng *rand.Rand, c attnCase) {
 				t.Errorf("backward %s with Planes: err = %v, want one naming Planes", b.short(), err)
 			}
 			break
-		}
-	}
-}
-
-// withoutDOF returns the index in mmaBwdCfgs of kernel i's form without DOF (i itself when it
-// has none).
-func withoutDOF(t *testing.T, i int) int {
-	c := mmaBwdCfgs[i]
-	if !c.DOF {
-		return i
-	}
-	c.DOF = false
-	for j, x := range mmaBwdCfgs {
-		if x == c {
-			return j
-		}
-	}
-	t.Fatalf("%s: no form without DOF in mmaBwdCfgs", mmaBwdCfgs[i].name())
-	return -1
-}
-
-// BenchmarkAttentionKeptBwd times the BF16 backward on kept planes two ways, alternating in
-// rounds after one forward: the default pair, whose dQ kernel does its rows' pre-pass (DOF)
-// and runs first, and the same dK/dV kernel with the DOF kernel's twin after
-// fg_attn_bwd_bf16_prep4_do (the ninth session's backward). attnbench's shapes (H = 16,
-// B·N = 32768); it reports each way's median in ms and their ratio (below 1: DOF faster).
-// Only speed is measured here; TestAttentionKeptPlanes checks both.
-func BenchmarkAttentionKeptBwd(b *testing.B) {
-	if !Enabled() || deviceSM() != 90 {
-		b.Skipf("kept planes on Hopper only (device %q)", Device())
-	}
-	const H, BN, rounds = 16, 32768, 9
-	for _, d := range []int{64, 128} {
-		for _, n := range []int{1024, 4096, 16384} {
-			for _, causal := range []bool{false, true} {
-				b.Run(fmt.Sprintf("d%d/N%d/causal=%v", d, n, causal), func(b *testing.B) {
-					B := BN / n
-					qn, ln := B*H*n*d, B*H*n
-					p := AttentionBuffers{B: B, H: H, Hkv: H, Nq: n, Nk: n, D: d, Causal: causal, Scale: 1 / math.Sqrt(float64(d)),
-						Precision: PrecisionBF16}
-					p.Q, p.K, p.V, p.DO = devOut(b, Float32, qn), devOut(b, Float32, qn), devOut(b, Float32, qn), devOut(b, Float32, qn)
-					p.O, p.L, p.LRes = devOut(b, Float32, qn), devOut(b, Float32, ln), devOut(b, Float32, ln)
-					p.DQ, p.DK, p.DV, p.Delta = devOut(b, Float32, qn), devOut(b, Float32, qn), devOut(b, Float32, qn), devOut(b, Float64, ln)
-					for i, x := range []*Buffer{p.Q, p.K, p.V, p.DO} {
-						if err := FillNormal(x, uint64(i+1), 1); err != nil {
-							b.Fatal(err)
-						}
-					}
-					p.Planes = devOut(b, Float32, p.PlanesSize())
-					p.Scratch = devOut(b, Float32, p.BackwardScratch())
-					if err := AttentionForwardBuffers(p); err != nil {
-						b.Fatal(err)
-					}
-					kp := p.kernel()
-					planes := kept(&kp, p.Planes.ptr)
-					kvDef, qDef, ok := pickMMABwd(&kp, f32, -1, -1, true, true, 90)
-					if !ok || !qDef.DOF {
-						b.Fatalf("default backward with planes: %s, %s, %v; want a DOF dQ kernel", kvDef.name(), qDef.name(), ok)
-					}
-					twin := qDef
-					twin.DOF = false
-					tm, err := NewTimer(2)
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer tm.Close()
-					ms := [2][]float64{}
-					for i := 0; i < b.N; i++ {
-						for r := 0; r <= rounds; r++ { // round 0: the JIT
-							for w, q := range []mmaBwdCfg{qDef, twin} {
-								err := run("bench", func(s *state) error {
-									if err := eventRecord(tm.ev[0]); err != nil {
-										return err
-									}
-									if err := s.startMMABwd(&kp, kvDef, q, p.scratch(), &planes); err != nil {
-										return err
-									}
-									return eventRecord(tm.ev[1])
-								})
-								if err != nil {
-									b.Fatal(err)
-								}
-								x, err := tm.Elapsed(0, 1)
-								if err != nil {
-									b.Fatal(err)
-								}
-								if r > 0 {
-									ms[w] = append(ms[w], x)
-								}
-							}
-						}
-					}
-					med := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
-					dof, prep := med(ms[0]), med(ms[1])
-					b.ReportMetric(dof, "ms_dof")
-					b.ReportMetric(prep, "ms_prep")
-					b.ReportMetric(dof/prep, "dof/prep")
-				})
-			}
 		}
 	}
 }

@@ -381,7 +381,7 @@ func attentionBackward(p AttentionParams, dkdv, dq int) error {
 // without one run). planes, when not nil, are the planes the forward kept
 // (AttentionBuffers.Planes), which the tensor-core kernels read in place of Q, K and V.
 func (s *state) attnBackwardKernels(kp *attnParams, dt dtype, dkdv, dq int, scratch func(bytes int64) (devptr, error), planes *keptPlanes) error {
-	if kv, q, ok := pickMMABwd(kp, dt, dkdv, dq, scratch != nil, planes != nil, s.sm()); ok { // attention_mma_bwd.go
+	if kv, q, ok := pickMMABwd(kp, dt, dkdv, dq, scratch != nil, s.sm()); ok { // attention_mma_bwd.go
 		return s.startMMABwd(kp, kv, q, scratch, planes)
 	}
 	d := int(kp.d)

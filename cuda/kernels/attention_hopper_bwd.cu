@@ -215,56 +215,6 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
   fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
 }
 
-// fg_bwd_dof_stage is the pre-pass of the dQ kernel's own query rows (its DOF form): for rows
-// m0 .. m0 + BM - 1 of (b, h) it reads dO and O in float32, writes dO rounded to bfloat16 into
-// the swizzled tile at sdO (rows at or past Nq zero) and into the plane doh [B, H, Nq, D]
-// (rows below Nq), and writes each row's workspace entry (L2, delta) (fg_bwd_row_ld): what
-// fg_attn_bwd_bf16_prep4_do writes for those rows, with the same lanes summing the same
-// columns in the same order (LPR lanes a row, four columns a lane: fg_bwd_dot4, then
-// fg_group_sum), so the same bits. Every load of a batch of rows is issued before the first
-// sum (one round trip a batch); the caller fences the tile for wgmma and syncs the block
-// before it reads the workspace.
-template <int D, int BM, int THREADS>
-__device__ __forceinline__ void fg_bwd_dof_stage(const fg_attn_params& p, uint16_t* doh, uint32_t sdO, int b, int h,
-                                                 int m0) {
-  constexpr int LPR = D <= 64 ? 16 : 32, RPW = 32 / LPR, STEP = THREADS / 32 * RPW, BATCH = 8;
-  static_assert(D == 4 * LPR, "a lane's four columns cover the row");
-  static_assert(BM % (STEP * BATCH) == 0, "whole batches of rows");
-  const int lane = threadIdx.x % 32, sub = lane % LPR;
-  const int r0 = threadIdx.x / 32 * RPW + lane / LPR;  // this lane's row in each step
-  const int64_t head = (int64_t)b * p.h + h;
-  const float* dO = (const float*)p.do_ + b * p.o_batch + h * p.o_head + 4 * sub;
-  const float* o = (const float*)p.o + b * p.o_batch + h * p.o_head + 4 * sub;
-  for (int base = 0; base < BM; base += STEP * BATCH) {
-    float4 y[BATCH], z[BATCH];
-    FgBwdRowIn in[BATCH];
-#pragma unroll
-    for (int k = 0; k < BATCH; ++k) {
-      const int i = m0 + base + STEP * k + r0;
-      y[k] = z[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-      in[k] = FgBwdRowIn{};
-      if (i < p.nq) {
-        y[k] = *(const float4*)(dO + (int64_t)i * p.o_row);
-        z[k] = *(const float4*)(o + (int64_t)i * p.o_row);
-        in[k] = fg_bwd_row_in(p, head * p.nq + i);
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < BATCH; ++k) {
-      const int r = base + STEP * k + r0, i = m0 + r;
-      const double s = fg_group_sum<LPR>(fg_bwd_dot4(y[k], z[k], 0.0));  // every lane: warp-uniform
-      const uint2 x = make_uint2(fg_bf16x2(y[k].x, y[k].y), fg_bf16x2(y[k].z, y[k].w));
-      asm volatile("st.shared.v2.u32 [%0], {%1, %2};\n" ::"r"(sdO + fg_sw128<BM>(r, sub / 2) + 8 * (sub % 2)), "r"(x.x),
-                   "r"(x.y)
-                   : "memory");
-      if (i < p.nq) {
-        *(uint2*)(doh + (head * p.nq + i) * D + 4 * sub) = x;
-        if (sub == 0) fg_bwd_row_ld(p, head * p.nq + i, s, in[k]);
-      }
-    }
-  }
-}
-
 // fg_attn_bwd_wgmma_dq: grid (ceil(Nq/BM), H, B), 2 BM threads (BM / 64 warpgroups); D = 64 or
 // 128, BN = 64 or 128 (the N of S's product). Shared memory: Q, dO [BM][D] and two stages of
 // K, V [BN][D] bfloat16 (PIPE: three). PIPE: dQ += dS K of key tile j is not waited for in
@@ -273,13 +223,8 @@ __device__ __forceinline__ void fg_bwd_dof_stage(const fg_attn_params& p, uint16
 // the copy of tile j + 1 goes to a third stage (the one of tile j - 2, whose products are all
 // done), and the dS fragments of step j stay live until then (ptxas keeps a register an
 // in-flight wgmma reads until its wait).
-//
-// DOF (with the planes a forward kept: Q's plane, K and V tiles): the kernel is the backward's
-// first launch and does the pre-pass of its own rows (fg_bwd_dof_stage: p.do_ is dO in
-// float32, doh the dO plane it writes for the dK/dV kernel that runs next), overlapped with
-// the copies of Q and the first K and V tiles; no fg_attn_bwd_bf16_prep4_do runs.
-template <int D, int BM, int BN, bool OVL, bool REG, bool FX, bool PIPE = false, bool DOF = false>
-__device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p, uint16_t* doh = nullptr) {
+template <int D, int BM, int BN, bool OVL, bool REG, bool FX, bool PIPE = false>
+__device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16, STAGES = PIPE ? 3 : 2;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
   static_assert(D % 64 == 0 && BM % 64 == 0 && (BN == 64 || BN == 128), "tile sizes");
@@ -297,6 +242,7 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p, uint16_t* doh = nu
   const uint16_t* k = fg_kv_head(p, p.k, p.k_batch, p.k_head, b, hk);
   const uint16_t* v = fg_kv_head(p, p.v, p.v_batch, p.v_head, b, hk);
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   const auto load_stage = [&](int j) {
     const uint32_t st = sK + stage(j) * 2 * KB;
@@ -307,17 +253,11 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p, uint16_t* doh = nu
   if (kv_end > 0) {
     fg_load_sw128<BM, CH, THREADS>(
         sQ, (const uint4*)((const uint16_t*)p.q + b * p.q_batch + h * p.q_head + (int64_t)m0 * p.q_row), p.nq - m0);
-    if constexpr (!DOF)
-      fg_load_sw128<BM, CH, THREADS>(
-          sdO, (const uint4*)((const uint16_t*)p.do_ + b * p.o_batch + h * p.o_head + (int64_t)m0 * p.o_row), p.nq - m0);
+    fg_load_sw128<BM, CH, THREADS>(
+        sdO, (const uint4*)((const uint16_t*)p.do_ + b * p.o_batch + h * p.o_head + (int64_t)m0 * p.o_row), p.nq - m0);
     load_stage(0);
     fg_cp_async_commit();
   }
-  if constexpr (DOF) {  // every row of the tile, seen or not: the dK/dV kernel reads the plane
-    fg_bwd_dof_stage<D, BM, THREADS>(p, doh, sdO, b, h, m0);
-    __syncthreads();  // the workspace entries written, for FgDqRows below (the loop's first sync fences sdO)
-  }
-  const FgDqRows rows(p, b, h, m0 + 16 * warp + g, t);
 
   float dq[OB][4];
   fg_bwd_zero(dq);
@@ -400,13 +340,6 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p, uint16_t* doh = nu
     fg_attn_bwd_wgmma_dq<D, BM, BN, OVL, REG, FX, PIPE>(p);                             \
   }
 #define FG_BWD_WGMMA_DQ(D, BM, BN, OVL, REG, FX, SFX) FG_BWD_WGMMA_DQ_B(D, BM, BN, OVL, REG, FX, false, 1, SFX)
-// The DOF forms (kept planes only) take the pre-pass's parameters: src the problem with Q, K
-// and V the kept planes and do_ dO in float32, dst the dO plane they write.
-#define FG_BWD_WGMMA_DQ_DOF(D, BM, BN, OVL, FX, PIPE, SFX)                                \
-  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                                  \
-      fg_attn_bwd_wgmma_dq_bf16_d##D##_m##BM##_n##BN##SFX##_dof(const fg_mma_prep_params pp) { \
-    fg_attn_bwd_wgmma_dq<D, BM, BN, OVL, false, FX, PIPE, true>(pp.src, (uint16_t*)pp.dst);  \
-  }
 // The kernels of mmaBwdCfgs (Hopper): two warpgroups (128 keys or query rows) and one (64,
 // two blocks per multiprocessor), query tiles of 64 or 128 rows, key tiles of 64 or 128;
 // _reg: the block's own operand (dK/dV: K and V; dQ: Q and dO) as A fragments in registers;
@@ -446,5 +379,3 @@ FG_BWD_WGMMA_DQ(128, 128, 128, false, false, true, _fx)
 FG_BWD_WGMMA_DQ_B(64, 64, 64, true, false, true, false, 3, _ovl_fx)
 FG_BWD_WGMMA_DQ_B(64, 128, 128, true, false, true, true, 1, _ovl_fx_pipe)
 FG_BWD_WGMMA_DQ_B(128, 128, 64, true, false, true, true, 1, _ovl_fx_pipe)
-FG_BWD_WGMMA_DQ_DOF(64, 128, 128, true, true, true, _ovl_fx_pipe)
-FG_BWD_WGMMA_DQ_DOF(128, 128, 128, false, true, false, _fx)

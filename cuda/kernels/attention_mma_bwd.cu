@@ -325,6 +325,32 @@ __device__ __forceinline__ void fg_bwd_copy_bf16(uint16_t* s, const uint16_t* g,
   }
 }
 
+// FgBwdRowIn holds what fg_bwd_row_ld reads of a row besides s: L, lres and dL (0 where
+// absent), loaded by fg_bwd_row_in before the row's sum so that those loads overlap it (a
+// load issued after the planes' stores could not be moved above them: they may alias).
+struct FgBwdRowIn {
+  float L, lres, dl;
+};
+__device__ __forceinline__ FgBwdRowIn fg_bwd_row_in(const fg_attn_params& p, int64_t row) {
+  return {((const float*)p.lse)[row], p.lres ? ((const float*)p.lres)[row] : 0.f,
+          p.dlse ? ((const float*)p.dlse)[row] : 0.f};
+}
+// fg_bwd_row_ld writes the workspace entry (L2, delta) of query row `row` ((b H + h) Nq + i)
+// from s = rowsum(dO * O): L2 = (L + lres) log2 e (0 for a row without a visible key, L = -Inf)
+// and delta = s - dL, rounded to float.
+__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s, FgBwdRowIn in) {
+  float l2 = 0;
+  if (!fg_is_neg_inf(in.L)) {
+    if (p.dlse) s -= (double)in.dl;
+    const double full = (double)in.L + (p.lres ? (double)in.lres : 0.0);
+    l2 = (float)(full * 1.4426950408889634);
+  }
+  ((float2*)p.delta)[row] = make_float2(l2, (float)s);
+}
+__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s) {
+  fg_bwd_row_ld(p, row, s, fg_bwd_row_in(p, row));
+}
+
 // fg_bwd_sem_wait spins (one thread) until the semaphore *c reads turn (acquire, GPU scope);
 // it traps instead of hanging when that takes more than about 2^26 polls (seconds), which
 // only a broken order could cause.
@@ -481,7 +507,10 @@ template <int LPR, bool QKV> __device__ __forceinline__ void fg_bwd_bf16_prep4(c
         const float4 y = *(const float4*)(dO + c), z = *(const float4*)(o + c);
         if constexpr (QKV) st8(qh + row * p.d + c, *(const float4*)(q + c));
         st8(doh + row * p.d + c, y);
-        s = fg_bwd_dot4(y, z, s);
+        s = fma((double)y.x, (double)z.x, s);
+        s = fma((double)y.y, (double)z.y, s);
+        s = fma((double)y.z, (double)z.z, s);
+        s = fma((double)y.w, (double)z.w, s);
       }
     } else if (QKV && row < total) {
       const int64_t kr = row - qrows;

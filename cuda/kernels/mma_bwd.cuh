@@ -11,42 +11,6 @@
 
 namespace {
 
-// FgBwdRowIn holds what fg_bwd_row_ld reads of a row besides s: L, lres and dL (0 where
-// absent), loaded by fg_bwd_row_in before the row's sum so that those loads overlap it (a
-// load issued after the planes' stores could not be moved above them: they may alias).
-struct FgBwdRowIn {
-  float L, lres, dl;
-};
-__device__ __forceinline__ FgBwdRowIn fg_bwd_row_in(const fg_attn_params& p, int64_t row) {
-  return {((const float*)p.lse)[row], p.lres ? ((const float*)p.lres)[row] : 0.f,
-          p.dlse ? ((const float*)p.dlse)[row] : 0.f};
-}
-// fg_bwd_row_ld writes the workspace entry (L2, delta) of query row `row` ((b H + h) Nq + i)
-// from s = rowsum(dO * O): L2 = (L + lres) log2 e (0 for a row without a visible key, L = -Inf)
-// and delta = s - dL, rounded to float.
-__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s, FgBwdRowIn in) {
-  float l2 = 0;
-  if (!fg_is_neg_inf(in.L)) {
-    if (p.dlse) s -= (double)in.dl;
-    const double full = (double)in.L + (p.lres ? (double)in.lres : 0.0);
-    l2 = (float)(full * 1.4426950408889634);
-  }
-  ((float2*)p.delta)[row] = make_float2(l2, (float)s);
-}
-__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s) {
-  fg_bwd_row_ld(p, row, s, fg_bwd_row_in(p, row));
-}
-
-// fg_bwd_dot4 adds y . z to s in double, in the order x, y, z, w: a lane's four columns of
-// rowsum(dO * O) in the pre-passes (fg_attn_bwd_bf16_prep4) and the dQ kernel that does its
-// own (fg_bwd_dof_stage), so that both give the same bits.
-__device__ __forceinline__ double fg_bwd_dot4(float4 y, float4 z, double s) {
-  s = fma((double)y.x, (double)z.x, s);
-  s = fma((double)y.y, (double)z.y, s);
-  s = fma((double)y.z, (double)z.z, s);
-  return fma((double)y.w, (double)z.w, s);
-}
-
 template <int NB> __device__ __forceinline__ void fg_bwd_zero(float (&c)[NB][4]) {
 #pragma unroll
   for (int j = 0; j < NB; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0;
