@@ -411,7 +411,16 @@ func TestPickMMA(t *testing.T) {
 			t.Errorf("BF16 d=128 Nk=%d on Hopper: variant %d (%v), want 20", nk, c.Variant, ok)
 		}
 	}
-	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
+	// Variant 22 only where Q's rows are contiguous: its bulk copies take a tile's rows as one block.
+	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionBF16}).kernelParams()
+	if c, ok := pickMMA(&kp, f32, 22, true, 90); !ok || c.Variant != 22 {
+		t.Errorf("pickMMA(variant 22) = %v, %v on contiguous rows", c, ok)
+	}
+	kp.qRow = 68
+	if c, ok := pickMMA(&kp, f32, 22, true, 90); ok {
+		t.Errorf("pickMMA(variant 22) = %v with Q rows of 68 elements, want none", c.name())
+	}
+	kp = (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.kRow = 66 // a row not on 16 bytes
 	if _, ok := pickMMA(&kp, f32, 0, true, 90); ok {
 		t.Errorf("pickMMA accepts a K row stride of 66 elements")
@@ -481,7 +490,7 @@ func TestPickMMA(t *testing.T) {
 		t.Errorf("wgmma.cuh's FG_HOPPER_BN %q, Go's hopperBN %d", m, hopperBN)
 	}
 	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA\(`,
-		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST\(`} {
+		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST(_Q)?\(`} {
 		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaCfgs lists %d", m, n, count[m])
 		}

@@ -28,6 +28,16 @@
 // finite time: no deadlock. The flags ([B Hkv NT] uint32 after the two planes) are zeroed by
 // the launcher before each launch. Tasks are spread round-robin in head order, the order the
 // items need them: the first round of items waits for about one task's conversion.
+//
+// Variant 22 (QST) is variant 20 with each item's Q rows brought into shared memory by the
+// producer: a bulk copy of the float32 rows (Q's rows contiguous) into a staging tile, counted on an mbarrier (qfull) and released by the
+// consumers once they have converted it (qempty). The consumers then convert Q from shared
+// memory at the start of an item instead of loading it from L2 or DRAM: the load's round
+// trip leaves the critical path of every item, which is a large part of an item's life at
+// N = 1024 (8 key tiles, 4.5 when causal). The copy of item k + 1's rows starts once the
+// consumers have released item k's, which the producer waits for after issuing item k's
+// second tile (its first when it has one; at once when it has none): by then the consumers
+// are done with item k - 1, so the ring never waits on it.
 #include "wgmma.cuh"
 
 namespace {
@@ -72,20 +82,25 @@ __device__ __forceinline__ int64_t fg_item(int k, int c, int G) {
 // CREG (0: none) are setmaxnreg's registers for the producer and the consumers, whose sum
 // over the block must not pass the launch's 168 x 384 (else the consumers' setmaxnreg.inc
 // waits forever); U is how many 8-column chunks of K and V a converter thread has in flight,
-// in registers or (STAGED, variant 21) in shared-memory slots filled by cp.async.
-template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false>
+// in registers or (STAGED, variant 21) in shared-memory slots filled by cp.async. QST
+// (variant 22): Q's rows staged by the producer's bulk copies (above); its mbarriers follow
+// the ring's, the staging tile (float32 [BM][D]) 64 bytes after them.
+template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
   constexpr int BN = FG_HOPPER_BN, BM = 64 * NWG, CONSUMERS = 128 * NWG;
   constexpr int CH = D / 8, OB = D / 8;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
   constexpr uint32_t STAGE = STAGED ? 96 * U * 64 : 0;  // the staged converters' slots
-  constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE;
-  if (fg_dynamic_smem() < SMEM) __trap();
+  constexpr uint32_t QFB = QST ? 64 + BM * D * 4 : 0;   // QST's mbarriers and staging tile
+  static_assert(!(STAGED && QST), "one use of the space after the ring's mbarriers");
+  constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE + QFB;
+  if (fg_dynamic_smem() < SMEM || QST && p.q_row != D) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
   const uint32_t sQ = (sbase + 1023) & ~1023u;
   const FgRing ring{sQ + QB, sQ + QB + 2 * KB, sQ + QB + 4 * KB, KB};
   const uint32_t stage = ring.bars + 64;
+  const uint32_t qfull = ring.bars + 64, qempty = ring.bars + 72, qf = ring.bars + 128;  // QST
 
   const int T = (p.nq + BM - 1) / BM, NT = (p.nk + BN - 1) / BN, G = gridDim.x, c = blockIdx.x;
   const int64_t items = (int64_t)T * p.h * p.b;
@@ -94,7 +109,10 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   char* const vplane = kplane + planeTiles * KB;
   uint32_t* const flags = (uint32_t*)(vplane + planeTiles * KB);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
-  if (threadIdx.x == 0) ring.init(CONSUMERS);
+  if (threadIdx.x == 0) {
+    if constexpr (QST) fg_mbar_init(qfull, 1), fg_mbar_init(qempty, CONSUMERS);
+    ring.init(CONSUMERS);  // and the fence that makes every init visible
+  }
   __syncthreads();
 
   if (warp >= 4 * NWG) {  // the producer warpgroup
@@ -117,11 +135,31 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             for (int r = 0; r < rows; ++r) fg_prefetch_l2(q + (int64_t)(n.m0 + r) * p.q_row, D * 4);
           }
         };
-        if (k == 0) prefetchQ(m);
-        if (const int64_t wn = fg_item(k + 1, c, G); wn < items) prefetchQ(FgItem(p, wn, T, BM, BN));
+        // QST: item n's Q rows into the staging tile, counted on qfull: one block of rows
+        // (the launcher takes variant 22 only where Q's rows are contiguous, q_row = D).
+        const auto copyQ = [&](const FgItem& n) {
+          const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head + (int64_t)n.m0 * D;
+          const uint32_t bytes = (uint32_t)min(BM, p.nq - n.m0) * D * 4;
+          fg_mbar_expect(qfull, bytes);
+          fg_bulk_copy(qf, q, bytes, qfull);
+        };
+        // QST: once the consumers have released item k's staged rows, item k + 1's.
+        const auto nextQ = [&]() {
+          if (const int64_t wn = fg_item(k + 1, c, G); wn < items) {
+            fg_mbar_wait(qempty, k & 1);
+            copyQ(FgItem(p, wn, T, BM, BN));
+          }
+        };
+        if constexpr (QST) {
+          if (k == 0) copyQ(m);
+        } else if (k == 0) {
+          prefetchQ(m);
+        }
+        if (const int64_t wn = fg_item(k + 1, c, G); !QST && wn < items) prefetchQ(FgItem(p, wn, T, BM, BN));
         const int64_t head = (int64_t)m.b * p.hkv + m.hk;
         const char* kt = kplane + head * NT * KB;
         const char* vt = vplane + head * NT * KB;
+        if (QST && m.tiles == 0) nextQ();
         for (int j = 0; j < m.tiles; ++j, ++it) {
           if constexpr (CONV) {
             const uint32_t* f = flags + head * NT + j;
@@ -132,6 +170,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             asm volatile("fence.proxy.async.global;\n" ::: "memory");
           }
           ring.load(it, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
+          if (QST && j == min(1, m.tiles - 1)) nextQ();
         }
       }
       return;
@@ -225,14 +264,21 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
     if (w >= items) break;
     const FgItem m(p, w, T, BM, BN);
     rows.init(p, m.b, m.m0 + 16 * warp + g, t);
+    uint4* const plane = pp.qplane ? (uint4*)pp.qplane + ((int64_t)m.b * p.h + m.h) * p.nq * (D / 8) : nullptr;
+    if constexpr (QST) {  // every item's staged rows are waited for and released, seen or not
+      fg_mbar_wait(qfull, k & 1);
+      if (m.tiles > 0) fg_wgmma_load_q_staged<D, BM>(sQ, qf, m.m0, p.nq, qs, wg, plane);
+      fg_mbar_arrive(qempty);
+    }
     if (m.tiles == 0) {
       rows.store(p, m.b, m.h);
       continue;
     }
     // The warpgroup's products of the previous item, the last readers of its Q rows, have
-    // completed; the producer prefetched these rows into L2.
-    fg_wgmma_load_q<D, BM>(sQ, (const float*)p.q + m.b * p.q_batch + m.h * p.q_head, m.m0, p.nq, p.q_row, qs, wg,
-                           pp.qplane ? (uint4*)pp.qplane + ((int64_t)m.b * p.h + m.h) * p.nq * (D / 8) : nullptr);
+    // completed; the producer prefetched these rows into L2 (QST: into shared memory).
+    if constexpr (!QST)
+      fg_wgmma_load_q<D, BM>(sQ, (const float*)p.q + m.b * p.q_batch + m.h * p.q_head, m.m0, p.nq, p.q_row, qs, wg,
+                             plane);
     fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, it, m.tiles, sl2);
     it += m.tiles;
     rows.store(p, m.b, m.h);
@@ -241,11 +287,12 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
 
 // ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
 
-#define FG_FWD_WGMMA_PERSIST(V, CONV, D, PREG, CREG, U, STAGED)                           \
+#define FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, QST)                    \
   extern "C" __global__ void __launch_bounds__(384, 1)                                    \
       fg_attn_fwd_wgmma_v##V##_bf16_d##D##_m128_n128(const fg_mma_prep_params pp) {        \
-    fg_attn_fwd_wgmma_persist<D, 2, CONV, PREG, CREG, U, STAGED>(pp);                      \
+    fg_attn_fwd_wgmma_persist<D, 2, CONV, PREG, CREG, U, STAGED, QST>(pp);                 \
   }
+#define FG_FWD_WGMMA_PERSIST(V, CONV, D, PREG, CREG, U, STAGED) FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, false)
 // Variants 19 and 20 take variant 17's setmaxnreg (producer 24, consumers 240), 20 and 21
 // more for their converters (56 and 224); variant 21 stages U = 16 (d = 64) or 8 (d = 128)
 // chunks per converter thread with cp.async (Go: mmaCfg.smem).
@@ -255,3 +302,6 @@ FG_FWD_WGMMA_PERSIST(20, true, 64, 56, 224, 2, false)
 FG_FWD_WGMMA_PERSIST(20, true, 128, 56, 224, 2, false)
 FG_FWD_WGMMA_PERSIST(21, true, 64, 56, 224, 16, true)
 FG_FWD_WGMMA_PERSIST(21, true, 128, 56, 224, 8, true)
+// Variant 22: variant 20 with Q staged by the producer's bulk copies (QST).
+FG_FWD_WGMMA_PERSIST_Q(22, true, 64, 56, 224, 2, false, true)
+FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)

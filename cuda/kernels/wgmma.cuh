@@ -269,6 +269,20 @@ __device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint
       : "memory");
 }
 
+// fg_mbar_expect counts one arrival on the mbarrier bar and tells it to expect bytes more of
+// bulk copies (fg_bulk_copy) in its current phase.
+__device__ __forceinline__ void fg_mbar_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// fg_bulk_copy copies bytes (a multiple of 16) from global src to shared dst, counting them on
+// the mbarrier bar (which fg_mbar_expect told to expect them).
+__device__ __forceinline__ void fg_bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%2], %1, [%3];\n" ::"r"(dst),
+               "r"(bytes), "l"(src), "r"(bar)
+               : "memory");
+}
+
 // ---- the forward's K and V tile ring, fed by bulk copies (attention_hopper_bulk.cu,
 // attention_hopper_persist.cu) -------------------------------------------------------------------
 
@@ -302,12 +316,30 @@ struct FgRing {
   }
 };
 
+// fg_wgmma_put_q converts this warpgroup's chunks x of the query tile (fg_wgmma_load_q's
+// QI chunks of 8 columns per thread, rows at or past nq zero), times qs, to bfloat16 in the
+// swizzled tile of BM rows at sQ, then fences the writes for the async proxy and syncs the
+// warpgroup (named barrier 1 + wg). With plane set, it also writes the rows below nq, unscaled,
+// in bfloat16 to plane's rows m0 + 64 wg + r (D elements apart): the Q plane the backward reads.
+template <int D, int BM, int QI>
+__device__ __forceinline__ void fg_wgmma_put_q(uint32_t sQ, const float4 (&x)[QI][2], int m0, int nq, float qs, int wg,
+                                               uint4* plane) {
+  constexpr int CH = D / 8;
+#pragma unroll
+  for (int i = 0; i < QI; ++i) {
+    const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, c = idx % CH;
+    const uint4 y = fg_bf16x8v(x[i][0], x[i][1], qs);
+    fg_st_shared16(sQ + fg_sw128<BM>(r, c), y);
+    if (plane && m0 + r < nq) plane[(int64_t)(m0 + r) * CH + c] = qs > 0 ? y : fg_bf16x8v(x[i][0], x[i][1]);
+  }
+  fg_fence_async();
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+}
+
 // fg_wgmma_load_q writes this warpgroup's 64 rows of the query tile (global rows m0 + 64 wg + r
 // of q, row stride qrow, times qs; rows at or past nq zero) into the swizzled bfloat16 tile of
-// BM rows at sQ, every load issued before the first conversion (one round trip per tile, not
-// one per chunk), then fences the writes for the async proxy and syncs the warpgroup (named
-// barrier 1 + wg). With plane set, it also writes the rows below nq, unscaled, in bfloat16 to
-// plane's rows m0 + 64 wg + r (D elements apart): the Q plane the backward reads.
+// BM rows at sQ (fg_wgmma_put_q, plane as there), every load issued before the first
+// conversion (one round trip per tile, not one per chunk).
 template <int D, int BM>
 __device__ __forceinline__ void fg_wgmma_load_q(uint32_t sQ, const float* q, int m0, int nq, int64_t qrow, float qs,
                                                 int wg, uint4* plane = nullptr) {
@@ -322,15 +354,31 @@ __device__ __forceinline__ void fg_wgmma_load_q(uint32_t sQ, const float* q, int
       x[i][0] = *(const float4*)row, x[i][1] = *(const float4*)(row + 4);
     }
   }
+  fg_wgmma_put_q<D, BM>(sQ, x, m0, nq, qs, wg, plane);
+}
+
+// fg_wgmma_load_q_staged is fg_wgmma_load_q from the query tile's rows already in shared
+// memory, float32 [BM][D] at qf (a bulk copy put them there; rows at or past nq hold anything
+// and are read as zero).
+template <int D, int BM>
+__device__ __forceinline__ void fg_wgmma_load_q_staged(uint32_t sQ, uint32_t qf, int m0, int nq, float qs, int wg,
+                                                       uint4* plane = nullptr) {
+  constexpr int CH = D / 8, QI = 64 * CH / 128;
+  float4 x[QI][2];
 #pragma unroll
   for (int i = 0; i < QI; ++i) {
     const int idx = threadIdx.x % 128 + 128 * i, r = 64 * wg + idx / CH, c = idx % CH;
-    const uint4 y = fg_bf16x8v(x[i][0], x[i][1], qs);
-    fg_st_shared16(sQ + fg_sw128<BM>(r, c), y);
-    if (plane && m0 + r < nq) plane[(int64_t)(m0 + r) * CH + c] = qs > 0 ? y : fg_bf16x8v(x[i][0], x[i][1]);
+    x[i][0] = x[i][1] = make_float4(0, 0, 0, 0);
+    if (m0 + r < nq) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(x[i][h].x), "=f"(x[i][h].y), "=f"(x[i][h].z), "=f"(x[i][h].w)
+                     : "r"(qf + (uint32_t)(r * D + 8 * c + 4 * h) * 4)
+                     : "memory");
+    }
   }
-  fg_fence_async();
-  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+  fg_wgmma_put_q<D, BM>(sQ, x, m0, nq, qs, wg, plane);
 }
 
 // fg_wgmma_tiles_ovl runs key tiles it .. it + tiles - 1 of the ring (tiles >= 1, the first
