@@ -136,12 +136,21 @@ type mmaCfg struct {
 // read, O written, the planes written) is what bounds the kernel, and faster converters take
 // it from the consumers. v19 at d = 64 without setmaxnreg (the first call) was 30% slower
 // than v15.
+//
+// Variant 22 against variant 20 (tenth session, results/h100-2026-11-24-s10 call B, three
+// rounds alternating, ms means, v22 ÷ v20): d = 64 N = 1024 0.958 (non-causal) / 1.012
+// (causal), 4096 0.987 / 0.990, 16384 0.985 / 0.999; d = 128 N = 1024 0.962 / 1.046 (one
+// round at 1.17, the others 1.004 and 0.966), 4096 0.977 / 0.972, 16384 0.993 / 0.967. The
+// staged Q pays where items are short and not causal (8 key tiles of 128 at N = 1024: an
+// item's Q load was a round trip of the consumers' critical path).
 var mmaCfgs = []mmaCfg{
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere. At d = 64
-	// variant 21 from Nk = 16384, else 20: BenchmarkAttentionMMA, five alternating rounds
+	// variant 21 from Nk = 16384, else 22: BenchmarkAttentionMMA, five alternating rounds
 	// (results/h100-2026-11-24-s9, call F), v21 against v20: N = 16384 1.3% (non-causal) and
-	// 0.6% (causal) faster, N = 4096 1.4% and 2.7% slower, N = 1024 1-14% slower.
+	// 0.6% (causal) faster, N = 4096 1.4% and 2.7% slower, N = 1024 1-14% slower; v22 against
+	// v20 above (N = 16384: 1.5% and 0.1% faster). d = 128: variant 22.
 	{Variant: 21, Prec: PrecisionBF16, D: 64, BM: 128, BN: hopperBN, MinNk: 16384},
+	{22, PrecisionBF16, 64, 128, hopperBN, 0}, {22, PrecisionBF16, 128, 128, hopperBN, 0},
 	{20, PrecisionBF16, 64, 128, hopperBN, 0}, {20, PrecisionBF16, 128, 128, hopperBN, 0},
 	{15, PrecisionBF16, 64, 128, hopperBN, 0}, {17, PrecisionBF16, 128, 128, hopperBN, 0},
 	{14, PrecisionBF16, 64, 128, hopperBN, 0}, {14, PrecisionBF16, 128, 128, hopperBN, 0},
@@ -152,7 +161,6 @@ var mmaCfgs = []mmaCfg{
 	{13, PrecisionBF16, 64, 128, 128, 0}, {13, PrecisionBF16, 128, 128, 128, 0},
 	{19, PrecisionBF16, 64, 128, hopperBN, 0}, {19, PrecisionBF16, 128, 128, hopperBN, 0},
 	{21, PrecisionBF16, 128, 128, hopperBN, 0},
-	{22, PrecisionBF16, 64, 128, hopperBN, 0}, {22, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128, 0}, {9, PrecisionBF16, 128, 128, 64, 0},
 	{11, PrecisionTF32, 64, 128, 64, 0}, {11, PrecisionTF32, 128, 128, 64, 0},
