@@ -30,9 +30,8 @@
 // items need them: the first round of items waits for about one task's conversion.
 //
 // Variant 22 (QST) is variant 20 with each item's Q rows brought into shared memory by the
-// producer: a bulk copy of the float32 rows (Q's rows contiguous) into a staging tile,
-// counted on an mbarrier (qfull) and released by the consumers once they have converted it
-// (qempty). The consumers then convert Q from shared
+// producer: a bulk copy of the float32 rows (Q's rows contiguous) into a staging tile, counted on an mbarrier (qfull) and released by the
+// consumers once they have converted it (qempty). The consumers then convert Q from shared
 // memory at the start of an item instead of loading it from L2 or DRAM: the load's round
 // trip leaves the critical path of every item, which is a large part of an item's life at
 // N = 1024 (8 key tiles, 4.5 when causal). The copy of item k + 1's rows starts once the
@@ -107,7 +106,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
   const uint32_t sQ = (sbase + 1023) & ~1023u;
   const FgRing ring{sQ + QB, sQ + QB + 2 * KB, sQ + QB + 4 * KB, KB};
-  const uint32_t cstage = ring.bars + 64;  // STAGED
+  const uint32_t stage = ring.bars + 64;
   const uint32_t qfull = ring.bars + 64, qempty = ring.bars + 72, qf = ring.bars + 128;  // QST
 
   const int T = (p.nq + BM - 1) / BM, NT = (p.nk + BN - 1) / BN, G = gridDim.x, c = blockIdx.x;
@@ -189,7 +188,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
       // thread's own shared-memory slots, copied there by cp.async (no registers held while
       // in flight; keys at or past the key length zero-filled without a read).
       const int tid = threadIdx.x - CONSUMERS - 32;
-      const auto piece = [&](int e, int part) { return cstage + ((e * 4 + part) * 96 + tid) * 16; };
+      const auto piece = [&](int e, int part) { return stage + ((e * 4 + part) * 96 + tid) * 16; };
       const int32_t* kl = (const int32_t*)p.key_lengths;
       for (int64_t u = c; u < planeTiles; u += G) {
         const int64_t head = u / NT;
@@ -273,44 +272,39 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   if constexpr (XO) {
     // Item k + 1's Q conversion and first S under item k's last P V, its epilogue under that S.
     float s[BN / 8][4];
+    bool s_issued = false;
     int64_t w = fg_item(0, c, G);
     if (w >= items) return;
     FgItem m(p, w, T, BM, BN);
-    // stage converts item n's staged Q rows into sQ (their last reader before, the previous
-    // item's last S, is done) and issues its first S, committing one group in every case.
-    const auto stage = [&](const FgItem& n, int kn, int jt) {
-      fg_mbar_wait(qfull, kn & 1);
-      if (n.tiles > 0) fg_wgmma_load_q_staged<D, BM>(sQ, qf, n.m0, p.nq, qs, wg, qplane(n));
-      fg_mbar_arrive(qempty);
-      if (n.tiles > 0) {
-        fg_mbar_wait(ring.fullK(jt & 1), (jt >> 1) & 1);
-        fg_wgmma_fence();
-        fg_wgmma_abt<BN, D / 16, BM>(s, qw, ring.sK + (jt & 1) * ring.KB);
-      }
-      fg_wgmma_commit();
-    };
-    stage(m, 0, 0);
+    fg_mbar_wait(qfull, 0);
+    if (m.tiles > 0) fg_wgmma_load_q_staged<D, BM>(sQ, qf, m.m0, p.nq, qs, wg, qplane(m));
+    fg_mbar_arrive(qempty);
     for (int k = 0;; ++k) {
       const int64_t wn = fg_item(k + 1, c, G);
       const FgItem n(p, wn < items ? wn : w, T, BM, BN);
-      const auto tail = [&]() {
-        if (wn < items)
-          stage(n, k + 1, it + m.tiles);
-        else
-          fg_wgmma_commit();
+      // The next item's staged rows into sQ (the last reader of this item's, its last S, is
+      // done) and its first S issued.
+      const auto tail = [&]() -> bool {
+        if (wn >= items) return false;
+        fg_mbar_wait(qfull, (k + 1) & 1);
+        if (n.tiles > 0) fg_wgmma_load_q_staged<D, BM>(sQ, qf, n.m0, p.nq, qs, wg, qplane(n));
+        fg_mbar_arrive(qempty);
+        if (n.tiles == 0) return false;
+        const int jt = it + m.tiles;
+        fg_mbar_wait(ring.fullK(jt & 1), (jt >> 1) & 1);
+        fg_wgmma_fence();
+        fg_wgmma_abt<BN, D / 16, BM>(s, qw, ring.sK + (jt & 1) * ring.KB);
+        fg_wgmma_commit();
+        return true;
       };
       rows.init(p, m.b, m.m0 + 16 * warp + g, t);
-      if (m.tiles > 0) {
-        fg_wgmma_tiles_ovl<D, BM, OB, true>(rows, s, qw, ring, it, m.tiles, sl2, tail);
-      } else {
-        tail();
-      }
+      if (m.tiles > 0)
+        s_issued = fg_wgmma_tiles_ovl<D, BM>(rows, s, qw, ring, it, m.tiles, sl2, s_issued, tail);
+      else
+        s_issued = tail();
       it += m.tiles;
       rows.store(p, m.b, m.h);
-      if (wn >= items) {
-        fg_wgmma_wait<0>();
-        return;
-      }
+      if (wn >= items) return;
       w = wn, m = n;
     }
   } else {
