@@ -10,7 +10,10 @@
 # elsewhere with `go build -o .devbin/cpubench ./cmd/cpubench`); PEAK_SRC the peak.c to use
 # (default ../shared/tools/peak.c); OUT the folder for the log (default out/cpu-bench); SHAPES,
 # when set, replaces BenchmarkAttention's five shapes (cpubench -shapes: "B,H,N,d,causal;…", e.g.
-# examples/gpt's "32,8,64,32,1;32,4,64,16,1;16,8,256,32,1"); PIN=0 runs unpinned (below).
+# examples/gpt's "32,8,64,32,1;32,4,64,16,1;16,8,256,32,1"); REPS, when set, the timed runs of
+# each case whose median is reported (cpubench -reps, passed on to PyTorch too; default 3: on a
+# shared 2-vCPU machine single calls of 5-10 ms vary by ±10 points of the peak, so the N = 1024
+# rows read steadier with REPS=15 or more); PIN=0 runs unpinned (below).
 #
 # Pinning: for each thread count T the script runs peak.c, cpubench (and with it cpubench's FMA
 # peak and the PyTorch process it starts, which inherits the mask) under `taskset -c CPUS`, the
@@ -121,6 +124,10 @@ shapes=()
 if [ -n "${SHAPES:-}" ]; then
   shapes=(-shapes "$SHAPES")
 fi
+reps=()
+if [ -n "${REPS:-}" ]; then
+  reps=(-reps "$REPS")
+fi
 for t in ${threads//,/ }; do
   set=$(pick "$t")
   if ((pin)); then
@@ -137,7 +144,7 @@ for t in ${threads//,/ }; do
     on "$set" "$peak" "$t" >>"$log" 2>&1 || echo "peak failed" >>"$log"
     echo >>"$log"
   fi
-  on "$set" env FLASHGORGON_DEVICE=cpu "$bin" -threads "$t" "${torch[@]}" "${shapes[@]}" >>"$log" 2>&1
+  on "$set" env FLASHGORGON_DEVICE=cpu "$bin" -threads "$t" "${torch[@]}" "${shapes[@]}" "${reps[@]}" >>"$log" 2>&1
   echo >>"$log"
 done
 cat "$log"

@@ -15,6 +15,8 @@ import (
 	"github.com/flashgorgon/flashgorgon/graph"
 	"github.com/flashgorgon/flashgorgon/internal/benchkit"
 	"github.com/flashgorgon/flashgorgon/internal/kernels/gemm"
+	"github.com/flashgorgon/flashgorgon/internal/parallel"
+	"github.com/flashgorgon/flashgorgon/machine"
 )
 
 // Benchmarks of the fused op and its decomposed twin, side by side in one
@@ -291,5 +293,125 @@ func BenchmarkTile(b *testing.B) {
 				b.ReportMetric(products*2*blockQ*blockK*d*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// BenchmarkForwardThreads alternates, inside each iteration, the float32
+// forward on BenchmarkAttention's shapes in three ways: flashForward at
+// GOMAXPROCS = 1 ("t1"), at GOMAXPROCS = 2 ("t2"), and the fused op
+// through the project's machine at GOMAXPROCS = 2 ("op2": what
+// cmd/cpubench times, the kernel and the copies of O and L out of the op's
+// packed value). Each turn of a way runs fwdAltCalls calls back to back
+// after an untimed one (see altWays). Per way it reports the rate per
+// CPU-second over one core's FMA peak (_pct, as BenchmarkKernel's
+// cpu_pct_peak), busy and the rate per wall second over the peak of the
+// way's cores (_wpct, as cmd/cpubench's "% of peak"); t2/t1 is the
+// 2-thread way's rate per CPU-second over the 1-thread way's: what the
+// second thread loses to serial parts, spinning, imbalance and shared
+// caches, on a machine whose load weighs on both ways alike.
+//
+//	go test ./ops/attention -run '^$' -bench 'ForwardThreads' -benchtime 10x
+func BenchmarkForwardThreads(b *testing.B) {
+	for _, s := range benchShapes {
+		b.Run(s.String(), func(b *testing.B) {
+			p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}
+			rng := rand.New(rand.NewSource(1))
+			n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
+			q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))
+			o, l, lr := make([]float32, n), make([]float32, nl), make([]float32, nl)
+			kernel := func() { flashForward(p, q, k, v, o, l, lr) }
+
+			g := gorgonia.NewGraph()
+			shape := []int{s.B, s.H, s.N, s.D}
+			qn := graph.Input(g, "q", graph.NewTensor(shape, q))
+			kn := graph.Input(g, "k", graph.NewTensor(shape, k))
+			vn := graph.Input(g, "v", graph.NewTensor(shape, v))
+			if _, err := Attention(qn, kn, vn, Options{Causal: s.causal}); err != nil {
+				b.Fatal(err)
+			}
+			vm, err := machine.New(g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer vm.Close()
+			op := func() {
+				if err := vm.RunAll(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			altWays(b, benchkit.FwdFLOPs(s.B, s.H, s.N, s.N, s.D, s.causal), []altWay{
+				{"t1", 1, kernel}, {"t2", 2, kernel}, {"op2", 2, op},
+			})
+		})
+	}
+}
+
+// altWay is one way of doing the same work in an alternation (altWays):
+// f at GOMAXPROCS procs.
+type altWay struct {
+	name  string
+	procs int
+	f     func()
+}
+
+// fwdAltCalls is how many calls of a way run back to back in one turn.
+const fwdAltCalls = 3
+
+// altWays runs the ways in turn, b.N turns each, the order of the ways
+// rotating from one iteration to the next, and reports per way
+// <name>_pct (GFLOP per CPU-second over corePeak, for flop FLOPs a call),
+// <name>_busy and <name>_wpct (GFLOP per wall second over procs times
+// corePeak: what cmd/cpubench's "% of peak" reads), and for the ways named t1 and t2 their ratio t2/t1.
+// Before a turn on fewer procs than the previous one, the pool's workers
+// are left idle for twice the spin duration, so that none still polls
+// from the previous turn (at GOMAXPROCS = 1 a polling worker would share
+// the one P with the turn). Each turn starts with one untimed call, which
+// wakes parked workers (on a busy virtual machine a halted vCPU can take
+// milliseconds to run again), so that the timed calls find them polling,
+// as the calls of a training step or of cmd/cpubench's repetitions do.
+func altWays(b *testing.B, flop float64, ways []altWay) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, w := range ways { // warm up: buffers, pools, the machine's registers
+		runtime.GOMAXPROCS(w.procs)
+		w.f()
+	}
+	runtime.GC()
+	pk := corePeak()
+	cpu := make([]float64, len(ways))
+	wall := make([]float64, len(ways))
+	procs := runtime.GOMAXPROCS(0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range ways {
+			x := (i + j) % len(ways)
+			w := ways[x]
+			if w.procs < procs {
+				time.Sleep(2*parallel.Spin() + time.Millisecond)
+			}
+			procs = w.procs
+			runtime.GOMAXPROCS(procs)
+			w.f() // untimed: wakes the parked workers
+			t0, c0 := time.Now(), benchkit.CPUSeconds()
+			for range fwdAltCalls {
+				w.f()
+			}
+			cpu[x] += benchkit.CPUSeconds() - c0
+			wall[x] += time.Since(t0).Seconds()
+		}
+	}
+	b.StopTimer()
+	gflop := flop * float64(b.N*fwdAltCalls) / 1e9
+	rate := map[string]float64{}
+	for x, w := range ways {
+		if cpu[x] <= 0 || pk <= 0 {
+			continue
+		}
+		rate[w.name] = gflop / cpu[x]
+		b.ReportMetric(100*rate[w.name]/pk, w.name+"_pct")
+		b.ReportMetric(cpu[x]/wall[x]/float64(w.procs), w.name+"_busy")
+		b.ReportMetric(100*gflop/wall[x]/float64(w.procs)/pk, w.name+"_wpct")
+	}
+	if rate["t1"] > 0 && rate["t2"] > 0 {
+		b.ReportMetric(rate["t2"]/rate["t1"], "t2/t1")
 	}
 }
