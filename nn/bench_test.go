@@ -22,7 +22,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		{4, 128, 4, 128, 16},
 		{2, 64, 4, 64, 32},
 		{4, 256, 8, 256, 16},
-		{2, 256, 8, 64, 32},
+		{2, 128, 4, 64, 64},
 	} {
 		b.Run(fmt.Sprintf("L%d_D%d_H%d_T%d_B%d", tc.layers, tc.width, tc.heads, tc.ctx, tc.batch), func(b *testing.B) {
 			cfg := Config{Vocab: 96, Context: tc.ctx, Layers: tc.layers, Heads: tc.heads, Width: tc.width, MLPRatio: 4}
