@@ -70,8 +70,8 @@ type preset struct {
 // kernels: 438k parameters (width 128, 4 heads, 2 blocks, context 64),
 // batch 64, 1400 steps at a peak learning rate of 6e-3. Sweep on the
 // AVX-512 development machine (2026-11-24, cmd/cpubench/results/
-// dev-2026-11-24-s10.md), nats/char at 95–150 s: this 1.5616 (122.7 s
-// there, 48k tokens/s); batch 32 for 2600 steps 1.5939 (lr 5e-3), 2500
+// dev-2026-11-24-s10.md), nats/char in runs of about two minutes: this
+// 1.5616 (122.7 s there, 48k tokens/s); batch 32 for 2600 steps 1.5939 (lr 5e-3), 2500
 // steps 1.6250 (3e-3), 2700 steps 1.5997 (8e-3); batch 64 at lr 8e-3
 // 1.5684, batch 128 for 700 steps 1.6026; 3 blocks 1.6318, width 160
 // 1.6325, 4 blocks 1.6819, width 192 1.7120, the previous default (width
