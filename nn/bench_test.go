@@ -12,7 +12,8 @@ import (
 
 // BenchmarkTrainStep times one training step (forward, backward, clipping,
 // AdamW) of a character-level GPT of the sizes the examples use, in float32;
-// the last two are the configurations of scripts/train-bench.sh.
+// the third and fourth are the configurations of scripts/train-bench.sh,
+// the last examples/gpt's CPU default.
 func BenchmarkTrainStep(b *testing.B) {
 	for _, tc := range []struct {
 		layers, width, heads, ctx, batch int
@@ -21,6 +22,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		{4, 128, 4, 128, 16},
 		{2, 64, 4, 64, 32},
 		{4, 256, 8, 256, 16},
+		{2, 128, 4, 64, 64},
 	} {
 		b.Run(fmt.Sprintf("L%d_D%d_H%d_T%d_B%d", tc.layers, tc.width, tc.heads, tc.ctx, tc.batch), func(b *testing.B) {
 			cfg := Config{Vocab: 96, Context: tc.ctx, Layers: tc.layers, Heads: tc.heads, Width: tc.width, MLPRatio: 4}

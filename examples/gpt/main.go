@@ -65,18 +65,28 @@ type preset struct {
 	minLR   float64
 }
 
-// cpuPreset is the largest model of a small sweep that trains in about two
-// minutes on 2 idle cores with the SIMD kernels: 1.66M parameters, width
-// 256, 8 heads, 2 blocks. Sweep on the AVX-512 development machine
-// (2026-11-23): 1.6016 nats/char in 105 s at 1400 steps, against 1.6585 in
-// 75 s for width 192 with 6 heads (952k parameters), which in turn beat
-// width 128 with 2 or 4 blocks (1.69, 1.67), context 128 with batch 16
-// (1.86–1.88) and width 64 (1.79). After the fifth session's kernels 1400
-// steps took 87 s, so the steps grew to 1800 (1900 steps: 1.5560 in 130
-// s); a third block (2.45M parameters) did worse in more time (1.6095 in
-// 140 s at 1400 steps).
+// cpuPreset is the model and schedule of a sweep that gave the lowest
+// validation loss in about two minutes on 2 idle cores with the SIMD
+// kernels: 438k parameters (width 128, 4 heads, 2 blocks, context 64),
+// batch 64, 1400 steps at a peak learning rate of 6e-3. Sweep on the
+// AVX-512 development machine (2026-11-24, cmd/cpubench/results/
+// dev-2026-11-24-s10.md), nats/char in runs of about two minutes: this
+// 1.5616 (122.7 s there, 48k tokens/s); batch 32 for 2600 steps 1.5939 (lr 5e-3), 2500
+// steps 1.6250 (3e-3), 2700 steps 1.5997 (8e-3); batch 64 at lr 8e-3
+// 1.5684, batch 128 for 700 steps 1.6026; 3 blocks 1.6318, width 160
+// 1.6325, 4 blocks 1.6819, width 192 1.7120, the previous default (width
+// 256, 1.66M parameters) in 850 steps 1.7276: at two minutes the smaller
+// model's extra steps win. That default needed 1800 steps (249 s here)
+// for 1.5565. The sample it prints (temperature 0.8) begins
+//
+//	func (pfunc(x uintptr, addrlen) (perment) {
+//		padding := offset, err := xythat {
+//			if len(z) > 8)
+//		}
+//		if v == "x {
+//			return false := len(*line) == c.darwardIndex == c.numStricKindScan && stricVals
 var cpuPreset = preset{
-	Common:  train.Common{Steps: 1800, Batch: 32, EvalEvery: 200, Warmup: 50, Layers: 2, Heads: 8, Width: 256, LR: 3e-3, Seed: 1},
+	Common:  train.Common{Steps: 1400, Batch: 64, EvalEvery: 200, Warmup: 50, Layers: 2, Heads: 4, Width: 128, LR: 6e-3, Seed: 1},
 	context: 64, minLR: 1e-3,
 }
 

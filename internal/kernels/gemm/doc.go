@@ -36,7 +36,10 @@
 // across more than two column strips, a group of strips at a time,
 // reading A along its rows, packABlock, as every variant did before: on
 // the development machine's Xeon that pass took 4–15% of nn's weight
-// gradients, which ran as fast or faster without it.) It reads op(B) as rows of nr
+// gradients, which ran as fast or faster without it. Variant 16 packs
+// each strip in its first column strip's tile instead, the micro-kernel's
+// packing twin copying the values it reads (kernel.packFirst): as fast as
+// reading in place there, within the noise.) It reads op(B) as rows of nr
 // values at a depth stride: straight from B when B is not transposed and
 // small (attention's tiles), or beside a transposed A when B's rows are at
 // most 2 KiB apart (the weight gradients' g [4096, 256]; packsB), else

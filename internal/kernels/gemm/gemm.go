@@ -108,6 +108,7 @@ type Workspace[T Float] struct {
 	b    []T // packed op(B) block: strips of nr columns, each [kc][nr]
 	a    []T // a packed strip of op(A) (m < mr, or A stored transposed): [kc][mr]
 	tile []T // scratch C tile for edge strips: [mr][nr]
+	pa   []T // a strip of Aᵀ packed by the first column strip (kernel.packFirst): [kc][mr]
 	// the strips of op(A) of a group of rows (block)
 	strips []aStrip[T]
 }
@@ -392,6 +393,12 @@ func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc
 	mr, nr := kn.mr, kn.nr
 	size := int(unsafe.Sizeof(alpha))
 	ga := aStrips(kn, kc, size) * mr
+	// Aᵀ read in place is packed by the first column strip's tiles where
+	// the kernel can (kernel.packFirst) and more than one strip reads it.
+	packFirst := kn.packFirst != nil && tA && !packAT && m >= mr && ncb > nr
+	if packFirst {
+		w.pa = grow(w.pa, kc*mr)
+	}
 	for pc := 0; pc < k; pc += kc {
 		kcb := min(kc, k-pc)
 		kb := kn.chunk(kcb)
@@ -409,8 +416,10 @@ func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc
 			packBlock(kn, w.b, b, tB, ldb, pc, jc, kcb, ncb)
 		}
 		// tile computes the tile of row strip st and the column strip at
-		// jr of the block.
-		tile := func(st *aStrip[T], jr int) {
+		// jr of the block; when pa is not nil (a full tile of a strip of
+		// Aᵀ read in place), on the packing twin, which copies the strip
+		// to pa.
+		tile := func(st *aStrip[T], jr int, pa *T) {
 			ir, h := st.ir, st.h
 			wd := min(nr, ncb-jr)
 			micro, hk, ro, width := st.micro, st.hk, st.ro, nr
@@ -441,6 +450,10 @@ func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc
 				bp, bs = &b[pc*ldb+j0], ldb
 			}
 			if hk == h && wd == width {
+				if pa != nil {
+					kn.packFirst(kcb, kb, st.ap, st.rs, st.ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load, pa)
+					return
+				}
 				micro(kcb, kb, st.ap, st.rs, st.ps, bp, bs, &c[ir*ldc+jc+jr], ldc, alpha, bet, load)
 				return
 			}
@@ -453,14 +466,23 @@ func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc
 			if kcb*nr*size <= kn.bPanel {
 				for jr := 0; jr < ncb; jr += nr {
 					for i := range strips {
-						tile(&strips[i], jr)
+						tile(&strips[i], jr, nil)
 					}
 				}
 				continue
 			}
 			for i := range strips {
-				for jr := 0; jr < ncb; jr += nr {
-					tile(&strips[i], jr)
+				st, jr := &strips[i], 0
+				if packFirst && st.h == mr && st.hk == mr {
+					// ncb > nr: the first tile is a full one (the direct
+					// call above), and reads the strip in place.
+					tile(st, 0, &w.pa[0])
+					packed := *st
+					packed.ap, packed.rs, packed.ps = &w.pa[0], 1, mr
+					st, jr = &packed, nr
+				}
+				for ; jr < ncb; jr += nr {
+					tile(st, jr, nil)
 				}
 			}
 		}

@@ -34,7 +34,21 @@ var families = []struct {
 	{'D', 4, 6},
 }
 
+// The packing twins: for each (element type, vectors per row, rows), a
+// kernel that also copies the mr values of A it reads each depth step to
+// pa (packed: pa[p·mr + r], rs must be 1): the first column strip of a
+// transposed A read in place packs it for the strips after it.
+var packing = []struct {
+	typ    byte
+	nv, mr int
+}{
+	{'S', 4, 6},
+	{'D', 4, 6},
+}
+
 func name(typ byte, mr, nv int) string { return fmt.Sprintf("micro%c512r%dv%d", typ, mr, nv) }
+
+func packName(typ byte, mr, nv int) string { return name(typ, mr, nv) + "pack" }
 
 type gen struct{ b bytes.Buffer }
 
@@ -126,7 +140,7 @@ func (g *gen) jumpIfOne(typ byte, name string, off int, reg, tmp, label string) 
 	g.p("\tJEQ  %s", label)
 }
 
-func (g *gen) kernel(typ byte, mr, nv int) {
+func (g *gen) kernel(typ byte, mr, nv int, pack bool) {
 	nacc := mr * nv
 	if nacc+nv+1 > 32 {
 		panic("too many registers")
@@ -144,12 +158,21 @@ func (g *gen) kernel(typ byte, mr, nv int) {
 		fma, mul, add, mov, bcast = "VFMADD231PD", "VMULPD", "VADDPD", "VMOVUPD", "VBROADCASTSD"
 	}
 	alphaOff, betaOff, loadOff, argSize := 72, 72+size, 72+2*size, 72+2*size+1
+	paOff := (argSize + 7) &^ 7
 	total := nacc * 64
 	frame := 4*total + 64
 	ad := rowAddressing(mr)
-	nm := name(typ, mr, nv)
+	nm, extra := name(typ, mr, nv), ""
+	if pack {
+		// pa lives in R10, the second row base, which these rows do not use;
+		// the copy goes through the last temporary, masked to mr lanes (K1).
+		if ad.off > 0 || mr*size > 64 {
+			panic("no packing twin for this tile")
+		}
+		nm, extra, argSize = packName(typ, mr, nv), ", pa *"+elem, paOff+8
+	}
 
-	g.p("// func %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)", nm, elem, elem, elem, elem)
+	g.p("// func %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool%s)", nm, elem, elem, elem, elem, extra)
 	g.p("TEXT ·%s(SB), $%d-%d", nm, frame, argSize)
 	g.p("\tMOVQ k+0(FP), CX")
 	g.p("\tMOVQ kb+8(FP), R11")
@@ -168,6 +191,15 @@ func (g *gen) kernel(typ byte, mr, nv int) {
 	if ad.off > 0 {
 		g.p("\tIMUL3Q $%d, R8, AX", ad.off)
 		g.p("\tLEAQ (SI)(AX*1), R10")
+	}
+	cp := "Y" + temps[len(temps)-1][1:] // the copy's register: mr·size ≤ 32 bytes
+	if mr*size > 32 {
+		cp = temps[len(temps)-1]
+	}
+	if pack {
+		g.p("\tMOVQ pa+%d(FP), R10", paOff)
+		g.p("\tMOVL $%d, AX", 1<<mr-1)
+		g.p("\tKMOVW AX, K1")
 	}
 	g.p("\tLEAQ 63(SP), DX // the four totals, 64-byte aligned")
 	g.p("\tANDQ $-64, DX")
@@ -189,6 +221,15 @@ func (g *gen) kernel(typ byte, mr, nv int) {
 	step := func(op string) {
 		for v := 0; v < nv; v++ {
 			g.p("\t%s %d(DI), %s", mov, v*64, breg(v))
+		}
+		if pack {
+			g.p("\t%s.Z (SI), K1, %s", mov, cp)
+			g.p("\t%s %s, K1, (R10)", mov, cp)
+			g.p("\tADDQ $%d, R10", mr*size)
+			// The next line of this row of A, which the strips after this
+			// one read: a row a depth step is too many streams for the
+			// hardware prefetchers to follow.
+			g.p("\tPREFETCHT0 64(SI)")
 		}
 		for r := 0; r < mr; r++ {
 			t := temps[r%len(temps)]
@@ -395,7 +436,7 @@ func main() {
 		}
 		var names []string
 		for mr := 1; mr <= f.maxRows; mr++ {
-			s.kernel(f.typ, mr, f.nv)
+			s.kernel(f.typ, mr, f.nv, false)
 			nm := name(f.typ, mr, f.nv)
 			fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
 			names = append(names, nm)
@@ -407,9 +448,29 @@ func main() {
 			tabD = append(tabD, line)
 		}
 	}
+	fmt.Fprintf(&d, "// The packing twins (see packingKernel).\n\n")
+	var packS, packD []string
+	for _, pk := range packing {
+		elem := "float32"
+		if pk.typ == 'D' {
+			elem = "float64"
+		}
+		s.kernel(pk.typ, pk.mr, pk.nv, true)
+		nm := packName(pk.typ, pk.mr, pk.nv)
+		fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool, pa *%s)\n\n", nm, elem, elem, elem, elem, elem)
+		line := fmt.Sprintf("\t{%d, %d}: %s,", pk.mr, pk.nv, nm)
+		if pk.typ == 'S' {
+			packS = append(packS, line)
+		} else {
+			packD = append(packD, line)
+		}
+	}
 	fmt.Fprintf(&d, "// gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and\n// nv vectors per row.\n")
 	fmt.Fprintf(&d, "var gen512s = map[int][]microKernel[float32]{\n%s\n}\n\n", strings.Join(tabS, "\n"))
-	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n", strings.Join(tabD, "\n"))
+	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n\n", strings.Join(tabD, "\n"))
+	fmt.Fprintf(&d, "// pack512s[{mr, nv}] and pack512d[{mr, nv}] are the packing twins.\n")
+	fmt.Fprintf(&d, "var pack512s = map[[2]int]packingKernel[float32]{\n%s\n}\n\n", strings.Join(packS, "\n"))
+	fmt.Fprintf(&d, "var pack512d = map[[2]int]packingKernel[float64]{\n%s\n}\n", strings.Join(packD, "\n"))
 	src, err := format.Source(d.Bytes())
 	if err != nil {
 		panic(err)

@@ -17,6 +17,13 @@ import (
 // k ≥ 1, kb ≥ 1; strides are in elements.
 type microKernel[T Float] func(k, kb int, a *T, rs, ps int, b *T, bs int, c *T, ldc int, alpha, beta T, loadC bool)
 
+// A packingKernel is a microKernel that also writes the strip of op(A) it
+// reads, packed, to pa: pa[p·mr + i] = a[i·rs + p·ps] for p < k, i < mr,
+// with rs = 1 (A stored transposed: the mr values of a depth step are
+// contiguous). It computes the tile exactly as its microKernel twin does:
+// the same FMAs in the same order, so C gets the same bits.
+type packingKernel[T Float] func(k, kb int, a *T, rs, ps int, b *T, bs int, c *T, ldc int, alpha, beta T, loadC bool, pa *T)
+
 // A transposer writes dst[p·ldd + j] = src[j·lds + p] for j < rows,
 // p < cols, both multiples of its block size: packing op(B) when B is
 // stored transposed.
@@ -59,6 +66,15 @@ type kernel[T Float] struct {
 	// (packABlock), in products wider than two column strips; else the
 	// micro-kernel reads its mr values a depth step in place, lda apart.
 	packAT bool
+	// packFirst, when not nil, is micro's packing twin: a full strip of a
+	// transposed A read in place is packed by the first column strip's
+	// tile as the micro-kernel reads it (Workspace.pa), and the strip's
+	// other tiles read that copy ([kcb][mr], 6 KiB at kc = 256 in float32,
+	// which stays in L1) instead of mr values a depth step lda apart, each
+	// on a cache line (and often a page) of its own: BLIS's packing in the
+	// first pass, where a separate packing pass (packAT) waited on fetching
+	// A and cost what it gained.
+	packFirst packingKernel[T]
 	// bPanel: a group of row strips runs column strip after column strip
 	// when a strip of the packed op(B) block is at most bPanel bytes
 	// (block; 0: row strip after row strip).

@@ -187,6 +187,14 @@ func microD512r5v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *flo
 //go:noescape
 func microD512r6v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
+// The packing twins (see packingKernel).
+
+//go:noescape
+func microS512r6v4pack(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool, pa *float32)
+
+//go:noescape
+func microD512r6v4pack(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool, pa *float64)
+
 // gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and
 // nv vectors per row.
 var gen512s = map[int][]microKernel[float32]{
@@ -199,4 +207,13 @@ var gen512d = map[int][]microKernel[float64]{
 	1: {microD512r1v1, microD512r2v1, microD512r3v1, microD512r4v1, microD512r5v1, microD512r6v1, microD512r7v1, microD512r8v1, microD512r9v1, microD512r10v1, microD512r11v1, microD512r12v1},
 	2: {microD512r1v2, microD512r2v2, microD512r3v2, microD512r4v2, microD512r5v2, microD512r6v2, microD512r7v2, microD512r8v2, microD512r9v2, microD512r10v2, microD512r11v2, microD512r12v2},
 	4: {microD512r1v4, microD512r2v4, microD512r3v4, microD512r4v4, microD512r5v4, microD512r6v4},
+}
+
+// pack512s[{mr, nv}] and pack512d[{mr, nv}] are the packing twins.
+var pack512s = map[[2]int]packingKernel[float32]{
+	{6, 4}: microS512r6v4pack,
+}
+
+var pack512d = map[[2]int]packingKernel[float64]{
+	{6, 4}: microD512r6v4pack,
 }

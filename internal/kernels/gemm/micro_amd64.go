@@ -86,6 +86,16 @@ func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, piec
 //	   place, mr values a depth step lda apart, 256×256 ran 4–6% faster
 //	   and the 1024- and 768-wide ones within ±3% (BenchmarkVariantTable,
 //	   three runs; results/dev-2026-11-23-s6.md).
+//	16 variant 6 packing a transposed A in the first column strip's tile
+//	   (kernel.packFirst): the 6×64 kernel's packing twin copies the six
+//	   values of each depth step it reads (one masked load and store) and
+//	   prefetches the row's next line; the strip's other tiles read the
+//	   copy. Development machine's Xeon, nn's ten weight gradients xᵀ·g
+//	   over 4096 and 2048 tokens, alternating with variant 6 in one
+//	   process (BenchmarkPackFirstAB, 1 and 2 cores): 0.74–1.04× variant
+//	   6's rate, median 0.99 (without the prefetch 0.84–1.07×): the copy
+//	   costs what the strips after the first gain; not the default. For
+//	   the GPU machine's Xeon to time (results/dev-2026-11-24-s10.md).
 //
 // Dropped after the Xeon runs (the logs keep their numbers): 3 8×32
 // (72.1%), 5 14×32 (71.2%), 7 and 8 the 8×32 and 12×32 prefetching B eight
@@ -106,6 +116,7 @@ var (
 		tuned(generated512(13, 6, 4), tuning{panel: true}),
 		tuned(generated512(14, 12, 2), tuning{panel: true}),
 		tuned(generated512(15, 6, 4), tuning{packAT: true}),
+		tuned(generated512(16, 6, 4), tuning{packFirst: true}),
 	}
 	variants256 = []variant{
 		{1, "avx2v1_6x16",
@@ -172,8 +183,9 @@ func gen512[T Float](fam map[int][]microKernel[T], mr, nv, lanes int, tr transpo
 
 // tuning is what a variant changes in its generated kernels' packing:
 // packAT packs a transposed A (Aᵀ read in place otherwise); panel sets
-// bPanel to bPanelBytes (B packed in panels of that size).
-type tuning struct{ packAT, panel bool }
+// bPanel to bPanelBytes (B packed in panels of that size); packFirst packs
+// a transposed A in the first column strip's tiles (kernel.packFirst).
+type tuning struct{ packAT, panel, packFirst bool }
 
 // tuned returns v with copies of its kernels changed as t says, named for
 // it.
@@ -186,6 +198,13 @@ func tuned(v variant, t tuning) variant {
 	if t.panel {
 		s.bPanel, d.bPanel = bPanelBytes, bPanelBytes
 		v.name += "panel"
+	}
+	if t.packFirst {
+		s.packFirst, d.packFirst = pack512s[[2]int{s.mr, s.nr / 16}], pack512d[[2]int{d.mr, d.nr / 8}]
+		if s.packFirst == nil || d.packFirst == nil {
+			panic("gemm: no packing twin of " + v.name)
+		}
+		v.name += "packFirst"
 	}
 	v.s, v.d = &s, &d
 	return v

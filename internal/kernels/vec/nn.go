@@ -95,6 +95,11 @@ func GELU[T Float](y, x []T) {
 //	gelu'(x) = s + 2·x·s·(1 − s)·√(2/π)·(1 + 3·0.044715·x²),   s = σ(2u)
 //
 // with 1 − s taken as s·e^{−2u} (no cancellation as s → 1). y may be x or g.
+// In float32, results below 2⁻¹²⁶ in magnitude (subnormals: g small and x
+// far below 0) are 0: the products that read y (nn's g·Wᵀ and xᵀ·g) took a
+// microcode assist for each vector holding one, and a trained width-384
+// model's gradient held 0.6% of them (its steps ran 2.2× slower;
+// cmd/cpubench/results/dev-2026-11-24-s10.md).
 func GELUGrad[T Float](y, x, g []T) {
 	y, g = y[:len(x)], g[:len(x)]
 	if !is32[T]() {
@@ -167,7 +172,11 @@ func geluGradOutGo(dst, x, e, g []float32) {
 		if !(se <= 1) { // e = +Inf: e/(1 + e) → 1 (s·e would be 0·Inf)
 			se = 1
 		}
-		dst[i] = g[i] * (s + s*se*v*(geluK2+geluK3*v*v))
+		r := g[i] * (s + s*se*v*(geluK2+geluK3*v*v))
+		if r > -0x1p-126 && r < 0x1p-126 { // a subnormal: 0 (see GELUGrad)
+			r = 0
+		}
+		dst[i] = r
 	}
 }
 

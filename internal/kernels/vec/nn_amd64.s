@@ -80,6 +80,10 @@ TEXT ·geluGradOutAVX512(SB), NOSPLIT, $0-48
 	VBROADCASTSS k3+44(FP), Z29
 	MOVL         $0x3f800000, AX
 	VPBROADCASTD AX, Z31
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z28
+	MOVL         $0x00800000, AX // 2^-126, float32's smallest normal
+	VPBROADCASTD AX, Z27
 	SHRQ         $4, CX
 
 loop:
@@ -97,6 +101,9 @@ loop:
 	VMULPS  Z5, Z4, Z4
 	VADDPS  Z4, Z2, Z4
 	VMULPS  (BX), Z4, Z4
+	VANDPS  Z28, Z4, Z6      // |r|
+	VCMPPS  $1, Z27, Z6, K1  // |r| < 2^-126: a subnormal (or 0)
+	VXORPS  Z4, Z4, K1, Z4   // flushed to 0
 	VMOVUPS Z4, (DI)
 	ADDQ    $64, SI
 	ADDQ    $64, DX
@@ -728,6 +735,12 @@ TEXT ·geluGradOutAVX2(SB), NOSPLIT, $0-48
 	MOVL         $0x3f800000, AX
 	MOVD         AX, X15
 	VPBROADCASTD X15, Y15
+	MOVL         $0x7fffffff, AX
+	MOVD         AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL         $0x00800000, AX // 2^-126, float32's smallest normal
+	MOVD         AX, X11
+	VPBROADCASTD X11, Y11
 	SHRQ         $3, CX
 
 loop:
@@ -745,6 +758,9 @@ loop:
 	VMULPS  Y5, Y4, Y4
 	VADDPS  Y4, Y2, Y4
 	VMULPS  (BX), Y4, Y4
+	VANDPS  Y12, Y4, Y6      // |r|
+	VCMPPS  $1, Y11, Y6, Y7  // |r| < 2^-126: a subnormal (or 0)
+	VANDNPS Y4, Y7, Y4       // flushed to 0
 	VMOVUPS Y4, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DX

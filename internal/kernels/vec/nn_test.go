@@ -320,3 +320,52 @@ func TestCopyRows(t *testing.T) {
 		}
 	})
 }
+
+// TestGELUGradFlush: float32 GELUGrad gives 0, not a subnormal, where
+// g·gelu'(x) falls below float32's smallest normal 2⁻¹²⁶ (x far below 0,
+// where e^{−2u} is still finite, times a small upstream gradient), at every
+// level; the normal results keep their accuracy (TestGELURows' bound).
+func TestGELUGradFlush(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	forEachNNLevel(t, func(t *testing.T) {
+		const n = 4099
+		x, g := make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i] = float32(-10.5 + 1.5*rng.Float64())        // −10.5…−9: gelu' about 1e-26…1e-45
+			g[i] = float32(math.Pow(10, -1-4*rng.Float64())) // 1e-5…1e-1
+			if i%2 == 1 {
+				g[i] = -g[i]
+			}
+		}
+		dy := make([]float32, n)
+		GELUGrad(dy, x, g)
+		flushed, kept := 0, 0
+		for i, v := range dy {
+			a := math.Abs(float64(v))
+			if a != 0 && a < 0x1p-126 {
+				t.Fatalf("x=%g g=%g: g·gelu' = %g, a subnormal", x[i], g[i], v)
+			}
+			_, d := geluRef(float64(x[i]))
+			want := d * float64(g[i])
+			switch {
+			case v == 0 && math.Abs(want) < 0x1p-126:
+				flushed++
+			case v == 0:
+				// Near 2⁻¹²⁶ the float32 formula itself loses bits (its s =
+				// σ(2u) is near the subnormal range too): 0 is allowed up
+				// to 2⁻¹¹⁸.
+				if math.Abs(want) >= 0x1p-118 {
+					t.Fatalf("x=%g g=%g: g·gelu' = 0, want %g", x[i], g[i], want)
+				}
+			default:
+				kept++
+				if math.Abs(float64(v)-want) > 1e-4*math.Abs(want) {
+					t.Fatalf("x=%g g=%g: g·gelu' = %g, want %g", x[i], g[i], v, want)
+				}
+			}
+		}
+		if flushed == 0 || kept == 0 {
+			t.Fatalf("%d results flushed, %d kept: the inputs do not straddle 2^-126", flushed, kept)
+		}
+	})
+}
