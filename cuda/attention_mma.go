@@ -79,9 +79,6 @@ func ParsePrecision(s string) (Precision, error) {
 //	22: variant 20 with each work item's Q rows staged in shared memory by the producer's
 //	   bulk copies (float32, issued an item ahead), so that the consumers convert Q from
 //	   shared memory instead of waiting for a load from L2 or DRAM at each item's start
-//	23: variant 22 with the work items overlapped: the next item's Q conversion and first
-//	   S = Q Kᵀ run under the last P V of the item before, and its epilogue (O and L
-//	   written) under that S
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -164,7 +161,6 @@ var mmaCfgs = []mmaCfg{
 	{13, PrecisionBF16, 64, 128, 128, 0}, {13, PrecisionBF16, 128, 128, 128, 0},
 	{19, PrecisionBF16, 64, 128, hopperBN, 0}, {19, PrecisionBF16, 128, 128, hopperBN, 0},
 	{21, PrecisionBF16, 128, 128, hopperBN, 0},
-	{23, PrecisionBF16, 64, 128, hopperBN, 0}, {23, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128, 0}, {9, PrecisionBF16, 128, 128, 64, 0},
 	{11, PrecisionTF32, 64, 128, 64, 0}, {11, PrecisionTF32, 128, 128, 64, 0},
@@ -199,19 +195,15 @@ func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg() }
 
 // pwg reports whether c's producer is a whole warpgroup (variants 17 to 22), not a warp.
-func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 23 }
+func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 }
 
-// persistent reports whether c runs in a persistent grid (variants 19 to 23: persistGrid
+// persistent reports whether c runs in a persistent grid (variants 19 to 22: persistGrid
 // blocks, each looping over query tiles).
-func (c mmaCfg) persistent() bool { return c.Variant >= 19 && c.Variant <= 23 }
+func (c mmaCfg) persistent() bool { return c.Variant >= 19 && c.Variant <= 22 }
 
-// fused reports whether c converts K and V itself (variants 20 to 23): no pre-pass kernel
+// fused reports whether c converts K and V itself (variants 20 to 22): no pre-pass kernel
 // runs, and its scratch holds a flag per tile after the planes.
-func (c mmaCfg) fused() bool { return c.Variant >= 20 && c.Variant <= 23 }
-
-// qst reports whether c's producer stages each query tile's Q rows in shared memory by one
-// bulk copy (variants 22 and 23), which takes Q's rows contiguous.
-func (c mmaCfg) qst() bool { return c.Variant == 22 || c.Variant == 23 }
+func (c mmaCfg) fused() bool { return c.Variant >= 20 && c.Variant <= 22 }
 
 // hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
 const hopperBN = 128
@@ -277,12 +269,12 @@ func (c mmaCfg) name() string {
 // variants 4, 6 K and V [BN][D] float32 (Q is staged there first, so BM <= 2 BN) and
 // [BN][D+8] bfloat16; variants 7 to 10 Q [BM][D], K and V [2][BN][D] bfloat16; 12, 13 and
 // 16 the same and 1024 bytes, to align the tiles to wgmma's swizzle blocks; the bulk kernels
-// (14, 15, 17 to 23) 64 more, their mbarriers; variant 21 the converters' staging (96
+// (14, 15, 17 to 22) 64 more, their mbarriers; variant 21 the converters' staging (96
 // threads' chunks of 8 columns of K and V in float32: 16 each at d = 64, 8 at d = 128, the U
-// of its instantiations); variants 22 and 23 64 more for Q's mbarriers, and Q's staging tile.
+// of its instantiations); variant 22 64 more for Q's mbarriers, and Q's staging tile.
 func (c mmaCfg) smem() int {
 	switch {
-	case c.qst(): // and Q's two mbarriers (64 bytes with their padding) and staging tile, float32 [BM][D]
+	case c.Variant == 22: // and Q's two mbarriers (64 bytes with their padding) and staging tile, float32 [BM][D]
 		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 + 64 + c.BM*c.D*4
 	case c.Variant == 21: // and the converters' staging: 96 threads' U chunks of K and V (64 bytes each)
 		u := 16 // the kernel's U: 16 chunks at d = 64, 8 at d = 128
@@ -382,8 +374,8 @@ func aligned16(kp *attnParams) bool {
 // reaches, another that variant's; kernels with a pre-pass only
 // when scratch (a scratch buffer can be had) is set, the Hopper kernels only when sm, the
 // device's compute capability as 10 major + minor, is 90 (everywhere else, and for the
-// problems they do not cover, the kernels of attention_mma.cu run); variants 22 and 23, whose
-// bulk copies take a query tile's rows as one block, only where Q's rows are contiguous (the
+// problems they do not cover, the kernels of attention_mma.cu run); variant 22, whose bulk
+// copies take a query tile's rows as one block, only where Q's rows are contiguous (the
 // layouts the launchers give).
 func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool, sm int) (mmaCfg, bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
@@ -394,7 +386,7 @@ func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool, sm int) (mmaCf
 	}
 	for _, c := range mmaCfgs {
 		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 && int(kp.nk) >= c.MinNk || variant == c.Variant) &&
-			(scratch || !c.pre()) && (sm == 90 || !c.hopper()) && (!c.qst() || kp.qRow == int64(kp.d)) {
+			(scratch || !c.pre()) && (sm == 90 || !c.hopper()) && (c.Variant != 22 || kp.qRow == int64(kp.d)) {
 			return c, true
 		}
 	}

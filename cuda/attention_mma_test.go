@@ -411,19 +411,16 @@ func TestPickMMA(t *testing.T) {
 			t.Errorf("BF16 d=128 Nk=%d on Hopper: variant %d (%v), want 22", nk, c.Variant, ok)
 		}
 	}
-	// Variants 22 and 23 only where Q's rows are contiguous: their bulk copies take a tile's
-	// rows as one block.
-	for _, v := range []int{22, 23} {
-		kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionBF16}).kernelParams()
-		if c, ok := pickMMA(&kp, f32, v, true, 90); !ok || c.Variant != v {
-			t.Errorf("pickMMA(variant %d) = %v, %v on contiguous rows", v, c, ok)
-		}
-		kp.qRow = 68
-		if c, ok := pickMMA(&kp, f32, v, true, 90); ok {
-			t.Errorf("pickMMA(variant %d) = %v with Q rows of 68 elements, want none", v, c.name())
-		}
+	// Variant 22 only where Q's rows are contiguous: its bulk copies take a tile's rows as one block.
+	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionBF16}).kernelParams()
+	if c, ok := pickMMA(&kp, f32, 22, true, 90); !ok || c.Variant != 22 {
+		t.Errorf("pickMMA(variant 22) = %v, %v on contiguous rows", c, ok)
 	}
-	kp := (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
+	kp.qRow = 68
+	if c, ok := pickMMA(&kp, f32, 22, true, 90); ok {
+		t.Errorf("pickMMA(variant 22) = %v with Q rows of 68 elements, want none", c.name())
+	}
+	kp = (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionTF32}).kernelParams()
 	kp.kRow = 66 // a row not on 16 bytes
 	if _, ok := pickMMA(&kp, f32, 0, true, 90); ok {
 		t.Errorf("pickMMA accepts a K row stride of 66 elements")

@@ -38,12 +38,6 @@
 // consumers have released item k's, which the producer waits for after issuing item k's
 // second tile (its first when it has one; at once when it has none): by then the consumers
 // are done with item k - 1, so the ring never waits on it.
-//
-// Variant 23 (XO) is variant 22 with the items overlapped in each consumer warpgroup: once item
-// k's last P V is issued, the warpgroup converts item k + 1's staged Q rows into sQ (item k's
-// last S, their last reader, is done) and issues item k + 1's first S, then waits for the
-// P V alone and writes item k's O and L while that S runs: the epilogue and the Q conversion
-// leave the critical path, which at N = 1024 is a large part of an item.
 #include "wgmma.cuh"
 
 namespace {
@@ -91,7 +85,7 @@ __device__ __forceinline__ int64_t fg_item(int k, int c, int G) {
 // in registers or (STAGED, variant 21) in shared-memory slots filled by cp.async. QST
 // (variant 22): Q's rows staged by the producer's bulk copies (above); its mbarriers follow
 // the ring's, the staging tile (float32 [BM][D]) 64 bytes after them.
-template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false, bool XO = false>
+template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
   constexpr int BN = FG_HOPPER_BN, BM = 64 * NWG, CONSUMERS = 128 * NWG;
@@ -100,7 +94,6 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   constexpr uint32_t STAGE = STAGED ? 96 * U * 64 : 0;  // the staged converters' slots
   constexpr uint32_t QFB = QST ? 64 + BM * D * 4 : 0;   // QST's mbarriers and staging tile
   static_assert(!(STAGED && QST), "one use of the space after the ring's mbarriers");
-  static_assert(!XO || QST, "XO converts the next item's Q from the staging tile");
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE + QFB;
   if (fg_dynamic_smem() < SMEM || QST && p.q_row != D) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -266,84 +259,40 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const uint32_t qw = sQ + wg * 64 * 128;
   FgRows<OB, float> rows;
   int it = 0;  // the block's key tiles so far: tile it is in stage it % 2
-  const auto qplane = [&](const FgItem& m) {
-    return pp.qplane ? (uint4*)pp.qplane + ((int64_t)m.b * p.h + m.h) * p.nq * (D / 8) : nullptr;
-  };
-  if constexpr (XO) {
-    // Item k + 1's Q conversion and first S under item k's last P V, its epilogue under that S.
-    float s[BN / 8][4];
-    bool s_issued = false;
-    int64_t w = fg_item(0, c, G);
-    if (w >= items) return;
-    FgItem m(p, w, T, BM, BN);
-    fg_mbar_wait(qfull, 0);
-    if (m.tiles > 0) fg_wgmma_load_q_staged<D, BM>(sQ, qf, m.m0, p.nq, qs, wg, qplane(m));
-    fg_mbar_arrive(qempty);
-    for (int k = 0;; ++k) {
-      const int64_t wn = fg_item(k + 1, c, G);
-      const FgItem n(p, wn < items ? wn : w, T, BM, BN);
-      // The next item's staged rows into sQ (the last reader of this item's, its last S, is
-      // done) and its first S issued.
-      const auto tail = [&]() -> bool {
-        if (wn >= items) return false;
-        fg_mbar_wait(qfull, (k + 1) & 1);
-        if (n.tiles > 0) fg_wgmma_load_q_staged<D, BM>(sQ, qf, n.m0, p.nq, qs, wg, qplane(n));
-        fg_mbar_arrive(qempty);
-        if (n.tiles == 0) return false;
-        const int jt = it + m.tiles;
-        fg_mbar_wait(ring.fullK(jt & 1), (jt >> 1) & 1);
-        fg_wgmma_fence();
-        fg_wgmma_abt<BN, D / 16, BM>(s, qw, ring.sK + (jt & 1) * ring.KB);
-        fg_wgmma_commit();
-        return true;
-      };
-      rows.init(p, m.b, m.m0 + 16 * warp + g, t);
-      if (m.tiles > 0)
-        s_issued = fg_wgmma_tiles_ovl<D, BM>(rows, s, qw, ring, it, m.tiles, sl2, s_issued, tail);
-      else
-        s_issued = tail();
-      it += m.tiles;
-      rows.store(p, m.b, m.h);
-      if (wn >= items) return;
-      w = wn, m = n;
+  for (int k = 0;; ++k) {
+    const int64_t w = fg_item(k, c, G);
+    if (w >= items) break;
+    const FgItem m(p, w, T, BM, BN);
+    rows.init(p, m.b, m.m0 + 16 * warp + g, t);
+    uint4* const plane = pp.qplane ? (uint4*)pp.qplane + ((int64_t)m.b * p.h + m.h) * p.nq * (D / 8) : nullptr;
+    if constexpr (QST) {  // every item's staged rows are waited for and released, seen or not
+      fg_mbar_wait(qfull, k & 1);
+      if (m.tiles > 0) fg_wgmma_load_q_staged<D, BM>(sQ, qf, m.m0, p.nq, qs, wg, plane);
+      fg_mbar_arrive(qempty);
     }
-  } else {
-    for (int k = 0;; ++k) {
-      const int64_t w = fg_item(k, c, G);
-      if (w >= items) break;
-      const FgItem m(p, w, T, BM, BN);
-      rows.init(p, m.b, m.m0 + 16 * warp + g, t);
-      uint4* const plane = qplane(m);
-      if constexpr (QST) {  // every item's staged rows are waited for and released, seen or not
-        fg_mbar_wait(qfull, k & 1);
-        if (m.tiles > 0) fg_wgmma_load_q_staged<D, BM>(sQ, qf, m.m0, p.nq, qs, wg, plane);
-        fg_mbar_arrive(qempty);
-      }
-      if (m.tiles == 0) {
-        rows.store(p, m.b, m.h);
-        continue;
-      }
-      // The warpgroup's products of the previous item, the last readers of its Q rows, have
-      // completed; the producer prefetched these rows into L2 (QST: into shared memory).
-      if constexpr (!QST)
-        fg_wgmma_load_q<D, BM>(sQ, (const float*)p.q + m.b * p.q_batch + m.h * p.q_head, m.m0, p.nq, p.q_row, qs, wg,
-                               plane);
-      fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, it, m.tiles, sl2);
-      it += m.tiles;
+    if (m.tiles == 0) {
       rows.store(p, m.b, m.h);
+      continue;
     }
+    // The warpgroup's products of the previous item, the last readers of its Q rows, have
+    // completed; the producer prefetched these rows into L2 (QST: into shared memory).
+    if constexpr (!QST)
+      fg_wgmma_load_q<D, BM>(sQ, (const float*)p.q + m.b * p.q_batch + m.h * p.q_head, m.m0, p.nq, p.q_row, qs, wg,
+                             plane);
+    fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, it, m.tiles, sl2);
+    it += m.tiles;
+    rows.store(p, m.b, m.h);
   }
 }
 
 // ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
 
-#define FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, QST, XO)                \
+#define FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, QST)                    \
   extern "C" __global__ void __launch_bounds__(384, 1)                                    \
       fg_attn_fwd_wgmma_v##V##_bf16_d##D##_m128_n128(const fg_mma_prep_params pp) {        \
-    fg_attn_fwd_wgmma_persist<D, 2, CONV, PREG, CREG, U, STAGED, QST, XO>(pp);             \
+    fg_attn_fwd_wgmma_persist<D, 2, CONV, PREG, CREG, U, STAGED, QST>(pp);                 \
   }
-#define FG_FWD_WGMMA_PERSIST(V, CONV, D, PREG, CREG, U, STAGED) \
-  FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, false, false)
+#define FG_FWD_WGMMA_PERSIST(V, CONV, D, PREG, CREG, U, STAGED) FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, false)
 // Variants 19 and 20 take variant 17's setmaxnreg (producer 24, consumers 240), 20 and 21
 // more for their converters (56 and 224); variant 21 stages U = 16 (d = 64) or 8 (d = 128)
 // chunks per converter thread with cp.async (Go: mmaCfg.smem).
@@ -353,9 +302,6 @@ FG_FWD_WGMMA_PERSIST(20, true, 64, 56, 224, 2, false)
 FG_FWD_WGMMA_PERSIST(20, true, 128, 56, 224, 2, false)
 FG_FWD_WGMMA_PERSIST(21, true, 64, 56, 224, 16, true)
 FG_FWD_WGMMA_PERSIST(21, true, 128, 56, 224, 8, true)
-// Variant 22: variant 20 with Q staged by the producer's bulk copies (QST); 23: 22 with the
-// items overlapped (XO).
-FG_FWD_WGMMA_PERSIST_Q(22, true, 64, 56, 224, 2, false, true, false)
-FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true, false)
-FG_FWD_WGMMA_PERSIST_Q(23, true, 64, 56, 224, 2, false, true, true)
-FG_FWD_WGMMA_PERSIST_Q(23, true, 128, 56, 224, 2, false, true, true)
+// Variant 22: variant 20 with Q staged by the producer's bulk copies (QST).
+FG_FWD_WGMMA_PERSIST_Q(22, true, 64, 56, 224, 2, false, true)
+FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)

@@ -385,19 +385,13 @@ __device__ __forceinline__ void fg_wgmma_load_q_staged(uint32_t sQ, uint32_t qf,
 // at key 0) for this warpgroup's 64 query rows at shared address qw of a BM-row tile: S_j =
 // Q K_j^T, online softmax (rows), O += P_j V_j, with FlashAttention-3's overlap of softmax_j
 // with P_{j-1} V_{j-1} inside the warpgroup (the first tile peeled, so that the loop body is
-// the same every time), each stage released as soon as its reads are done; s holds S.
-//
-// Across work items (variant 23): with s_issued, S of the first tile is already in flight
-// into s (the previous item's tail issued it); tail() is called once the last P V is issued,
-// may issue one more product group into s (the next item's first S) and returns whether it
-// did; the last P V is then waited for with that group still in flight, and the result says
-// whether s is in flight.
-template <int D, int BM, int OB, typename Tail>
-__device__ __forceinline__ bool fg_wgmma_tiles_ovl(FgRows<OB, float>& rows, float (&s)[FG_HOPPER_BN / 8][4], uint32_t qw,
-                                                   const FgRing& ring, int it, int tiles, float sl2, bool s_issued,
-                                                   Tail&& tail) {
-  constexpr int BN = FG_HOPPER_BN, KS = D / 16;
+// the same every time), each stage released as soon as its reads are done.
+template <int D, int BM, int OB>
+__device__ __forceinline__ void fg_wgmma_tiles_ovl(FgRows<OB, float>& rows, uint32_t qw, const FgRing& ring, int it,
+                                                   int tiles, float sl2) {
+  constexpr int BN = FG_HOPPER_BN, NB = BN / 8, KS = D / 16;
   uint32_t pa[BN / 16][4];
+  float s[NB][4];
   float alpha[2];
   const auto par = [](int j) { return (j >> 1) & 1; };
   const auto qk = [&](int j) {  // S = Q K_j^T, issued
@@ -408,11 +402,9 @@ __device__ __forceinline__ bool fg_wgmma_tiles_ovl(FgRows<OB, float>& rows, floa
     fg_wgmma_ab<D, BN>(rows.o, pa, ring.sV + (j & 1) * ring.KB);
     fg_wgmma_commit();
   };
-  if (!s_issued) {
-    fg_mbar_wait(ring.fullK(it & 1), par(it));
-    fg_wgmma_fence();
-    qk(it);
-  }
+  fg_mbar_wait(ring.fullK(it & 1), par(it));
+  fg_wgmma_fence();
+  qk(it);
   fg_wgmma_wait<0>();
   fg_reg_fence(s);
   fg_mbar_arrive(ring.emptyK(it & 1));
@@ -441,22 +433,9 @@ __device__ __forceinline__ bool fg_wgmma_tiles_ovl(FgRows<OB, float>& rows, floa
   fg_mbar_wait(ring.fullV(last & 1), par(last));
   fg_wgmma_fence();
   pv(last);
-  const bool issued = tail();
-  if (issued)
-    fg_wgmma_wait<1>();
-  else
-    fg_wgmma_wait<0>();
+  fg_wgmma_wait<0>();
   fg_reg_fence(rows.o);
   fg_mbar_arrive(ring.emptyV(last & 1));
-  return issued;
-}
-
-// fg_wgmma_tiles_ovl for one item alone: S issued here, nothing after the last P V.
-template <int D, int BM, int OB>
-__device__ __forceinline__ void fg_wgmma_tiles_ovl(FgRows<OB, float>& rows, uint32_t qw, const FgRing& ring, int it,
-                                                   int tiles, float sl2) {
-  float s[FG_HOPPER_BN / 8][4];
-  fg_wgmma_tiles_ovl<D, BM>(rows, s, qw, ring, it, tiles, sl2, false, [] { return false; });
 }
 
 }  // namespace
