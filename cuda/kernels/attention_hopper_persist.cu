@@ -30,8 +30,9 @@
 // items need them: the first round of items waits for about one task's conversion.
 //
 // Variant 22 (QST) is variant 20 with each item's Q rows brought into shared memory by the
-// producer: a bulk copy of the float32 rows (Q's rows contiguous) into a staging tile, counted on an mbarrier (qfull) and released by the
-// consumers once they have converted it (qempty). The consumers then convert Q from shared
+// producer: a bulk copy of the float32 rows (Q's rows contiguous) into a staging tile,
+// counted on an mbarrier (qfull) and released by the consumers once they have converted it
+// (qempty). The consumers then convert Q from shared
 // memory at the start of an item instead of loading it from L2 or DRAM: the load's round
 // trip leaves the critical path of every item, which is a large part of an item's life at
 // N = 1024 (8 key tiles, 4.5 when causal). The copy of item k + 1's rows starts once the
@@ -139,9 +140,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         // (the launcher takes variant 22 only where Q's rows are contiguous, q_row = D).
         const auto copyQ = [&](const FgItem& n) {
           const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head + (int64_t)n.m0 * D;
-          const uint32_t bytes = (uint32_t)min(BM, p.nq - n.m0) * D * 4;
-          fg_mbar_expect(qfull, bytes);
-          fg_bulk_copy(qf, q, bytes, qfull);
+          fg_bulk_load(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull);
         };
         // QST: once the consumers have released item k's staged rows, item k + 1's.
         const auto nextQ = [&]() {
@@ -152,10 +151,10 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         };
         if constexpr (QST) {
           if (k == 0) copyQ(m);
-        } else if (k == 0) {
-          prefetchQ(m);
+        } else {
+          if (k == 0) prefetchQ(m);
+          if (const int64_t wn = fg_item(k + 1, c, G); wn < items) prefetchQ(FgItem(p, wn, T, BM, BN));
         }
-        if (const int64_t wn = fg_item(k + 1, c, G); !QST && wn < items) prefetchQ(FgItem(p, wn, T, BM, BN));
         const int64_t head = (int64_t)m.b * p.hkv + m.hk;
         const char* kt = kplane + head * NT * KB;
         const char* vt = vplane + head * NT * KB;

@@ -269,20 +269,6 @@ __device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint
       : "memory");
 }
 
-// fg_mbar_expect counts one arrival on the mbarrier bar and tells it to expect bytes more of
-// bulk copies (fg_bulk_copy) in its current phase.
-__device__ __forceinline__ void fg_mbar_expect(uint32_t bar, uint32_t bytes) {
-  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-// fg_bulk_copy copies bytes (a multiple of 16) from global src to shared dst, counting them on
-// the mbarrier bar (which fg_mbar_expect told to expect them).
-__device__ __forceinline__ void fg_bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%2], %1, [%3];\n" ::"r"(dst),
-               "r"(bytes), "l"(src), "r"(bar)
-               : "memory");
-}
-
 // ---- the forward's K and V tile ring, fed by bulk copies (attention_hopper_bulk.cu,
 // attention_hopper_persist.cu) -------------------------------------------------------------------
 
