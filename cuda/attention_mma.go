@@ -79,6 +79,10 @@ func ParsePrecision(s string) (Precision, error) {
 //	22: variant 20 with each work item's Q rows staged in shared memory by the producer's
 //	   bulk copies (float32, issued an item ahead), so that the consumers convert Q from
 //	   shared memory instead of waiting for a load from L2 or DRAM at each item's start
+//	24: Exact only, compute capability 9.0 (kernels/attention_hopper_exact.cu): variant 11's
+//	   3xTF32 on wgmma (m64n64k8 tf32), fed as variant 18 (a pre-pass writing K and V^T split
+//	   into hi and lo tiles of 64 keys in the shared-memory layout, bulk copies into a
+//	   two-stage ring, a producer warpgroup); Q hi in registers, Q lo in shared memory
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -150,6 +154,7 @@ var mmaCfgs = []mmaCfg{
 	// 0.6% (causal) faster, N = 4096 1.4% and 2.7% slower, N = 1024 1-14% slower; v22 against
 	// v20 above (N = 16384: 1.5% and 0.1% faster). d = 128: variant 22.
 	{Variant: 21, Prec: PrecisionBF16, D: 64, BM: 128, BN: hopperBN, MinNk: 16384},
+	{24, PrecisionExact, 64, 128, exactBN, 0},
 	{22, PrecisionBF16, 64, 128, hopperBN, 0}, {22, PrecisionBF16, 128, 128, hopperBN, 0},
 	{20, PrecisionBF16, 64, 128, hopperBN, 0}, {20, PrecisionBF16, 128, 128, hopperBN, 0},
 	{15, PrecisionBF16, 64, 128, hopperBN, 0}, {17, PrecisionBF16, 128, 128, hopperBN, 0},
@@ -189,13 +194,18 @@ func (c mmaCfg) pre() bool { return c.Variant >= 7 }
 // attention_hopper_bulk.cu), whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
 func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 
-// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17 to 21),
-// whose K and V planes are in fg_attn_hopper_prep's layout (tiles of hopperBN keys in the
-// shared-memory layout).
+// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17 to 22, 24),
+// whose K and V planes are in its pre-pass's layout (whole tiles of c.BN keys in the
+// shared-memory layout: fg_attn_hopper_prep's, BN = hopperBN, or fg_attn_hopper_prep_exact's).
 func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg() }
 
-// pwg reports whether c's producer is a whole warpgroup (variants 17 to 22), not a warp.
-func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 }
+// pwg reports whether c's producer is a whole warpgroup (variants 17 to 22 and 24), not a
+// warp.
+func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exact() }
+
+// exact reports whether c is the Exact wgmma kernel (variant 24), whose pre-pass writes K and
+// V^T split into hi and lo tiles of exactBN keys.
+func (c mmaCfg) exact() bool { return c.Variant == 24 }
 
 // persistent reports whether c runs in a persistent grid (variants 19 to 22: persistGrid
 // blocks, each looping over query tiles).
@@ -205,12 +215,19 @@ func (c mmaCfg) persistent() bool { return c.Variant >= 19 && c.Variant <= 22 }
 // runs, and its scratch holds a flag per tile after the planes.
 func (c mmaCfg) fused() bool { return c.Variant >= 20 && c.Variant <= 22 }
 
-// hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
-const hopperBN = 128
+// hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN), exactBN that of
+// fg_attn_hopper_prep_exact's (FG_EXACT_BN).
+const (
+	hopperBN = 128
+	exactBN  = 64
+)
 
 // prep is the pre-pass kernel of c (c.pre() and not c.fused()), which is in
 // attention_hopper_bulk for the bulk kernels and in attention_mma otherwise.
 func (c mmaCfg) prep() (module, name string) {
+	if c.exact() {
+		return c.module(), "fg_attn_hopper_prep_exact"
+	}
 	if c.bulk() {
 		return "attention_hopper_bulk", "fg_attn_hopper_prep"
 	}
@@ -222,6 +239,8 @@ func (c mmaCfg) module() string {
 	switch {
 	case c.persistent():
 		return "attention_hopper_persist"
+	case c.exact():
+		return "attention_hopper_exact"
 	case c.bulk():
 		return "attention_hopper_bulk"
 	case c.hopper():
@@ -253,7 +272,7 @@ func (c mmaCfg) threads() int {
 func (c mmaCfg) name() string {
 	switch {
 	case c.hopper():
-		return fmt.Sprintf("fg_attn_fwd_wgmma_v%d_bf16_d%d_m%d_n%d", c.Variant, c.D, c.BM, c.BN)
+		return fmt.Sprintf("fg_attn_fwd_wgmma_v%d_%s_d%d_m%d_n%d", c.Variant, c.Prec, c.D, c.BM, c.BN)
 	case c.ldm():
 		return fmt.Sprintf("fg_attn_fwd_mma_ldm_%s_d%d_m%d_n%d", c.Prec, c.D, c.BM, c.BN)
 	case c.pre() && c.Prec == PrecisionBF16:
@@ -274,6 +293,8 @@ func (c mmaCfg) name() string {
 // of its instantiations); variant 22 64 more for Q's mbarriers, and Q's staging tile.
 func (c mmaCfg) smem() int {
 	switch {
+	case c.exact(): // Q lo [BM][D], K and V^T [2][hi, lo][BN][D] float32, alignment, 8 mbarriers
+		return c.BM*c.D*4 + 4*2*c.BN*c.D*4 + 1024 + 64
 	case c.Variant == 22: // and Q's two mbarriers (64 bytes with their padding) and staging tile, float32 [BM][D]
 		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 + 64 + c.BM*c.D*4
 	case c.Variant == 21: // and the converters' staging: 96 threads' U chunks of K and V (64 bytes each)
@@ -318,7 +339,7 @@ func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 	planes, size := scratchPlanes(c.Prec)
 	nk := int64(kp.nk)
 	if c.bulk() { // whole tiles
-		nk = int64(ceilDiv(int(kp.nk), hopperBN) * hopperBN)
+		nk = int64(ceilDiv(int(kp.nk), c.BN) * c.BN)
 	}
 	n := planes * size * int64(kp.b) * int64(kp.hkv) * nk * int64(kp.d)
 	if c.fused() {
@@ -443,7 +464,7 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		prepModule, prep := c.prep()
 		nk := int(kp.nk)
 		if c.bulk() {
-			nk = ceilDiv(nk, hopperBN) * hopperBN
+			nk = ceilDiv(nk, c.BN) * c.BN
 		}
 		groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
 		if err := s.start(prepModule, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,

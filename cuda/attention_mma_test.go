@@ -442,7 +442,7 @@ func TestPickMMA(t *testing.T) {
 	}
 
 	ptx, src := map[string]string{}, map[string]string{}
-	for _, m := range []string{"attention_mma", "attention_hopper", "attention_hopper_bulk", "attention_hopper_persist"} {
+	for _, m := range []string{"attention_mma", "attention_hopper", "attention_hopper_bulk", "attention_hopper_persist", "attention_hopper_exact"} {
 		x, err := ptxSource(m)
 		if err != nil {
 			t.Fatal(err)
@@ -468,11 +468,14 @@ func TestPickMMA(t *testing.T) {
 		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx[c.module()]) {
 			t.Errorf("kernel %s of mmaCfgs is not in ptx/%s.ptx", c.name(), c.module())
 		}
-		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()] + map[bool]int{true: 96}[c.pwg()]; c.hopper() && (c.Prec != PrecisionBF16 || !c.pre() || c.threads() != want) {
-			t.Errorf("%s: the wgmma kernels are bfloat16 on the pre-pass's planes, %d threads", c.name(), want)
+		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()] + map[bool]int{true: 96}[c.pwg()]; c.hopper() && (c.Prec != PrecisionBF16 && !c.exact() || !c.pre() || c.threads() != want) {
+			t.Errorf("%s: the wgmma kernels are bfloat16 (Exact: variant 24) on the pre-pass's planes, %d threads", c.name(), want)
 		}
-		if c.bulk() && c.BN != hopperBN {
-			t.Errorf("%s: BN = %d, the bulk pre-pass tiles %d keys", c.name(), c.BN, hopperBN)
+		if tile := map[bool]int{false: hopperBN, true: exactBN}[c.exact()]; c.bulk() && c.BN != tile {
+			t.Errorf("%s: BN = %d, its pre-pass tiles %d keys", c.name(), c.BN, tile)
+		}
+		if c.exact() && (c.Prec != PrecisionExact || c.D != 64) {
+			t.Errorf("%s: variant 24 is Exact at d = 64 only", c.name())
 		}
 		if c.smem() > 227<<10 {
 			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
@@ -484,13 +487,20 @@ func TestPickMMA(t *testing.T) {
 	if !regexp.MustCompile(`\.entry fg_attn_hopper_prep\(`).MatchString(ptx["attention_hopper_bulk"]) {
 		t.Errorf("the pre-pass fg_attn_hopper_prep is not in ptx/attention_hopper_bulk.ptx")
 	}
+	if !regexp.MustCompile(`\.entry fg_attn_hopper_prep_exact\(`).MatchString(ptx["attention_hopper_exact"]) {
+		t.Errorf("the pre-pass fg_attn_hopper_prep_exact is not in ptx/attention_hopper_exact.ptx")
+	}
+	if m := regexp.MustCompile(`(?m)^#define FG_EXACT_BN (\d+)$`).FindStringSubmatch(src["attention_hopper_exact"]); m == nil || m[1] != strconv.Itoa(exactBN) {
+		t.Errorf("attention_hopper_exact.cu's FG_EXACT_BN %q, Go's exactBN %d", m, exactBN)
+	}
 	if wg, err := os.ReadFile("kernels/wgmma.cuh"); err != nil {
 		t.Fatal(err)
 	} else if m := regexp.MustCompile(`(?m)^#define FG_HOPPER_BN (\d+)$`).FindSubmatch(wg); m == nil || string(m[1]) != strconv.Itoa(hopperBN) {
 		t.Errorf("wgmma.cuh's FG_HOPPER_BN %q, Go's hopperBN %d", m, hopperBN)
 	}
 	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA\(`,
-		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST(_Q)?\(`} {
+		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST(_Q)?\(`,
+		"attention_hopper_exact": `(?m)^FG_FWD_WGMMA_EXACT\(`} {
 		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaCfgs lists %d", m, n, count[m])
 		}
@@ -542,14 +552,14 @@ func TestRoundings(t *testing.T) {
 // TestForwardScratch checks the size of the pre-pass's scratch buffer (no GPU): K and V of
 // [B, Hkv, Nk, D] in bfloat16 (BF16; the bulk-copy Hopper kernels Nk rounded up to whole
 // tiles of 128 keys, and variant 20's flags after them), rounded float32 (TF32), or hi and lo
-// float32 planes (Exact); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
+// float32 planes (Exact; variant 24 in whole tiles of 64 keys); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
 // has no pre-pass.
 func TestForwardScratch(t *testing.T) {
 	const n, nTiles = 3 * 2 * 100 * 64, 3 * 2 * 128 * 64 // B Hkv Nk D, with Nk in whole tiles
 	for _, c := range []struct {
 		prec        Precision
 		bytes, bulk int64
-	}{{PrecisionBF16, 4 * n, 4 * nTiles}, {PrecisionTF32, 8 * n, 0}, {PrecisionExact, 16 * n, 0}} {
+	}{{PrecisionBF16, 4 * n, 4 * nTiles}, {PrecisionTF32, 8 * n, 0}, {PrecisionExact, 16 * n, 16 * nTiles}} {
 		p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: c.prec}
 		kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale})
 		kp.precision = int32(c.prec)

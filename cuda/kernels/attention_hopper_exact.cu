@@ -1,0 +1,239 @@
+// attention_hopper_exact.cu: variant 24 of the forward, Precision Exact on Hopper (sm_90a):
+// the 3xTF32 products of attention_mma.cu's variant 11 on wgmma, fed like the bfloat16 bulk
+// kernels (attention_hopper_bulk.cu: a pre-pass writes K and V tile by tile in the
+// shared-memory layout, a producer moves each tile with one bulk copy into a two-stage ring,
+// mbarriers count the bytes and the consumers). A module of its own, so that its PTX cannot
+// stop the other Hopper kernels from loading.
+//
+// The problem, masks, softmax and outputs are attention_mma.cu's (its header states them), and
+// so is the precision: every operand x is split as hi = tf32(x), lo = tf32(x - hi), and a b =
+// a_lo b_hi + a_hi b_lo + a_hi b_hi. The tensor cores add into their float32 accumulator
+// truncating (attention_mma.cu, "Accumulation"), so, as there, each chain of products runs over
+// 16 head columns (S) or 16 keys (O) only, from a zero accumulator, and the chains are added in
+// float32 with rounding to nearest, in order.
+//
+// TF32 wgmma reads both operands K-major (along the sum's index), so the pre-pass writes V
+// transposed. A block of two consumer warpgroups (64 query rows each) and a producer warpgroup
+// owns BM = 128 query rows of one (b, h); per key tile of BN = 64 keys:
+//   S = Q K_j^T   wgmma m64n64k8 tf32: Q hi from registers (each thread's fragments, loaded
+//                 once), Q lo from shared memory, K hi and lo tiles [BN][D] from the ring;
+//                 4 chains of 2 k steps (16 head columns)
+//   online softmax (FgRows: exp2f, no flush; row sums in double), P split into hi and lo
+//   O += P V_j    A = P from registers, B = V^T hi and lo tiles [D][BN]: 4 chains of 16 keys
+// The accumulator layout of m64n64 gives lane (g, t) the keys 8 j + 2 t and 8 j + 2 t + 1 of
+// every 8-key block j, which tf32's A fragment takes as k t and t + 4; so within each 8-key
+// group the pre-pass orders V^T's keys as 0, 2, 4, 6, 1, 3, 5, 7 (position p holds key
+// fg_exact_key(p)), and P's registers are A's as they are.
+//
+// Shared memory: Q lo [BM][D], the ring's K [2][hi, lo][BN][D] and V^T [2][hi, lo][D][BN] float32
+// (tiles in wgmma's 128-byte swizzle, fg_sw128 with 16-byte chunks of 4 floats: blocks of 32
+// columns), its 8 mbarriers.
+#include "wgmma.cuh"
+
+namespace {
+
+// FG_EXACT_BN is the key tile of variant 24 and its pre-pass's layout (Go: mmaCfg.BN).
+#define FG_EXACT_BN 64
+
+// fg_exact_key is the key (within its group of 8) at position p of V^T's rows.
+__device__ __forceinline__ int fg_exact_key(int p) { return p < 4 ? 2 * p : 2 * (p - 4) + 1; }
+
+// fg_split4 splits the 4 floats of x into their tf32 hi and lo parts.
+__device__ __forceinline__ void fg_split4(float4 x, uint4& hi, uint4& lo) {
+  fg_split_tf32(x.x, hi.x, lo.x), fg_split_tf32(x.y, hi.y, lo.y);
+  fg_split_tf32(x.z, hi.z, lo.z), fg_split_tf32(x.w, hi.w, lo.w);
+}
+
+}  // namespace
+
+// fg_attn_hopper_prep_exact: the pre-pass of variant 24 (Go: startMMA). dst holds two planes,
+// K then V^T, each [B][Hkv][NT][hi, lo][BN x D] float32 with NT = ceil(Nk / BN): K's tiles as
+// [BN][D], V's transposed as [D][BN] with the keys of every group of 8 in fg_exact_key's order,
+// each in fg_sw128's layout; keys at or past Nk or the batch's key length are written as zeros
+// without a read (a tile copy moves whole tiles; zeros keep 0 x V finite). One thread per
+// 16-byte chunk: of K, 4 columns of a key; of V^T, 4 keys of a column (column fastest, so that
+// a warp's reads of V are rows' consecutive columns).
+extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep_exact(const fg_mma_prep_params pp) {
+  const fg_attn_params& p = pp.src;
+  constexpr int BN = FG_EXACT_BN, D = 64;  // variant 24's head dimension (V^T's tiles have D rows)
+  if (p.d != D) __trap();
+  const int CH = D / 4, NT = (p.nk + BN - 1) / BN;
+  const int64_t tiles = (int64_t)p.b * p.hkv * NT, chunks = tiles * BN * CH;  // chunks of a part
+  const int64_t TB = 2 * (int64_t)BN * D * 4;                                  // bytes of a tile (hi, lo)
+  char* const kplane = (char*)pp.dst;
+  char* const vplane = kplane + tiles * TB;
+  const int32_t* kl = (const int32_t*)p.key_lengths;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < 2 * chunks; i += (int64_t)gridDim.x * blockDim.x) {
+    const bool isv = i >= chunks;
+    const int64_t u = isv ? i - chunks : i;
+    const int64_t tile = u / (BN * CH);
+    const int w = (int)(u % (BN * CH));
+    const int hk = (int)(tile / NT % p.hkv), b = (int)(tile / NT / p.hkv), j0 = (int)(tile % NT) * BN;
+    const int klen = kl ? min(p.nk, kl[b]) : p.nk;
+    float4 x = make_float4(0, 0, 0, 0);
+    uint32_t at;  // byte offset in the hi part of the tile
+    if (!isv) {   // K: key r, columns 4 c .. 4 c + 3
+      const int r = w / CH, c = w % CH;
+      if (j0 + r < klen) x = *(const float4*)((const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)(j0 + r) * p.k_row + 4 * c);
+      at = fg_sw128<BN>(r, c);
+    } else {  // V^T: column n, positions 4 c .. 4 c + 3 of the row of keys
+      const int n = w % D, c = w / D;
+      float e[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int pos = 4 * c + q, key = j0 + (pos & ~7) + fg_exact_key(pos & 7);
+        e[q] = key < klen ? ((const float*)p.v)[b * p.v_batch + hk * p.v_head + (int64_t)key * p.v_row + n] : 0.f;
+      }
+      x = make_float4(e[0], e[1], e[2], e[3]);
+      at = fg_sw128<D>(n, c);
+    }
+    uint4 hi, lo;
+    fg_split4(x, hi, lo);
+    char* t = (isv ? vplane : kplane) + tile * TB;
+    *(uint4*)(t + at) = hi;
+    *(uint4*)(t + TB / 2 + at) = lo;
+  }
+}
+
+// fg_attn_fwd_wgmma_exact (variant 24): grid (ceil(Nq/BM), H, B), 384 threads (two consumer
+// warpgroups, a producer warpgroup whose registers go to the consumers by setmaxnreg: 24 and
+// 240); k and v the planes of fg_attn_hopper_prep_exact.
+template <int D> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p) {
+  static_assert(D == 64, "the n64 products: d = 64 (V^T's tile has D rows, K's BN)");
+  constexpr int BN = FG_EXACT_BN, NWG = 2, BM = 64 * NWG, CONSUMERS = 128 * NWG;
+  constexpr int NB = BN / 8, OB = D / 8, KS = D / 8, CH = D / 4;
+  constexpr uint32_t QLB = BM * D * 4, HALF = BN * D * 4, KB = 2 * HALF;  // Q lo; a tile's part; a tile
+  constexpr unsigned SMEM = QLB + 4 * KB + 64 + 1024;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sQl = (sbase + 1023) & ~1023u;
+  const FgRing ring{sQl + QLB, sQl + QLB + 2 * KB, sQl + QLB + 4 * KB, KB};
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  const int tiles = (kv_end + BN - 1) / BN;
+  if (threadIdx.x == 0) ring.init(CONSUMERS);
+  __syncthreads();
+
+  if (warp >= 4 * NWG) {  // the producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (warp == 4 * NWG && lane == 0 && tiles > 0) {
+      const int NT = (p.nk + BN - 1) / BN;
+      const char* kt = (const char*)p.k + ((int64_t)b * p.hkv + hk) * NT * KB;
+      const char* vt = (const char*)p.v + ((int64_t)b * p.hkv + hk) * NT * KB;
+      for (int j = 0; j < tiles; ++j) ring.load(j, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  const float sl2 = (float)(p.scale * 1.4426950408889634);
+  FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
+  if (tiles == 0) {
+    rows.store(p, b, h);
+    return;
+  }
+  // Q: this warpgroup's 64 rows; lo into shared memory (K-major, swizzled), hi as each
+  // thread's A fragments (rows r0, r0 + 8; columns 8 kk + t, 8 kk + t + 4). Rows past Nq zero.
+  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+  for (int idx = threadIdx.x % 128; idx < 64 * CH; idx += 128) {
+    const int r = 64 * wg + idx / CH, c = idx % CH;
+    float4 x = make_float4(0, 0, 0, 0);
+    if (m0 + r < p.nq) x = *(const float4*)(q + (int64_t)(m0 + r) * p.q_row + 4 * c);
+    uint4 hi, lo;
+    fg_split4(x, hi, lo);
+    fg_st_shared16(sQl + fg_sw128<BM>(r, c), lo);
+  }
+  uint32_t qh[KS][4];
+  {
+    const int r0 = m0 + 16 * warp + g;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = r0 + 8 * (i & 1), c = 8 * kk + t + 4 * (i >> 1);
+        qh[kk][i] = fg_tf32(r < p.nq ? q[(int64_t)r * p.q_row + c] : 0.f);
+      }
+  }
+  fg_fence_async();
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+  const uint32_t qlw = sQl + wg * 64 * 128;  // this warpgroup's rows of Q lo
+
+  const auto add = [](float (&x)[8][4], float (&y)[8][4]) {  // x += y, in float32
+    fg_reg_fence(y);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x[j][e] += y[j][e];
+  };
+  float s[NB][4], t0[8][4], t1[8][4];
+  uint32_t ph[NB][4], pl[NB][4];
+  for (int j = 0; j < tiles; ++j) {
+    const int st = j & 1, par = (j >> 1) & 1;
+    const uint32_t kh = ring.sK + st * KB, vh = ring.sV + st * KB;
+    // S = Q K_j^T: chains of 2 k steps into s, t0, t1, t0, added in order.
+    fg_mbar_wait(ring.fullK(st), par);
+    fg_wgmma_fence();
+    fg_wgmma_tf32_3x<2, false, BM>(s, qh + 0, nullptr, qlw, kh, kh + HALF, 0);
+    fg_wgmma_tf32_3x<2, false, BM>(t0, qh + 2, nullptr, qlw, kh, kh + HALF, 2);
+    fg_wgmma_commit();
+    fg_wgmma_tf32_3x<2, false, BM>(t1, qh + 4, nullptr, qlw, kh, kh + HALF, 4);
+    fg_wgmma_commit();
+    fg_wgmma_wait<1>();
+    fg_reg_fence(s);
+    add(s, t0);
+    fg_wgmma_fence();
+    fg_wgmma_tf32_3x<2, false, BM>(t0, qh + 6, nullptr, qlw, kh, kh + HALF, 6);
+    fg_wgmma_commit();
+    fg_wgmma_wait<1>();
+    add(s, t1);
+    fg_wgmma_wait<0>();
+    add(s, t0);
+    fg_mbar_arrive(ring.emptyK(st));
+
+    float alpha[2];
+    rows.template probs<false, false>(s, j * BN, sl2, alpha);
+    rows.rescale(alpha);
+    // P's A fragments: keys 8 kk + 2 t, + 1 as k t, t + 4 (V^T's order).
+#pragma unroll
+    for (int kk = 0; kk < NB; ++kk) {
+      fg_split_tf32(s[kk][0], ph[kk][0], pl[kk][0]), fg_split_tf32(s[kk][2], ph[kk][1], pl[kk][1]);
+      fg_split_tf32(s[kk][1], ph[kk][2], pl[kk][2]), fg_split_tf32(s[kk][3], ph[kk][3], pl[kk][3]);
+    }
+
+    // O += P V_j: chains of 16 keys into t0, t1, t0, t1, added to o in order.
+    fg_mbar_wait(ring.fullV(st), par);
+    fg_wgmma_fence();
+    fg_wgmma_tf32_3x<2, true>(t0, ph + 0, pl + 0, 0, vh, vh + HALF, 0);
+    fg_wgmma_commit();
+    fg_wgmma_tf32_3x<2, true>(t1, ph + 2, pl + 2, 0, vh, vh + HALF, 2);
+    fg_wgmma_commit();
+    fg_wgmma_wait<1>();
+    add(rows.o, t0);
+    fg_wgmma_fence();
+    fg_wgmma_tf32_3x<2, true>(t0, ph + 4, pl + 4, 0, vh, vh + HALF, 4);
+    fg_wgmma_commit();
+    fg_wgmma_wait<1>();
+    add(rows.o, t1);
+    fg_wgmma_fence();
+    fg_wgmma_tf32_3x<2, true>(t1, ph + 6, pl + 6, 0, vh, vh + HALF, 6);
+    fg_wgmma_commit();
+    fg_wgmma_wait<1>();
+    add(rows.o, t0);
+    fg_wgmma_wait<0>();
+    add(rows.o, t1);
+    fg_mbar_arrive(ring.emptyV(st));
+  }
+  rows.store(p, b, h);
+}
+
+// ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
+
+#define FG_FWD_WGMMA_EXACT(V, D)                                                          \
+  extern "C" __global__ void __launch_bounds__(384, 1)                                    \
+      fg_attn_fwd_wgmma_v##V##_exact_d##D##_m128_n64(const fg_attn_params p) {             \
+    fg_attn_fwd_wgmma_exact<D>(p);                                                         \
+  }
+FG_FWD_WGMMA_EXACT(24, 64)
