@@ -80,9 +80,10 @@ func ParsePrecision(s string) (Precision, error) {
 //	   bulk copies (float32, issued an item ahead), so that the consumers convert Q from
 //	   shared memory instead of waiting for a load from L2 or DRAM at each item's start
 //	24: Exact only, compute capability 9.0 (kernels/attention_hopper_exact.cu): variant 11's
-//	   3xTF32 on wgmma (m64n64k8 tf32), fed as variant 18 (a pre-pass writing K and V^T split
-//	   into hi and lo tiles of 64 keys in the shared-memory layout, bulk copies into a
-//	   two-stage ring, a producer warpgroup); Q hi in registers, Q lo in shared memory
+//	   3xTF32 on wgmma (m64nNk8 tf32), fed as variant 18 (a pre-pass writing K and V^T split
+//	   into hi and lo tiles of BN keys in the shared-memory layout, bulk copies into a
+//	   two-stage ring, a producer warpgroup); Q hi in registers, Q lo in shared memory; BN =
+//	   64 at d = 64, 32 at d = 128 (for the ring's two stages beside Q lo)
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -154,7 +155,7 @@ var mmaCfgs = []mmaCfg{
 	// 0.6% (causal) faster, N = 4096 1.4% and 2.7% slower, N = 1024 1-14% slower; v22 against
 	// v20 above (N = 16384: 1.5% and 0.1% faster). d = 128: variant 22.
 	{Variant: 21, Prec: PrecisionBF16, D: 64, BM: 128, BN: hopperBN, MinNk: 16384},
-	{24, PrecisionExact, 64, 128, exactBN, 0},
+	{24, PrecisionExact, 64, 128, 64, 0}, {24, PrecisionExact, 128, 128, 32, 0},
 	{22, PrecisionBF16, 64, 128, hopperBN, 0}, {22, PrecisionBF16, 128, 128, hopperBN, 0},
 	{20, PrecisionBF16, 64, 128, hopperBN, 0}, {20, PrecisionBF16, 128, 128, hopperBN, 0},
 	{15, PrecisionBF16, 64, 128, hopperBN, 0}, {17, PrecisionBF16, 128, 128, hopperBN, 0},
@@ -204,7 +205,7 @@ func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg
 func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exact() }
 
 // exact reports whether c is the Exact wgmma kernel (variant 24), whose pre-pass writes K and
-// V^T split into hi and lo tiles of exactBN keys.
+// V^T split into hi and lo tiles of c.BN keys.
 func (c mmaCfg) exact() bool { return c.Variant == 24 }
 
 // persistent reports whether c runs in a persistent grid (variants 19 to 22: persistGrid
@@ -215,18 +216,14 @@ func (c mmaCfg) persistent() bool { return c.Variant >= 19 && c.Variant <= 22 }
 // runs, and its scratch holds a flag per tile after the planes.
 func (c mmaCfg) fused() bool { return c.Variant >= 20 && c.Variant <= 22 }
 
-// hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN), exactBN that of
-// fg_attn_hopper_prep_exact's (FG_EXACT_BN).
-const (
-	hopperBN = 128
-	exactBN  = 64
-)
+// hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
+const hopperBN = 128
 
 // prep is the pre-pass kernel of c (c.pre() and not c.fused()), which is in
 // attention_hopper_bulk for the bulk kernels and in attention_mma otherwise.
 func (c mmaCfg) prep() (module, name string) {
 	if c.exact() {
-		return c.module(), "fg_attn_hopper_prep_exact"
+		return c.module(), fmt.Sprintf("fg_attn_hopper_prep_exact_d%d_n%d", c.D, c.BN)
 	}
 	if c.bulk() {
 		return "attention_hopper_bulk", "fg_attn_hopper_prep"

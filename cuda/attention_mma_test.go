@@ -380,7 +380,11 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d128-sm100", PrecisionBF16, 128, f32, 0, true, 100, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d128-sm80-v13", PrecisionBF16, 128, f32, 13, true, 80, ""},
 		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
-		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_mma_split_exact_d128_m128_n64"},
+		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_exact_d128_m128_n32"},
+		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_exact_d64_m128_n64"},
+		{"exact-d64-sm90-v11", PrecisionExact, 64, f32, 11, true, 90, "fg_attn_fwd_mma_split_exact_d64_m64_n64"},
+		{"exact-d64-sm90-noscratch", PrecisionExact, 64, f32, 0, false, 90, "fg_attn_fwd_mma_exact_d64_m64_n64"},
+		{"exact-d64-sm80-v24", PrecisionExact, 64, f32, 24, true, 80, ""},
 		{"bf16-d100-sm90", PrecisionBF16, 100, f32, 0, true, 90, ""},
 		{"f64-sm90", PrecisionBF16, 64, f64, 0, true, 90, ""},
 	} {
@@ -471,11 +475,16 @@ func TestPickMMA(t *testing.T) {
 		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()] + map[bool]int{true: 96}[c.pwg()]; c.hopper() && (c.Prec != PrecisionBF16 && !c.exact() || !c.pre() || c.threads() != want) {
 			t.Errorf("%s: the wgmma kernels are bfloat16 (Exact: variant 24) on the pre-pass's planes, %d threads", c.name(), want)
 		}
-		if tile := map[bool]int{false: hopperBN, true: exactBN}[c.exact()]; c.bulk() && c.BN != tile {
-			t.Errorf("%s: BN = %d, its pre-pass tiles %d keys", c.name(), c.BN, tile)
+		if c.bulk() && !c.exact() && c.BN != hopperBN {
+			t.Errorf("%s: BN = %d, the bulk pre-pass tiles %d keys", c.name(), c.BN, hopperBN)
 		}
-		if c.exact() && (c.Prec != PrecisionExact || c.D != 64) {
-			t.Errorf("%s: variant 24 is Exact at d = 64 only", c.name())
+		if c.exact() {
+			if c.Prec != PrecisionExact {
+				t.Errorf("%s: variant 24 is Exact only", c.name())
+			}
+			if _, prep := c.prep(); !regexp.MustCompile(`\.entry ` + prep + `\(`).MatchString(ptx[c.module()]) {
+				t.Errorf("%s: its pre-pass %s is not in ptx/%s.ptx", c.name(), prep, c.module())
+			}
 		}
 		if c.smem() > 227<<10 {
 			t.Errorf("%s: %d bytes of shared memory, over the H100's 227 KiB", c.name(), c.smem())
@@ -486,12 +495,6 @@ func TestPickMMA(t *testing.T) {
 	}
 	if !regexp.MustCompile(`\.entry fg_attn_hopper_prep\(`).MatchString(ptx["attention_hopper_bulk"]) {
 		t.Errorf("the pre-pass fg_attn_hopper_prep is not in ptx/attention_hopper_bulk.ptx")
-	}
-	if !regexp.MustCompile(`\.entry fg_attn_hopper_prep_exact\(`).MatchString(ptx["attention_hopper_exact"]) {
-		t.Errorf("the pre-pass fg_attn_hopper_prep_exact is not in ptx/attention_hopper_exact.ptx")
-	}
-	if m := regexp.MustCompile(`(?m)^#define FG_EXACT_BN (\d+)$`).FindStringSubmatch(src["attention_hopper_exact"]); m == nil || m[1] != strconv.Itoa(exactBN) {
-		t.Errorf("attention_hopper_exact.cu's FG_EXACT_BN %q, Go's exactBN %d", m, exactBN)
 	}
 	if wg, err := os.ReadFile("kernels/wgmma.cuh"); err != nil {
 		t.Fatal(err)
@@ -552,7 +555,7 @@ func TestRoundings(t *testing.T) {
 // TestForwardScratch checks the size of the pre-pass's scratch buffer (no GPU): K and V of
 // [B, Hkv, Nk, D] in bfloat16 (BF16; the bulk-copy Hopper kernels Nk rounded up to whole
 // tiles of 128 keys, and variant 20's flags after them), rounded float32 (TF32), or hi and lo
-// float32 planes (Exact; variant 24 in whole tiles of 64 keys); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
+// float32 planes (Exact; variant 24 in whole tiles of BN keys); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
 // has no pre-pass.
 func TestForwardScratch(t *testing.T) {
 	const n, nTiles = 3 * 2 * 100 * 64, 3 * 2 * 128 * 64 // B Hkv Nk D, with Nk in whole tiles

@@ -14,12 +14,15 @@
 //
 // TF32 wgmma reads both operands K-major (along the sum's index), so the pre-pass writes V
 // transposed. A block of two consumer warpgroups (64 query rows each) and a producer warpgroup
-// owns BM = 128 query rows of one (b, h); per key tile of BN = 64 keys:
-//   S = Q K_j^T   wgmma m64n64k8 tf32: Q hi from registers (each thread's fragments, loaded
+// owns BM = 128 query rows of one (b, h); per key tile of BN keys (64 at d = 64, 32 at d = 128,
+// where Q lo and the ring's two stages must fit 227 KiB):
+//   S = Q K_j^T   wgmma m64nBNk8 tf32: Q hi from registers (each thread's fragments, loaded
 //                 once), Q lo from shared memory, K hi and lo tiles [BN][D] from the ring;
-//                 4 chains of 2 k steps (16 head columns)
+//                 chains of 2 k steps (16 head columns)
 //   online softmax (FgRows: exp2f, no flush; row sums in double), P split into hi and lo
-//   O += P V_j    A = P from registers, B = V^T hi and lo tiles [D][BN]: 4 chains of 16 keys
+//   O += P V_j    wgmma m64n64k8 per 64 columns of O: A = P from registers, B = V^T hi and lo
+//                 tiles [D][BN]; chains of 16 keys
+// Two chains are in flight at a time: chain c runs while chain c - 1's sum is added.
 // The accumulator layout of m64n64 gives lane (g, t) the keys 8 j + 2 t and 8 j + 2 t + 1 of
 // every 8-key block j, which tf32's A fragment takes as k t and t + 4; so within each 8-key
 // group the pre-pass orders V^T's keys as 0, 2, 4, 6, 1, 3, 5, 7 (position p holds key
@@ -32,9 +35,6 @@
 
 namespace {
 
-// FG_EXACT_BN is the key tile of variant 24 and its pre-pass's layout (Go: mmaCfg.BN).
-#define FG_EXACT_BN 64
-
 // fg_exact_key is the key (within its group of 8) at position p of V^T's rows.
 __device__ __forceinline__ int fg_exact_key(int p) { return p < 4 ? 2 * p : 2 * (p - 4) + 1; }
 
@@ -42,6 +42,16 @@ __device__ __forceinline__ int fg_exact_key(int p) { return p < 4 ? 2 * p : 2 * 
 __device__ __forceinline__ void fg_split4(float4 x, uint4& hi, uint4& lo) {
   fg_split_tf32(x.x, hi.x, lo.x), fg_split_tf32(x.y, hi.y, lo.y);
   fg_split_tf32(x.z, hi.z, lo.z), fg_split_tf32(x.w, hi.w, lo.w);
+}
+
+// fg_add adds y to x's blocks j0 .. j0 + NY - 1 (float32, rounding to nearest), after y's
+// wgmma completed.
+template <int NX, int NY> __device__ __forceinline__ void fg_add(float (&x)[NX][4], float (&y)[NY][4], int j0 = 0) {
+  fg_reg_fence(y);
+#pragma unroll
+  for (int j = 0; j < NY; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) x[j0 + j][e] += y[j][e];
 }
 
 }  // namespace
@@ -53,13 +63,13 @@ __device__ __forceinline__ void fg_split4(float4 x, uint4& hi, uint4& lo) {
 // without a read (a tile copy moves whole tiles; zeros keep 0 x V finite). One thread per
 // 16-byte chunk: of K, 4 columns of a key; of V^T, 4 keys of a column (column fastest, so that
 // a warp's reads of V are rows' consecutive columns).
-extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep_exact(const fg_mma_prep_params pp) {
+template <int D, int BN> __device__ void fg_attn_hopper_prep_exact(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
-  constexpr int BN = FG_EXACT_BN, D = 64;  // variant 24's head dimension (V^T's tiles have D rows)
   if (p.d != D) __trap();
-  const int CH = D / 4, NT = (p.nk + BN - 1) / BN;
+  constexpr int CH = D / 4;
+  const int NT = (p.nk + BN - 1) / BN;
   const int64_t tiles = (int64_t)p.b * p.hkv * NT, chunks = tiles * BN * CH;  // chunks of a part
-  const int64_t TB = 2 * (int64_t)BN * D * 4;                                  // bytes of a tile (hi, lo)
+  constexpr int64_t TB = 2 * (int64_t)BN * D * 4;                              // bytes of a tile (hi, lo)
   char* const kplane = (char*)pp.dst;
   char* const vplane = kplane + tiles * TB;
   const int32_t* kl = (const int32_t*)p.key_lengths;
@@ -97,11 +107,15 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep_exact(cons
 
 // fg_attn_fwd_wgmma_exact (variant 24): grid (ceil(Nq/BM), H, B), 384 threads (two consumer
 // warpgroups, a producer warpgroup whose registers go to the consumers by setmaxnreg: 24 and
-// 240); k and v the planes of fg_attn_hopper_prep_exact.
-template <int D> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p) {
-  static_assert(D == 64, "the n64 products: d = 64 (V^T's tile has D rows, K's BN)");
-  constexpr int BN = FG_EXACT_BN, NWG = 2, BM = 64 * NWG, CONSUMERS = 128 * NWG;
+// 240); k and v the planes of fg_attn_hopper_prep_exact. D = 64 with BN = 64, D = 128 with
+// BN = 32 (Q lo and the ring's two stages in 227 KiB): S's products are m64nBNk8, P V's
+// m64n64k8 on each 64 columns of O.
+template <int D, int BN> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p) {
+  static_assert(D % 64 == 0 && BN % 16 == 0 && (BN == 32 || BN == 64), "tile sizes");
+  constexpr int NWG = 2, BM = 64 * NWG, CONSUMERS = 128 * NWG;
   constexpr int NB = BN / 8, OB = D / 8, KS = D / 8, CH = D / 4;
+  constexpr int SC = KS / 2;            // S's chains: 2 k steps (16 head columns) each
+  constexpr int OC = BN / 16 * (D / 64);  // O's chains: 16 keys by 64 columns of O each
   constexpr uint32_t QLB = BM * D * 4, HALF = BN * D * 4, KB = 2 * HALF;  // Q lo; a tile's part; a tile
   constexpr unsigned SMEM = QLB + 4 * KB + 64 + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
@@ -161,37 +175,36 @@ template <int D> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
   const uint32_t qlw = sQl + wg * 64 * 128;  // this warpgroup's rows of Q lo
 
-  const auto add = [](float (&x)[8][4], float (&y)[8][4]) {  // x += y, in float32
-    fg_reg_fence(y);
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) x[j][e] += y[j][e];
-  };
-  float s[NB][4], t0[8][4], t1[8][4];
+  // The chains run two deep: chain c into its accumulator while chain c - 1 completes, each
+  // added in order once its group has completed (wait 1: all but the newest).
+  float s[NB][4], st[2][NB][4], ot[2][8][4];
   uint32_t ph[NB][4], pl[NB][4];
   for (int j = 0; j < tiles; ++j) {
-    const int st = j & 1, par = (j >> 1) & 1;
-    const uint32_t kh = ring.sK + st * KB, vh = ring.sV + st * KB;
-    // S = Q K_j^T: chains of 2 k steps into s, t0, t1, t0, added in order.
-    fg_mbar_wait(ring.fullK(st), par);
+    const int sg = j & 1, par = (j >> 1) & 1;
+    const uint32_t kh = ring.sK + sg * KB, vh = ring.sV + sg * KB;
+    // S = Q K_j^T: chain 0 into s, chain c > 0 into st[c % 2], added to s in order.
+    const auto schain = [&](float (&d)[NB][4], int c) {
+      fg_wgmma_tf32_3x<BN, 2, false, BM, BN>(d, qh + 2 * c, nullptr, qlw, kh, kh + HALF, 2 * c);
+      fg_wgmma_commit();
+    };
+    fg_mbar_wait(ring.fullK(sg), par);
     fg_wgmma_fence();
-    fg_wgmma_tf32_3x<2, false, BM>(s, qh + 0, nullptr, qlw, kh, kh + HALF, 0);
-    fg_wgmma_tf32_3x<2, false, BM>(t0, qh + 2, nullptr, qlw, kh, kh + HALF, 2);
-    fg_wgmma_commit();
-    fg_wgmma_tf32_3x<2, false, BM>(t1, qh + 4, nullptr, qlw, kh, kh + HALF, 4);
-    fg_wgmma_commit();
+    schain(s, 0);
+    schain(st[1], 1);
+#pragma unroll
+    for (int c = 2; c < SC; ++c) {
+      fg_wgmma_wait<1>();
+      if (c == 2) fg_reg_fence(s);         // chain 0 has completed
+      if (c > 2) fg_add(s, st[c % 2]);     // chain c - 2
+      fg_wgmma_fence();
+      schain(st[c % 2], c);
+    }
     fg_wgmma_wait<1>();
     fg_reg_fence(s);
-    add(s, t0);
-    fg_wgmma_fence();
-    fg_wgmma_tf32_3x<2, false, BM>(t0, qh + 6, nullptr, qlw, kh, kh + HALF, 6);
-    fg_wgmma_commit();
-    fg_wgmma_wait<1>();
-    add(s, t1);
+    if (SC > 2) fg_add(s, st[SC % 2]);  // chain SC - 2
     fg_wgmma_wait<0>();
-    add(s, t0);
-    fg_mbar_arrive(ring.emptyK(st));
+    fg_add(s, st[(SC - 1) % 2]);
+    fg_mbar_arrive(ring.emptyK(sg));
 
     float alpha[2];
     rows.template probs<false, false>(s, j * BN, sl2, alpha);
@@ -203,37 +216,45 @@ template <int D> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p
       fg_split_tf32(s[kk][1], ph[kk][2], pl[kk][2]), fg_split_tf32(s[kk][3], ph[kk][3], pl[kk][3]);
     }
 
-    // O += P V_j: chains of 16 keys into t0, t1, t0, t1, added to o in order.
-    fg_mbar_wait(ring.fullV(st), par);
+    // O += P V_j: chain i = 16 keys c = i / (D / 64) by 64 columns n = i % (D / 64) of O, into
+    // ot[i % 2], added to those columns of o in order.
+    const auto ochain = [&](int i) {
+      const int c = i / (D / 64), n = i % (D / 64);
+      fg_wgmma_tf32_3x<64, 2, true, 64, D>(ot[i % 2], ph + 2 * c, pl + 2 * c, 0, vh + n * 64 * 128,
+                                            vh + HALF + n * 64 * 128, 2 * c);
+      fg_wgmma_commit();
+    };
+    const auto oadd = [&](int i) { fg_add(rows.o, ot[i % 2], 8 * (i % (D / 64))); };
+    fg_mbar_wait(ring.fullV(sg), par);
     fg_wgmma_fence();
-    fg_wgmma_tf32_3x<2, true>(t0, ph + 0, pl + 0, 0, vh, vh + HALF, 0);
-    fg_wgmma_commit();
-    fg_wgmma_tf32_3x<2, true>(t1, ph + 2, pl + 2, 0, vh, vh + HALF, 2);
-    fg_wgmma_commit();
+    ochain(0);
+    ochain(1);
+#pragma unroll
+    for (int i = 2; i < OC; ++i) {
+      fg_wgmma_wait<1>();
+      oadd(i - 2);
+      fg_wgmma_fence();
+      ochain(i);
+    }
     fg_wgmma_wait<1>();
-    add(rows.o, t0);
-    fg_wgmma_fence();
-    fg_wgmma_tf32_3x<2, true>(t0, ph + 4, pl + 4, 0, vh, vh + HALF, 4);
-    fg_wgmma_commit();
-    fg_wgmma_wait<1>();
-    add(rows.o, t1);
-    fg_wgmma_fence();
-    fg_wgmma_tf32_3x<2, true>(t1, ph + 6, pl + 6, 0, vh, vh + HALF, 6);
-    fg_wgmma_commit();
-    fg_wgmma_wait<1>();
-    add(rows.o, t0);
+    oadd(OC - 2);
     fg_wgmma_wait<0>();
-    add(rows.o, t1);
-    fg_mbar_arrive(ring.emptyV(st));
+    oadd(OC - 1);
+    fg_mbar_arrive(ring.emptyV(sg));
   }
   rows.store(p, b, h);
 }
 
-// ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
+// ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name and prep) ---------------
 
-#define FG_FWD_WGMMA_EXACT(V, D)                                                          \
-  extern "C" __global__ void __launch_bounds__(384, 1)                                    \
-      fg_attn_fwd_wgmma_v##V##_exact_d##D##_m128_n64(const fg_attn_params p) {             \
-    fg_attn_fwd_wgmma_exact<D>(p);                                                         \
+#define FG_FWD_WGMMA_EXACT(V, D, BN)                                                            \
+  extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep_exact_d##D##_n##BN(     \
+      const fg_mma_prep_params pp) {                                                            \
+    fg_attn_hopper_prep_exact<D, BN>(pp);                                                       \
+  }                                                                                             \
+  extern "C" __global__ void __launch_bounds__(384, 1)                                          \
+      fg_attn_fwd_wgmma_v##V##_exact_d##D##_m128_n##BN(const fg_attn_params p) {                \
+    fg_attn_fwd_wgmma_exact<D, BN>(p);                                                          \
   }
-FG_FWD_WGMMA_EXACT(24, 64)
+FG_FWD_WGMMA_EXACT(24, 64, 64)
+FG_FWD_WGMMA_EXACT(24, 128, 32)
