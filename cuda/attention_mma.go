@@ -79,11 +79,12 @@ func ParsePrecision(s string) (Precision, error) {
 //	22: variant 20 with each work item's Q rows staged in shared memory by the producer's
 //	   bulk copies (float32, issued an item ahead), so that the consumers convert Q from
 //	   shared memory instead of waiting for a load from L2 or DRAM at each item's start
-//	24: Exact only, compute capability 9.0 (kernels/attention_hopper_exact.cu): variant 11's
-//	   3xTF32 on wgmma (m64nNk8 tf32), fed as variant 18 (a pre-pass writing K and V^T split
-//	   into hi and lo tiles of BN keys in the shared-memory layout, bulk copies into a
-//	   two-stage ring, a producer warpgroup); Q hi in registers, Q lo in shared memory; BN =
-//	   64 at d = 64, 32 at d = 128 (for the ring's two stages beside Q lo)
+//	24: Exact and TF32, compute capability 9.0 (kernels/attention_hopper_exact.cu): variant
+//	   11's 3xTF32 (TF32: one product) on wgmma (m64nNk8 tf32), fed as variant 18 (a pre-pass
+//	   writing K and V^T split into hi and lo tiles of BN keys in the shared-memory layout,
+//	   TF32 the hi tiles only, bulk copies into a two-stage ring, a producer warpgroup); Q hi
+//	   in registers, Q lo in shared memory; Exact's BN = 64 at d = 64, 32 at d = 128 (for the
+//	   ring's two stages beside Q lo), TF32's 128 and 64
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -156,6 +157,7 @@ var mmaCfgs = []mmaCfg{
 	// v20 above (N = 16384: 1.5% and 0.1% faster). d = 128: variant 22.
 	{Variant: 21, Prec: PrecisionBF16, D: 64, BM: 128, BN: hopperBN, MinNk: 16384},
 	{24, PrecisionExact, 64, 128, 64, 0}, {24, PrecisionExact, 128, 128, 32, 0},
+	{24, PrecisionTF32, 64, 128, 128, 0}, {24, PrecisionTF32, 128, 128, 64, 0},
 	{22, PrecisionBF16, 64, 128, hopperBN, 0}, {22, PrecisionBF16, 128, 128, hopperBN, 0},
 	{20, PrecisionBF16, 64, 128, hopperBN, 0}, {20, PrecisionBF16, 128, 128, hopperBN, 0},
 	{15, PrecisionBF16, 64, 128, hopperBN, 0}, {17, PrecisionBF16, 128, 128, hopperBN, 0},
@@ -204,8 +206,8 @@ func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg
 // warp.
 func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exact() }
 
-// exact reports whether c is the Exact wgmma kernel (variant 24), whose pre-pass writes K and
-// V^T split into hi and lo tiles of c.BN keys.
+// exact reports whether c is the TF32 wgmma kernel of Exact or TF32 (variant 24), whose
+// pre-pass writes K and V^T rounded to tf32 (Exact: split into hi and lo) in tiles of c.BN keys.
 func (c mmaCfg) exact() bool { return c.Variant == 24 }
 
 // persistent reports whether c runs in a persistent grid (variants 19 to 22: persistGrid
@@ -223,7 +225,7 @@ const hopperBN = 128
 // attention_hopper_bulk for the bulk kernels and in attention_mma otherwise.
 func (c mmaCfg) prep() (module, name string) {
 	if c.exact() {
-		return c.module(), fmt.Sprintf("fg_attn_hopper_prep_exact_d%d_n%d", c.D, c.BN)
+		return c.module(), fmt.Sprintf("fg_attn_hopper_prep_%s_d%d_n%d", c.Prec, c.D, c.BN)
 	}
 	if c.bulk() {
 		return "attention_hopper_bulk", "fg_attn_hopper_prep"
@@ -290,6 +292,8 @@ func (c mmaCfg) name() string {
 // of its instantiations); variant 22 64 more for Q's mbarriers, and Q's staging tile.
 func (c mmaCfg) smem() int {
 	switch {
+	case c.exact() && c.Prec == PrecisionTF32: // K and V^T [2][BN][D] float32, alignment, 8 mbarriers
+		return 4*c.BN*c.D*4 + 1024 + 64
 	case c.exact(): // Q lo [BM][D], K and V^T [2][hi, lo][BN][D] float32, alignment, 8 mbarriers
 		return c.BM*c.D*4 + 4*2*c.BN*c.D*4 + 1024 + 64
 	case c.Variant == 22: // and Q's two mbarriers (64 bytes with their padding) and staging tile, float32 [BM][D]

@@ -379,7 +379,8 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d128-sm89", PrecisionBF16, 128, f32, 0, true, 89, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d128-sm100", PrecisionBF16, 128, f32, 0, true, 100, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d128-sm80-v13", PrecisionBF16, 128, f32, 13, true, 80, ""},
-		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_mma_split_tf32_d64_m128_n64"},
+		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_tf32_d64_m128_n128"},
+		{"tf32-d128-sm90", PrecisionTF32, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_tf32_d128_m128_n64"},
 		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_exact_d128_m128_n32"},
 		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_exact_d64_m128_n64"},
 		{"exact-d64-sm90-v11", PrecisionExact, 64, f32, 11, true, 90, "fg_attn_fwd_mma_split_exact_d64_m64_n64"},
@@ -479,8 +480,8 @@ func TestPickMMA(t *testing.T) {
 			t.Errorf("%s: BN = %d, the bulk pre-pass tiles %d keys", c.name(), c.BN, hopperBN)
 		}
 		if c.exact() {
-			if c.Prec != PrecisionExact {
-				t.Errorf("%s: variant 24 is Exact only", c.name())
+			if c.Prec != PrecisionExact && c.Prec != PrecisionTF32 {
+				t.Errorf("%s: variant 24 is Exact and TF32 only", c.name())
 			}
 			if _, prep := c.prep(); !regexp.MustCompile(`\.entry ` + prep + `\(`).MatchString(ptx[c.module()]) {
 				t.Errorf("%s: its pre-pass %s is not in ptx/%s.ptx", c.name(), prep, c.module())
@@ -555,14 +556,14 @@ func TestRoundings(t *testing.T) {
 // TestForwardScratch checks the size of the pre-pass's scratch buffer (no GPU): K and V of
 // [B, Hkv, Nk, D] in bfloat16 (BF16; the bulk-copy Hopper kernels Nk rounded up to whole
 // tiles of 128 keys, and variant 20's flags after them), rounded float32 (TF32), or hi and lo
-// float32 planes (Exact; variant 24 in whole tiles of BN keys); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
+// float32 planes (Exact; variant 24, Exact and TF32, in whole tiles of BN keys); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
 // has no pre-pass.
 func TestForwardScratch(t *testing.T) {
 	const n, nTiles = 3 * 2 * 100 * 64, 3 * 2 * 128 * 64 // B Hkv Nk D, with Nk in whole tiles
 	for _, c := range []struct {
 		prec        Precision
 		bytes, bulk int64
-	}{{PrecisionBF16, 4 * n, 4 * nTiles}, {PrecisionTF32, 8 * n, 0}, {PrecisionExact, 16 * n, 16 * nTiles}} {
+	}{{PrecisionBF16, 4 * n, 4 * nTiles}, {PrecisionTF32, 8 * n, 8 * nTiles}, {PrecisionExact, 16 * n, 16 * nTiles}} {
 		p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: c.prec}
 		kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale})
 		kp.precision = int32(c.prec)

@@ -1,5 +1,5 @@
-// attention_hopper_exact.cu: variant 24 of the forward, Precision Exact on Hopper (sm_90a):
-// the 3xTF32 products of attention_mma.cu's variant 11 on wgmma, fed like the bfloat16 bulk
+// attention_hopper_exact.cu: variant 24 of the forward, Precisions Exact and TF32 on Hopper
+// (sm_90a): the 3xTF32 (and TF32) products of attention_mma.cu's variant 11 on wgmma, fed like the bfloat16 bulk
 // kernels (attention_hopper_bulk.cu: a pre-pass writes K and V tile by tile in the
 // shared-memory layout, a producer moves each tile with one bulk copy into a two-stage ring,
 // mbarriers count the bytes and the consumers). A module of its own, so that its PTX cannot
@@ -57,19 +57,20 @@ template <int NX, int NY> __device__ __forceinline__ void fg_add(float (&x)[NX][
 }  // namespace
 
 // fg_attn_hopper_prep_exact: the pre-pass of variant 24 (Go: startMMA). dst holds two planes,
-// K then V^T, each [B][Hkv][NT][hi, lo][BN x D] float32 with NT = ceil(Nk / BN): K's tiles as
+// K then V^T, each [B][Hkv][NT][hi, lo][BN x D] float32 (SPLIT, Exact; TF32: the hi part
+// only, x rounded to tf32) with NT = ceil(Nk / BN): K's tiles as
 // [BN][D], V's transposed as [D][BN] with the keys of every group of 8 in fg_exact_key's order,
 // each in fg_sw128's layout; keys at or past Nk or the batch's key length are written as zeros
 // without a read (a tile copy moves whole tiles; zeros keep 0 x V finite). One thread per
 // 16-byte chunk: of K, 4 columns of a key; of V^T, 4 keys of a column (column fastest, so that
 // a warp's reads of V are rows' consecutive columns).
-template <int D, int BN> __device__ void fg_attn_hopper_prep_exact(const fg_mma_prep_params& pp) {
+template <int D, int BN, bool SPLIT> __device__ void fg_attn_hopper_prep_exact(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
   if (p.d != D) __trap();
   constexpr int CH = D / 4;
   const int NT = (p.nk + BN - 1) / BN;
   const int64_t tiles = (int64_t)p.b * p.hkv * NT, chunks = tiles * BN * CH;  // chunks of a part
-  constexpr int64_t TB = 2 * (int64_t)BN * D * 4;                              // bytes of a tile (hi, lo)
+  constexpr int64_t TB = (SPLIT ? 2 : 1) * (int64_t)BN * D * 4;                // bytes of a tile (hi, lo)
   char* const kplane = (char*)pp.dst;
   char* const vplane = kplane + tiles * TB;
   const int32_t* kl = (const int32_t*)p.key_lengths;
@@ -101,22 +102,25 @@ template <int D, int BN> __device__ void fg_attn_hopper_prep_exact(const fg_mma_
     fg_split4(x, hi, lo);
     char* t = (isv ? vplane : kplane) + tile * TB;
     *(uint4*)(t + at) = hi;
-    *(uint4*)(t + TB / 2 + at) = lo;
+    if (SPLIT) *(uint4*)(t + TB / 2 + at) = lo;
   }
 }
 
 // fg_attn_fwd_wgmma_exact (variant 24): grid (ceil(Nq/BM), H, B), 384 threads (two consumer
 // warpgroups, a producer warpgroup whose registers go to the consumers by setmaxnreg: 24 and
-// 240); k and v the planes of fg_attn_hopper_prep_exact. D = 64 with BN = 64, D = 128 with
-// BN = 32 (Q lo and the ring's two stages in 227 KiB): S's products are m64nBNk8, P V's
-// m64n64k8 on each 64 columns of O.
-template <int D, int BN> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p) {
-  static_assert(D % 64 == 0 && BN % 16 == 0 && (BN == 32 || BN == 64), "tile sizes");
+// 240); k and v the planes of fg_attn_hopper_prep_exact. SPLIT (Exact): D = 64 with BN = 64,
+// D = 128 with BN = 32 (Q lo and the ring's two stages in 227 KiB): S's products are
+// m64nBNk8, P V's m64n64k8 on each 64 columns of O, in chains. Without SPLIT (TF32): one
+// product each, tf32-rounded operands (no Q lo, tiles of the hi part only), accumulated in
+// place as attention_mma.cu's TF32 (the operands' rounding is 1000 times the accumulation's
+// error): S m64nBNk8, P V m64nDk8.
+template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p) {
+  static_assert(D % 64 == 0 && BN % 16 == 0 && (SPLIT ? BN == 32 || BN == 64 : BN == 64 || BN == 128), "tile sizes");
   constexpr int NWG = 2, BM = 64 * NWG, CONSUMERS = 128 * NWG;
   constexpr int NB = BN / 8, OB = D / 8, KS = D / 8, CH = D / 4;
   constexpr int SC = KS / 2;            // S's chains: 2 k steps (16 head columns) each
   constexpr int OC = BN / 16 * (D / 64);  // O's chains: 16 keys by 64 columns of O each
-  constexpr uint32_t QLB = BM * D * 4, HALF = BN * D * 4, KB = 2 * HALF;  // Q lo; a tile's part; a tile
+  constexpr uint32_t QLB = SPLIT ? BM * D * 4 : 0, HALF = BN * D * 4, KB = (SPLIT ? 2 : 1) * HALF;  // Q lo; a tile's part; a tile
   constexpr unsigned SMEM = QLB + 4 * KB + 64 + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -152,7 +156,7 @@ template <int D, int BN> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_p
   // Q: this warpgroup's 64 rows; lo into shared memory (K-major, swizzled), hi as each
   // thread's A fragments (rows r0, r0 + 8; columns 8 kk + t, 8 kk + t + 4). Rows past Nq zero.
   const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
-  for (int idx = threadIdx.x % 128; idx < 64 * CH; idx += 128) {
+  for (int idx = threadIdx.x % 128; idx < 64 * CH && SPLIT; idx += 128) {
     const int r = 64 * wg + idx / CH, c = idx % CH;
     float4 x = make_float4(0, 0, 0, 0);
     if (m0 + r < p.nq) x = *(const float4*)(q + (int64_t)(m0 + r) * p.q_row + 4 * c);
@@ -173,88 +177,120 @@ template <int D, int BN> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_p
   }
   fg_fence_async();
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-  const uint32_t qlw = sQl + wg * 64 * 128;  // this warpgroup's rows of Q lo
 
-  // The chains run two deep: chain c into its accumulator while chain c - 1 completes, each
-  // added in order once its group has completed (wait 1: all but the newest).
-  float s[NB][4], st[2][NB][4], ot[2][8][4];
-  uint32_t ph[NB][4], pl[NB][4];
-  for (int j = 0; j < tiles; ++j) {
-    const int sg = j & 1, par = (j >> 1) & 1;
-    const uint32_t kh = ring.sK + sg * KB, vh = ring.sV + sg * KB;
-    // S = Q K_j^T: chain 0 into s, chain c > 0 into st[c % 2], added to s in order.
-    const auto schain = [&](float (&d)[NB][4], int c) {
-      fg_wgmma_tf32_3x<BN, 2, false, BM, BN>(d, qh + 2 * c, nullptr, qlw, kh, kh + HALF, 2 * c);
-      fg_wgmma_commit();
-    };
-    fg_mbar_wait(ring.fullK(sg), par);
-    fg_wgmma_fence();
-    schain(s, 0);
-    schain(st[1], 1);
-#pragma unroll
-    for (int c = 2; c < SC; ++c) {
-      fg_wgmma_wait<1>();
-      if (c == 2) fg_reg_fence(s);         // chain 0 has completed
-      if (c > 2) fg_add(s, st[c % 2]);     // chain c - 2
+  if constexpr (!SPLIT) {  // TF32: S = Q K_j^T, softmax, O += P V_j, in place
+    float s[NB][4];
+    uint32_t pa[NB][4];
+    for (int j = 0; j < tiles; ++j) {
+      const int sg = j & 1, par = (j >> 1) & 1;
+      fg_mbar_wait(ring.fullK(sg), par);
       fg_wgmma_fence();
-      schain(st[c % 2], c);
-    }
-    fg_wgmma_wait<1>();
-    fg_reg_fence(s);
-    if (SC > 2) fg_add(s, st[SC % 2]);  // chain SC - 2
-    fg_wgmma_wait<0>();
-    fg_add(s, st[(SC - 1) % 2]);
-    fg_mbar_arrive(ring.emptyK(sg));
-
-    float alpha[2];
-    rows.template probs<false, false>(s, j * BN, sl2, alpha);
-    rows.rescale(alpha);
-    // P's A fragments: keys 8 kk + 2 t, + 1 as k t, t + 4 (V^T's order).
-#pragma unroll
-    for (int kk = 0; kk < NB; ++kk) {
-      fg_split_tf32(s[kk][0], ph[kk][0], pl[kk][0]), fg_split_tf32(s[kk][2], ph[kk][1], pl[kk][1]);
-      fg_split_tf32(s[kk][1], ph[kk][2], pl[kk][2]), fg_split_tf32(s[kk][3], ph[kk][3], pl[kk][3]);
-    }
-
-    // O += P V_j: chain i = 16 keys c = i / (D / 64) by 64 columns n = i % (D / 64) of O, into
-    // ot[i % 2], added to those columns of o in order.
-    const auto ochain = [&](int i) {
-      const int c = i / (D / 64), n = i % (D / 64);
-      fg_wgmma_tf32_3x<64, 2, true, 64, D>(ot[i % 2], ph + 2 * c, pl + 2 * c, 0, vh + n * 64 * 128,
-                                            vh + HALF + n * 64 * 128, 2 * c);
+      fg_wgmma_tf32_x<BN, KS, false, true, 64, BN>(s, qh, nullptr, 0, ring.sK + sg * KB, 0, 0);
       fg_wgmma_commit();
-    };
-    const auto oadd = [&](int i) { fg_add(rows.o, ot[i % 2], 8 * (i % (D / 64))); };
-    fg_mbar_wait(ring.fullV(sg), par);
-    fg_wgmma_fence();
-    ochain(0);
-    ochain(1);
+      fg_wgmma_wait<0>();
+      fg_reg_fence(s);
+      fg_mbar_arrive(ring.emptyK(sg));
+      float alpha[2];
+      rows.template probs<true, false>(s, j * BN, sl2, alpha);  // exp2 flushed below 2^-126, as variant 11's TF32
+      rows.rescale(alpha);
 #pragma unroll
-    for (int i = 2; i < OC; ++i) {
-      fg_wgmma_wait<1>();
-      oadd(i - 2);
+      for (int kk = 0; kk < NB; ++kk)  // keys 8 kk + 2 t, + 1 as k t, t + 4 (V^T's order)
+        pa[kk][0] = fg_tf32(s[kk][0]), pa[kk][1] = fg_tf32(s[kk][2]), pa[kk][2] = fg_tf32(s[kk][1]), pa[kk][3] = fg_tf32(s[kk][3]);
+      fg_mbar_wait(ring.fullV(sg), par);
       fg_wgmma_fence();
-      ochain(i);
+#pragma unroll
+      for (int kk = 0; kk < NB; ++kk)
+        FgWgmmaTf32<D>::rs(rows.o, pa[kk], fg_wgmma_desc(ring.sV + sg * KB + fg_tf32_kstep<D>(kk), 16, 1024), 1);
+      fg_wgmma_commit();
+      fg_wgmma_wait<0>();
+      fg_reg_fence(rows.o);
+      fg_mbar_arrive(ring.emptyV(sg));
     }
-    fg_wgmma_wait<1>();
-    oadd(OC - 2);
-    fg_wgmma_wait<0>();
-    oadd(OC - 1);
-    fg_mbar_arrive(ring.emptyV(sg));
+  } else {  // Exact
+    // The chains run two deep: chain c into its accumulator while chain c - 1 completes, each
+    // added in order once its group has completed (wait 1: all but the newest).
+    const uint32_t qlw = sQl + wg * 64 * 128;  // this warpgroup's rows of Q lo
+    float s[NB][4], st[2][NB][4], ot[2][8][4];
+    uint32_t ph[NB][4], pl[NB][4];
+    for (int j = 0; j < tiles; ++j) {
+      const int sg = j & 1, par = (j >> 1) & 1;
+      const uint32_t kh = ring.sK + sg * KB, vh = ring.sV + sg * KB;
+      // S = Q K_j^T: chain 0 into s, chain c > 0 into st[c % 2], added to s in order.
+      const auto schain = [&](float (&d)[NB][4], int c) {
+        fg_wgmma_tf32_x<BN, 2, true, false, BM, BN>(d, qh + 2 * c, nullptr, qlw, kh, kh + HALF, 2 * c);
+        fg_wgmma_commit();
+      };
+      fg_mbar_wait(ring.fullK(sg), par);
+      fg_wgmma_fence();
+      schain(s, 0);
+      schain(st[1], 1);
+#pragma unroll
+      for (int c = 2; c < SC; ++c) {
+        fg_wgmma_wait<1>();
+        if (c == 2) fg_reg_fence(s);         // chain 0 has completed
+        if (c > 2) fg_add(s, st[c % 2]);     // chain c - 2
+        fg_wgmma_fence();
+        schain(st[c % 2], c);
+      }
+      fg_wgmma_wait<1>();
+      fg_reg_fence(s);
+      if (SC > 2) fg_add(s, st[SC % 2]);  // chain SC - 2
+      fg_wgmma_wait<0>();
+      fg_add(s, st[(SC - 1) % 2]);
+      fg_mbar_arrive(ring.emptyK(sg));
+
+      float alpha[2];
+      rows.template probs<false, false>(s, j * BN, sl2, alpha);
+      rows.rescale(alpha);
+      // P's A fragments: keys 8 kk + 2 t, + 1 as k t, t + 4 (V^T's order).
+#pragma unroll
+      for (int kk = 0; kk < NB; ++kk) {
+        fg_split_tf32(s[kk][0], ph[kk][0], pl[kk][0]), fg_split_tf32(s[kk][2], ph[kk][1], pl[kk][1]);
+        fg_split_tf32(s[kk][1], ph[kk][2], pl[kk][2]), fg_split_tf32(s[kk][3], ph[kk][3], pl[kk][3]);
+      }
+
+      // O += P V_j: chain i = 16 keys c = i / (D / 64) by 64 columns n = i % (D / 64) of O, into
+      // ot[i % 2], added to those columns of o in order.
+      const auto ochain = [&](int i) {
+        const int c = i / (D / 64), n = i % (D / 64);
+        fg_wgmma_tf32_x<64, 2, true, true, 64, D>(ot[i % 2], ph + 2 * c, pl + 2 * c, 0, vh + n * 64 * 128,
+                                              vh + HALF + n * 64 * 128, 2 * c);
+        fg_wgmma_commit();
+      };
+      const auto oadd = [&](int i) { fg_add(rows.o, ot[i % 2], 8 * (i % (D / 64))); };
+      fg_mbar_wait(ring.fullV(sg), par);
+      fg_wgmma_fence();
+      ochain(0);
+      ochain(1);
+#pragma unroll
+      for (int i = 2; i < OC; ++i) {
+        fg_wgmma_wait<1>();
+        oadd(i - 2);
+        fg_wgmma_fence();
+        ochain(i);
+      }
+      fg_wgmma_wait<1>();
+      oadd(OC - 2);
+      fg_wgmma_wait<0>();
+      oadd(OC - 1);
+      fg_mbar_arrive(ring.emptyV(sg));
+    }
   }
   rows.store(p, b, h);
 }
 
 // ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name and prep) ---------------
 
-#define FG_FWD_WGMMA_EXACT(V, D, BN)                                                            \
-  extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep_exact_d##D##_n##BN(     \
+#define FG_FWD_WGMMA_EXACT(V, PN, SPLIT, D, BN)                                                 \
+  extern "C" __global__ void __launch_bounds__(256) fg_attn_hopper_prep_##PN##_d##D##_n##BN(      \
       const fg_mma_prep_params pp) {                                                            \
-    fg_attn_hopper_prep_exact<D, BN>(pp);                                                       \
+    fg_attn_hopper_prep_exact<D, BN, SPLIT>(pp);                                                \
   }                                                                                             \
   extern "C" __global__ void __launch_bounds__(384, 1)                                          \
-      fg_attn_fwd_wgmma_v##V##_exact_d##D##_m128_n##BN(const fg_attn_params p) {                \
-    fg_attn_fwd_wgmma_exact<D, BN>(p);                                                          \
+      fg_attn_fwd_wgmma_v##V##_##PN##_d##D##_m128_n##BN(const fg_attn_params p) {               \
+    fg_attn_fwd_wgmma_exact<D, BN, SPLIT>(p);                                                   \
   }
-FG_FWD_WGMMA_EXACT(24, 64, 64)
-FG_FWD_WGMMA_EXACT(24, 128, 32)
+FG_FWD_WGMMA_EXACT(24, exact, true, 64, 64)
+FG_FWD_WGMMA_EXACT(24, exact, true, 128, 32)
+FG_FWD_WGMMA_EXACT(24, tf32, false, 64, 128)
+FG_FWD_WGMMA_EXACT(24, tf32, false, 128, 64)

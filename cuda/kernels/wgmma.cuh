@@ -122,7 +122,7 @@ template <> struct FgWgmma<128> {
 // ---- wgmma m64nNk8 tf32 -> f32 (the Exact forward, attention_hopper_exact.cu) -----------------
 // TF32 products take both operands K-major (no transposing form). A from registers is, warp by
 // warp, mma.m16n8k8's tf32 A fragment: a[0] = (row g, k t), a[1] = (g + 8, t), a[2] = (g, t + 4),
-// a[3] = (g + 8, t + 4) of the warp's 16 rows (lane = 4 g + t). N = 32 or 64.
+// a[3] = (g + 8, t + 4) of the warp's 16 rows (lane = 4 g + t). N = 32, 64 or 128 (rs only).
 #define FG_WG_D32 FG_WG_D4(0), FG_WG_D4(1), FG_WG_D4(2), FG_WG_D4(3)
 #define FG_WG_R32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 
@@ -158,24 +158,37 @@ template <> struct FgWgmmaTf32<32> {
   }
 };
 
+template <> struct FgWgmmaTf32<128> {
+  static __device__ __forceinline__ void rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int acc) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : FG_WG_D128
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+  }
+};
+
 // fg_tf32_kstep is the byte offset of k step kk (8 tf32 columns, 32 bytes) in a swizzled tile of
 // R rows: block kk / 4 of 32 columns, 32 (kk mod 4) bytes into its 128-byte rows.
 template <int R> __device__ __forceinline__ uint32_t fg_tf32_kstep(int kk) { return (kk / 4) * R * 128 + (kk % 4) * 32; }
 
-// fg_wgmma_tf32_3x issues d = A B (from a zero accumulator), d [64 x N], over the KS k steps
-// k0 .. k0 + KS - 1 by 3xTF32, not committed, not waited for: A = ah + al, ah[i] the register
+// fg_wgmma_tf32_x issues d = A B (from a zero accumulator), d [64 x N], over the KS k steps
+// k0 .. k0 + KS - 1, not committed, not waited for. SPLIT (3xTF32): A = ah + al, ah[i] the register
 // fragments of k step k0 + i, al fragments too (ALREG) or else, at shared address AL, this
 // warpgroup's rows of a swizzled tile of AR rows (AL = tile + 128 x the first row); B = bh + bl,
 // N rows starting at shared addresses bh and bl of swizzled tiles of BR rows, read along their
 // rows. Per k step the small products first: al bh, ah bl, ah bh (al bl is below float32's
-// rounding).
-template <int N, int KS, bool ALREG, int AR, int BR>
-__device__ __forceinline__ void fg_wgmma_tf32_3x(float (&d)[N / 8][4], uint32_t (*ah)[4], uint32_t (*al)[4], uint32_t AL,
-                                                 uint32_t bh, uint32_t bl, int k0) {
+// rounding). Without SPLIT (TF32), the one product ah bh (al, AL and bl unused).
+template <int N, int KS, bool SPLIT, bool ALREG, int AR, int BR>
+__device__ __forceinline__ void fg_wgmma_tf32_x(float (&d)[N / 8][4], uint32_t (*ah)[4], uint32_t (*al)[4], uint32_t AL,
+                                                uint32_t bh, uint32_t bl, int k0) {
 #pragma unroll
   for (int i = 0; i < KS; ++i) {
     const int kk = k0 + i;
     const uint32_t off = fg_tf32_kstep<BR>(kk);
+    if constexpr (!SPLIT) {
+      FgWgmmaTf32<N>::rs(d, ah[i], fg_wgmma_desc(bh + off, 16, 1024), i > 0);
+      continue;
+    }
     if constexpr (ALREG)
       FgWgmmaTf32<N>::rs(d, al[i], fg_wgmma_desc(bh + off, 16, 1024), i > 0);
     else
