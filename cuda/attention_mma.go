@@ -459,19 +459,8 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		if err := memset8(dst+devptr(n-flags), 0, flags); err != nil {
 			return err
 		}
-	} else {
-		// One thread per 8 elements of K (and of V), grid-stride; whole tiles for the bulk
-		// kernels.
-		prepModule, prep := c.prep()
-		nk := int(kp.nk)
-		if c.bulk() {
-			nk = ceilDiv(nk, c.BN) * c.BN
-		}
-		groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
-		if err := s.start(prepModule, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0,
-			unsafe.Pointer(pp)); err != nil {
-			return err
-		}
+	} else if err := s.startPrep(kp, c, pp); err != nil {
+		return err
 	}
 	if c.persistent() { // the problem and the planes, as the pre-pass has them
 		return s.start(c.module(), c.name(), [3]int{c.persistGrid(kp, s.sms), 1, 1}, c.threads(), c.smem(), unsafe.Pointer(pp))
@@ -487,6 +476,18 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	m.k = dst
 	m.v = dst + devptr(n/planes*(planes/2))
 	return s.start(c.module(), c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(&m))
+}
+
+// startPrep launches c's pre-pass (c.pre(), not c.fused()) on pp: one thread per 8 elements
+// of K (and of V), grid-stride; whole tiles for the bulk kernels.
+func (s *state) startPrep(kp *attnParams, c mmaCfg, pp *mmaPrepParams) error {
+	module, prep := c.prep()
+	nk := int(kp.nk)
+	if c.bulk() {
+		nk = ceilDiv(nk, c.BN) * c.BN
+	}
+	groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
+	return s.start(module, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0, unsafe.Pointer(pp))
 }
 
 // sm is the compute capability of the worker's device as 10 major + minor (90: Hopper).

@@ -789,3 +789,60 @@ func BenchmarkAttentionMMA(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttentionPrep times the forward's pre-passes alone (the kernels of mmaCfgs with one)
+// at attnbench's token count (B N = 32768, H = Hkv = 16, N = 4096: a pre-pass's work depends on
+// B N only), reporting the bytes it moves per second: K and V read in float32 (keys at or
+// past Nk none), its scratch (c.scratchBytes) written.
+func BenchmarkAttentionPrep(b *testing.B) {
+	needDevice(b)
+	const n = 4096
+	for _, d := range []int{64, 128} {
+		p := AttentionBuffers{B: 32768 / n, H: 16, Hkv: 16, Nq: n, Nk: n, D: d, Scale: 1 / math.Sqrt(float64(d))}
+		qn := p.B * p.H * n * d
+		var bufs []*Buffer
+		for i, dst := range []**Buffer{&p.Q, &p.K, &p.V, &p.O, &p.L, &p.Scratch} {
+			size := qn
+			switch i {
+			case 4:
+				size = p.B * p.H * n
+			case 5:
+				size = 4 * qn
+			}
+			x, err := Alloc(Float32, size)
+			if err != nil {
+				b.Fatal(err)
+			}
+			*dst, bufs = x, append(bufs, x)
+			if i < 3 {
+				if err := FillNormal(x, uint64(i+1), 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		for _, c := range mmaCfgs {
+			if c.D != d || !c.pre() || c.fused() || c.hopper() && deviceSM() != 90 {
+				continue
+			}
+			p.Precision = c.Prec
+			kp := p.kernel()
+			bytes := float64(2*qn*4) + float64(c.scratchBytes(&kp))
+			b.Run(fmt.Sprintf("d%d/%v/v%d/%s", d, c.Prec, c.Variant, c.name()), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if err := run("attention pre-pass", func(s *state) error {
+						return s.startPrep(&kp, c, &mmaPrepParams{src: kp, dst: p.Scratch.ptr})
+					}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+		for _, x := range bufs {
+			x.Free()
+		}
+	}
+}

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func needDevice(t *testing.T) {
+func needDevice(t testing.TB) {
 	t.Helper()
 	if !Enabled() {
 		t.Skipf("no CUDA device in use (Device() = %q)", Device())

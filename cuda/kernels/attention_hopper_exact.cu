@@ -62,8 +62,10 @@ template <int NX, int NY> __device__ __forceinline__ void fg_add(float (&x)[NX][
 // [BN][D], V's transposed as [D][BN] with the keys of every group of 8 in fg_exact_key's order,
 // each in fg_sw128's layout; keys at or past Nk or the batch's key length are written as zeros
 // without a read (a tile copy moves whole tiles; zeros keep 0 x V finite). One thread per
-// 16-byte chunk: of K, 4 columns of a key; of V^T, 4 keys of a column (column fastest, so that
-// a warp's reads of V are rows' consecutive columns).
+// 16-byte chunk: of K, 4 columns of a key (a warp writes whole 128-byte rows); of V^T, 4 keys
+// of a column, four lanes the four chunks 4 c4 .. 4 c4 + 3 of a column, which the swizzle keeps
+// in one aligned 64-byte piece, and eight such groups the consecutive columns a warp reads from
+// a key's row of V.
 template <int D, int BN, bool SPLIT> __device__ void fg_attn_hopper_prep_exact(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
   if (p.d != D) __trap();
@@ -88,7 +90,7 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_hopper_prep_exact(c
       if (j0 + r < klen) x = *(const float4*)((const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)(j0 + r) * p.k_row + 4 * c);
       at = fg_sw128<BN>(r, c);
     } else {  // V^T: column n, positions 4 c .. 4 c + 3 of the row of keys
-      const int n = w % D, c = w / D;
+      const int n = (w / 4) % D, c = 4 * (w / (4 * D)) + w % 4;
       float e[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
