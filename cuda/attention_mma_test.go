@@ -740,27 +740,7 @@ func BenchmarkAttentionMMA(b *testing.B) {
 		for _, n := range []int{1024, 4096, 16384} {
 			for _, causal := range []bool{false, true} {
 				p := AttentionBuffers{B: 32768 / n, H: 16, Hkv: 16, Nq: n, Nk: n, D: d, Scale: 1 / math.Sqrt(float64(d)), Causal: causal}
-				qn, ln := p.B*p.H*n*d, p.B*p.H*n
-				var bufs []*Buffer
-				for i, dst := range []**Buffer{&p.Q, &p.K, &p.V, &p.O, &p.L, &p.Scratch} {
-					size := qn
-					switch i {
-					case 4:
-						size = ln
-					case 5:
-						size = 4 * qn // Exact's hi and lo planes of K and V, the largest
-					}
-					x, err := Alloc(Float32, size)
-					if err != nil {
-						b.Fatal(err)
-					}
-					*dst, bufs = x, append(bufs, x)
-					if i < 3 {
-						if err := FillNormal(x, uint64(i+1), 1); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
+				bufs := attnBenchBuffers(b, &p)
 				fl := 4 * float64(p.B*p.H) * float64(n) * float64(n) * float64(d)
 				if causal {
 					fl /= 2
@@ -790,6 +770,34 @@ func BenchmarkAttentionMMA(b *testing.B) {
 	}
 }
 
+// attnBenchBuffers allocates p's Q, K, V (filled from N(0, 1)), O, L and a Scratch of four
+// times Q's elements (Exact's hi and lo planes of K and V, the largest pre-pass output) for
+// the benchmarks (H = Hkv, Nq = Nk), returning them for Free.
+func attnBenchBuffers(b *testing.B, p *AttentionBuffers) []*Buffer {
+	qn := p.B * p.H * p.Nq * p.D
+	var bufs []*Buffer
+	for i, dst := range []**Buffer{&p.Q, &p.K, &p.V, &p.O, &p.L, &p.Scratch} {
+		size := qn
+		switch i {
+		case 4:
+			size = p.B * p.H * p.Nq
+		case 5:
+			size = 4 * qn
+		}
+		x, err := Alloc(Float32, size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		*dst, bufs = x, append(bufs, x)
+		if i < 3 {
+			if err := FillNormal(x, uint64(i+1), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return bufs
+}
+
 // BenchmarkAttentionPrep times the forward's pre-passes alone (the kernels of mmaCfgs with one)
 // at attnbench's token count (B N = 32768, H = Hkv = 16, N = 4096: a pre-pass's work depends on
 // B N only), reporting the bytes it moves per second: K and V read in float32 (keys at or
@@ -800,26 +808,7 @@ func BenchmarkAttentionPrep(b *testing.B) {
 	for _, d := range []int{64, 128} {
 		p := AttentionBuffers{B: 32768 / n, H: 16, Hkv: 16, Nq: n, Nk: n, D: d, Scale: 1 / math.Sqrt(float64(d))}
 		qn := p.B * p.H * n * d
-		var bufs []*Buffer
-		for i, dst := range []**Buffer{&p.Q, &p.K, &p.V, &p.O, &p.L, &p.Scratch} {
-			size := qn
-			switch i {
-			case 4:
-				size = p.B * p.H * n
-			case 5:
-				size = 4 * qn
-			}
-			x, err := Alloc(Float32, size)
-			if err != nil {
-				b.Fatal(err)
-			}
-			*dst, bufs = x, append(bufs, x)
-			if i < 3 {
-				if err := FillNormal(x, uint64(i+1), 1); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
+		bufs := attnBenchBuffers(b, &p)
 		for _, c := range mmaCfgs {
 			if c.D != d || !c.pre() || c.fused() || c.hopper() && deviceSM() != 90 {
 				continue

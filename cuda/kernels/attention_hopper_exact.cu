@@ -127,24 +127,17 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact(con
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
   const uint32_t sQl = (sbase + 1023) & ~1023u;
-  const FgRing ring{sQl + QLB, sQl + QLB + 2 * KB, sQl + QLB + 4 * KB, KB};
+  const FgRing ring = FgRing::at(sQl + QLB, KB);
 
-  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
-  const int hk = h / (p.h / p.hkv);
+  const FgQBlock blk(p, BM, BN);
+  const int m0 = blk.m0, h = blk.h, b = blk.b, hk = blk.hk, tiles = blk.tiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
-  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-  const int tiles = (kv_end + BN - 1) / BN;
   if (threadIdx.x == 0) ring.init(CONSUMERS);
   __syncthreads();
 
   if (warp >= 4 * NWG) {  // the producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-    if (warp == 4 * NWG && lane == 0 && tiles > 0) {
-      const int NT = (p.nk + BN - 1) / BN;
-      const char* kt = (const char*)p.k + ((int64_t)b * p.hkv + hk) * NT * KB;
-      const char* vt = (const char*)p.v + ((int64_t)b * p.hkv + hk) * NT * KB;
-      for (int j = 0; j < tiles; ++j) ring.load(j, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
-    }
+    if (warp == 4 * NWG && lane == 0) ring.load_head(p.k, p.v, (int64_t)b * p.hkv + hk, (p.nk + BN - 1) / BN, tiles);
     return;
   }
 

@@ -362,6 +362,11 @@ struct FgRing {
   __device__ __forceinline__ uint32_t fullV(int s) const { return bars + 16 + 8 * s; }
   __device__ __forceinline__ uint32_t emptyK(int s) const { return bars + 32 + 8 * s; }
   __device__ __forceinline__ uint32_t emptyV(int s) const { return bars + 48 + 8 * s; }
+  // at is the ring of KB-byte tiles whose K tiles start at shared address base, its V tiles
+  // and its mbarriers after them.
+  static __device__ __forceinline__ FgRing at(uint32_t base, uint32_t KB) {
+    return FgRing{base, base + 2 * KB, base + 4 * KB, KB};
+  }
   // init sets the barriers up (one thread; the block syncs before any use).
   __device__ __forceinline__ void init(int consumers) const {
     for (int s = 0; s < 2; ++s) {
@@ -378,6 +383,28 @@ struct FgRing {
     fg_bulk_load(sK + s * KB, kt, KB, fullK(s));
     if (it >= 2) fg_mbar_wait(emptyV(s), par);
     fg_bulk_load(sV + s * KB, vt, KB, fullV(s));
+  }
+  // load_head copies the first tiles tiles of key head `head` (b Hkv + hk) of the tile planes k
+  // and v (nt tiles of KB bytes a head) as tiles 0 .. tiles - 1 of the block's sequence: the
+  // producer of a block that owns one query tile.
+  __device__ __forceinline__ void load_head(uint64_t k, uint64_t v, int64_t head, int nt, int tiles) const {
+    const char* kt = (const char*)k + head * nt * KB;
+    const char* vt = (const char*)v + head * nt * KB;
+    for (int j = 0; j < tiles; ++j) load(j, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
+  }
+};
+
+// FgQBlock is the work of a block of the grids (ceil(Nq / BM), H, B) (attention_hopper_bulk.cu,
+// attention_hopper_exact.cu): query rows m0 .. m0 + BM - 1 of head h of batch b, the last
+// query tiles first (under the causal mask they see the most keys, and starting them first
+// leaves the short ones to fill the end of the grid), key head hk, and the keys its rows see,
+// [0, kv_end), in tiles of BN.
+struct FgQBlock {
+  int m0, h, b, hk, kv_end, tiles;
+  __device__ __forceinline__ FgQBlock(const fg_attn_params& p, int BM, int BN)
+      : m0((gridDim.x - 1 - blockIdx.x) * BM), h(blockIdx.y), b(blockIdx.z), hk(h / (p.h / p.hkv)) {
+    kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+    tiles = (kv_end + BN - 1) / BN;
   }
 };
 
