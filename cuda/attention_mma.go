@@ -85,6 +85,9 @@ func ParsePrecision(s string) (Precision, error) {
 //	   TF32 the hi tiles only, bulk copies into a two-stage ring, a producer warpgroup); Q hi
 //	   in registers, Q lo in shared memory; Exact's BN = 64 at d = 64, 32 at d = 128 (for the
 //	   ring's two stages beside Q lo), TF32's 128 and 64
+//	25: variant 24 in a persistent grid (the schedule of variants 19 to 22): the producer
+//	   keeps the ring running from one query tile's keys to the next's and prefetches the next
+//	   tile's Q rows into L2
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -156,8 +159,16 @@ var mmaCfgs = []mmaCfg{
 	// 0.6% (causal) faster, N = 4096 1.4% and 2.7% slower, N = 1024 1-14% slower; v22 against
 	// v20 above (N = 16384: 1.5% and 0.1% faster). d = 128: variant 22.
 	{Variant: 21, Prec: PrecisionBF16, D: 64, BM: 128, BN: hopperBN, MinNk: 16384},
-	{24, PrecisionExact, 64, 128, 64, 0}, {24, PrecisionExact, 128, 128, 32, 0},
-	{24, PrecisionTF32, 64, 128, 128, 0}, {24, PrecisionTF32, 128, 128, 64, 0},
+	// Exact and TF32: variant 25 (persistent), but variant 24 at d = 128 from Nk = 16384
+	// (Exact) and 4096 (TF32) (results/h100-2026-11-24-s11, calls E and F: d = 64, three
+	// rounds alternating, v25 ÷ v24 1.05, 1.06, 1.02, 1.03, 1.01, 1.00 for Exact and 1.08-1.10
+	// for TF32 from N = 1024 to 16384; d = 128, one round, Exact 1.04, 1.05, 1.01, 1.02, 0.98,
+	// 0.98 and TF32 1.02, 1.03, 0.98, 0.96, 0.96, 0.92).
+	{Variant: 24, Prec: PrecisionExact, D: 128, BM: 128, BN: 32, MinNk: 16384},
+	{Variant: 24, Prec: PrecisionTF32, D: 128, BM: 128, BN: 64, MinNk: 4096},
+	{25, PrecisionExact, 64, 128, 64, 0}, {25, PrecisionExact, 128, 128, 32, 0},
+	{25, PrecisionTF32, 64, 128, 128, 0}, {25, PrecisionTF32, 128, 128, 64, 0},
+	{24, PrecisionExact, 64, 128, 64, 0}, {24, PrecisionTF32, 64, 128, 128, 0},
 	{22, PrecisionBF16, 64, 128, hopperBN, 0}, {22, PrecisionBF16, 128, 128, hopperBN, 0},
 	{20, PrecisionBF16, 64, 128, hopperBN, 0}, {20, PrecisionBF16, 128, 128, hopperBN, 0},
 	{15, PrecisionBF16, 64, 128, hopperBN, 0}, {17, PrecisionBF16, 128, 128, hopperBN, 0},
@@ -206,13 +217,13 @@ func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg
 // warp.
 func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exact() }
 
-// exact reports whether c is the TF32 wgmma kernel of Exact or TF32 (variant 24), whose
+// exact reports whether c is a TF32 wgmma kernel of Exact or TF32 (variants 24 and 25), whose
 // pre-pass writes K and V^T rounded to tf32 (Exact: split into hi and lo) in tiles of c.BN keys.
-func (c mmaCfg) exact() bool { return c.Variant == 24 }
+func (c mmaCfg) exact() bool { return c.Variant == 24 || c.Variant == 25 }
 
-// persistent reports whether c runs in a persistent grid (variants 19 to 22: persistGrid
-// blocks, each looping over query tiles).
-func (c mmaCfg) persistent() bool { return c.Variant >= 19 && c.Variant <= 22 }
+// persistent reports whether c runs in a persistent grid (variants 19 to 22 and 25:
+// persistGrid blocks, each looping over query tiles).
+func (c mmaCfg) persistent() bool { return c.Variant >= 19 && c.Variant <= 22 || c.Variant == 25 }
 
 // fused reports whether c converts K and V itself (variants 20 to 22): no pre-pass kernel
 // runs, and its scratch holds a flag per tile after the planes.
@@ -236,10 +247,10 @@ func (c mmaCfg) prep() (module, name string) {
 // module is the kernels/<module>.cu file of c's kernel.
 func (c mmaCfg) module() string {
 	switch {
-	case c.persistent():
-		return "attention_hopper_persist"
 	case c.exact():
 		return "attention_hopper_exact"
+	case c.persistent():
+		return "attention_hopper_persist"
 	case c.bulk():
 		return "attention_hopper_bulk"
 	case c.hopper():

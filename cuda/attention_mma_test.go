@@ -379,10 +379,11 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d128-sm89", PrecisionBF16, 128, f32, 0, true, 89, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d128-sm100", PrecisionBF16, 128, f32, 0, true, 100, "fg_attn_fwd_mma_pre_bf16_d128_m128_w32_n64"},
 		{"bf16-d128-sm80-v13", PrecisionBF16, 128, f32, 13, true, 80, ""},
-		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_tf32_d64_m128_n128"},
-		{"tf32-d128-sm90", PrecisionTF32, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_tf32_d128_m128_n64"},
-		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_exact_d128_m128_n32"},
-		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v24_exact_d64_m128_n64"},
+		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d64_m128_n128"},
+		{"tf32-d128-sm90", PrecisionTF32, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d128_m128_n64"},
+		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_exact_d128_m128_n32"},
+		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_exact_d64_m128_n64"},
+		{"exact-d64-sm90-v24", PrecisionExact, 64, f32, 24, true, 90, "fg_attn_fwd_wgmma_v24_exact_d64_m128_n64"},
 		{"exact-d64-sm90-v11", PrecisionExact, 64, f32, 11, true, 90, "fg_attn_fwd_mma_split_exact_d64_m64_n64"},
 		{"exact-d64-sm90-noscratch", PrecisionExact, 64, f32, 0, false, 90, "fg_attn_fwd_mma_exact_d64_m64_n64"},
 		{"exact-d64-sm80-v24", PrecisionExact, 64, f32, 24, true, 80, ""},
@@ -414,6 +415,23 @@ func TestPickMMA(t *testing.T) {
 		kp = p.kernelParams()
 		if c, ok := pickMMA(&kp, f32, 0, true, 90); !ok || c.Variant != 22 {
 			t.Errorf("BF16 d=128 Nk=%d on Hopper: variant %d (%v), want 22", nk, c.Variant, ok)
+		}
+	}
+	// Exact and TF32 at d = 128: variant 24 from Nk = 16384 and 4096 (MinNk), variant 25 below;
+	// d = 64: variant 25.
+	for _, nk := range []int{1024, 4095, 4096, 16383, 16384} {
+		for _, c := range []struct {
+			prec  Precision
+			d     int
+			minNk int
+		}{{PrecisionExact, 128, 16384}, {PrecisionTF32, 128, 4096}, {PrecisionExact, 64, 1 << 30}, {PrecisionTF32, 64, 1 << 30}} {
+			p := base
+			p.Precision, p.D, p.Nk = c.prec, c.d, nk
+			kp := p.kernelParams()
+			want := map[bool]int{false: 25, true: 24}[nk >= c.minNk]
+			if got, ok := pickMMA(&kp, f32, 0, true, 90); !ok || got.Variant != want {
+				t.Errorf("%v d=%d Nk=%d on Hopper: variant %d (%v), want %d", c.prec, c.d, nk, got.Variant, ok, want)
+			}
 		}
 	}
 	// Variant 22 only where Q's rows are contiguous: its bulk copies take a tile's rows as one block.
@@ -481,7 +499,7 @@ func TestPickMMA(t *testing.T) {
 		}
 		if c.exact() {
 			if c.Prec != PrecisionExact && c.Prec != PrecisionTF32 {
-				t.Errorf("%s: variant 24 is Exact and TF32 only", c.name())
+				t.Errorf("%s: variants 24 and 25 are Exact and TF32 only", c.name())
 			}
 			if _, prep := c.prep(); !regexp.MustCompile(`\.entry ` + prep + `\(`).MatchString(ptx[c.module()]) {
 				t.Errorf("%s: its pre-pass %s is not in ptx/%s.ptx", c.name(), prep, c.module())
@@ -504,7 +522,7 @@ func TestPickMMA(t *testing.T) {
 	}
 	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA\(`,
 		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST(_Q)?\(`,
-		"attention_hopper_exact": `(?m)^FG_FWD_WGMMA_EXACT\(`} {
+		"attention_hopper_exact": `(?m)^FG_FWD_WGMMA_EXACT(_PERSIST)?\(`} {
 		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaCfgs lists %d", m, n, count[m])
 		}

@@ -108,59 +108,38 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_hopper_prep_exact(c
   }
 }
 
-// fg_attn_fwd_wgmma_exact (variant 24): grid (ceil(Nq/BM), H, B), 384 threads (two consumer
-// warpgroups, a producer warpgroup whose registers go to the consumers by setmaxnreg: 24 and
-// 240); k and v the planes of fg_attn_hopper_prep_exact. SPLIT (Exact): D = 64 with BN = 64,
-// D = 128 with BN = 32 (Q lo and the ring's two stages in 227 KiB): S's products are
-// m64nBNk8, P V's m64n64k8 on each 64 columns of O, in chains. Without SPLIT (TF32): one
-// product each, tf32-rounded operands (no Q lo, tiles of the hi part only), accumulated in
-// place as attention_mma.cu's TF32 (the operands' rounding is 1000 times the accumulation's
-// error): S m64nBNk8, P V m64nDk8.
-template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p) {
+// FgExact holds the constants of variants 24 and 25 for head dimension D, key tile BN and
+// SPLIT (Exact; TF32 without): D = 64 with BN = 64, D = 128 with BN = 32 for Exact (Q lo and
+// the ring's two stages in 227 KiB: S's products m64nBNk8, P V's m64n64k8 on each 64 columns of
+// O, in chains); TF32, one product each on tf32-rounded operands (no Q lo, tiles of the hi part
+// only), accumulated in place as attention_mma.cu's TF32 (the operands' rounding is 1000 times
+// the accumulation's error): S m64nBNk8, P V m64nDk8, BN = 128 or 64.
+template <int D, int BN, bool SPLIT> struct FgExact {
   static_assert(D % 64 == 0 && BN % 16 == 0 && (SPLIT ? BN == 32 || BN == 64 : BN == 64 || BN == 128), "tile sizes");
-  constexpr int NWG = 2, BM = 64 * NWG, CONSUMERS = 128 * NWG;
-  constexpr int NB = BN / 8, OB = D / 8, KS = D / 8, CH = D / 4;
-  constexpr int SC = KS / 2;            // S's chains: 2 k steps (16 head columns) each
-  constexpr int OC = BN / 16 * (D / 64);  // O's chains: 16 keys by 64 columns of O each
-  constexpr uint32_t QLB = SPLIT ? BM * D * 4 : 0, HALF = BN * D * 4, KB = (SPLIT ? 2 : 1) * HALF;  // Q lo; a tile's part; a tile
-  constexpr unsigned SMEM = QLB + 4 * KB + 64 + 1024;
-  if (fg_dynamic_smem() < SMEM) __trap();
-  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
-  const uint32_t sQl = (sbase + 1023) & ~1023u;
-  const FgRing ring = FgRing::at(sQl + QLB, KB);
+  static constexpr int NWG = 2, BM = 64 * NWG, CONSUMERS = 128 * NWG;
+  static constexpr int NB = BN / 8, OB = D / 8, KS = D / 8, CH = D / 4;
+  static constexpr int SC = KS / 2;               // S's chains: 2 k steps (16 head columns) each
+  static constexpr int OC = BN / 16 * (D / 64);   // O's chains: 16 keys by 64 columns of O each
+  static constexpr uint32_t QLB = SPLIT ? BM * D * 4 : 0;     // Q lo
+  static constexpr uint32_t HALF = BN * D * 4;                // a tile's hi (or lo) part
+  static constexpr uint32_t KB = (SPLIT ? 2 : 1) * HALF;      // a tile
+  static constexpr unsigned SMEM = QLB + 4 * KB + 64 + 1024;  // Q lo, the ring, its mbarriers, alignment
 
-  const FgQBlock blk(p, BM, BN);
-  const int m0 = blk.m0, h = blk.h, b = blk.b, hk = blk.hk, tiles = blk.tiles;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
-  if (threadIdx.x == 0) ring.init(CONSUMERS);
-  __syncthreads();
-
-  if (warp >= 4 * NWG) {  // the producer
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-    if (warp == 4 * NWG && lane == 0) ring.load_head(p.k, p.v, (int64_t)b * p.hkv + hk, (p.nk + BN - 1) / BN, tiles);
-    return;
-  }
-
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
-  const float sl2 = (float)(p.scale * 1.4426950408889634);
-  FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
-  if (tiles == 0) {
-    rows.store(p, b, h);
-    return;
-  }
-  // Q: this warpgroup's 64 rows; lo into shared memory (K-major, swizzled), hi as each
-  // thread's A fragments (rows r0, r0 + 8; columns 8 kk + t, 8 kk + t + 4). Rows past Nq zero.
-  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
-  for (int idx = threadIdx.x % 128; idx < 64 * CH && SPLIT; idx += 128) {
-    const int r = 64 * wg + idx / CH, c = idx % CH;
-    float4 x = make_float4(0, 0, 0, 0);
-    if (m0 + r < p.nq) x = *(const float4*)(q + (int64_t)(m0 + r) * p.q_row + 4 * c);
-    uint4 hi, lo;
-    fg_split4(x, hi, lo);
-    fg_st_shared16(sQl + fg_sw128<BM>(r, c), lo);
-  }
-  uint32_t qh[KS][4];
-  {
+  // load_q writes this warpgroup's 64 rows of the query tile at m0 of q (rows at or past Nq
+  // zero): lo into Q lo at sQl (K-major, swizzled; SPLIT), hi as each thread's A fragments qh
+  // (rows r0, r0 + 8 of the warp; columns 8 kk + t, 8 kk + t + 4); then fences the writes for
+  // the async proxy and syncs the warpgroup (its products read only its own rows).
+  static __device__ __forceinline__ void load_q(uint32_t (&qh)[KS][4], uint32_t sQl, const fg_attn_params& p,
+                                                const float* q, int m0) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+    for (int idx = threadIdx.x % 128; idx < 64 * CH && SPLIT; idx += 128) {
+      const int r = 64 * wg + idx / CH, c = idx % CH;
+      float4 x = make_float4(0, 0, 0, 0);
+      if (m0 + r < p.nq) x = *(const float4*)(q + (int64_t)(m0 + r) * p.q_row + 4 * c);
+      uint4 hi, lo;
+      fg_split4(x, hi, lo);
+      fg_st_shared16(sQl + fg_sw128<BM>(r, c), lo);
+    }
     const int r0 = m0 + 16 * warp + g;
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk)
@@ -169,109 +148,200 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact(con
         const int r = r0 + 8 * (i & 1), c = 8 * kk + t + 4 * (i >> 1);
         qh[kk][i] = fg_tf32(r < p.nq ? q[(int64_t)r * p.q_row + c] : 0.f);
       }
+    fg_fence_async();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
   }
-  fg_fence_async();
-  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
 
-  if constexpr (!SPLIT) {  // TF32: S = Q K_j^T, softmax, O += P V_j, in place
-    float s[NB][4];
-    uint32_t pa[NB][4];
-    for (int j = 0; j < tiles; ++j) {
-      const int sg = j & 1, par = (j >> 1) & 1;
-      fg_mbar_wait(ring.fullK(sg), par);
-      fg_wgmma_fence();
-      fg_wgmma_tf32_x<BN, KS, false, true, 64, BN>(s, qh, nullptr, 0, ring.sK + sg * KB, 0, 0);
-      fg_wgmma_commit();
-      fg_wgmma_wait<0>();
-      fg_reg_fence(s);
-      fg_mbar_arrive(ring.emptyK(sg));
-      float alpha[2];
-      rows.template probs<true, false>(s, j * BN, sl2, alpha);  // exp2 flushed below 2^-126, as variant 11's TF32
-      rows.rescale(alpha);
-#pragma unroll
-      for (int kk = 0; kk < NB; ++kk)  // keys 8 kk + 2 t, + 1 as k t, t + 4 (V^T's order)
-        pa[kk][0] = fg_tf32(s[kk][0]), pa[kk][1] = fg_tf32(s[kk][2]), pa[kk][2] = fg_tf32(s[kk][1]), pa[kk][3] = fg_tf32(s[kk][3]);
-      fg_mbar_wait(ring.fullV(sg), par);
-      fg_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < NB; ++kk)
-        FgWgmmaTf32<D>::rs(rows.o, pa[kk], fg_wgmma_desc(ring.sV + sg * KB + fg_tf32_kstep<D>(kk), 16, 1024), 1);
-      fg_wgmma_commit();
-      fg_wgmma_wait<0>();
-      fg_reg_fence(rows.o);
-      fg_mbar_arrive(ring.emptyV(sg));
-    }
-  } else {  // Exact
-    // The chains run two deep: chain c into its accumulator while chain c - 1 completes, each
-    // added in order once its group has completed (wait 1: all but the newest).
-    const uint32_t qlw = sQl + wg * 64 * 128;  // this warpgroup's rows of Q lo
-    float s[NB][4], st[2][NB][4], ot[2][8][4];
-    uint32_t ph[NB][4], pl[NB][4];
-    for (int j = 0; j < tiles; ++j) {
-      const int sg = j & 1, par = (j >> 1) & 1;
-      const uint32_t kh = ring.sK + sg * KB, vh = ring.sV + sg * KB;
-      // S = Q K_j^T: chain 0 into s, chain c > 0 into st[c % 2], added to s in order.
-      const auto schain = [&](float (&d)[NB][4], int c) {
-        fg_wgmma_tf32_x<BN, 2, true, false, BM, BN>(d, qh + 2 * c, nullptr, qlw, kh, kh + HALF, 2 * c);
-        fg_wgmma_commit();
-      };
-      fg_mbar_wait(ring.fullK(sg), par);
-      fg_wgmma_fence();
-      schain(s, 0);
-      schain(st[1], 1);
-#pragma unroll
-      for (int c = 2; c < SC; ++c) {
-        fg_wgmma_wait<1>();
-        if (c == 2) fg_reg_fence(s);         // chain 0 has completed
-        if (c > 2) fg_add(s, st[c % 2]);     // chain c - 2
+  // run_tiles runs key tiles it .. it + tiles - 1 of the ring (tiles >= 1, the first at key 0) for
+  // this warpgroup's rows: S = Q K_j^T, online softmax, O += P V_j, each stage released when
+  // its products have completed.
+  static __device__ __forceinline__ void run_tiles(FgRows<OB>& rows, uint32_t (&qh)[KS][4], uint32_t sQl,
+                                                   const FgRing& ring, int it, int tiles, float sl2) {
+    if constexpr (!SPLIT) {  // TF32: S = Q K_j^T, softmax, O += P V_j, in place
+      float s[NB][4];
+      uint32_t pa[NB][4];
+      for (int j = 0; j < tiles; ++j) {
+        const int sg = (it + j) & 1, par = ((it + j) >> 1) & 1;
+        fg_mbar_wait(ring.fullK(sg), par);
         fg_wgmma_fence();
-        schain(st[c % 2], c);
-      }
-      fg_wgmma_wait<1>();
-      fg_reg_fence(s);
-      if (SC > 2) fg_add(s, st[SC % 2]);  // chain SC - 2
-      fg_wgmma_wait<0>();
-      fg_add(s, st[(SC - 1) % 2]);
-      fg_mbar_arrive(ring.emptyK(sg));
-
-      float alpha[2];
-      rows.template probs<false, false>(s, j * BN, sl2, alpha);
-      rows.rescale(alpha);
-      // P's A fragments: keys 8 kk + 2 t, + 1 as k t, t + 4 (V^T's order).
-#pragma unroll
-      for (int kk = 0; kk < NB; ++kk) {
-        fg_split_tf32(s[kk][0], ph[kk][0], pl[kk][0]), fg_split_tf32(s[kk][2], ph[kk][1], pl[kk][1]);
-        fg_split_tf32(s[kk][1], ph[kk][2], pl[kk][2]), fg_split_tf32(s[kk][3], ph[kk][3], pl[kk][3]);
-      }
-
-      // O += P V_j: chain i = 16 keys c = i / (D / 64) by 64 columns n = i % (D / 64) of O, into
-      // ot[i % 2], added to those columns of o in order.
-      const auto ochain = [&](int i) {
-        const int c = i / (D / 64), n = i % (D / 64);
-        fg_wgmma_tf32_x<64, 2, true, true, 64, D>(ot[i % 2], ph + 2 * c, pl + 2 * c, 0, vh + n * 64 * 128,
-                                              vh + HALF + n * 64 * 128, 2 * c);
+        fg_wgmma_tf32_x<BN, KS, false, true, 64, BN>(s, qh, nullptr, 0, ring.sK + sg * KB, 0, 0);
         fg_wgmma_commit();
-      };
-      const auto oadd = [&](int i) { fg_add(rows.o, ot[i % 2], 8 * (i % (D / 64))); };
-      fg_mbar_wait(ring.fullV(sg), par);
-      fg_wgmma_fence();
-      ochain(0);
-      ochain(1);
+        fg_wgmma_wait<0>();
+        fg_reg_fence(s);
+        fg_mbar_arrive(ring.emptyK(sg));
+        float alpha[2];
+        rows.template probs<true, false>(s, j * BN, sl2, alpha);  // exp2 flushed below 2^-126, as variant 11's TF32
+        rows.rescale(alpha);
 #pragma unroll
-      for (int i = 2; i < OC; ++i) {
-        fg_wgmma_wait<1>();
-        oadd(i - 2);
+        for (int kk = 0; kk < NB; ++kk)  // keys 8 kk + 2 t, + 1 as k t, t + 4 (V^T's order)
+          pa[kk][0] = fg_tf32(s[kk][0]), pa[kk][1] = fg_tf32(s[kk][2]), pa[kk][2] = fg_tf32(s[kk][1]), pa[kk][3] = fg_tf32(s[kk][3]);
+        fg_mbar_wait(ring.fullV(sg), par);
         fg_wgmma_fence();
-        ochain(i);
+#pragma unroll
+        for (int kk = 0; kk < NB; ++kk)
+          FgWgmmaTf32<D>::rs(rows.o, pa[kk], fg_wgmma_desc(ring.sV + sg * KB + fg_tf32_kstep<D>(kk), 16, 1024), 1);
+        fg_wgmma_commit();
+        fg_wgmma_wait<0>();
+        fg_reg_fence(rows.o);
+        fg_mbar_arrive(ring.emptyV(sg));
       }
-      fg_wgmma_wait<1>();
-      oadd(OC - 2);
-      fg_wgmma_wait<0>();
-      oadd(OC - 1);
-      fg_mbar_arrive(ring.emptyV(sg));
+    } else {  // Exact
+      // The chains run two deep: chain c into its accumulator while chain c - 1 completes, each
+      // added in order once its group has completed (wait 1: all but the newest).
+      const uint32_t qlw = sQl + threadIdx.x / 128 * 64 * 128;  // this warpgroup's rows of Q lo
+      float s[NB][4], st[2][NB][4], ot[2][8][4];
+      uint32_t ph[NB][4], pl[NB][4];
+      for (int j = 0; j < tiles; ++j) {
+        const int sg = (it + j) & 1, par = ((it + j) >> 1) & 1;
+        const uint32_t kh = ring.sK + sg * KB, vh = ring.sV + sg * KB;
+        // S = Q K_j^T: chain 0 into s, chain c > 0 into st[c % 2], added to s in order.
+        const auto schain = [&](float (&d)[NB][4], int c) {
+          fg_wgmma_tf32_x<BN, 2, true, false, BM, BN>(d, qh + 2 * c, nullptr, qlw, kh, kh + HALF, 2 * c);
+          fg_wgmma_commit();
+        };
+        fg_mbar_wait(ring.fullK(sg), par);
+        fg_wgmma_fence();
+        schain(s, 0);
+        schain(st[1], 1);
+#pragma unroll
+        for (int c = 2; c < SC; ++c) {
+          fg_wgmma_wait<1>();
+          if (c == 2) fg_reg_fence(s);  // chain 0 has completed
+          if (c > 2) fg_add(s, st[c % 2]);  // chain c - 2
+          fg_wgmma_fence();
+          schain(st[c % 2], c);
+        }
+        fg_wgmma_wait<1>();
+        fg_reg_fence(s);
+        if (SC > 2) fg_add(s, st[SC % 2]);  // chain SC - 2
+        fg_wgmma_wait<0>();
+        fg_add(s, st[(SC - 1) % 2]);
+        fg_mbar_arrive(ring.emptyK(sg));
+
+        float alpha[2];
+        rows.template probs<false, false>(s, j * BN, sl2, alpha);
+        rows.rescale(alpha);
+        // P's A fragments: keys 8 kk + 2 t, + 1 as k t, t + 4 (V^T's order).
+#pragma unroll
+        for (int kk = 0; kk < NB; ++kk) {
+          fg_split_tf32(s[kk][0], ph[kk][0], pl[kk][0]), fg_split_tf32(s[kk][2], ph[kk][1], pl[kk][1]);
+          fg_split_tf32(s[kk][1], ph[kk][2], pl[kk][2]), fg_split_tf32(s[kk][3], ph[kk][3], pl[kk][3]);
+        }
+
+        // O += P V_j: chain i = 16 keys c = i / (D / 64) by 64 columns n = i % (D / 64) of O,
+        // into ot[i % 2], added to those columns of o in order.
+        const auto ochain = [&](int i) {
+          const int c = i / (D / 64), n = i % (D / 64);
+          fg_wgmma_tf32_x<64, 2, true, true, 64, D>(ot[i % 2], ph + 2 * c, pl + 2 * c, 0, vh + n * 64 * 128,
+                                                    vh + HALF + n * 64 * 128, 2 * c);
+          fg_wgmma_commit();
+        };
+        const auto oadd = [&](int i) { fg_add(rows.o, ot[i % 2], 8 * (i % (D / 64))); };
+        fg_mbar_wait(ring.fullV(sg), par);
+        fg_wgmma_fence();
+        ochain(0);
+        ochain(1);
+#pragma unroll
+        for (int i = 2; i < OC; ++i) {
+          fg_wgmma_wait<1>();
+          oadd(i - 2);
+          fg_wgmma_fence();
+          ochain(i);
+        }
+        fg_wgmma_wait<1>();
+        oadd(OC - 2);
+        fg_wgmma_wait<0>();
+        oadd(OC - 1);
+        fg_mbar_arrive(ring.emptyV(sg));
+      }
     }
   }
+};
+
+// fg_attn_fwd_wgmma_exact (variant 24): grid (ceil(Nq/BM), H, B), 384 threads (two consumer
+// warpgroups, a producer warpgroup whose registers go to the consumers by setmaxnreg: 24 and
+// 240); k and v the planes of fg_attn_hopper_prep_exact.
+template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact(const fg_attn_params& p) {
+  using X = FgExact<D, BN, SPLIT>;
+  if (fg_dynamic_smem() < X::SMEM) __trap();
+  const uint32_t sQl = ((uint32_t)__cvta_generic_to_shared(fg_smem) + 1023) & ~1023u;
+  const FgRing ring = FgRing::at(sQl + X::QLB, X::KB);
+  const FgQBlock blk(p, X::BM, BN);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) ring.init(X::CONSUMERS);
+  __syncthreads();
+
+  if (warp >= 4 * X::NWG) {  // the producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (warp == 4 * X::NWG && lane == 0)
+      ring.load_head(p.k, p.v, (int64_t)blk.b * p.hkv + blk.hk, (p.nk + BN - 1) / BN, blk.tiles);
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  const float sl2 = (float)(p.scale * 1.4426950408889634);
+  const int m0 = blk.m0, h = blk.h, b = blk.b, tiles = blk.tiles;
+  FgRows<X::OB> rows(p, b, m0 + 16 * warp + lane / 4, lane % 4);
+  if (tiles == 0) {
+    rows.store(p, b, h);
+    return;
+  }
+  uint32_t qh[X::KS][4];
+  X::load_q(qh, sQl, p, (const float*)p.q + b * p.q_batch + h * p.q_head, m0);
+  X::run_tiles(rows, qh, sQl, ring, 0, tiles, sl2);
   rows.store(p, b, h);
+}
+
+// fg_attn_fwd_wgmma_exact_persist (variant 25): variant 24 in a persistent grid (the schedule of
+// wgmma.cuh's FgItem, as variants 19 to 22): grid (G), 384 threads; pp.src the problem, pp.dst
+// the pre-pass's planes. The producer copies item after item's tiles into the ring, the tile
+// it of the block's sequence in stage it % 2, and prefetches the next item's Q rows into L2;
+// each consumer warpgroup loads its rows of an item's Q once its products of the item before
+// have completed (load_q's barrier is the warpgroup's own).
+template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact_persist(const fg_mma_prep_params& pp) {
+  using X = FgExact<D, BN, SPLIT>;
+  const fg_attn_params& p = pp.src;
+  if (fg_dynamic_smem() < X::SMEM) __trap();
+  const uint32_t sQl = ((uint32_t)__cvta_generic_to_shared(fg_smem) + 1023) & ~1023u;
+  const FgRing ring = FgRing::at(sQl + X::QLB, X::KB);
+  const int T = (p.nq + X::BM - 1) / X::BM, NT = (p.nk + BN - 1) / BN, G = gridDim.x, c = blockIdx.x;
+  const int64_t items = (int64_t)T * p.h * p.b;
+  const uint64_t kplane = pp.dst, vplane = pp.dst + (uint64_t)p.b * p.hkv * NT * X::KB;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) ring.init(X::CONSUMERS);
+  __syncthreads();
+
+  if (warp >= 4 * X::NWG) {  // the producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (warp != 4 * X::NWG || lane != 0) return;
+    int it = 0;
+    for (int k = 0;; ++k) {
+      const int64_t w = fg_item(k, c, G);
+      if (w >= items) break;
+      const FgItem m(p, w, T, X::BM, BN);
+      if (const int64_t wn = fg_item(k + 1, c, G); wn < items) fg_prefetch_q(p, FgItem(p, wn, T, X::BM, BN), D, X::BM);
+      const char* kt = (const char*)kplane + ((int64_t)m.b * p.hkv + m.hk) * NT * X::KB;
+      const char* vt = (const char*)vplane + ((int64_t)m.b * p.hkv + m.hk) * NT * X::KB;
+      for (int j = 0; j < m.tiles; ++j, ++it) ring.load(it, kt + (int64_t)j * X::KB, vt + (int64_t)j * X::KB);
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  const float sl2 = (float)(p.scale * 1.4426950408889634);
+  FgRows<X::OB> rows;
+  uint32_t qh[X::KS][4];
+  int it = 0;
+  for (int k = 0;; ++k) {
+    const int64_t w = fg_item(k, c, G);
+    if (w >= items) break;
+    const FgItem m(p, w, T, X::BM, BN);
+    rows.init(p, m.b, m.m0 + 16 * warp + lane / 4, lane % 4);
+    if (m.tiles > 0) {
+      X::load_q(qh, sQl, p, (const float*)p.q + m.b * p.q_batch + m.h * p.q_head, m.m0);
+      X::run_tiles(rows, qh, sQl, ring, it, m.tiles, sl2);
+      it += m.tiles;
+    }
+    rows.store(p, m.b, m.h);
+  }
 }
 
 // ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name and prep) ---------------
@@ -285,7 +355,17 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact(con
       fg_attn_fwd_wgmma_v##V##_##PN##_d##D##_m128_n##BN(const fg_attn_params p) {               \
     fg_attn_fwd_wgmma_exact<D, BN, SPLIT>(p);                                                   \
   }
+// Variant 25 (persistent) reads the same pre-pass's planes.
+#define FG_FWD_WGMMA_EXACT_PERSIST(V, PN, SPLIT, D, BN)                                         \
+  extern "C" __global__ void __launch_bounds__(384, 1)                                          \
+      fg_attn_fwd_wgmma_v##V##_##PN##_d##D##_m128_n##BN(const fg_mma_prep_params pp) {          \
+    fg_attn_fwd_wgmma_exact_persist<D, BN, SPLIT>(pp);                                          \
+  }
 FG_FWD_WGMMA_EXACT(24, exact, true, 64, 64)
 FG_FWD_WGMMA_EXACT(24, exact, true, 128, 32)
 FG_FWD_WGMMA_EXACT(24, tf32, false, 64, 128)
 FG_FWD_WGMMA_EXACT(24, tf32, false, 128, 64)
+FG_FWD_WGMMA_EXACT_PERSIST(25, exact, true, 64, 64)
+FG_FWD_WGMMA_EXACT_PERSIST(25, exact, true, 128, 32)
+FG_FWD_WGMMA_EXACT_PERSIST(25, tf32, false, 64, 128)
+FG_FWD_WGMMA_EXACT_PERSIST(25, tf32, false, 128, 64)

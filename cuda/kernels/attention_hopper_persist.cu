@@ -51,29 +51,6 @@ __device__ __forceinline__ uint32_t fg_ld_acquire(const uint32_t* p) {
 __device__ __forceinline__ void fg_st_release(uint32_t* p, uint32_t v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
-// fg_prefetch_l2 starts moving bytes (a multiple of 16) at global src into L2.
-__device__ __forceinline__ void fg_prefetch_l2(const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
-
-// FgItem is work item w of the schedule above: batch b, head h, key head hk, first query row
-// m0 and the key tiles its rows see.
-struct FgItem {
-  int b, h, hk, m0, tiles;
-  __device__ __forceinline__ FgItem(const fg_attn_params& p, int64_t w, int T, int BM, int BN) {
-    const int x = (int)(w % T);
-    const int64_t bh = w / T;
-    h = (int)(bh % p.h), b = (int)(bh / p.h), hk = h / (p.h / p.hkv);
-    m0 = (T - 1 - x) * BM;
-    tiles = (fg_key_limit(p, b, min(m0 + BM, p.nq) - 1) + BN - 1) / BN;
-  }
-};
-
-// fg_item returns the k-th item of block c of G (the snake), which grows with k.
-__device__ __forceinline__ int64_t fg_item(int k, int c, int G) {
-  return (int64_t)(k / 2) * 2 * G + (k % 2 ? 2 * G - 1 - c : c);
-}
-
 }  // namespace
 
 // fg_attn_fwd_wgmma_persist (variants 19 to 21): grid (G), 128 NWG + 128 threads (NWG
@@ -127,15 +104,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         const int64_t w = fg_item(k, c, G);
         if (w >= items) break;
         const FgItem m(p, w, T, BM, BN);
-        const auto prefetchQ = [&](const FgItem& n) {  // an item's Q rows into L2
-          const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head;
-          const int rows = min(BM, p.nq - n.m0);
-          if (p.q_row == D) {
-            fg_prefetch_l2(q + (int64_t)n.m0 * D, (uint32_t)rows * D * 4);
-          } else {
-            for (int r = 0; r < rows; ++r) fg_prefetch_l2(q + (int64_t)(n.m0 + r) * p.q_row, D * 4);
-          }
-        };
+        const auto prefetchQ = [&](const FgItem& n) { fg_prefetch_q(p, n, D, BM); };
         // QST: item n's Q rows into the staging tile, counted on qfull: one block of rows
         // (the launcher takes variant 22 only where Q's rows are contiguous, q_row = D).
         const auto copyQ = [&](const FgItem& n) {

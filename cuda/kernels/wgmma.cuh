@@ -408,6 +408,48 @@ struct FgQBlock {
   }
 };
 
+// ---- persistent grids (attention_hopper_persist.cu, attention_hopper_exact.cu) ---------------
+// G blocks (G <= the multiprocessors) loop over the work items (b, h, query tile): item w =
+// (b H + h) T + x, T = ceil(Nq / BM), query rows from (T - 1 - x) BM (longest first within a
+// head when causal); block c takes, round after round of 2 G items, the items c and 2 G - 1 - c
+// of the round (a snake: where 2 G is a multiple of T, tiles x and T - 1 - x pair up and every
+// block's causal work per round is the same; Go: mmaCfg.persistGrid).
+
+// FgItem is work item w: batch b, head h, key head hk, first query row m0 and the key tiles of
+// BN its rows see.
+struct FgItem {
+  int b, h, hk, m0, tiles;
+  __device__ __forceinline__ FgItem(const fg_attn_params& p, int64_t w, int T, int BM, int BN) {
+    const int x = (int)(w % T);
+    const int64_t bh = w / T;
+    h = (int)(bh % p.h), b = (int)(bh / p.h), hk = h / (p.h / p.hkv);
+    m0 = (T - 1 - x) * BM;
+    tiles = (fg_key_limit(p, b, min(m0 + BM, p.nq) - 1) + BN - 1) / BN;
+  }
+};
+
+// fg_item returns the k-th item of block c of G (the snake), which grows with k.
+__device__ __forceinline__ int64_t fg_item(int k, int c, int G) {
+  return (int64_t)(k / 2) * 2 * G + (k % 2 ? 2 * G - 1 - c : c);
+}
+
+// fg_prefetch_l2 starts moving bytes (a multiple of 16) at global src into L2.
+__device__ __forceinline__ void fg_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+
+// fg_prefetch_q starts moving item n's Q rows (float32, D columns) into L2: one block of rows
+// where they are contiguous, else row by row.
+__device__ __forceinline__ void fg_prefetch_q(const fg_attn_params& p, const FgItem& n, int D, int BM) {
+  const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head;
+  const int rows = min(BM, p.nq - n.m0);
+  if (p.q_row == D) {
+    fg_prefetch_l2(q + (int64_t)n.m0 * D, (uint32_t)rows * D * 4);
+  } else {
+    for (int r = 0; r < rows; ++r) fg_prefetch_l2(q + (int64_t)(n.m0 + r) * p.q_row, D * 4);
+  }
+}
+
 // fg_wgmma_put_q converts this warpgroup's chunks x of the query tile (fg_wgmma_load_q's
 // QI chunks of 8 columns per thread, rows at or past nq zero), times qs, to bfloat16 in the
 // swizzled tile of BM rows at sQ, then fences the writes for the async proxy and syncs the
