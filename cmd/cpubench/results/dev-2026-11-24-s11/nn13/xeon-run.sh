@@ -1,15 +1,18 @@
 #!/bin/bash
 # Eleventh session, helper nn13: nn's matrix products on the GPU machine's Xeon, branch nn13 (CPU only).
-# Binaries: nn.old.test and gemm.old.test from main (34ba425), nn.new.test and gemm.new.test from
-# branch nn13 (see commit), gemm.exp.test from nn13 plus exp.patch (experiment knobs, not committed).
-# For T = 2 and 16 threads, pinned with taskset to T distinct physical cores (scripts/cpu-bench.sh's
+# Binaries: nn.old.test from main (34ba425), nn.new.test and gemm.new.test from branch nn13 (see
+# commit), gemm.exp.test from nn13 plus exp.patch (experiment knobs, not committed; in the branch at
+# cmd/cpubench/results/dev-2026-11-24-s11/nn13/exp.patch).
+# For T = 2, 16 and 1 threads, pinned with taskset to T distinct physical cores (scripts/cpu-bench.sh's
 # pick(), read from the checkout's copy):
 #  (1) nn's BenchmarkMatMulGPT/M4096, old and new binaries alternating (T=2: old new old new; T=16: old new);
 #  (2) gemm's BenchmarkPackFirstAB/T4096 (new binary: xᵀ·g through GemmDepth with and without the
 #      packing twin, alternating in one process: the change itself);
 #  (3) gemm's BenchmarkGemmRounds (new binary; comparable with the s10 run's nn12/bench-*.txt);
 #  (4) T=2 and T=1 only: gemm.exp.test's BenchmarkExp, configurations alternating in rounds:
-#      xᵀ·g: old (main), new (nn13), pf (prefetch the next depth block), kc128, pkB (pack g), inB (g in place);
+#      xᵀ·g: old (main), new (nn13), pf (prefetch the next depth block), kc128, pkB (pack g), inB (g in place),
+#      v13kc128 (variant 13's panel order: a B strip in L1 read by a group's row strips, depth blocks of
+#      128), v4 (the 12×32 kernel: half the B bytes a depth step);
 #      the 96-wide head's x·W and xᵀ·g: new against even (an 8×48 kernel for n = 96: two strips, no
 #      6×32 edge strip) and nw (the 12×32 kernel for n = 96).
 # NN13_QUICK=1 runs each benchmark once (a check of the script).
@@ -25,7 +28,7 @@ eval "$(sed -n '/^expand() {/,/^}/p; /^pick() {/,/^}/p' $R/scripts/cpu-bench.sh)
 allowed=$(grep -s '^Cpus_allowed_list:' /proc/self/status | awk '{print $2}')
 mapfile -t cpus < <(expand "${allowed:-$(cat $sys/online)}" | sort -n)
 G=$R/internal/kernels/gemm; Q=${NN13_QUICK:-0}
-XTG="old:0,0,0,0,0,0,1;new:0;pf:0,0,0,0,4096;kc128:128;pkB:0,1;inB:0,2"
+XTG="old:0,0,0,0,0,0,1;new:0;pf:0,0,0,0,4096;kc128:128;pkB:0,1;inB:0,2;v13kc128:128,0,0,13;v4:0,0,0,4"
 for T in 2 16 1; do
   set=$(pick $T); pre=(); command -v taskset >/dev/null && pre=(taskset -c $set)
   f=$O/bench-$T.txt
