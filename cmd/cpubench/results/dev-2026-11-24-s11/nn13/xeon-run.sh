@@ -10,7 +10,8 @@
 #      packing twin, alternating in one process: the change itself);
 #  (3) gemm's BenchmarkGemmRounds (new binary; comparable with the s10 run's nn12/bench-*.txt);
 #  (4) T=2 and T=1 only: gemm.exp.test's BenchmarkExp, configurations alternating in rounds:
-#      xᵀ·g: old (main), new (nn13), pf (prefetch the next depth block), kc128, pkB (pack g), inB (g in place),
+#      xᵀ·g: old (main), new (nn13), pf (prefetch the next depth block), kc128, kc256 (256 where the rules
+#      give 128: 256×96's 512-deep parts, 1024×256's paged A), pkB (pack g), inB (g in place),
 #      v13kc128 (variant 13's panel order: a B strip in L1 read by a group's row strips, depth blocks of
 #      128), v4 (the 12×32 kernel: half the B bytes a depth step);
 #      the 96-wide head's x·W and xᵀ·g: new against even (an 8×48 kernel for n = 96: two strips, no
@@ -28,7 +29,7 @@ eval "$(sed -n '/^expand() {/,/^}/p; /^pick() {/,/^}/p' $R/scripts/cpu-bench.sh)
 allowed=$(grep -s '^Cpus_allowed_list:' /proc/self/status | awk '{print $2}')
 mapfile -t cpus < <(expand "${allowed:-$(cat $sys/online)}" | sort -n)
 G=$R/internal/kernels/gemm; Q=${NN13_QUICK:-0}
-XTG="old:0,0,0,0,0,0,1;new:0;pf:0,0,0,0,4096;kc128:128;pkB:0,1;inB:0,2;v13kc128:128,0,0,13;v4:0,0,0,4"
+XTG="old:0,0,0,0,0,0,1;new:0;pf:0,0,0,0,4096;kc128:128;kc256:256;pkB:0,1;inB:0,2;v13kc128:128,0,0,13;v4:0,0,0,4"
 for T in 2 16 1; do
   set=$(pick $T); pre=(); command -v taskset >/dev/null && pre=(taskset -c $set)
   f=$O/bench-$T.txt
