@@ -28,7 +28,7 @@ func GemmBias[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int,
 			vec.Add(row, row, bias)
 		}
 	}
-	kn := chainFor[T]()
+	kn := nnFor[T]()
 	if m < n || 2*m*n*k < parallelFlops {
 		// The product splits the columns (or runs on one core): then one pass.
 		product(kn, tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)

@@ -112,7 +112,7 @@ func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int
 	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
 		return err
 	}
-	kn := chainFor[T]()
+	kn := nnFor[T]()
 	parts := DepthParts[T](m, n, k)
 	if parts <= 1 {
 		product(kn, tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)

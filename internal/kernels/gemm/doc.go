@@ -32,14 +32,17 @@
 //
 // The micro-kernel reads op(A) where it lies, through a row stride and a
 // depth stride: A·… reads rows of A, Aᵀ·… the mr values of a depth step,
-// lda apart. (Variant 15 packs the strips of Aᵀ where they are reused
-// across more than two column strips, a group of strips at a time,
-// reading A along its rows, packABlock, as every variant did before: on
-// the development machine's Xeon that pass took 4–15% of nn's weight
-// gradients, which ran as fast or faster without it. Variant 16 packs
-// each strip in its first column strip's tile instead, the micro-kernel's
-// packing twin copying the values it reads (kernel.packFirst): as fast as
-// reading in place there, within the noise.) It reads op(B) as rows of nr
+// lda apart. nn's products (GemmDepth, GemmBias) pack each full strip of
+// Aᵀ in its first column strip's tile instead, the micro-kernel's packing
+// twin copying the values it reads (kernel.packFirst), and the strip's
+// other tiles read the copy: the weight gradients xᵀ·g ran 1.02–1.13×
+// faster so on the GPU machine's Xeon at two cores. (Variant 15 packs
+// the strips of Aᵀ where they are reused across more than two column
+// strips, a group of strips at a time, reading A along its rows,
+// packABlock, as every variant did before: on the development machine's
+// Xeon that pass took 4–15% of nn's weight gradients, which ran as fast
+// or faster without it. Variant 16 packs with the twin in every
+// product.) It reads op(B) as rows of nr
 // values at a depth stride: straight from B when B is not transposed and
 // small (attention's tiles), or beside a transposed A when B's rows are at
 // most 2 KiB apart (the weight gradients' g [4096, 256]; packsB), else

@@ -394,8 +394,8 @@ func (w *Workspace[T]) block(kn *kernel[T], tA, tB bool, m, n, k, kc, r0, r1, jc
 	size := int(unsafe.Sizeof(alpha))
 	ga := aStrips(kn, kc, size) * mr
 	// Aᵀ read in place is packed by the first column strip's tiles where
-	// the kernel can (kernel.packFirst) and more than one strip reads it.
-	packFirst := kn.packFirst != nil && tA && !packAT && m >= mr && ncb > nr
+	// the kernel does (kernel.firstPacks) and more than one strip reads it.
+	packFirst := kn.firstPacks && kn.packFirst != nil && tA && !packAT && m >= mr && ncb > nr
 	if packFirst {
 		w.pa = grow(w.pa, kc*mr)
 	}

@@ -66,15 +66,18 @@ type kernel[T Float] struct {
 	// (packABlock), in products wider than two column strips; else the
 	// micro-kernel reads its mr values a depth step in place, lda apart.
 	packAT bool
-	// packFirst, when not nil, is micro's packing twin: a full strip of a
-	// transposed A read in place is packed by the first column strip's
-	// tile as the micro-kernel reads it (Workspace.pa), and the strip's
-	// other tiles read that copy ([kcb][mr], 6 KiB at kc = 256 in float32,
-	// which stays in L1) instead of mr values a depth step lda apart, each
-	// on a cache line (and often a page) of its own: BLIS's packing in the
-	// first pass, where a separate packing pass (packAT) waited on fetching
-	// A and cost what it gained.
-	packFirst packingKernel[T]
+	// packFirst, when not nil, is micro's packing twin; with firstPacks
+	// set, a full strip of a transposed A read in place is packed by the
+	// first column strip's tile as the micro-kernel reads it
+	// (Workspace.pa), and the strip's other tiles read that copy ([kcb][mr],
+	// 6 KiB at kc = 256 in float32, which stays in L1) instead of mr values
+	// a depth step lda apart, each on a cache line (and often a page) of
+	// its own: BLIS's packing in the first pass, where a separate packing
+	// pass (packAT) waited on fetching A and cost what it gained. nn's
+	// products (GemmDepth, GemmBias: nnFor) pack so on every variant whose
+	// kernel has a twin; the other products only on variant 16.
+	packFirst  packingKernel[T]
+	firstPacks bool
 	// bPanel: a group of row strips runs column strip after column strip
 	// when a strip of the packed op(B) block is at most bPanel bytes
 	// (block; 0: row strip after row strip).
@@ -131,13 +134,17 @@ type variant struct {
 
 // The kernels in use, picked from isa.Get() at start-up: kern32 and
 // kern64 sum in chunks (Gemm, Workspace.Gemm), chain32 and chain64 are the
-// same kernels summing each depth block in one chain (GemmDepth, GemmBias:
-// see the package comment).
+// same kernels summing each depth block in one chain (Workspace.GemmChain:
+// see the package comment), nn32 and nn64 those chained kernels packing a
+// transposed A in the first column strip's tiles where they have a twin
+// (GemmDepth, GemmBias: nn's products).
 var (
 	kern32  *kernel[float32]
 	kern64  *kernel[float64]
 	chain32 *kernel[float32]
 	chain64 *kernel[float64]
+	nn32    *kernel[float32]
+	nn64    *kernel[float64]
 )
 
 func init() { useLevel(isa.Get()) }
@@ -145,9 +152,12 @@ func init() { useLevel(isa.Get()) }
 // use switches the package to the kernels s and d and returns the
 // function that switches back.
 func use(s *kernel[float32], d *kernel[float64]) (restore func()) {
-	old32, old64, oldc32, oldc64 := kern32, kern64, chain32, chain64
+	old32, old64, oldc32, oldc64, oldn32, oldn64 := kern32, kern64, chain32, chain64, nn32, nn64
 	kern32, kern64, chain32, chain64 = s, d, chained(s), chained(d)
-	return func() { kern32, kern64, chain32, chain64 = old32, old64, oldc32, oldc64 }
+	nn32, nn64 = packingFirst(chain32), packingFirst(chain64)
+	return func() {
+		kern32, kern64, chain32, chain64, nn32, nn64 = old32, old64, oldc32, oldc64, oldn32, oldn64
+	}
 }
 
 // useLevel switches the package to the kernels of level l (which this
@@ -177,6 +187,36 @@ func chainFor[T Float]() *kernel[T] {
 		return (*kernel[T])(unsafe.Pointer(chain32))
 	}
 	return (*kernel[T])(unsafe.Pointer(chain64))
+}
+
+// nnFor is chainFor's kernel packing a transposed A in the first column
+// strip's tiles where it has a packing twin: the kernel of nn's products.
+func nnFor[T Float]() *kernel[T] {
+	var z T
+	if unsafe.Sizeof(z) == 4 {
+		return (*kernel[T])(unsafe.Pointer(nn32))
+	}
+	return (*kernel[T])(unsafe.Pointer(nn64))
+}
+
+// packingFirst returns kn packing a transposed A with its twin
+// (kernel.firstPacks) where it has one, else kn.
+//
+// nn's weight gradients xᵀ·g (GemmDepth over 4096 tokens) on the GPU
+// machine's Xeon, two cores: 1.02–1.13× faster with it than reading Aᵀ in
+// place in every tile (BenchmarkPackFirstAB, variant 16 against variant 6,
+// alternating in one process; cmd/cpubench/results/xeon-2026-11-24-s10);
+// on the development machine's Xeon 1.00–1.04× at one core when it was
+// quiet (eleventh session). Attention's tile products keep reading it in
+// place (variant 6's Gemm and GemmChain): their strips of Aᵀ are a few
+// KiB already in L1, and their column strips mostly one (n = d ≤ 64).
+func packingFirst[T Float](kn *kernel[T]) *kernel[T] {
+	if kn.packFirst == nil || kn.firstPacks {
+		return kn
+	}
+	c := *kn
+	c.firstPacks = true
+	return &c
 }
 
 // chained returns kn (and its narrow kernels) summing each depth block in

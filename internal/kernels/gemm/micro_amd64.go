@@ -94,8 +94,13 @@ func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, piec
 //	   over 4096 and 2048 tokens, alternating with variant 6 in one
 //	   process (BenchmarkPackFirstAB, 1 and 2 cores): 0.74–1.04× variant
 //	   6's rate, median 0.99 (without the prefetch 0.84–1.07×): the copy
-//	   costs what the strips after the first gain; not the default. For
-//	   the GPU machine's Xeon to time (results/dev-2026-11-24-s10.md).
+//	   costs what the strips after the first gain. The GPU machine's
+//	   Xeon, two cores: 1.02–1.13× (cmd/cpubench/results/
+//	   xeon-2026-11-24-s10); the development machine, one core when it
+//	   was quiet: 1.00–1.04× (eleventh session). Since then nn's products
+//	   (GemmDepth, GemmBias) pack so on every variant whose tile has a
+//	   twin (packingFirst); variant 16 packs so in Gemm, Workspace.Gemm
+//	   and GemmChain too (attention's tiles), and is not the default.
 //
 // Dropped after the Xeon runs (the logs keep their numbers): 3 8×32
 // (72.1%), 5 14×32 (71.2%), 7 and 8 the 8×32 and 12×32 prefetching B eight
@@ -160,11 +165,12 @@ func pick512(env string) int {
 // for products of fewer columns the 12-row kernels of 1 and 2 vectors per
 // row narrower than nv (narrow512).
 func generated512(n, mr, nv int) variant {
-	return variant{
-		n, fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16),
-		gen512(gen512s, mr, nv, 16, vec.Transpose8, 8, narrow512(gen512s, nv, 16, vec.Transpose8, 8)),
-		gen512(gen512d, mr, nv, 8, transposeD4, 4, narrow512(gen512d, nv, 8, transposeD4, 4)),
-	}
+	s := gen512(gen512s, mr, nv, 16, vec.Transpose8, 8, narrow512(gen512s, nv, 16, vec.Transpose8, 8))
+	d := gen512(gen512d, mr, nv, 8, transposeD4, 4, narrow512(gen512d, nv, 8, transposeD4, 4))
+	// The packing twins, where the tile has them (nn's products use them:
+	// packingFirst).
+	s.packFirst, d.packFirst = pack512s[[2]int{mr, nv}], pack512d[[2]int{mr, nv}]
+	return variant{n, fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16), s, d}
 }
 
 // gen512 is the kernel of the generated family fam of mr rows and nv
@@ -184,7 +190,8 @@ func gen512[T Float](fam map[int][]microKernel[T], mr, nv, lanes int, tr transpo
 // tuning is what a variant changes in its generated kernels' packing:
 // packAT packs a transposed A (Aᵀ read in place otherwise); panel sets
 // bPanel to bPanelBytes (B packed in panels of that size); packFirst packs
-// a transposed A in the first column strip's tiles (kernel.packFirst).
+// a transposed A in the first column strip's tiles (kernel.firstPacks) in
+// all products, not only in nn's (packingFirst).
 type tuning struct{ packAT, panel, packFirst bool }
 
 // tuned returns v with copies of its kernels changed as t says, named for
@@ -200,7 +207,7 @@ func tuned(v variant, t tuning) variant {
 		v.name += "panel"
 	}
 	if t.packFirst {
-		s.packFirst, d.packFirst = pack512s[[2]int{s.mr, s.nr / 16}], pack512d[[2]int{d.mr, d.nr / 8}]
+		s.firstPacks, d.firstPacks = true, true
 		if s.packFirst == nil || d.packFirst == nil {
 			panic("gemm: no packing twin of " + v.name)
 		}

@@ -395,7 +395,20 @@ type AdamWStep struct {
 //	m ← β1·m + (1 − β1)·g,   v ← β2·v + (1 − β2)·g²
 //	p ← p·(1 − Decay) − LR·(m/C1)/(√(v/C2) + Eps)
 //
-// the update using m and v before their rounding to T. The last line is
+// the update using m and v before their rounding to T. In float32, moments
+// below 2⁻¹²⁶ in magnitude (subnormals) are stored as 0, as GELUGrad's
+// results are: a parameter whose gradient stays 0 (the embedding row of a
+// character absent from the batches) has m multiplied by β1 each step, and
+// in examples/gpt's default training (β1 = 0.9) the token embedding's m
+// held subnormal entries from step 800 on, up to 1.2% of them (about 190
+// a step) by step 1300; no other float32 tensor of its training held any
+// (cmd/cpubench/results/dev-2026-11-24-s11/nn13). This kernel ran as fast
+// on all-subnormal moments as on normal ones on the development machine's
+// Xeon (it is bound by its float64 division and square root), so the
+// flush buys no time there; it keeps subnormals out of the stored state
+// for code and CPUs that do pay for them (no DAZ/FTZ in Go programs). The
+// update itself uses the unrounded m and v, so it is unchanged; the next
+// step's differs by at most β1·2⁻¹²⁶ in m. The last line is
 // computed as p·(1 − Decay) − (A·m)/(√v + E) with A = LR·√C2/C1 and
 // E = Eps·√C2 (adamScalars; the same value, rounded differently in the
 // last float64 bits): one division and one square root per entry instead
@@ -417,6 +430,15 @@ func adamScalars(h *AdamWStep) (a, e float64) {
 	return h.LR * r / h.C1, h.Eps * r
 }
 
+// moment rounds an AdamW moment to T, 0 for float32 below 2⁻¹²⁶ in
+// magnitude (see AdamW).
+func moment[T Float](x float64) T {
+	if is32[T]() && x > -0x1p-126 && x < 0x1p-126 {
+		return 0
+	}
+	return T(x)
+}
+
 func adamWGo[T Float](p, g, m, v []T, h *AdamWStep) {
 	b1, b2 := h.Beta1, h.Beta2
 	a, e := adamScalars(h)
@@ -426,7 +448,7 @@ func adamWGo[T Float](p, g, m, v []T, h *AdamWStep) {
 		gi := float64(g[i])
 		mi := b1*float64(m[i]) + (1-b1)*gi
 		vi := b2*float64(v[i]) + (1-b2)*gi*gi
-		m[i], v[i] = T(mi), T(vi)
+		m[i], v[i] = moment[T](mi), moment[T](vi)
 		pi := float64(p[i]) * keep
 		p[i] = T(pi - a*mi/(math.Sqrt(vi)+e))
 	}

@@ -90,6 +90,8 @@ func adamWAVX2(p, gr, m, v *float32, n int, h *adamConsts)
 // moments' factors, E and A of adamScalars, and 1 − Decay.
 type adamConsts struct {
 	b1, nb1, b2, nb2, e, a, keep float64
+	tiny                         float64 // 2⁻¹²⁶: moments below it in magnitude are stored as 0
+	abs                          uint64  // the mask of a float64's magnitude bits
 }
 
 func (v wide) geluArg(dst, x *float32, n int) {
@@ -289,7 +291,7 @@ func (s wide) nnKernels() *nnKernels32 {
 			n := body(len(p))
 			if n > 0 {
 				a, e := adamScalars(h)
-				k := adamConsts{b1: h.Beta1, nb1: 1 - h.Beta1, b2: h.Beta2, nb2: 1 - h.Beta2, e: e, a: a, keep: 1 - h.Decay}
+				k := adamConsts{b1: h.Beta1, nb1: 1 - h.Beta1, b2: h.Beta2, nb2: 1 - h.Beta2, e: e, a: a, keep: 1 - h.Decay, tiny: 0x1p-126, abs: 1<<63 - 1}
 				s.adamW(&p[0], &g[0], &m[0], &v[0], n, &k)
 			}
 			adamWGo(p[n:], g[n:], m[n:], v[n:], h)

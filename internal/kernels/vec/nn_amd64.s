@@ -633,6 +633,8 @@ TEXT ·adamWAVX512(SB), NOSPLIT, $0-48
 	VBROADCASTSD 32(R8), Z27
 	VBROADCASTSD 40(R8), Z26
 	VBROADCASTSD 48(R8), Z25
+	VBROADCASTSD 56(R8), Z24
+	VBROADCASTSD 64(R8), Z23
 	SHRQ $3, CX
 
 loop:
@@ -646,9 +648,15 @@ loop:
 	VMULPD    Z28, Z0, Z4
 	VMULPD    Z0, Z4, Z4
 	VADDPD    Z4, Z3, Z3
-	VCVTPD2PS Z1, Y5
+	// m' and v' below 2⁻¹²⁶ in magnitude are stored as 0 (K1, K2: the
+	// lanes at or above it).
+	VPANDQ    Z23, Z1, Z7
+	VCMPPD    $0x1d, Z24, Z7, K1
+	VPANDQ    Z23, Z3, Z8
+	VCMPPD    $0x1d, Z24, Z8, K2
+	VCVTPD2PS.Z Z1, K1, Y5
 	VMOVUPS   Y5, (DX)
-	VCVTPD2PS Z3, Y6
+	VCVTPD2PS.Z Z3, K2, Y6
 	VMOVUPS   Y6, (BX)
 	VMULPD    Z26, Z1, Z1
 	VSQRTPD   Z3, Z3
@@ -1278,6 +1286,8 @@ TEXT ·adamWAVX2(SB), NOSPLIT, $0-48
 	VBROADCASTSD 32(R8), Y11
 	VBROADCASTSD 40(R8), Y10
 	VBROADCASTSD 48(R8), Y9
+	VBROADCASTSD 56(R8), Y8
+	VBROADCASTSD 64(R8), Y7
 	SHRQ $2, CX
 
 loop:
@@ -1291,9 +1301,17 @@ loop:
 	VMULPD    Y12, Y0, Y4
 	VMULPD    Y0, Y4, Y4
 	VADDPD    Y4, Y3, Y3
-	VCVTPD2PSY Y1, X5
+	// m' and v' below 2⁻¹²⁶ in magnitude are stored as 0: each ANDed
+	// with the mask of its lanes at or above it.
+	VANDPD     Y7, Y1, Y5
+	VCMPPD     $0x1d, Y8, Y5, Y5
+	VANDPD     Y1, Y5, Y5
+	VCVTPD2PSY Y5, X5
 	VMOVUPS    X5, (DX)
-	VCVTPD2PSY Y3, X6
+	VANDPD     Y7, Y3, Y6
+	VCMPPD     $0x1d, Y8, Y6, Y6
+	VANDPD     Y3, Y6, Y6
+	VCVTPD2PSY Y6, X6
 	VMOVUPS    X6, (BX)
 	VMULPD    Y10, Y1, Y1
 	VSQRTPD   Y3, Y3

@@ -261,6 +261,71 @@ func TestAdamWRows(t *testing.T) {
 	})
 }
 
+// TestAdamWFlush: float32 AdamW stores the moments m and v as 0, not as
+// subnormals, where they fall below 2⁻¹²⁶ in magnitude (a zero gradient
+// decaying m by β1 and v by β2 across 2⁻¹²⁶), at every level; the moments
+// at or above it and the parameters are those of TestAdamWRows' formula
+// bit for bit (the update reads the unrounded moments). float64 keeps its
+// moments below 2⁻¹²⁶.
+func TestAdamWFlush(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	h := &AdamWStep{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, LR: 1e-3, Decay: 1e-4, C1: 1 - math.Pow(0.9, 900), C2: 1 - math.Pow(0.95, 900)}
+	a, e := h.LR*math.Sqrt(h.C2)/h.C1, h.Eps*math.Sqrt(h.C2)
+	forEachNNLevel(t, func(t *testing.T) {
+		const n = 301
+		p, g, m, v := randF32(rng, n, 1, 0), make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range m {
+			// m·β1 and v·β2 straddle 2⁻¹²⁶: below it for about half.
+			m[i] = float32(0x1p-126 * (1 + 0.2*rng.Float64()))
+			if i%2 == 1 {
+				m[i] = -m[i]
+			}
+			v[i] = float32(0x1p-126 * (1 + 0.1*rng.Float64()))
+			if i%7 == 3 { // a gradient: normal moments
+				g[i] = float32(rng.NormFloat64() * 1e-3)
+			}
+		}
+		wp, wm, wv := make([]float64, n), make([]float64, n), make([]float64, n)
+		for i := range p {
+			gi := float64(g[i])
+			wm[i] = h.Beta1*float64(m[i]) + (1-h.Beta1)*gi
+			wv[i] = h.Beta2*float64(v[i]) + (1-h.Beta2)*gi*gi
+			wp[i] = float64(p[i])*(1-h.Decay) - (a*wm[i])/(math.Sqrt(wv[i])+e)
+		}
+		AdamW(p, g, m, v, h)
+		var flushed, kept [2]int
+		for i := range p {
+			if p[i] != float32(wp[i]) {
+				t.Fatalf("entry %d: p = %g, want %g", i, p[i], wp[i])
+			}
+			for j, x := range []struct {
+				got  float32
+				want float64
+			}{{m[i], wm[i]}, {v[i], wv[i]}} {
+				switch {
+				case math.Abs(x.want) < 0x1p-126:
+					if x.got != 0 {
+						t.Fatalf("entry %d: moment %d = %g, want 0 (%g is below 2^-126)", i, j, x.got, x.want)
+					}
+					flushed[j]++
+				case x.got != float32(x.want):
+					t.Fatalf("entry %d: moment %d = %g, want %g", i, j, x.got, float32(x.want))
+				default:
+					kept[j]++
+				}
+			}
+		}
+		if min(flushed[0], flushed[1], kept[0], kept[1]) == 0 {
+			t.Fatalf("flushed %v, kept %v (m, v): the moments do not straddle 2^-126", flushed, kept)
+		}
+	})
+	p, g, m, v := []float64{1}, []float64{0}, []float64{0x1p-130}, []float64{0x1p-140}
+	AdamW(p, g, m, v, h)
+	if m[0] != 0.9*0x1p-130 || v[0] != 0.95*0x1p-140 {
+		t.Fatalf("float64 m, v = %g, %g; want %g, %g", m[0], v[0], 0.9*0x1p-130, 0.95*0x1p-140)
+	}
+}
+
 func BenchmarkNNRows(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	const rows, d = 512, 256
