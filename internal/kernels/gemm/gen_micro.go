@@ -479,14 +479,13 @@ func (g *gen) expEpilogue(mr int) {
 	g.p("\tMOVQ         tab+104(FP), R8")
 	g.p("\tMOVQ         m+80(FP), R9")
 	g.p("\tMOVB         $0, grew+112(FP)")
-	g.p("\tVBROADCASTSS alpha+72(FP), Z31")
 	g.p("\t// K2 = the lanes of any row whose alpha·t passes m + τ.")
 	g.p("\tKXORW        K2, K2, K2")
 	rowMax := func(r int) {
 		g.p("\tVMAXPS %s, %s, Z30", acc(r, 1), acc(r, 0))
 		g.p("\tVMAXPS %s, %s, Z29", acc(r, 3), acc(r, 2))
 		g.p("\tVMAXPS Z29, Z30, Z30")
-		g.p("\tVMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)")
+		g.p("\tVMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)")
 	}
 	for r := 0; r < mr; r++ {
 		rowMax(r)
@@ -532,22 +531,11 @@ func (g *gen) expEpilogue(mr int) {
 	g.p("\tVMOVUPS (R8), Z24 // 2^(j/16), j < 16")
 	for r := 0; r < mr; r++ {
 		g.p("\tVBROADCASTSS %d(R9), Z25 // m[r]", 4*r)
+		for v := 0; v < 4; v += 2 {
+			g.expPair(acc(r, v), acc(r, v+1))
+		}
 		for v := 0; v < 4; v++ {
-			a := acc(r, v)
-			g.p("\tVMULPS           Z31, %s, %s // s = fl(alpha·t), as Gemm's C", a, a)
-			g.p("\tVSUBPS           Z25, %s, %s // a = fl(s − m)", a, a)
-			g.p("\tVCMPPS.BCST      $5, %d(R8), %s, K3 // not a < −125", etLeast, a)
-			g.p("\tVADDPS.BCST      %d(R8), %s, Z27 // t = a + S", etS, a)
-			g.p("\tVSUBPS.BCST      %d(R8), Z27, Z28 // k = round(16a)/16", etS)
-			g.p("\tVSUBPS           Z28, %s, Z26 // r = a − k", a)
-			g.p("\tVPERMPS          Z24, Z27, Z29 // T_j")
-			g.p("\tVBROADCASTSS     %d(R8), %s", etC3, a)
-			g.p("\tVFMADD213PS.BCST %d(R8), Z26, %s", etC2, a)
-			g.p("\tVFMADD213PS.BCST %d(R8), Z26, %s // q(r)", etC1, a)
-			g.p("\tVMULPS           Z29, Z26, Z26 // T_j·r")
-			g.p("\tVFMADD213PS      Z29, Z26, %s // T_j + T_j·r·q(r)", a)
-			g.p("\tVSCALEFPS.Z      Z28, %s, K3, %s // ·2^⌊k⌋, 0 where a < −125", a, a)
-			g.p("\tVMOVUPS          %s, %d(AX)", a, 64*v)
+			g.p("\tVMOVUPS          %s, %d(AX)", acc(r, v), 64*v)
 		}
 		g.p("\tVADDPS        %s, %s, Z30", acc(r, 1), acc(r, 0))
 		g.p("\tVADDPS        %s, %s, Z29", acc(r, 3), acc(r, 2))
@@ -565,6 +553,33 @@ func (g *gen) expEpilogue(mr int) {
 	g.p("\tVZEROUPPER")
 	g.p("\tRET")
 	g.p("")
+}
+
+// expPair writes 2^(fl(alpha·x − m)) of expEpilogue in place of the two
+// accumulators x and y, their steps interleaved (each exponential is a
+// chain of about a dozen dependent µops): m in Z25, the table in Z24, the
+// temporaries Z26…Z31, K3, K4.
+func (g *gen) expPair(x, y string) {
+	type lane struct{ acc, t, k, r, mask string }
+	ls := []lane{{x, "Z26", "Z27", "Z28", "K3"}, {y, "Z29", "Z30", "Z31", "K4"}}
+	each := func(f func(l lane)) {
+		for _, l := range ls {
+			f(l)
+		}
+	}
+	each(func(l lane) { g.p("\tVMULPS.BCST      alpha+72(FP), %s, %s // s = fl(alpha·t), as Gemm's C", l.acc, l.acc) })
+	each(func(l lane) { g.p("\tVSUBPS           Z25, %s, %s // a = fl(s − m)", l.acc, l.acc) })
+	each(func(l lane) { g.p("\tVCMPPS.BCST      $5, %d(R8), %s, %s // not a < −125", etLeast, l.acc, l.mask) })
+	each(func(l lane) { g.p("\tVADDPS.BCST      %d(R8), %s, %s // t = a + S", etS, l.acc, l.t) })
+	each(func(l lane) { g.p("\tVSUBPS.BCST      %d(R8), %s, %s // k = round(16a)/16", etS, l.t, l.k) })
+	each(func(l lane) { g.p("\tVSUBPS           %s, %s, %s // r = a − k", l.k, l.acc, l.r) })
+	each(func(l lane) { g.p("\tVPERMPS          Z24, %s, %s // T_j", l.t, l.t) })
+	each(func(l lane) { g.p("\tVBROADCASTSS     %d(R8), %s", etC3, l.acc) })
+	each(func(l lane) { g.p("\tVFMADD213PS.BCST %d(R8), %s, %s", etC2, l.r, l.acc) })
+	each(func(l lane) { g.p("\tVFMADD213PS.BCST %d(R8), %s, %s // q(r)", etC1, l.r, l.acc) })
+	each(func(l lane) { g.p("\tVMULPS           %s, %s, %s // T_j·r", l.t, l.r, l.r) })
+	each(func(l lane) { g.p("\tVFMADD213PS      %s, %s, %s // T_j + T_j·r·q(r)", l.t, l.r, l.acc) })
+	each(func(l lane) { g.p("\tVSCALEFPS.Z      %s, %s, %s, %s // ·2^⌊k⌋, 0 where a < −125", l.k, l.acc, l.mask, l.acc) })
 }
 
 func main() {

@@ -31014,13 +31014,12 @@ combined:
 	MOVQ         tab+104(FP), R8
 	MOVQ         m+80(FP), R9
 	MOVB         $0, grew+112(FP)
-	VBROADCASTSS alpha+72(FP), Z31
 	// K2 = the lanes of any row whose alpha·t passes m + τ.
 	KXORW        K2, K2, K2
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     0(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -31033,7 +31032,7 @@ combined:
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -31062,61 +31061,61 @@ exps:
 	MOVQ    lv+88(FP), R10
 	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
 	VBROADCASTSS 0(R9), Z25 // m[r]
-	VMULPS           Z31, Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z0, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z0, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z0
-	VFMADD213PS.BCST 72(R8), Z26, Z0
-	VFMADD213PS.BCST 76(R8), Z26, Z0 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z0 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z0, 0(AX)
-	VMULPS           Z31, Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z1, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z1, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z1, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
 	VBROADCASTSS     68(R8), Z1
-	VFMADD213PS.BCST 72(R8), Z26, Z1
-	VFMADD213PS.BCST 76(R8), Z26, Z1 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z1 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z1, K3, Z1 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z1, 64(AX)
-	VMULPS           Z31, Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z2, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z2, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z2
-	VFMADD213PS.BCST 72(R8), Z26, Z2
-	VFMADD213PS.BCST 76(R8), Z26, Z2 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z2 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z2, 128(AX)
-	VMULPS           Z31, Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z3, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z3, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z3, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
 	VBROADCASTSS     68(R8), Z3
-	VFMADD213PS.BCST 72(R8), Z26, Z3
-	VFMADD213PS.BCST 76(R8), Z26, Z3 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z3 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z3, K3, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
 	VMOVUPS          Z3, 192(AX)
 	VADDPS        Z1, Z0, Z30
 	VADDPS        Z3, Z2, Z29
@@ -31458,13 +31457,12 @@ combined:
 	MOVQ         tab+104(FP), R8
 	MOVQ         m+80(FP), R9
 	MOVB         $0, grew+112(FP)
-	VBROADCASTSS alpha+72(FP), Z31
 	// K2 = the lanes of any row whose alpha·t passes m + τ.
 	KXORW        K2, K2, K2
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     0(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -31472,7 +31470,7 @@ combined:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     4(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -31485,7 +31483,7 @@ combined:
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -31509,7 +31507,7 @@ kept0:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -31538,61 +31536,61 @@ exps:
 	MOVQ    lv+88(FP), R10
 	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
 	VBROADCASTSS 0(R9), Z25 // m[r]
-	VMULPS           Z31, Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z0, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z0, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z0
-	VFMADD213PS.BCST 72(R8), Z26, Z0
-	VFMADD213PS.BCST 76(R8), Z26, Z0 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z0 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z0, 0(AX)
-	VMULPS           Z31, Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z1, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z1, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z1, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
 	VBROADCASTSS     68(R8), Z1
-	VFMADD213PS.BCST 72(R8), Z26, Z1
-	VFMADD213PS.BCST 76(R8), Z26, Z1 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z1 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z1, K3, Z1 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z1, 64(AX)
-	VMULPS           Z31, Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z2, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z2, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z2
-	VFMADD213PS.BCST 72(R8), Z26, Z2
-	VFMADD213PS.BCST 76(R8), Z26, Z2 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z2 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z2, 128(AX)
-	VMULPS           Z31, Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z3, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z3, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z3, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
 	VBROADCASTSS     68(R8), Z3
-	VFMADD213PS.BCST 72(R8), Z26, Z3
-	VFMADD213PS.BCST 76(R8), Z26, Z3 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z3 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z3, K3, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
 	VMOVUPS          Z3, 192(AX)
 	VADDPS        Z1, Z0, Z30
 	VADDPS        Z3, Z2, Z29
@@ -31605,61 +31603,61 @@ exps:
 	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 4(R9), Z25 // m[r]
-	VMULPS           Z31, Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z4, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z4, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z4
-	VFMADD213PS.BCST 72(R8), Z26, Z4
-	VFMADD213PS.BCST 76(R8), Z26, Z4 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z4 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z4, 0(AX)
-	VMULPS           Z31, Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z5, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z5, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z5, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
 	VBROADCASTSS     68(R8), Z5
-	VFMADD213PS.BCST 72(R8), Z26, Z5
-	VFMADD213PS.BCST 76(R8), Z26, Z5 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z5 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z5, K3, Z5 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z5, 64(AX)
-	VMULPS           Z31, Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z6, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z6, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z6
-	VFMADD213PS.BCST 72(R8), Z26, Z6
-	VFMADD213PS.BCST 76(R8), Z26, Z6 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z6 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z6, 128(AX)
-	VMULPS           Z31, Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z7, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z7, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z7, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
 	VBROADCASTSS     68(R8), Z7
-	VFMADD213PS.BCST 72(R8), Z26, Z7
-	VFMADD213PS.BCST 76(R8), Z26, Z7 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z7 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z7, K3, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
 	VMOVUPS          Z7, 192(AX)
 	VADDPS        Z5, Z4, Z30
 	VADDPS        Z7, Z6, Z29
@@ -32087,13 +32085,12 @@ combined:
 	MOVQ         tab+104(FP), R8
 	MOVQ         m+80(FP), R9
 	MOVB         $0, grew+112(FP)
-	VBROADCASTSS alpha+72(FP), Z31
 	// K2 = the lanes of any row whose alpha·t passes m + τ.
 	KXORW        K2, K2, K2
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     0(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -32101,7 +32098,7 @@ combined:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     4(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -32109,7 +32106,7 @@ combined:
 	VMAXPS Z9, Z8, Z30
 	VMAXPS Z11, Z10, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     8(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -32122,7 +32119,7 @@ combined:
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -32146,7 +32143,7 @@ kept0:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -32170,7 +32167,7 @@ kept1:
 	VMAXPS Z9, Z8, Z30
 	VMAXPS Z11, Z10, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -32199,61 +32196,61 @@ exps:
 	MOVQ    lv+88(FP), R10
 	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
 	VBROADCASTSS 0(R9), Z25 // m[r]
-	VMULPS           Z31, Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z0, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z0, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z0
-	VFMADD213PS.BCST 72(R8), Z26, Z0
-	VFMADD213PS.BCST 76(R8), Z26, Z0 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z0 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z0, 0(AX)
-	VMULPS           Z31, Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z1, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z1, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z1, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
 	VBROADCASTSS     68(R8), Z1
-	VFMADD213PS.BCST 72(R8), Z26, Z1
-	VFMADD213PS.BCST 76(R8), Z26, Z1 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z1 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z1, K3, Z1 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z1, 64(AX)
-	VMULPS           Z31, Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z2, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z2, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z2
-	VFMADD213PS.BCST 72(R8), Z26, Z2
-	VFMADD213PS.BCST 76(R8), Z26, Z2 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z2 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z2, 128(AX)
-	VMULPS           Z31, Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z3, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z3, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z3, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
 	VBROADCASTSS     68(R8), Z3
-	VFMADD213PS.BCST 72(R8), Z26, Z3
-	VFMADD213PS.BCST 76(R8), Z26, Z3 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z3 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z3, K3, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
 	VMOVUPS          Z3, 192(AX)
 	VADDPS        Z1, Z0, Z30
 	VADDPS        Z3, Z2, Z29
@@ -32266,61 +32263,61 @@ exps:
 	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 4(R9), Z25 // m[r]
-	VMULPS           Z31, Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z4, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z4, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z4
-	VFMADD213PS.BCST 72(R8), Z26, Z4
-	VFMADD213PS.BCST 76(R8), Z26, Z4 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z4 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z4, 0(AX)
-	VMULPS           Z31, Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z5, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z5, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z5, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
 	VBROADCASTSS     68(R8), Z5
-	VFMADD213PS.BCST 72(R8), Z26, Z5
-	VFMADD213PS.BCST 76(R8), Z26, Z5 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z5 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z5, K3, Z5 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z5, 64(AX)
-	VMULPS           Z31, Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z6, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z6, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z6
-	VFMADD213PS.BCST 72(R8), Z26, Z6
-	VFMADD213PS.BCST 76(R8), Z26, Z6 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z6 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z6, 128(AX)
-	VMULPS           Z31, Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z7, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z7, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z7, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
 	VBROADCASTSS     68(R8), Z7
-	VFMADD213PS.BCST 72(R8), Z26, Z7
-	VFMADD213PS.BCST 76(R8), Z26, Z7 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z7 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z7, K3, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
 	VMOVUPS          Z7, 192(AX)
 	VADDPS        Z5, Z4, Z30
 	VADDPS        Z7, Z6, Z29
@@ -32333,61 +32330,61 @@ exps:
 	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 8(R9), Z25 // m[r]
-	VMULPS           Z31, Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z9, Z9 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z8, Z8 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z8, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z8, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z8, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z8
-	VFMADD213PS.BCST 72(R8), Z26, Z8
-	VFMADD213PS.BCST 76(R8), Z26, Z8 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z8 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z8, 0(AX)
-	VMULPS           Z31, Z9, Z9 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z9, Z9 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z9, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z9, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z9, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z8, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z9, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z8, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z9, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z8, Z28 // r = a − k
+	VSUBPS           Z30, Z9, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z8
 	VBROADCASTSS     68(R8), Z9
-	VFMADD213PS.BCST 72(R8), Z26, Z9
-	VFMADD213PS.BCST 76(R8), Z26, Z9 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z9 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z9, K3, Z9 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z9, 64(AX)
-	VMULPS           Z31, Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z8
+	VFMADD213PS.BCST 72(R8), Z31, Z9
+	VFMADD213PS.BCST 76(R8), Z28, Z8 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z9 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z8 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z9 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z9, K4, Z9 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z11, Z11 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z10, Z10 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z10, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z10, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z10, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z10
-	VFMADD213PS.BCST 72(R8), Z26, Z10
-	VFMADD213PS.BCST 76(R8), Z26, Z10 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z10 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z10, 128(AX)
-	VMULPS           Z31, Z11, Z11 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z11, Z11 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z11, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z11, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z11, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z10, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z11, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z10, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z11, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z10, Z28 // r = a − k
+	VSUBPS           Z30, Z11, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z10
 	VBROADCASTSS     68(R8), Z11
-	VFMADD213PS.BCST 72(R8), Z26, Z11
-	VFMADD213PS.BCST 76(R8), Z26, Z11 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z11 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z11, K3, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z10
+	VFMADD213PS.BCST 72(R8), Z31, Z11
+	VFMADD213PS.BCST 76(R8), Z28, Z10 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z11 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z10 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z11 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z11, K4, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z8, 0(AX)
+	VMOVUPS          Z9, 64(AX)
+	VMOVUPS          Z10, 128(AX)
 	VMOVUPS          Z11, 192(AX)
 	VADDPS        Z9, Z8, Z30
 	VADDPS        Z11, Z10, Z29
@@ -32901,13 +32898,12 @@ combined:
 	MOVQ         tab+104(FP), R8
 	MOVQ         m+80(FP), R9
 	MOVB         $0, grew+112(FP)
-	VBROADCASTSS alpha+72(FP), Z31
 	// K2 = the lanes of any row whose alpha·t passes m + τ.
 	KXORW        K2, K2, K2
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     0(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -32915,7 +32911,7 @@ combined:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     4(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -32923,7 +32919,7 @@ combined:
 	VMAXPS Z9, Z8, Z30
 	VMAXPS Z11, Z10, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     8(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -32931,7 +32927,7 @@ combined:
 	VMAXPS Z13, Z12, Z30
 	VMAXPS Z15, Z14, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     12(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -32944,7 +32940,7 @@ combined:
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -32968,7 +32964,7 @@ kept0:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -32992,7 +32988,7 @@ kept1:
 	VMAXPS Z9, Z8, Z30
 	VMAXPS Z11, Z10, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -33016,7 +33012,7 @@ kept2:
 	VMAXPS Z13, Z12, Z30
 	VMAXPS Z15, Z14, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -33045,61 +33041,61 @@ exps:
 	MOVQ    lv+88(FP), R10
 	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
 	VBROADCASTSS 0(R9), Z25 // m[r]
-	VMULPS           Z31, Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z0, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z0, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z0
-	VFMADD213PS.BCST 72(R8), Z26, Z0
-	VFMADD213PS.BCST 76(R8), Z26, Z0 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z0 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z0, 0(AX)
-	VMULPS           Z31, Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z1, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z1, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z1, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
 	VBROADCASTSS     68(R8), Z1
-	VFMADD213PS.BCST 72(R8), Z26, Z1
-	VFMADD213PS.BCST 76(R8), Z26, Z1 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z1 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z1, K3, Z1 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z1, 64(AX)
-	VMULPS           Z31, Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z2, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z2, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z2
-	VFMADD213PS.BCST 72(R8), Z26, Z2
-	VFMADD213PS.BCST 76(R8), Z26, Z2 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z2 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z2, 128(AX)
-	VMULPS           Z31, Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z3, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z3, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z3, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
 	VBROADCASTSS     68(R8), Z3
-	VFMADD213PS.BCST 72(R8), Z26, Z3
-	VFMADD213PS.BCST 76(R8), Z26, Z3 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z3 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z3, K3, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
 	VMOVUPS          Z3, 192(AX)
 	VADDPS        Z1, Z0, Z30
 	VADDPS        Z3, Z2, Z29
@@ -33112,61 +33108,61 @@ exps:
 	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 4(R9), Z25 // m[r]
-	VMULPS           Z31, Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z4, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z4, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z4
-	VFMADD213PS.BCST 72(R8), Z26, Z4
-	VFMADD213PS.BCST 76(R8), Z26, Z4 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z4 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z4, 0(AX)
-	VMULPS           Z31, Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z5, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z5, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z5, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
 	VBROADCASTSS     68(R8), Z5
-	VFMADD213PS.BCST 72(R8), Z26, Z5
-	VFMADD213PS.BCST 76(R8), Z26, Z5 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z5 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z5, K3, Z5 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z5, 64(AX)
-	VMULPS           Z31, Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z6, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z6, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z6
-	VFMADD213PS.BCST 72(R8), Z26, Z6
-	VFMADD213PS.BCST 76(R8), Z26, Z6 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z6 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z6, 128(AX)
-	VMULPS           Z31, Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z7, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z7, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z7, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
 	VBROADCASTSS     68(R8), Z7
-	VFMADD213PS.BCST 72(R8), Z26, Z7
-	VFMADD213PS.BCST 76(R8), Z26, Z7 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z7 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z7, K3, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
 	VMOVUPS          Z7, 192(AX)
 	VADDPS        Z5, Z4, Z30
 	VADDPS        Z7, Z6, Z29
@@ -33179,61 +33175,61 @@ exps:
 	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 8(R9), Z25 // m[r]
-	VMULPS           Z31, Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z9, Z9 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z8, Z8 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z8, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z8, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z8, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z8
-	VFMADD213PS.BCST 72(R8), Z26, Z8
-	VFMADD213PS.BCST 76(R8), Z26, Z8 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z8 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z8, 0(AX)
-	VMULPS           Z31, Z9, Z9 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z9, Z9 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z9, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z9, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z9, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z8, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z9, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z8, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z9, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z8, Z28 // r = a − k
+	VSUBPS           Z30, Z9, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z8
 	VBROADCASTSS     68(R8), Z9
-	VFMADD213PS.BCST 72(R8), Z26, Z9
-	VFMADD213PS.BCST 76(R8), Z26, Z9 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z9 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z9, K3, Z9 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z9, 64(AX)
-	VMULPS           Z31, Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z8
+	VFMADD213PS.BCST 72(R8), Z31, Z9
+	VFMADD213PS.BCST 76(R8), Z28, Z8 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z9 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z8 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z9 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z9, K4, Z9 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z11, Z11 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z10, Z10 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z10, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z10, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z10, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z10
-	VFMADD213PS.BCST 72(R8), Z26, Z10
-	VFMADD213PS.BCST 76(R8), Z26, Z10 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z10 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z10, 128(AX)
-	VMULPS           Z31, Z11, Z11 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z11, Z11 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z11, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z11, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z11, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z10, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z11, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z10, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z11, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z10, Z28 // r = a − k
+	VSUBPS           Z30, Z11, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z10
 	VBROADCASTSS     68(R8), Z11
-	VFMADD213PS.BCST 72(R8), Z26, Z11
-	VFMADD213PS.BCST 76(R8), Z26, Z11 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z11 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z11, K3, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z10
+	VFMADD213PS.BCST 72(R8), Z31, Z11
+	VFMADD213PS.BCST 76(R8), Z28, Z10 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z11 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z10 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z11 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z11, K4, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z8, 0(AX)
+	VMOVUPS          Z9, 64(AX)
+	VMOVUPS          Z10, 128(AX)
 	VMOVUPS          Z11, 192(AX)
 	VADDPS        Z9, Z8, Z30
 	VADDPS        Z11, Z10, Z29
@@ -33246,61 +33242,61 @@ exps:
 	VMOVUPD       Z30, 128(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 12(R9), Z25 // m[r]
-	VMULPS           Z31, Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z13, Z13 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z12, Z12 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z12, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z12, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z12, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z12
-	VFMADD213PS.BCST 72(R8), Z26, Z12
-	VFMADD213PS.BCST 76(R8), Z26, Z12 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z12 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z12, 0(AX)
-	VMULPS           Z31, Z13, Z13 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z13, Z13 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z13, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z13, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z13, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z12, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z13, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z12, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z13, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z12, Z28 // r = a − k
+	VSUBPS           Z30, Z13, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z12
 	VBROADCASTSS     68(R8), Z13
-	VFMADD213PS.BCST 72(R8), Z26, Z13
-	VFMADD213PS.BCST 76(R8), Z26, Z13 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z13 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z13, K3, Z13 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z13, 64(AX)
-	VMULPS           Z31, Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z12
+	VFMADD213PS.BCST 72(R8), Z31, Z13
+	VFMADD213PS.BCST 76(R8), Z28, Z12 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z13 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z12 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z13 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z13, K4, Z13 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z15, Z15 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z14, Z14 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z14, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z14, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z14, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z14
-	VFMADD213PS.BCST 72(R8), Z26, Z14
-	VFMADD213PS.BCST 76(R8), Z26, Z14 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z14 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z14, 128(AX)
-	VMULPS           Z31, Z15, Z15 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z15, Z15 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z15, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z15, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z15, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z14, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z15, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z14, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z15, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z14, Z28 // r = a − k
+	VSUBPS           Z30, Z15, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z14
 	VBROADCASTSS     68(R8), Z15
-	VFMADD213PS.BCST 72(R8), Z26, Z15
-	VFMADD213PS.BCST 76(R8), Z26, Z15 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z15 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z15, K3, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z14
+	VFMADD213PS.BCST 72(R8), Z31, Z15
+	VFMADD213PS.BCST 76(R8), Z28, Z14 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z15 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z14 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z15 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z15, K4, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z12, 0(AX)
+	VMOVUPS          Z13, 64(AX)
+	VMOVUPS          Z14, 128(AX)
 	VMOVUPS          Z15, 192(AX)
 	VADDPS        Z13, Z12, Z30
 	VADDPS        Z15, Z14, Z29
@@ -33900,13 +33896,12 @@ combined:
 	MOVQ         tab+104(FP), R8
 	MOVQ         m+80(FP), R9
 	MOVB         $0, grew+112(FP)
-	VBROADCASTSS alpha+72(FP), Z31
 	// K2 = the lanes of any row whose alpha·t passes m + τ.
 	KXORW        K2, K2, K2
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     0(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -33914,7 +33909,7 @@ combined:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     4(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -33922,7 +33917,7 @@ combined:
 	VMAXPS Z9, Z8, Z30
 	VMAXPS Z11, Z10, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     8(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -33930,7 +33925,7 @@ combined:
 	VMAXPS Z13, Z12, Z30
 	VMAXPS Z15, Z14, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     12(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -33938,7 +33933,7 @@ combined:
 	VMAXPS Z17, Z16, Z30
 	VMAXPS Z19, Z18, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     16(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -33951,7 +33946,7 @@ combined:
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -33975,7 +33970,7 @@ kept0:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -33999,7 +33994,7 @@ kept1:
 	VMAXPS Z9, Z8, Z30
 	VMAXPS Z11, Z10, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -34023,7 +34018,7 @@ kept2:
 	VMAXPS Z13, Z12, Z30
 	VMAXPS Z15, Z14, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -34047,7 +34042,7 @@ kept3:
 	VMAXPS Z17, Z16, Z30
 	VMAXPS Z19, Z18, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -34076,61 +34071,61 @@ exps:
 	MOVQ    lv+88(FP), R10
 	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
 	VBROADCASTSS 0(R9), Z25 // m[r]
-	VMULPS           Z31, Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z0, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z0, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z0
-	VFMADD213PS.BCST 72(R8), Z26, Z0
-	VFMADD213PS.BCST 76(R8), Z26, Z0 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z0 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z0, 0(AX)
-	VMULPS           Z31, Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z1, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z1, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z1, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
 	VBROADCASTSS     68(R8), Z1
-	VFMADD213PS.BCST 72(R8), Z26, Z1
-	VFMADD213PS.BCST 76(R8), Z26, Z1 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z1 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z1, K3, Z1 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z1, 64(AX)
-	VMULPS           Z31, Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z2, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z2, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z2
-	VFMADD213PS.BCST 72(R8), Z26, Z2
-	VFMADD213PS.BCST 76(R8), Z26, Z2 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z2 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z2, 128(AX)
-	VMULPS           Z31, Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z3, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z3, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z3, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
 	VBROADCASTSS     68(R8), Z3
-	VFMADD213PS.BCST 72(R8), Z26, Z3
-	VFMADD213PS.BCST 76(R8), Z26, Z3 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z3 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z3, K3, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
 	VMOVUPS          Z3, 192(AX)
 	VADDPS        Z1, Z0, Z30
 	VADDPS        Z3, Z2, Z29
@@ -34143,61 +34138,61 @@ exps:
 	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 4(R9), Z25 // m[r]
-	VMULPS           Z31, Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z4, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z4, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z4
-	VFMADD213PS.BCST 72(R8), Z26, Z4
-	VFMADD213PS.BCST 76(R8), Z26, Z4 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z4 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z4, 0(AX)
-	VMULPS           Z31, Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z5, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z5, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z5, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
 	VBROADCASTSS     68(R8), Z5
-	VFMADD213PS.BCST 72(R8), Z26, Z5
-	VFMADD213PS.BCST 76(R8), Z26, Z5 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z5 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z5, K3, Z5 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z5, 64(AX)
-	VMULPS           Z31, Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z6, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z6, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z6
-	VFMADD213PS.BCST 72(R8), Z26, Z6
-	VFMADD213PS.BCST 76(R8), Z26, Z6 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z6 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z6, 128(AX)
-	VMULPS           Z31, Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z7, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z7, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z7, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
 	VBROADCASTSS     68(R8), Z7
-	VFMADD213PS.BCST 72(R8), Z26, Z7
-	VFMADD213PS.BCST 76(R8), Z26, Z7 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z7 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z7, K3, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
 	VMOVUPS          Z7, 192(AX)
 	VADDPS        Z5, Z4, Z30
 	VADDPS        Z7, Z6, Z29
@@ -34210,61 +34205,61 @@ exps:
 	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 8(R9), Z25 // m[r]
-	VMULPS           Z31, Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z9, Z9 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z8, Z8 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z8, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z8, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z8, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z8
-	VFMADD213PS.BCST 72(R8), Z26, Z8
-	VFMADD213PS.BCST 76(R8), Z26, Z8 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z8 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z8, 0(AX)
-	VMULPS           Z31, Z9, Z9 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z9, Z9 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z9, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z9, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z9, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z8, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z9, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z8, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z9, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z8, Z28 // r = a − k
+	VSUBPS           Z30, Z9, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z8
 	VBROADCASTSS     68(R8), Z9
-	VFMADD213PS.BCST 72(R8), Z26, Z9
-	VFMADD213PS.BCST 76(R8), Z26, Z9 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z9 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z9, K3, Z9 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z9, 64(AX)
-	VMULPS           Z31, Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z8
+	VFMADD213PS.BCST 72(R8), Z31, Z9
+	VFMADD213PS.BCST 76(R8), Z28, Z8 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z9 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z8 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z9 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z9, K4, Z9 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z11, Z11 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z10, Z10 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z10, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z10, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z10, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z10
-	VFMADD213PS.BCST 72(R8), Z26, Z10
-	VFMADD213PS.BCST 76(R8), Z26, Z10 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z10 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z10, 128(AX)
-	VMULPS           Z31, Z11, Z11 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z11, Z11 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z11, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z11, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z11, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z10, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z11, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z10, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z11, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z10, Z28 // r = a − k
+	VSUBPS           Z30, Z11, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z10
 	VBROADCASTSS     68(R8), Z11
-	VFMADD213PS.BCST 72(R8), Z26, Z11
-	VFMADD213PS.BCST 76(R8), Z26, Z11 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z11 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z11, K3, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z10
+	VFMADD213PS.BCST 72(R8), Z31, Z11
+	VFMADD213PS.BCST 76(R8), Z28, Z10 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z11 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z10 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z11 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z11, K4, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z8, 0(AX)
+	VMOVUPS          Z9, 64(AX)
+	VMOVUPS          Z10, 128(AX)
 	VMOVUPS          Z11, 192(AX)
 	VADDPS        Z9, Z8, Z30
 	VADDPS        Z11, Z10, Z29
@@ -34277,61 +34272,61 @@ exps:
 	VMOVUPD       Z30, 128(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 12(R9), Z25 // m[r]
-	VMULPS           Z31, Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z13, Z13 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z12, Z12 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z12, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z12, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z12, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z12
-	VFMADD213PS.BCST 72(R8), Z26, Z12
-	VFMADD213PS.BCST 76(R8), Z26, Z12 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z12 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z12, 0(AX)
-	VMULPS           Z31, Z13, Z13 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z13, Z13 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z13, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z13, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z13, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z12, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z13, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z12, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z13, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z12, Z28 // r = a − k
+	VSUBPS           Z30, Z13, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z12
 	VBROADCASTSS     68(R8), Z13
-	VFMADD213PS.BCST 72(R8), Z26, Z13
-	VFMADD213PS.BCST 76(R8), Z26, Z13 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z13 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z13, K3, Z13 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z13, 64(AX)
-	VMULPS           Z31, Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z12
+	VFMADD213PS.BCST 72(R8), Z31, Z13
+	VFMADD213PS.BCST 76(R8), Z28, Z12 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z13 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z12 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z13 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z13, K4, Z13 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z15, Z15 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z14, Z14 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z14, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z14, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z14, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z14
-	VFMADD213PS.BCST 72(R8), Z26, Z14
-	VFMADD213PS.BCST 76(R8), Z26, Z14 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z14 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z14, 128(AX)
-	VMULPS           Z31, Z15, Z15 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z15, Z15 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z15, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z15, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z15, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z14, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z15, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z14, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z15, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z14, Z28 // r = a − k
+	VSUBPS           Z30, Z15, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z14
 	VBROADCASTSS     68(R8), Z15
-	VFMADD213PS.BCST 72(R8), Z26, Z15
-	VFMADD213PS.BCST 76(R8), Z26, Z15 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z15 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z15, K3, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z14
+	VFMADD213PS.BCST 72(R8), Z31, Z15
+	VFMADD213PS.BCST 76(R8), Z28, Z14 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z15 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z14 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z15 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z15, K4, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z12, 0(AX)
+	VMOVUPS          Z13, 64(AX)
+	VMOVUPS          Z14, 128(AX)
 	VMOVUPS          Z15, 192(AX)
 	VADDPS        Z13, Z12, Z30
 	VADDPS        Z15, Z14, Z29
@@ -34344,61 +34339,61 @@ exps:
 	VMOVUPD       Z30, 192(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 16(R9), Z25 // m[r]
-	VMULPS           Z31, Z16, Z16 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z16, Z16 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z17, Z17 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z16, Z16 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z16, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z16, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z16, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z16
-	VFMADD213PS.BCST 72(R8), Z26, Z16
-	VFMADD213PS.BCST 76(R8), Z26, Z16 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z16 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z16, K3, Z16 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z16, 0(AX)
-	VMULPS           Z31, Z17, Z17 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z17, Z17 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z17, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z17, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z17, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z16, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z17, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z16, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z17, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z16, Z28 // r = a − k
+	VSUBPS           Z30, Z17, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z16
 	VBROADCASTSS     68(R8), Z17
-	VFMADD213PS.BCST 72(R8), Z26, Z17
-	VFMADD213PS.BCST 76(R8), Z26, Z17 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z17 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z17, K3, Z17 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z17, 64(AX)
-	VMULPS           Z31, Z18, Z18 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z16
+	VFMADD213PS.BCST 72(R8), Z31, Z17
+	VFMADD213PS.BCST 76(R8), Z28, Z16 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z17 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z16 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z17 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z16, K3, Z16 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z17, K4, Z17 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z18, Z18 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z19, Z19 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z18, Z18 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z18, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z18, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z18, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z18
-	VFMADD213PS.BCST 72(R8), Z26, Z18
-	VFMADD213PS.BCST 76(R8), Z26, Z18 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z18 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z18, K3, Z18 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z18, 128(AX)
-	VMULPS           Z31, Z19, Z19 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z19, Z19 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z19, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z19, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z19, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z18, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z19, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z18, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z19, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z18, Z28 // r = a − k
+	VSUBPS           Z30, Z19, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z18
 	VBROADCASTSS     68(R8), Z19
-	VFMADD213PS.BCST 72(R8), Z26, Z19
-	VFMADD213PS.BCST 76(R8), Z26, Z19 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z19 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z19, K3, Z19 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z18
+	VFMADD213PS.BCST 72(R8), Z31, Z19
+	VFMADD213PS.BCST 76(R8), Z28, Z18 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z19 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z18 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z19 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z18, K3, Z18 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z19, K4, Z19 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z16, 0(AX)
+	VMOVUPS          Z17, 64(AX)
+	VMOVUPS          Z18, 128(AX)
 	VMOVUPS          Z19, 192(AX)
 	VADDPS        Z17, Z16, Z30
 	VADDPS        Z19, Z18, Z29
@@ -35085,13 +35080,12 @@ combined:
 	MOVQ         tab+104(FP), R8
 	MOVQ         m+80(FP), R9
 	MOVB         $0, grew+112(FP)
-	VBROADCASTSS alpha+72(FP), Z31
 	// K2 = the lanes of any row whose alpha·t passes m + τ.
 	KXORW        K2, K2, K2
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     0(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -35099,7 +35093,7 @@ combined:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     4(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -35107,7 +35101,7 @@ combined:
 	VMAXPS Z9, Z8, Z30
 	VMAXPS Z11, Z10, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     8(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -35115,7 +35109,7 @@ combined:
 	VMAXPS Z13, Z12, Z30
 	VMAXPS Z15, Z14, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     12(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -35123,7 +35117,7 @@ combined:
 	VMAXPS Z17, Z16, Z30
 	VMAXPS Z19, Z18, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     16(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -35131,7 +35125,7 @@ combined:
 	VMAXPS Z21, Z20, Z30
 	VMAXPS Z23, Z22, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VBROADCASTSS     20(R9), Z29
 	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
 	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
@@ -35144,7 +35138,7 @@ combined:
 	VMAXPS Z1, Z0, Z30
 	VMAXPS Z3, Z2, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -35168,7 +35162,7 @@ kept0:
 	VMAXPS Z5, Z4, Z30
 	VMAXPS Z7, Z6, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -35192,7 +35186,7 @@ kept1:
 	VMAXPS Z9, Z8, Z30
 	VMAXPS Z11, Z10, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -35216,7 +35210,7 @@ kept2:
 	VMAXPS Z13, Z12, Z30
 	VMAXPS Z15, Z14, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -35240,7 +35234,7 @@ kept3:
 	VMAXPS Z17, Z16, Z30
 	VMAXPS Z19, Z18, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -35264,7 +35258,7 @@ kept4:
 	VMAXPS Z21, Z20, Z30
 	VMAXPS Z23, Z22, Z29
 	VMAXPS Z29, Z30, Z30
-	VMULPS Z31, Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
 	VSHUFF32X4   $0x4e, Z30, Z30, Z29
 	VMAXPS       Z29, Z30, Z30
 	VSHUFF32X4   $0xb1, Z30, Z30, Z29
@@ -35293,61 +35287,61 @@ exps:
 	MOVQ    lv+88(FP), R10
 	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
 	VBROADCASTSS 0(R9), Z25 // m[r]
-	VMULPS           Z31, Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z0, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z0, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z0
-	VFMADD213PS.BCST 72(R8), Z26, Z0
-	VFMADD213PS.BCST 76(R8), Z26, Z0 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z0 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z0, 0(AX)
-	VMULPS           Z31, Z1, Z1 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z1, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z1, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z1, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z0, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
 	VBROADCASTSS     68(R8), Z1
-	VFMADD213PS.BCST 72(R8), Z26, Z1
-	VFMADD213PS.BCST 76(R8), Z26, Z1 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z1 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z1, K3, Z1 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z1, 64(AX)
-	VMULPS           Z31, Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z2, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z2, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z2
-	VFMADD213PS.BCST 72(R8), Z26, Z2
-	VFMADD213PS.BCST 76(R8), Z26, Z2 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z2 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z2, 128(AX)
-	VMULPS           Z31, Z3, Z3 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z3, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z3, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z3, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z2, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
 	VBROADCASTSS     68(R8), Z3
-	VFMADD213PS.BCST 72(R8), Z26, Z3
-	VFMADD213PS.BCST 76(R8), Z26, Z3 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z3 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z3, K3, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
 	VMOVUPS          Z3, 192(AX)
 	VADDPS        Z1, Z0, Z30
 	VADDPS        Z3, Z2, Z29
@@ -35360,61 +35354,61 @@ exps:
 	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 4(R9), Z25 // m[r]
-	VMULPS           Z31, Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z4, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z4, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z4
-	VFMADD213PS.BCST 72(R8), Z26, Z4
-	VFMADD213PS.BCST 76(R8), Z26, Z4 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z4 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z4, 0(AX)
-	VMULPS           Z31, Z5, Z5 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z5, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z5, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z5, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z4, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
 	VBROADCASTSS     68(R8), Z5
-	VFMADD213PS.BCST 72(R8), Z26, Z5
-	VFMADD213PS.BCST 76(R8), Z26, Z5 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z5 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z5, K3, Z5 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z5, 64(AX)
-	VMULPS           Z31, Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z6, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z6, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z6
-	VFMADD213PS.BCST 72(R8), Z26, Z6
-	VFMADD213PS.BCST 76(R8), Z26, Z6 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z6 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z6, 128(AX)
-	VMULPS           Z31, Z7, Z7 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z7, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z7, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z7, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z6, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
 	VBROADCASTSS     68(R8), Z7
-	VFMADD213PS.BCST 72(R8), Z26, Z7
-	VFMADD213PS.BCST 76(R8), Z26, Z7 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z7 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z7, K3, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
 	VMOVUPS          Z7, 192(AX)
 	VADDPS        Z5, Z4, Z30
 	VADDPS        Z7, Z6, Z29
@@ -35427,61 +35421,61 @@ exps:
 	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 8(R9), Z25 // m[r]
-	VMULPS           Z31, Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z9, Z9 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z8, Z8 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z8, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z8, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z8, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z8
-	VFMADD213PS.BCST 72(R8), Z26, Z8
-	VFMADD213PS.BCST 76(R8), Z26, Z8 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z8 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z8, 0(AX)
-	VMULPS           Z31, Z9, Z9 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z9, Z9 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z9, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z9, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z9, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z8, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z9, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z8, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z9, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z8, Z28 // r = a − k
+	VSUBPS           Z30, Z9, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z8
 	VBROADCASTSS     68(R8), Z9
-	VFMADD213PS.BCST 72(R8), Z26, Z9
-	VFMADD213PS.BCST 76(R8), Z26, Z9 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z9 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z9, K3, Z9 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z9, 64(AX)
-	VMULPS           Z31, Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z8
+	VFMADD213PS.BCST 72(R8), Z31, Z9
+	VFMADD213PS.BCST 76(R8), Z28, Z8 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z9 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z8 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z9 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z9, K4, Z9 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z11, Z11 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z10, Z10 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z10, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z10, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z10, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z10
-	VFMADD213PS.BCST 72(R8), Z26, Z10
-	VFMADD213PS.BCST 76(R8), Z26, Z10 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z10 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z10, 128(AX)
-	VMULPS           Z31, Z11, Z11 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z11, Z11 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z11, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z11, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z11, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z10, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z11, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z10, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z11, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z10, Z28 // r = a − k
+	VSUBPS           Z30, Z11, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z10
 	VBROADCASTSS     68(R8), Z11
-	VFMADD213PS.BCST 72(R8), Z26, Z11
-	VFMADD213PS.BCST 76(R8), Z26, Z11 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z11 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z11, K3, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z10
+	VFMADD213PS.BCST 72(R8), Z31, Z11
+	VFMADD213PS.BCST 76(R8), Z28, Z10 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z11 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z10 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z11 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z11, K4, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z8, 0(AX)
+	VMOVUPS          Z9, 64(AX)
+	VMOVUPS          Z10, 128(AX)
 	VMOVUPS          Z11, 192(AX)
 	VADDPS        Z9, Z8, Z30
 	VADDPS        Z11, Z10, Z29
@@ -35494,61 +35488,61 @@ exps:
 	VMOVUPD       Z30, 128(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 12(R9), Z25 // m[r]
-	VMULPS           Z31, Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z13, Z13 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z12, Z12 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z12, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z12, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z12, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z12
-	VFMADD213PS.BCST 72(R8), Z26, Z12
-	VFMADD213PS.BCST 76(R8), Z26, Z12 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z12 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z12, 0(AX)
-	VMULPS           Z31, Z13, Z13 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z13, Z13 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z13, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z13, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z13, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z12, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z13, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z12, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z13, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z12, Z28 // r = a − k
+	VSUBPS           Z30, Z13, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z12
 	VBROADCASTSS     68(R8), Z13
-	VFMADD213PS.BCST 72(R8), Z26, Z13
-	VFMADD213PS.BCST 76(R8), Z26, Z13 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z13 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z13, K3, Z13 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z13, 64(AX)
-	VMULPS           Z31, Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z12
+	VFMADD213PS.BCST 72(R8), Z31, Z13
+	VFMADD213PS.BCST 76(R8), Z28, Z12 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z13 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z12 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z13 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z13, K4, Z13 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z15, Z15 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z14, Z14 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z14, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z14, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z14, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z14
-	VFMADD213PS.BCST 72(R8), Z26, Z14
-	VFMADD213PS.BCST 76(R8), Z26, Z14 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z14 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z14, 128(AX)
-	VMULPS           Z31, Z15, Z15 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z15, Z15 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z15, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z15, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z15, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z14, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z15, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z14, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z15, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z14, Z28 // r = a − k
+	VSUBPS           Z30, Z15, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z14
 	VBROADCASTSS     68(R8), Z15
-	VFMADD213PS.BCST 72(R8), Z26, Z15
-	VFMADD213PS.BCST 76(R8), Z26, Z15 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z15 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z15, K3, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z14
+	VFMADD213PS.BCST 72(R8), Z31, Z15
+	VFMADD213PS.BCST 76(R8), Z28, Z14 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z15 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z14 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z15 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z15, K4, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z12, 0(AX)
+	VMOVUPS          Z13, 64(AX)
+	VMOVUPS          Z14, 128(AX)
 	VMOVUPS          Z15, 192(AX)
 	VADDPS        Z13, Z12, Z30
 	VADDPS        Z15, Z14, Z29
@@ -35561,61 +35555,61 @@ exps:
 	VMOVUPD       Z30, 192(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 16(R9), Z25 // m[r]
-	VMULPS           Z31, Z16, Z16 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z16, Z16 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z17, Z17 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z16, Z16 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z16, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z16, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z16, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z16
-	VFMADD213PS.BCST 72(R8), Z26, Z16
-	VFMADD213PS.BCST 76(R8), Z26, Z16 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z16 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z16, K3, Z16 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z16, 0(AX)
-	VMULPS           Z31, Z17, Z17 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z17, Z17 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z17, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z17, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z17, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z16, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z17, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z16, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z17, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z16, Z28 // r = a − k
+	VSUBPS           Z30, Z17, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z16
 	VBROADCASTSS     68(R8), Z17
-	VFMADD213PS.BCST 72(R8), Z26, Z17
-	VFMADD213PS.BCST 76(R8), Z26, Z17 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z17 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z17, K3, Z17 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z17, 64(AX)
-	VMULPS           Z31, Z18, Z18 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z16
+	VFMADD213PS.BCST 72(R8), Z31, Z17
+	VFMADD213PS.BCST 76(R8), Z28, Z16 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z17 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z16 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z17 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z16, K3, Z16 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z17, K4, Z17 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z18, Z18 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z19, Z19 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z18, Z18 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z18, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z18, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z18, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z18
-	VFMADD213PS.BCST 72(R8), Z26, Z18
-	VFMADD213PS.BCST 76(R8), Z26, Z18 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z18 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z18, K3, Z18 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z18, 128(AX)
-	VMULPS           Z31, Z19, Z19 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z19, Z19 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z19, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z19, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z19, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z18, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z19, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z18, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z19, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z18, Z28 // r = a − k
+	VSUBPS           Z30, Z19, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z18
 	VBROADCASTSS     68(R8), Z19
-	VFMADD213PS.BCST 72(R8), Z26, Z19
-	VFMADD213PS.BCST 76(R8), Z26, Z19 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z19 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z19, K3, Z19 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z18
+	VFMADD213PS.BCST 72(R8), Z31, Z19
+	VFMADD213PS.BCST 76(R8), Z28, Z18 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z19 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z18 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z19 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z18, K3, Z18 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z19, K4, Z19 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z16, 0(AX)
+	VMOVUPS          Z17, 64(AX)
+	VMOVUPS          Z18, 128(AX)
 	VMOVUPS          Z19, 192(AX)
 	VADDPS        Z17, Z16, Z30
 	VADDPS        Z19, Z18, Z29
@@ -35628,61 +35622,61 @@ exps:
 	VMOVUPD       Z30, 256(R10) // lv[r] += the row's sum
 	ADDQ          BX, AX
 	VBROADCASTSS 20(R9), Z25 // m[r]
-	VMULPS           Z31, Z20, Z20 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z20, Z20 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z21, Z21 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z20, Z20 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z20, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z20, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z20, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z20
-	VFMADD213PS.BCST 72(R8), Z26, Z20
-	VFMADD213PS.BCST 76(R8), Z26, Z20 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z20 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z20, K3, Z20 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z20, 0(AX)
-	VMULPS           Z31, Z21, Z21 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z21, Z21 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z21, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z21, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z21, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z20, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z21, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z20, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z21, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z20, Z28 // r = a − k
+	VSUBPS           Z30, Z21, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z20
 	VBROADCASTSS     68(R8), Z21
-	VFMADD213PS.BCST 72(R8), Z26, Z21
-	VFMADD213PS.BCST 76(R8), Z26, Z21 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z21 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z21, K3, Z21 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z21, 64(AX)
-	VMULPS           Z31, Z22, Z22 // s = fl(alpha·t), as Gemm's C
+	VFMADD213PS.BCST 72(R8), Z28, Z20
+	VFMADD213PS.BCST 72(R8), Z31, Z21
+	VFMADD213PS.BCST 76(R8), Z28, Z20 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z21 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z20 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z21 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z20, K3, Z20 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z21, K4, Z21 // ·2^⌊k⌋, 0 where a < −125
+	VMULPS.BCST      alpha+72(FP), Z22, Z22 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z23, Z23 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z22, Z22 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z22, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z22, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z22, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
-	VBROADCASTSS     68(R8), Z22
-	VFMADD213PS.BCST 72(R8), Z26, Z22
-	VFMADD213PS.BCST 76(R8), Z26, Z22 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z22 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z22, K3, Z22 // ·2^⌊k⌋, 0 where a < −125
-	VMOVUPS          Z22, 128(AX)
-	VMULPS           Z31, Z23, Z23 // s = fl(alpha·t), as Gemm's C
 	VSUBPS           Z25, Z23, Z23 // a = fl(s − m)
-	VCMPPS.BCST      $5, 80(R8), Z23, K3 // not a < −125
-	VADDPS.BCST      64(R8), Z23, Z27 // t = a + S
-	VSUBPS.BCST      64(R8), Z27, Z28 // k = round(16a)/16
-	VSUBPS           Z28, Z23, Z26 // r = a − k
-	VPERMPS          Z24, Z27, Z29 // T_j
+	VCMPPS.BCST      $5, 80(R8), Z22, K3 // not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z23, K4 // not a < −125
+	VADDPS.BCST      64(R8), Z22, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z23, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z22, Z28 // r = a − k
+	VSUBPS           Z30, Z23, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z22
 	VBROADCASTSS     68(R8), Z23
-	VFMADD213PS.BCST 72(R8), Z26, Z23
-	VFMADD213PS.BCST 76(R8), Z26, Z23 // q(r)
-	VMULPS           Z29, Z26, Z26 // T_j·r
-	VFMADD213PS      Z29, Z26, Z23 // T_j + T_j·r·q(r)
-	VSCALEFPS.Z      Z28, Z23, K3, Z23 // ·2^⌊k⌋, 0 where a < −125
+	VFMADD213PS.BCST 72(R8), Z28, Z22
+	VFMADD213PS.BCST 72(R8), Z31, Z23
+	VFMADD213PS.BCST 76(R8), Z28, Z22 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z23 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z22 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z23 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z22, K3, Z22 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z23, K4, Z23 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z20, 0(AX)
+	VMOVUPS          Z21, 64(AX)
+	VMOVUPS          Z22, 128(AX)
 	VMOVUPS          Z23, 192(AX)
 	VADDPS        Z21, Z20, Z30
 	VADDPS        Z23, Z22, Z29
