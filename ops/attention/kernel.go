@@ -97,9 +97,13 @@ func bwdQueryStart(p *params, b, j0 int) int {
 //
 // (G = H/Hkv) in the FlashAttention-2 order: for each query block (the unit
 // of parallel work), an inner loop over key/value blocks keeps a running
-// maximum m and running sum ℓ per row (online softmax, in base 2 with log₂e
-// folded into the scale), rescales the output accumulator when m grows and
-// divides by ℓ once at the end. Key blocks that no row of the query block
+// shift m and running sum ℓ per row (online softmax, in base 2 with log₂e
+// folded into the scale), rescales the output accumulator when m moves and
+// divides by ℓ once at the end. m is the running maximum of the row's
+// scores, or where the tile's exponentials are taken in the score
+// product (scoreExpTile) up to gemm.ScoreExpTau below it: it moves only
+// when a score passes it by more than that, so the probabilities are at
+// most 2^τ and rarely need rescaling. Key blocks that no row of the query block
 // sees are never visited. Rows with no visible key get o = 0 and L = −Inf.
 // o and lse are fully written; nothing of size Nq×Nk is allocated.
 //
@@ -156,7 +160,7 @@ type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
 	pb     prefixBuf[T]      // gemmPrefix's staircase coefficients
 	s      []T               // score / probability tile, blockQ×blockK
-	m      []T               // running maximum per row (log₂ units)
+	m      []T               // running shift per row (log₂ units; see flashForward)
 	mOld   []T               // m before the current key block
 	l      []float64         // running sum per row
 	lv     []float64         // more of it, 8 lanes per row (gemm.ScoreExp's)

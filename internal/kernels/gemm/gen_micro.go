@@ -468,10 +468,11 @@ const (
 // when no row's passes it (the common case once a row has seen a few
 // keys) the exponentials run at once, else each row whose maximum passed
 // takes it as m[r] (its lv moved to stash, lv zeroed, the result true).
-// Then, per entry, a = fl(alpha·t − m[r]) in one FMA and 2^a by vec's
-// EXP2TAB512 (a 16-entry table of 2^(j/16) in Z24 and a degree-2
+// Then, per entry, s = fl(alpha·t) (Gemm's C), a = fl(s − m[r]) and 2^a by
+// vec's EXP2TAB512 (a 16-entry table of 2^(j/16) in Z24 and a degree-2
 // polynomial; its constants broadcast from the table, so that the 24
-// accumulators keep their registers), 0 where a < −125; the row's 64
+// accumulators keep their registers; two entries at a time, interleaved:
+// expPair), 0 where a < −125; the row's 64
 // results summed four vectors at a time in float32, then as float64 into
 // lv[8r…8r+7].
 func (g *gen) expEpilogue(mr int) {
@@ -567,7 +568,9 @@ func (g *gen) expPair(x, y string) {
 			f(l)
 		}
 	}
-	each(func(l lane) { g.p("\tVMULPS.BCST      alpha+72(FP), %s, %s // s = fl(alpha·t), as Gemm's C", l.acc, l.acc) })
+	each(func(l lane) {
+		g.p("\tVMULPS.BCST      alpha+72(FP), %s, %s // s = fl(alpha·t), as Gemm's C", l.acc, l.acc)
+	})
 	each(func(l lane) { g.p("\tVSUBPS           Z25, %s, %s // a = fl(s − m)", l.acc, l.acc) })
 	each(func(l lane) { g.p("\tVCMPPS.BCST      $5, %d(R8), %s, %s // not a < −125", etLeast, l.acc, l.mask) })
 	each(func(l lane) { g.p("\tVADDPS.BCST      %d(R8), %s, %s // t = a + S", etS, l.acc, l.t) })
@@ -579,7 +582,9 @@ func (g *gen) expPair(x, y string) {
 	each(func(l lane) { g.p("\tVFMADD213PS.BCST %d(R8), %s, %s // q(r)", etC1, l.r, l.acc) })
 	each(func(l lane) { g.p("\tVMULPS           %s, %s, %s // T_j·r", l.t, l.r, l.r) })
 	each(func(l lane) { g.p("\tVFMADD213PS      %s, %s, %s // T_j + T_j·r·q(r)", l.t, l.r, l.acc) })
-	each(func(l lane) { g.p("\tVSCALEFPS.Z      %s, %s, %s, %s // ·2^⌊k⌋, 0 where a < −125", l.k, l.acc, l.mask, l.acc) })
+	each(func(l lane) {
+		g.p("\tVSCALEFPS.Z      %s, %s, %s, %s // ·2^⌊k⌋, 0 where a < −125", l.k, l.acc, l.mask, l.acc)
+	})
 }
 
 func main() {

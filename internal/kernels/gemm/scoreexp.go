@@ -31,9 +31,12 @@ const ScoreExpStrip = 64
 // lv before the strip by the same a (in float64, rounded once; results
 // below 2⁻¹²⁵ become 0). The strip's own entries are in units of new.
 //
-// The argument a = fl(alpha·t − m_i) is rounded once (one FMA on the
-// product's sum t), and 2^a is vec.OnlineExp2Rows's AVX-512 exponential
-// (within 1.1 ulp); a row's 64 results of a strip are summed 4 a lane in
+// The scores are rounded as Gemm's C, s = fl(alpha·t), and the argument
+// a = fl(s − m_i) as vec.OnlineExp2Rows takes it (exact where s ≥ m_i/2;
+// a backward that recomputes s by the same sums then finds the same
+// scores: with a = fl(alpha·t − m_i) in one FMA, unrounded, ops/attention's
+// TestLargeLogits read a gradient error ratio of 2.39 instead of 1.31),
+// and 2^a is vec.OnlineExp2Rows's AVX-512 exponential (within 1.1 ulp); a row's 64 results of a strip are summed 4 a lane in
 // float32 before float64. alpha must be positive (the row's largest score
 // is taken as alpha times the largest sum). A NaN score gives NaN for its
 // entry and the row's sum. c must not overlap a, b, ref or lv.

@@ -16,7 +16,7 @@ import (
 // largest alpha·t where that passes m[i] + τ (then lv[8i…8i+7] is copied to
 // stash[8i…] and zeroed, and the result is true),
 //
-//	c[i·ldc + j] = 2^(fl(alpha·t_ij − m[i]))    0 where the argument < −125
+//	c[i·ldc + j] = 2^(fl(fl(alpha·t_ij) − m[i]))    0 where the argument < −125
 //	lv[8i … 8i+7] += the 64 results, summed 4 a lane in float32, then as float64
 type expMicro func(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
 
