@@ -45,9 +45,10 @@
 //
 // The tiles are held transposed (Sᵀ = K·Qᵀ) so that the per-query L and D
 // run along their rows. The tile products run on internal/kernels/gemm, the
-// exponentials on internal/kernels/vec's tile kernels, one call per tile
-// (forward: running maximum, exponentials and row sums; backward: P and
-// dS = P∘(dP − D) in one pass after both products); Q and dO (backward)
+// exponentials inside the score product's micro-kernel (forward, float32
+// on AVX-512: gemm.ScoreExp) or on internal/kernels/vec's tile kernels,
+// one call per tile (forward: running maximum, exponentials and row sums;
+// backward: P and dS = P∘(dP − D) in one pass after both products); Q and dO (backward)
 // and K (forward) are copied once in transposed blocks so that most
 // products are A·B, the micro-kernel's fastest form. Work is split over
 // (batch, kv head, chunk of key blocks); a chunk owns its dK and dV rows

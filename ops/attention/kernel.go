@@ -97,9 +97,13 @@ func bwdQueryStart(p *params, b, j0 int) int {
 //
 // (G = H/Hkv) in the FlashAttention-2 order: for each query block (the unit
 // of parallel work), an inner loop over key/value blocks keeps a running
-// maximum m and running sum ℓ per row (online softmax, in base 2 with log₂e
-// folded into the scale), rescales the output accumulator when m grows and
-// divides by ℓ once at the end. Key blocks that no row of the query block
+// shift m and running sum ℓ per row (online softmax, in base 2 with log₂e
+// folded into the scale), rescales the output accumulator when m moves and
+// divides by ℓ once at the end. m is the running maximum of the row's
+// scores, or where the tile's exponentials are taken in the score
+// product (scoreExpTile) up to gemm.ScoreExpTau below it: it moves only
+// when a score passes it by more than that, so the probabilities are at
+// most 2^τ and rarely need rescaling. Key blocks that no row of the query block
 // sees are never visited. Rows with no visible key get o = 0 and L = −Inf.
 // o and lse are fully written; nothing of size Nq×Nk is allocated.
 //
@@ -156,25 +160,64 @@ type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
 	pb     prefixBuf[T]      // gemmPrefix's staircase coefficients
 	s      []T               // score / probability tile, blockQ×blockK
-	m      []T               // running maximum per row (log₂ units)
+	m      []T               // running shift per row (log₂ units; see flashForward)
 	mOld   []T               // m before the current key block
 	l      []float64         // running sum per row
+	lv     []float64         // more of it, 8 lanes per row (gemm.ScoreExp's)
 	sum    []float64         // the current key block's sum per row
 	rowLim []int             // keyLimit per row
 	nv     []int             // visible keys of the current key block per row
+
+	// The tile scoreExpTile is on, for grow: its output rows and first
+	// row of state.
+	tileO  []T
+	tileRS int
+	d      int
+	grow   func(i int, old, new float32) float32 // w.growRow
 }
 
 func newFwdScratch[T Float]() *fwdScratch[T] {
 	const rows = maxGroup * blockQ
-	return &fwdScratch[T]{
+	w := &fwdScratch[T]{
 		s:      make([]T, blockQ*blockK),
 		m:      make([]T, rows),
 		mOld:   make([]T, blockQ),
 		l:      make([]float64, rows),
+		lv:     make([]float64, 8*rows),
 		sum:    make([]float64, blockQ),
 		rowLim: make([]int, rows),
 		nv:     make([]int, blockQ),
 	}
+	w.grow = w.growRow
+	return w
+}
+
+// rescale multiplies row r's running sum (l and lv) by a: its shift moved
+// and its sum so far is in units of the old one.
+func (w *fwdScratch[T]) rescale(r int, a float64) {
+	w.l[r] *= a
+	for x := range w.lv[8*r : 8*r+8] {
+		w.lv[8*r+x] *= a
+	}
+}
+
+// rowSum returns row r's running sum ℓ: l and lv's lanes, added in a fixed
+// order.
+func (w *fwdScratch[T]) rowSum(r int) float64 {
+	v := w.lv[8*r : 8*r+8]
+	return w.l[r] + (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])))
+}
+
+// growRow is gemm.ScoreExp's grow for the tile of scoreExpTile: row i of
+// the tile moved its shift from old to new, so its output row and l are
+// rescaled by a = 2^(old − new), which it returns (ScoreExp rescales the
+// row's lanes lv and its probabilities of the tile so far). A row's first
+// shift (old = −Inf, a = 0) finds them zero.
+func (w *fwdScratch[T]) growRow(i int, old, new float32) float32 {
+	a := exp2f32(old - new)
+	scaleRow(w.tileO[i*w.d:(i+1)*w.d], T(a))
+	w.l[w.tileRS+i] *= float64(a)
+	return a
 }
 
 // forwardBlocks computes the query blocks [qb0, qb1) of head (b, h): see
@@ -192,6 +235,7 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 	zeroRow(o[qOff : qOff+(i1-i0)*d])
 	for r := 0; r < i1-i0; r++ {
 		w.m[r], w.l[r] = ninf, 0
+		clear(w.lv[8*r : 8*r+8])
 		w.rowLim[r] = p.KeyLimit(b, i0+r)
 	}
 	// keyLimit grows with the row: the group's last row bounds the keys
@@ -211,15 +255,16 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 	lOff := (b*p.H+h)*p.Nq + i0
 	for r := 0; r < i1-i0; r++ {
 		oR := o[qOff+r*d : qOff+(r+1)*d]
-		if w.l[r] == 0 { // no visible key: o stays 0
+		l := w.rowSum(r)
+		if l == 0 { // no visible key: o stays 0
 			lse[lOff+r], lres[lOff+r] = ninf, 0
 			continue
 		}
-		scaleRow(oR, T(1/w.l[r]))
+		scaleRow(oR, T(1/l))
 		// L = ln Σ exp(s) = m·ln 2 + ln ℓ, m in log₂ units (one math.Log:
 		// math.Log2 is a Frexp and a Log, which at d = 16 and 64 keys cost
 		// 14% of the forward).
-		L := float64(w.m[r])*math.Ln2 + math.Log(w.l[r])
+		L := float64(w.m[r])*math.Ln2 + math.Log(l)
 		lse[lOff+r] = T(L)
 		lres[lOff+r] = T(L - float64(T(L)))
 	}
@@ -239,14 +284,56 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 		nv[r] = min(max(rowLim[r]-j0, 0), bc)
 	}
 	s := w.s[:br*bc]
+	full := min(blockK, p.Nk-j0)
+	ktB := kt[kvOff+j0*d : kvOff+(j0+full)*d]
+	alpha := T(p.Scale * log2e)
+	if !scoreExpTile(w, qT, ktB, full, s, br, bc, d, alpha, nv, rs, oT) {
+		scoreSoftmaxTile(w, qT, ktB, full, s, br, bc, d, alpha, nv, rs, m, l, oT)
+	}
+	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
+	// a NaN in a key that the causal mask hides from the row must not
+	// reach it as 0·NaN).
+	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
+}
+
+// scoreExpTile computes P = 2^(S − m) with S = alpha·Q·Kᵀ (qT's br rows
+// of d values, ktB the block of Kᵀ, d rows of `full` keys of which the
+// first bc are read) into s in one pass on gemm.ScoreExp, where the
+// exponentials are taken while the scores are in the micro-kernel's
+// registers: the online-softmax step of forwardTile for the tile of rows
+// from w's row rs, whose output rows are oT. A row's shift m (w.m) moves
+// only where the tile's scores pass it by more than gemm.ScoreExpTau
+// (w.grow then rescales the row's output and sum): the probabilities are
+// at most 2^τ. It returns false, computing nothing, where ScoreExp does
+// not serve the tile: float32 on AVX-512 with d ≤ 128, alpha > 0, whole
+// 64-key strips, every row seeing every key of the tile (a tile that a
+// causal mask or padding crosses takes scoreSoftmaxTile).
+func scoreExpTile[T Float](w *fwdScratch[T], qT, ktB []T, full int, s []T, br, bc, d int, alpha T, nv []int, rs int, oT []T) bool {
+	if nv[0] != bc || bc%gemm.ScoreExpStrip != 0 || !(alpha > 0) || !gemm.HasScoreExp(d) {
+		return false // nv is nondecreasing: nv[0] = bc when every row sees all
+	}
+	s32, ok := any(s).([]float32)
+	if !ok {
+		return false
+	}
+	w.tileO, w.tileRS, w.d = oT, rs, d
+	err := gemm.ScoreExp(br, bc, d, float32(alpha), any(qT).([]float32), d, any(ktB).([]float32), full, s32, bc,
+		any(w.m[rs:rs+br]).([]float32), w.lv[8*rs:8*(rs+br)], w.grow)
+	if err != nil {
+		panic("attention: score tile: " + err.Error())
+	}
+	return true
+}
+
+// scoreSoftmaxTile is forwardTile's online-softmax step in two passes: S =
+// alpha·Q·Kᵀ (as scoreExpTile), then P = 2^(S − m) with each row's
+// running maximum m, and the rescale of the rows whose maximum grew.
+func scoreSoftmaxTile[T Float](w *fwdScratch[T], qT, ktB []T, full int, s []T, br, bc, d int, alpha T, nv []int, rs int, m []T, l []float64, oT []T) {
 	// S = alpha·Q·Kᵀ with Kᵀ's block: d rows of the block's length
 	// `full`, of which the first bc columns (keys below the limit) are
 	// read. Each band of rows computes only the key columns its rows see
 	// (see scoreBands): on the diagonal of a causal mask the first rows
 	// see few keys.
-	full := min(blockK, p.Nk-j0)
-	ktB := kt[kvOff+j0*d : kvOff+(j0+full)*d]
-	alpha := T(p.Scale * log2e)
 	for r0 := 0; r0 < br; {
 		r1, cols := scoreBand(nv, r0, bc)
 		if cols > 0 {
@@ -270,15 +357,11 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 		if mo, mn := mOld[r], m[r]; mn != mo && !math.IsInf(float64(mo), -1) {
 			if a := exp2(mo - mn); a != 1 {
 				scaleRow(oT[r*d:(r+1)*d], a)
-				l[r] *= float64(a)
+				w.rescale(rs+r, float64(a))
 			}
 		}
 		l[r] += w.sum[r]
 	}
-	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
-	// a NaN in a key that the causal mask hides from the row must not
-	// reach it as 0·NaN).
-	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
 }
 
 // scoreBand returns the end r1 of the band of score rows starting at r0 and

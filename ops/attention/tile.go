@@ -14,9 +14,12 @@ import (
 // The tile products run on internal/kernels/gemm (register-blocked
 // AVX-512 / AVX2+FMA micro-kernels with split accumulators, float32 error at
 // most gonum's), one gemm.Workspace per worker goroutine, allocation-free;
-// the exp steps on internal/kernels/vec's tile kernels, one call per
-// score tile while it is still in L1 (OnlineExp2Rows in the forward:
-// running maximum, exponentials, row sums; Exp2MulDiffRows in the
+// the forward's exp step, on the tiles no mask crosses (float32, AVX-512,
+// d ≤ 128), inside the score product's micro-kernel while the scores are
+// in its registers (gemm.ScoreExp: scoreExpTile), elsewhere on
+// internal/kernels/vec's tile kernels, one call per score tile
+// (OnlineExp2Rows in the forward: running maximum, exponentials, row
+// sums; Exp2MulDiffRows in the
 // backward: P = exp(S − L) and dS = P∘(dP − D) in one pass; AVX-512
 // assembly, elsewhere loops over the row kernels, the float32 argument of
 // every exponential taken exactly). Both pick their instruction set from

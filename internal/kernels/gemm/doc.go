@@ -152,6 +152,21 @@
 // are the same at any GOMAXPROCS (TestGemmDepth, TestDepthGrid), though
 // not Gemm's.
 //
+// # Exp kernels (attention's forward)
+//
+// ScoreExp is ops/attention's score product S = alpha·Q·Kᵀ with the online
+// softmax's exponentials taken in the micro-kernel's epilogue, while a
+// 6×64 strip of scores is still in its 24 accumulators (gen_micro.go's
+// expEpilogue; float32, AVX-512, depth ≤ 128): the same sums and the same
+// rounding of alpha·t as Gemm's C, then per row a shift m that moves only
+// when the strip's largest score passes it by more than τ = 8 (a lazy
+// rescale, as FlashAttention-4's: the probabilities are at most 2^τ, and
+// after a row's first keys its shift rarely moves), 2^(s − m) by
+// vec.OnlineExp2Rows's AVX-512 exponential (its table, from
+// vec.Exp2Table16), and the row sums in float64 lanes. The score tile is
+// written once, as probabilities, instead of written as scores and then
+// read twice (the maximum, the exponentials) by a separate pass.
+//
 // # Instruction sets and variants
 //
 // The kernels are picked once from internal/isa (AVX-512, AVX2+FMA, or

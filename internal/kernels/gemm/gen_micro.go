@@ -140,7 +140,17 @@ func (g *gen) jumpIfOne(typ byte, name string, off int, reg, tmp, label string) 
 	g.p("\tJEQ  %s", label)
 }
 
-func (g *gen) kernel(typ byte, mr, nv int, pack bool) {
+// The kernels' epilogues: plainKernel writes C = alpha·t + beta·C;
+// packKernel is that with the packing twin's copy of A; expKernel writes
+// the online softmax's exponentials of alpha·t instead (expEpilogue).
+const (
+	plainKernel = iota
+	packKernel
+	expKernel
+)
+
+func (g *gen) kernel(typ byte, mr, nv int, mode int) {
+	pack := mode == packKernel
 	nacc := mr * nv
 	if nacc+nv+1 > 32 {
 		panic("too many registers")
@@ -163,6 +173,12 @@ func (g *gen) kernel(typ byte, mr, nv int, pack bool) {
 	frame := 4*total + 64
 	ad := rowAddressing(mr)
 	nm, extra := name(typ, mr, nv), ""
+	if mode == expKernel {
+		if typ != 'S' || nv != 4 {
+			panic("exp kernels are float32 of 4 vectors a row")
+		}
+		nm, extra, argSize = expName(mr), "", expArgSize
+	}
 	if pack {
 		// pa lives in R10, the second row base, which these rows do not use;
 		// the copy goes through the last temporary, masked to mr lanes (K1).
@@ -172,7 +188,11 @@ func (g *gen) kernel(typ byte, mr, nv int, pack bool) {
 		nm, extra, argSize = packName(typ, mr, nv), ", pa *"+elem, paOff+8
 	}
 
-	g.p("// func %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool%s)", nm, elem, elem, elem, elem, extra)
+	if mode == expKernel {
+		g.p("// func %s%s", nm, expSignature)
+	} else {
+		g.p("// func %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool%s)", nm, elem, elem, elem, elem, extra)
+	}
 	g.p("TEXT ·%s(SB), $%d-%d", nm, frame, argSize)
 	g.p("\tMOVQ k+0(FP), CX")
 	g.p("\tMOVQ kb+8(FP), R11")
@@ -359,6 +379,10 @@ func (g *gen) kernel(typ byte, mr, nv int, pack bool) {
 	addTotal()
 	g.p("")
 	g.p("combined:")
+	if mode == expKernel {
+		g.expEpilogue(mr)
+		return
+	}
 	g.p("\t// C = alpha·total (+ beta·C); alpha = 1 and beta = 1 skip the multiply.")
 	ab := temps[0]
 	g.jumpIfOne(typ, "alpha", alphaOff, "AX", "R8", "scaled")
@@ -413,6 +437,156 @@ func (g *gen) kernel(typ byte, mr, nv int, pack bool) {
 	_ = size
 }
 
+// The exp kernels (expEpilogue): float32, 4 vectors (64 columns) a row,
+// 1…expRows rows.
+const expRows = 6
+
+func expName(mr int) string { return fmt.Sprintf("expS512r%dv4", mr) }
+
+// expSignature is the exp kernels' Go signature (after the name) and
+// expArgSize the size of their arguments and result: the micro-kernel's
+// up to alpha, then m, lv, stash, tab, the result at 112.
+const (
+	expSignature = "(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)"
+	expArgSize   = 113
+)
+
+// The offsets of expTable's fields (scoreexp_amd64.go).
+const (
+	etS     = 64 // S = 1.5·2¹⁹
+	etC3    = 68 // q(r) = c1 + c2·r + c3·r²
+	etC2    = 72
+	etC1    = 76
+	etLeast = 80 // −125: lanes below give 0
+	etTau   = 84 // τ: how far a row's maximum may pass m before m moves
+)
+
+// expEpilogue writes the exp kernels' end (see expMicro in
+// scoreexp_amd64.go for what they compute): the tile t of mr rows × 64
+// columns is in Z0…Z(4mr−1), row r in Z(4r)…Z(4r+3); Z24…Z31 and K1…K3 are
+// free. Per row, the largest alpha·t of the row is compared with m[r] + τ;
+// when no row's passes it (the common case once a row has seen a few
+// keys) the exponentials run at once, else each row whose maximum passed
+// takes it as m[r] (its lv moved to stash, lv zeroed, the result true).
+// Then, per entry, s = fl(alpha·t) (Gemm's C), a = fl(s − m[r]) and 2^a by
+// vec's EXP2TAB512 (a 16-entry table of 2^(j/16) in Z24 and a degree-2
+// polynomial; its constants broadcast from the table, so that the 24
+// accumulators keep their registers; two entries at a time, interleaved:
+// expPair), 0 where a < −125; the row's 64
+// results summed four vectors at a time in float32, then as float64 into
+// lv[8r…8r+7].
+func (g *gen) expEpilogue(mr int) {
+	acc := func(r, v int) string { return fmt.Sprintf("Z%d", 4*r+v) }
+	g.p("\tMOVQ         tab+104(FP), R8")
+	g.p("\tMOVQ         m+80(FP), R9")
+	g.p("\tMOVB         $0, grew+112(FP)")
+	g.p("\t// K2 = the lanes of any row whose alpha·t passes m + τ.")
+	g.p("\tKXORW        K2, K2, K2")
+	rowMax := func(r int) {
+		g.p("\tVMAXPS %s, %s, Z30", acc(r, 1), acc(r, 0))
+		g.p("\tVMAXPS %s, %s, Z29", acc(r, 3), acc(r, 2))
+		g.p("\tVMAXPS Z29, Z30, Z30")
+		g.p("\tVMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)")
+	}
+	for r := 0; r < mr; r++ {
+		rowMax(r)
+		g.p("\tVBROADCASTSS     %d(R9), Z29", 4*r)
+		g.p("\tVADDPS.BCST      %d(R8), Z29, Z29 // m + τ", etTau)
+		g.p("\tVCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)")
+		g.p("\tKORW             K1, K2, K2")
+	}
+	g.p("\tKORTESTW K2, K2")
+	g.p("\tJZ       exps")
+	g.p("\t// Some row's maximum passed m + τ: the rows whose did take it.")
+	g.p("\tMOVQ lv+88(FP), R10")
+	g.p("\tMOVQ stash+96(FP), R11")
+	for r := 0; r < mr; r++ {
+		rowMax(r)
+		g.p("\tVSHUFF32X4   $0x4e, Z30, Z30, Z29")
+		g.p("\tVMAXPS       Z29, Z30, Z30")
+		g.p("\tVSHUFF32X4   $0xb1, Z30, Z30, Z29")
+		g.p("\tVMAXPS       Z29, Z30, Z30")
+		g.p("\tVPERMILPS    $0x4e, Z30, Z29")
+		g.p("\tVMAXPS       Z29, Z30, Z30")
+		g.p("\tVPERMILPS    $0xb1, Z30, Z29")
+		g.p("\tVMAXPS       Z29, Z30, Z30 // every lane: the row's max")
+		g.p("\tVBROADCASTSS %d(R9), Z29", 4*r)
+		g.p("\tVADDPS.BCST  %d(R8), Z29, Z29", etTau)
+		g.p("\tVCMPPS       $0x1e, Z29, Z30, K1")
+		g.p("\tKORTESTW     K1, K1")
+		g.p("\tJZ           kept%d", r)
+		g.p("\tVMOVSS       X30, %d(R9) // m[r] = the row's max", 4*r)
+		g.p("\tVMOVUPD      %d(R10), Z29", 64*r)
+		g.p("\tVMOVUPD      Z29, %d(R11) // stash[r] = lv[r]", 64*r)
+		g.p("\tVPXORQ       Z29, Z29, Z29")
+		g.p("\tVMOVUPD      Z29, %d(R10) // lv[r] = 0", 64*r)
+		g.p("\tMOVB         $1, grew+112(FP)")
+		g.p("kept%d:", r)
+	}
+	g.p("")
+	g.p("exps:")
+	g.p("\tMOVQ    c+56(FP), AX")
+	g.p("\tMOVQ    ldc+64(FP), BX")
+	g.p("\tSHLQ    $2, BX")
+	g.p("\tMOVQ    lv+88(FP), R10")
+	g.p("\tVMOVUPS (R8), Z24 // 2^(j/16), j < 16")
+	for r := 0; r < mr; r++ {
+		g.p("\tVBROADCASTSS %d(R9), Z25 // m[r]", 4*r)
+		for v := 0; v < 4; v += 2 {
+			g.expPair(acc(r, v), acc(r, v+1))
+		}
+		for v := 0; v < 4; v++ {
+			g.p("\tVMOVUPS          %s, %d(AX)", acc(r, v), 64*v)
+		}
+		g.p("\tVADDPS        %s, %s, Z30", acc(r, 1), acc(r, 0))
+		g.p("\tVADDPS        %s, %s, Z29", acc(r, 3), acc(r, 2))
+		g.p("\tVADDPS        Z29, Z30, Z30 // four terms a lane in float32")
+		g.p("\tVCVTPS2PD     Y30, Z29")
+		g.p("\tVEXTRACTF32X8 $1, Z30, Y30")
+		g.p("\tVCVTPS2PD     Y30, Z30")
+		g.p("\tVADDPD        Z29, Z30, Z30")
+		g.p("\tVADDPD        %d(R10), Z30, Z30", 64*r)
+		g.p("\tVMOVUPD       Z30, %d(R10) // lv[r] += the row's sum", 64*r)
+		if r < mr-1 {
+			g.p("\tADDQ          BX, AX")
+		}
+	}
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
+// expPair writes 2^(fl(alpha·x − m)) of expEpilogue in place of the two
+// accumulators x and y, their steps interleaved (each exponential is a
+// chain of about a dozen dependent µops): m in Z25, the table in Z24, the
+// temporaries Z26…Z31, K3, K4.
+func (g *gen) expPair(x, y string) {
+	type lane struct{ acc, t, k, r, mask string }
+	ls := []lane{{x, "Z26", "Z27", "Z28", "K3"}, {y, "Z29", "Z30", "Z31", "K4"}}
+	each := func(f func(l lane)) {
+		for _, l := range ls {
+			f(l)
+		}
+	}
+	each(func(l lane) {
+		g.p("\tVMULPS.BCST      alpha+72(FP), %s, %s // s = fl(alpha·t), as Gemm's C", l.acc, l.acc)
+	})
+	each(func(l lane) { g.p("\tVSUBPS           Z25, %s, %s // a = fl(s − m)", l.acc, l.acc) })
+	each(func(l lane) { g.p("\tVCMPPS.BCST      $5, %d(R8), %s, %s // not a < −125", etLeast, l.acc, l.mask) })
+	each(func(l lane) { g.p("\tVADDPS.BCST      %d(R8), %s, %s // t = a + S", etS, l.acc, l.t) })
+	each(func(l lane) { g.p("\tVSUBPS.BCST      %d(R8), %s, %s // k = round(16a)/16", etS, l.t, l.k) })
+	each(func(l lane) { g.p("\tVSUBPS           %s, %s, %s // r = a − k", l.k, l.acc, l.r) })
+	each(func(l lane) { g.p("\tVPERMPS          Z24, %s, %s // T_j", l.t, l.t) })
+	each(func(l lane) { g.p("\tVBROADCASTSS     %d(R8), %s", etC3, l.acc) })
+	each(func(l lane) { g.p("\tVFMADD213PS.BCST %d(R8), %s, %s", etC2, l.r, l.acc) })
+	each(func(l lane) { g.p("\tVFMADD213PS.BCST %d(R8), %s, %s // q(r)", etC1, l.r, l.acc) })
+	each(func(l lane) { g.p("\tVMULPS           %s, %s, %s // T_j·r", l.t, l.r, l.r) })
+	each(func(l lane) { g.p("\tVFMADD213PS      %s, %s, %s // T_j + T_j·r·q(r)", l.t, l.r, l.acc) })
+	each(func(l lane) {
+		g.p("\tVSCALEFPS.Z      %s, %s, %s, %s // ·2^⌊k⌋, 0 where a < −125", l.k, l.acc, l.mask, l.acc)
+	})
+}
+
 func main() {
 	var s gen
 	s.p("// Code generated by gen_micro.go; DO NOT EDIT.")
@@ -436,7 +610,7 @@ func main() {
 		}
 		var names []string
 		for mr := 1; mr <= f.maxRows; mr++ {
-			s.kernel(f.typ, mr, f.nv, false)
+			s.kernel(f.typ, mr, f.nv, plainKernel)
 			nm := name(f.typ, mr, f.nv)
 			fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
 			names = append(names, nm)
@@ -455,7 +629,7 @@ func main() {
 		if pk.typ == 'D' {
 			elem = "float64"
 		}
-		s.kernel(pk.typ, pk.mr, pk.nv, true)
+		s.kernel(pk.typ, pk.mr, pk.nv, packKernel)
 		nm := packName(pk.typ, pk.mr, pk.nv)
 		fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool, pa *%s)\n\n", nm, elem, elem, elem, elem, elem)
 		line := fmt.Sprintf("\t{%d, %d}: %s,", pk.mr, pk.nv, nm)
@@ -465,6 +639,15 @@ func main() {
 			packD = append(packD, line)
 		}
 	}
+	fmt.Fprintf(&d, "// The exp kernels (see expMicro).\n\n")
+	var exps []string
+	for mr := 1; mr <= expRows; mr++ {
+		s.kernel('S', mr, 4, expKernel)
+		fmt.Fprintf(&d, "//go:noescape\nfunc %s%s\n\n", expName(mr), expSignature)
+		exps = append(exps, expName(mr))
+	}
+	fmt.Fprintf(&d, "// exp512s[mr−1] is the exp kernel of mr rows.\n")
+	fmt.Fprintf(&d, "var exp512s = [%d]expMicro{%s}\n\n", expRows, strings.Join(exps, ", "))
 	fmt.Fprintf(&d, "// gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and\n// nv vectors per row.\n")
 	fmt.Fprintf(&d, "var gen512s = map[int][]microKernel[float32]{\n%s\n}\n\n", strings.Join(tabS, "\n"))
 	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n\n", strings.Join(tabD, "\n"))

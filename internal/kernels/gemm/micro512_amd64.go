@@ -195,6 +195,29 @@ func microS512r6v4pack(k, kb int, a *float32, rs, ps int, b *float32, bs int, c 
 //go:noescape
 func microD512r6v4pack(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool, pa *float64)
 
+// The exp kernels (see expMicro).
+
+//go:noescape
+func expS512r1v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
+
+//go:noescape
+func expS512r2v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
+
+//go:noescape
+func expS512r3v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
+
+//go:noescape
+func expS512r4v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
+
+//go:noescape
+func expS512r5v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
+
+//go:noescape
+func expS512r6v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
+
+// exp512s[mr−1] is the exp kernel of mr rows.
+var exp512s = [6]expMicro{expS512r1v4, expS512r2v4, expS512r3v4, expS512r4v4, expS512r5v4, expS512r6v4}
+
 // gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and
 // nv vectors per row.
 var gen512s = map[int][]microKernel[float32]{

@@ -492,3 +492,13 @@ func makeExpTable(log2Base, c1, c2, lo, hi float32, q [6]float32) (t expTable) {
 	}
 	return t
 }
+
+// Exp2Table16 returns the constants of the AVX-512 2^a of OnlineExp2Rows
+// (EXP2TAB512; see exp2Table16): the 16 powers 2^(j/16), the shifter S,
+// the polynomial's c3, c2, c1 and the least argument kept (−125). Other
+// packages' kernels that compute the same exponential (gemm's exp
+// micro-kernels) build their tables from it.
+func Exp2Table16() (pow [16]float32, s, c3, c2, c1, least float32) {
+	t := &exp2Tab16
+	return t.pow, t.s, t.c3, t.c2, t.c1, t.least
+}

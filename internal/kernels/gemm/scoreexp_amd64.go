@@ -1,0 +1,72 @@
+//go:build !purego
+
+package gemm
+
+import (
+	"math"
+
+	"github.com/flashgorgon/flashgorgon/internal/isa"
+	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
+)
+
+// An expMicro is an exp kernel (gen_micro.go's expEpilogue): the 6×64
+// kernel's product of mr ≤ 6 rows and 64 columns, t = Σ_{p<k} a·b in
+// chunks of kb as microKernel sums it, and then, instead of C = alpha·t,
+// ScoreExp's step on the strip: per row i, with m[i] moved to the row's
+// largest alpha·t where that passes m[i] + τ (then lv[8i…8i+7] is copied to
+// stash[8i…] and zeroed, and the result is true),
+//
+//	c[i·ldc + j] = 2^(fl(fl(alpha·t_ij) − m[i]))    0 where the argument < −125
+//	lv[8i … 8i+7] += the 64 results, summed 4 a lane in float32, then as float64
+type expMicro func(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
+
+// expTable holds the exp kernels' constants at the offsets gen_micro.go's
+// et* name: vec.Exp2Table16's (the same exponential as
+// vec.OnlineExp2Rows's AVX-512 kernel) and τ.
+type expTable struct {
+	pow                       [16]float32
+	s, c3, c2, c1, least, tau float32
+}
+
+var expTab = func() (t expTable) {
+	t.pow, t.s, t.c3, t.c2, t.c1, t.least = vec.Exp2Table16()
+	t.tau = ScoreExpTau
+	return t
+}()
+
+// HasScoreExp reports whether ScoreExp runs for depth k: on the AVX-512
+// level (isa; FLASHGORGON_SIMD caps it) for 1 ≤ k ≤ 128, one depth block.
+func HasScoreExp(k int) bool { return kern32.level == isa.AVX512 && k >= 1 && k <= 128 }
+
+// scoreExp is ScoreExp on checked arguments: row strips of up to 6 rows,
+// each over the column strips (the strip of a stays in L1).
+func scoreExp(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, ref []float32, lv []float64, grow func(int, float32, float32) float32) {
+	kb := chunkSingle(k)
+	var stash [8 * expRows]float64
+	var old [expRows]float32
+	for i0 := 0; i0 < m; i0 += expRows {
+		h := min(expRows, m-i0)
+		micro := exp512s[h-1]
+		for j0 := 0; j0 < n; j0 += ScoreExpStrip {
+			copy(old[:h], ref[i0:i0+h])
+			if !micro(k, kb, &a[i0*lda], lda, 1, &b[j0], ldb, &c[i0*ldc+j0], ldc, alpha, &ref[i0], &lv[8*i0], &stash[0], &expTab) {
+				continue
+			}
+			for r := 0; r < h; r++ {
+				o, nw := old[r], ref[i0+r]
+				if math.Float32bits(o) == math.Float32bits(nw) {
+					continue
+				}
+				i := i0 + r
+				f := grow(i, o, nw)
+				rescaleRow(c[i*ldc:i*ldc+j0], f)
+				for l := range 8 {
+					lv[8*i+l] += float64(f) * stash[8*r+l]
+				}
+			}
+		}
+	}
+}
+
+// expRows is the rows of the widest exp kernel.
+const expRows = 6
