@@ -108,6 +108,14 @@ type mmaCfg struct {
 //	tf32:        v11 71–122; v5 77–99
 //	exact:       v11 29–42; v3 23–38, v5 27–35
 //
+// On the H100, Exact and TF32 on wgmma (results/h100-2026-11-24-s11, calls D to F, TFLOP/s
+// from N = 1024 causal to N = 16384; the pre-pass included):
+//
+//	exact d=64:  v25 55–102, v24 52–100; v11 30–42
+//	exact d=128: v25 56–101, v24 54–103; v11 29–41
+//	tf32 d=64:   v25 110–255, v24 104–229; v11 71–122
+//	tf32 d=128:  v25 127–294, v24 124–306; v11 71–116
+//
 // The 32-row warps (v9, v10) use 245–255 registers (ptxas -v, sm_80 and sm_90; v9 at d = 128
 // and v10 at d = 64 spill 36–48 bytes), the others 124–207.
 //
