@@ -1,36 +1,39 @@
-// attention_hopper_exact.cu: variant 24 of the forward, Precisions Exact and TF32 on Hopper
-// (sm_90a): the 3xTF32 (and TF32) products of attention_mma.cu's variant 11 on wgmma, fed like the bfloat16 bulk
-// kernels (attention_hopper_bulk.cu: a pre-pass writes K and V tile by tile in the
-// shared-memory layout, a producer moves each tile with one bulk copy into a two-stage ring,
-// mbarriers count the bytes and the consumers). A module of its own, so that its PTX cannot
+// attention_hopper_exact.cu: variants 24 and 25 of the forward, Precisions Exact and TF32 on
+// Hopper (sm_90a): the 3xTF32 (and TF32) products of attention_mma.cu's variant 11 on wgmma, fed
+// like the bfloat16 bulk kernels (attention_hopper_bulk.cu: a pre-pass writes K and V tile by
+// tile in the shared-memory layout, a producer moves each tile with one bulk copy into a
+// two-stage ring, mbarriers count the bytes and the consumers); variant 25 in a persistent grid
+// (the schedule of attention_hopper_persist.cu). A module of its own, so that its PTX cannot
 // stop the other Hopper kernels from loading.
 //
 // The problem, masks, softmax and outputs are attention_mma.cu's (its header states them), and
-// so is the precision: every operand x is split as hi = tf32(x), lo = tf32(x - hi), and a b =
-// a_lo b_hi + a_hi b_lo + a_hi b_hi. The tensor cores add into their float32 accumulator
-// truncating (attention_mma.cu, "Accumulation"), so, as there, each chain of products runs over
-// 16 head columns (S) or 16 keys (O) only, from a zero accumulator, and the chains are added in
-// float32 with rounding to nearest, in order.
+// so is the precision: for Exact every operand x is split as hi = tf32(x), lo = tf32(x - hi),
+// and a b = a_lo b_hi + a_hi b_lo + a_hi b_hi; TF32 takes the one product of the hi parts. The
+// tensor cores add into their float32 accumulator truncating (attention_mma.cu,
+// "Accumulation"), so Exact, as there, runs each chain of products over 16 head columns (S) or
+// 16 keys (O) only, from a zero accumulator, and adds the chains in float32 with rounding to
+// nearest, in order (chains of 32 were 1-2% faster and reached twice a plain float32 loop's
+// error: cuda/results/h100-2026-11-24-s11, call H).
 //
 // TF32 wgmma reads both operands K-major (along the sum's index), so the pre-pass writes V
 // transposed. A block of two consumer warpgroups (64 query rows each) and a producer warpgroup
-// owns BM = 128 query rows of one (b, h); per key tile of BN keys (64 at d = 64, 32 at d = 128,
-// where Q lo and the ring's two stages must fit 227 KiB):
+// owns BM = 128 query rows of one (b, h) at a time; per key tile of BN keys (Exact: 64 at
+// d = 64, 32 at d = 128, where Q lo and the ring's two stages must fit 227 KiB; TF32: 128, 64):
 //   S = Q K_j^T   wgmma m64nBNk8 tf32: Q hi from registers (each thread's fragments, loaded
-//                 once), Q lo from shared memory, K hi and lo tiles [BN][D] from the ring;
-//                 chains of 2 k steps (16 head columns)
-//   online softmax (FgRows: exp2f, no flush; row sums in double), P split into hi and lo
-//   O += P V_j    wgmma m64n64k8 per 64 columns of O: A = P from registers, B = V^T hi and lo
-//                 tiles [D][BN]; chains of 16 keys
-// Two chains are in flight at a time: chain c runs while chain c - 1's sum is added.
-// The accumulator layout of m64n64 gives lane (g, t) the keys 8 j + 2 t and 8 j + 2 t + 1 of
+//                 once a query tile), Q lo from shared memory, K hi and lo tiles [BN][D] from
+//                 the ring; Exact in chains of 2 k steps (16 head columns)
+//   online softmax (FgRows; Exact: exp2f, no flush; row sums in double), P split into hi and lo
+//   O += P V_j    A = P from registers, B = V^T hi and lo tiles [D][BN]; Exact: wgmma m64n64k8
+//                 per 64 columns of O in chains of 16 keys; TF32: m64nDk8 into O in place
+// Exact keeps two chains in flight: chain c runs while chain c - 1's sum is added.
+// The accumulator layout of m64nN gives lane (g, t) the keys 8 j + 2 t and 8 j + 2 t + 1 of
 // every 8-key block j, which tf32's A fragment takes as k t and t + 4; so within each 8-key
 // group the pre-pass orders V^T's keys as 0, 2, 4, 6, 1, 3, 5, 7 (position p holds key
 // fg_exact_key(p)), and P's registers are A's as they are.
 //
-// Shared memory: Q lo [BM][D], the ring's K [2][hi, lo][BN][D] and V^T [2][hi, lo][D][BN] float32
-// (tiles in wgmma's 128-byte swizzle, fg_sw128 with 16-byte chunks of 4 floats: blocks of 32
-// columns), its 8 mbarriers.
+// Shared memory: Q lo [BM][D] (Exact), the ring's K [2][hi, lo][BN][D] and V^T [2][hi, lo][D][BN]
+// float32 (TF32: hi only; tiles in wgmma's 128-byte swizzle, fg_sw128 with 16-byte chunks of 4
+// floats: blocks of 32 columns), its 8 mbarriers.
 #include "wgmma.cuh"
 
 namespace {
