@@ -311,10 +311,12 @@ func (c mmaCfg) name() string {
 // of its instantiations); variant 22 64 more for Q's mbarriers, and Q's staging tile.
 func (c mmaCfg) smem() int {
 	switch {
-	case c.exact() && c.Prec == PrecisionTF32: // K and V^T [2][BN][D] float32, alignment, 8 mbarriers
-		return 4*c.BN*c.D*4 + 1024 + 64
-	case c.exact(): // Q lo [BM][D], K and V^T [2][hi, lo][BN][D] float32, alignment, 8 mbarriers
-		return c.BM*c.D*4 + 4*2*c.BN*c.D*4 + 1024 + 64
+	case c.exact(): // Exact: Q lo [BM][D]; K and V^T [2][parts][BN][D] float32 (hi, lo; TF32 hi); alignment, 8 mbarriers
+		qlo, parts := c.BM*c.D*4, 2
+		if c.Prec == PrecisionTF32 {
+			qlo, parts = 0, 1
+		}
+		return qlo + 4*parts*c.BN*c.D*4 + 1024 + 64
 	case c.Variant == 22: // and Q's two mbarriers (64 bytes with their padding) and staging tile, float32 [BM][D]
 		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 + 64 + c.BM*c.D*4
 	case c.Variant == 21: // and the converters' staging: 96 threads' U chunks of K and V (64 bytes each)
@@ -357,15 +359,20 @@ func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 		return 0
 	}
 	planes, size := scratchPlanes(c.Prec)
-	nk := int64(kp.nk)
-	if c.bulk() { // whole tiles
-		nk = int64(ceilDiv(int(kp.nk), c.BN) * c.BN)
-	}
-	n := planes * size * int64(kp.b) * int64(kp.hkv) * nk * int64(kp.d)
+	n := planes * size * int64(kp.b) * int64(kp.hkv) * int64(c.planeKeys(kp)) * int64(kp.d)
 	if c.fused() {
 		n += c.flagBytes(kp)
 	}
 	return n
+}
+
+// planeKeys is the keys a head of c's pre-pass planes holds: Nk, in whole tiles of c.BN for the
+// bulk kernels.
+func (c mmaCfg) planeKeys(kp *attnParams) int {
+	if c.bulk() {
+		return ceilDiv(int(kp.nk), c.BN) * c.BN
+	}
+	return int(kp.nk)
 }
 
 // flagBytes is the size of the fused kernel's tile flags (B Hkv ceil(Nk / hopperBN) uint32,
@@ -501,11 +508,7 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 // of K (and of V), grid-stride; whole tiles for the bulk kernels.
 func (s *state) startPrep(kp *attnParams, c mmaCfg, pp *mmaPrepParams) error {
 	module, prep := c.prep()
-	nk := int(kp.nk)
-	if c.bulk() {
-		nk = ceilDiv(nk, c.BN) * c.BN
-	}
-	groups := int(kp.b) * int(kp.hkv) * nk * int(kp.d) / 8
+	groups := int(kp.b) * int(kp.hkv) * c.planeKeys(kp) * int(kp.d) / 8
 	return s.start(module, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0, unsafe.Pointer(pp))
 }
 

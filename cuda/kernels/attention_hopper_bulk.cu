@@ -61,7 +61,7 @@ template <int D, int NWG, bool OVL, bool PWG = false> __device__ void fg_attn_fw
   const uint32_t sQ = (sbase + 1023) & ~1023u;
   const FgRing ring = FgRing::at(sQ + QB, KB);
 
-  const FgQBlock blk(p, BM, BN);
+  const FgItem blk = FgItem::block(p, BM, BN);
   const int m0 = blk.m0, h = blk.h, b = blk.b, hk = blk.hk, tiles = blk.tiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
   if (threadIdx.x == 0) ring.init(CONSUMERS);

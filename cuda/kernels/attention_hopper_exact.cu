@@ -269,7 +269,7 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact(con
   if (fg_dynamic_smem() < X::SMEM) __trap();
   const uint32_t sQl = ((uint32_t)__cvta_generic_to_shared(fg_smem) + 1023) & ~1023u;
   const FgRing ring = FgRing::at(sQl + X::QLB, X::KB);
-  const FgQBlock blk(p, X::BM, BN);
+  const FgItem blk = FgItem::block(p, X::BM, BN);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) ring.init(X::CONSUMERS);
   __syncthreads();
@@ -322,9 +322,8 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact_per
       if (w >= items) break;
       const FgItem m(p, w, T, X::BM, BN);
       if (const int64_t wn = fg_item(k + 1, c, G); wn < items) fg_prefetch_q(p, FgItem(p, wn, T, X::BM, BN), D, X::BM);
-      const char* kt = (const char*)kplane + ((int64_t)m.b * p.hkv + m.hk) * NT * X::KB;
-      const char* vt = (const char*)vplane + ((int64_t)m.b * p.hkv + m.hk) * NT * X::KB;
-      for (int j = 0; j < m.tiles; ++j, ++it) ring.load(it, kt + (int64_t)j * X::KB, vt + (int64_t)j * X::KB);
+      ring.load_head(kplane, vplane, (int64_t)m.b * p.hkv + m.hk, NT, m.tiles, it);
+      it += m.tiles;
     }
     return;
   }

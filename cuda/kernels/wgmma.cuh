@@ -385,31 +385,18 @@ struct FgRing {
     fg_bulk_load(sV + s * KB, vt, KB, fullV(s));
   }
   // load_head copies the first tiles tiles of key head `head` (b Hkv + hk) of the tile planes k
-  // and v (nt tiles of KB bytes a head) as tiles 0 .. tiles - 1 of the block's sequence: the
-  // producer of a block that owns one query tile.
-  __device__ __forceinline__ void load_head(uint64_t k, uint64_t v, int64_t head, int nt, int tiles) const {
+  // and v (nt tiles of KB bytes a head) as tiles it .. it + tiles - 1 of the block's sequence
+  // (it = 0: the producer of a block that owns one query tile; a persistent block's producer
+  // continues its sequence from item to item).
+  __device__ __forceinline__ void load_head(uint64_t k, uint64_t v, int64_t head, int nt, int tiles, int it = 0) const {
     const char* kt = (const char*)k + head * nt * KB;
     const char* vt = (const char*)v + head * nt * KB;
-    for (int j = 0; j < tiles; ++j) load(j, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
+    for (int j = 0; j < tiles; ++j) load(it + j, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
   }
 };
 
-// FgQBlock is the work of a block of the grids (ceil(Nq / BM), H, B) (attention_hopper_bulk.cu,
-// attention_hopper_exact.cu): query rows m0 .. m0 + BM - 1 of head h of batch b, the last
-// query tiles first (under the causal mask they see the most keys, and starting them first
-// leaves the short ones to fill the end of the grid), key head hk, and the keys its rows see,
-// [0, kv_end), in tiles of BN.
-struct FgQBlock {
-  int m0, h, b, hk, kv_end, tiles;
-  __device__ __forceinline__ FgQBlock(const fg_attn_params& p, int BM, int BN)
-      : m0((gridDim.x - 1 - blockIdx.x) * BM), h(blockIdx.y), b(blockIdx.z), hk(h / (p.h / p.hkv)) {
-    kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-    tiles = (kv_end + BN - 1) / BN;
-  }
-};
-
-// ---- persistent grids (attention_hopper_persist.cu, attention_hopper_exact.cu) ---------------
-// G blocks (G <= the multiprocessors) loop over the work items (b, h, query tile): item w =
+// ---- work items (attention_hopper_bulk.cu, attention_hopper_persist.cu, attention_hopper_exact.cu)
+// Persistent grids: G blocks (G <= the multiprocessors) loop over the work items (b, h, query tile): item w =
 // (b H + h) T + x, T = ceil(Nq / BM), query rows from (T - 1 - x) BM (longest first within a
 // head when causal); block c takes, round after round of 2 G items, the items c and 2 G - 1 - c
 // of the round (a snake: where 2 G is a multiple of T, tiles x and T - 1 - x pair up and every
@@ -425,6 +412,14 @@ struct FgItem {
     h = (int)(bh % p.h), b = (int)(bh / p.h), hk = h / (p.h / p.hkv);
     m0 = (T - 1 - x) * BM;
     tiles = (fg_key_limit(p, b, min(m0 + BM, p.nq) - 1) + BN - 1) / BN;
+  }
+  // block is the item of this block in the grids (ceil(Nq / BM), H, B) of the kernels that
+  // own one query tile a block (attention_hopper_bulk.cu, attention_hopper_exact.cu): block
+  // (x, h, b) takes item (b H + h) T + x, so the last query tiles run first (under the causal
+  // mask they see the most keys, and starting them first leaves the short ones to fill the end
+  // of the grid).
+  static __device__ __forceinline__ FgItem block(const fg_attn_params& p, int BM, int BN) {
+    return FgItem(p, ((int64_t)blockIdx.z * p.h + blockIdx.y) * gridDim.x + blockIdx.x, gridDim.x, BM, BN);
   }
 };
 
