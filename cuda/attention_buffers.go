@@ -159,10 +159,10 @@ func (p AttentionBuffers) BackwardScratch() int { return p.backwardScratch(p.qTy
 func (p *AttentionBuffers) backwardScratch(dt dtype) int {
 	kp := p.sizing()
 	kv, q, ok := pickMMABwd(&kp, dt, -1, -1, true, deviceSM())
-	if !ok || !kv.Pre && !q.Pre {
+	if !ok {
 		return 0
 	}
-	return int((bwdScratchBytes(&kp, p.planesSize(dt) > 0) + 3) / 4)
+	return int((bwdScratchFor(&kp, kv, q, p.planesSize(dt) > 0) + 3) / 4)
 }
 
 // AttentionBackwardBuffers computes DQ, DK and DV from Q, K, V, O, L (LRes), DO (and DL) with
@@ -210,6 +210,9 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 		pre := "fg_attn_bwd_mma_pre"
 		if kv.Pre || q.Pre {
 			pre, _ = bwdPrepKernel(&kp, p.planesSize(dt) > 0)
+		}
+		if kv.Split {
+			pre += "+" + exactBwdPrep(&kp)
 		}
 		if kv.Fused {
 			return []string{fwd, pre, kv.name()}, nil

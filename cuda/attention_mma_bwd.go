@@ -34,6 +34,12 @@ import (
 //	  j + 1 (three stages of K and V instead of two); dK/dV (BM = 64), Sᵀ and dPᵀ of query
 //	  tile j + 1 are issued before the elementwise step of tile j (two sets of them in
 //	  registers, three stages of Q and dO).
+//	Split (Hopper, Exact, D = 64; needs a scratch buffer): the 3xTF32 kernels of
+//	  kernels/attention_hopper_exact_bwd.cu on the tf32 hi and lo planes its pre-pass
+//	  (fg_attn_bwd_exact_prep, after fg_attn_bwd_mma_pre) writes: Q, dO, K, V by rows and
+//	  Q, dO, K by columns (exactBwdPlaneBytes), moved by bulk copies: dK/dV one warpgroup of
+//	  BN = 64 keys, query tiles of BM = 32; dQ two warpgroups of 64 rows (BM = 128) and a
+//	  producer warpgroup, key tiles of BN = 32.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -46,6 +52,8 @@ type mmaBwdCfg struct {
 	Fx        bool // Hopper only: exp2 as FFMA + ex2.approx.ftz, scale applied to dK and dQ at the end
 	Pipe      bool // Hopper: the next tile's products issued before this one's are waited for (three stages; dQ: with Ovl; dK/dV: BM = 64)
 	B3        bool // Hopper dK/dV only: registers capped at 168 for three blocks per multiprocessor
+	Split     bool // Hopper Exact: 3xTF32 on wgmma, on the tf32 planes of fg_attn_bwd_exact_prep
+	Cl        bool // Split dK/dV: clusters of two blocks (adjacent keys) sharing each query tile's copies (multicast)
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -60,6 +68,14 @@ type mmaBwdCfg struct {
 // The bfloat16-plane kernels: 128 to 252 registers, no spills (ptxas -v, sm_90, CUDA 13).
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
+	// Exact on Hopper (compute capability 9.0, d = 64, with a scratch buffer): 3xTF32 on wgmma
+	// (twelfth session, results/h100-2026-11-24-s12). The backward 1.7-2.0× the mma.sync pair's
+	// on attnbench's d = 64 rows (call B). The dK/dV kernel in clusters of two sharing each query
+	// tile by multicast (Cl: half the copies from L2) is 11-15% slower (call C): the kernel is
+	// not bound by L2, and the cluster's barrier per tile costs more than the copies it saves.
+	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true},
+	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 32, Hopper: true, Split: true},
+	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Cl: true},
 	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
 	// pair of each D is the fastest measured on the H100 (TestAttentionMMABwdTiming with
 	// -mmabwd.cross after the tests checked every kernel, results/h100-2026-11-23-s7-bwd64,
@@ -174,7 +190,7 @@ var mmaBwdCfgs = []mmaBwdCfg{
 func (c mmaBwdCfg) name() string {
 	if c.Hopper {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
-			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3]
+			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl]
 		if c.DQ {
 			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
@@ -204,6 +220,9 @@ func (c mmaBwdCfg) name() string {
 
 // module is the kernels/<module>.cu file of c's kernel.
 func (c mmaBwdCfg) module() string {
+	if c.Split {
+		return "attention_hopper_exact_bwd"
+	}
 	if c.Hopper {
 		return "attention_hopper_bwd"
 	}
@@ -213,6 +232,9 @@ func (c mmaBwdCfg) module() string {
 // threads is the block size: two threads per tile row of the block's own operand (Hopper: a
 // warpgroup of 128 threads per 64 rows).
 func (c mmaBwdCfg) threads() int {
+	if c.Split && c.DQ { // and a producer warpgroup
+		return 2*c.BM + 128
+	}
 	if c.DQ {
 		return 2 * c.BM
 	}
@@ -229,6 +251,10 @@ func (c mmaBwdCfg) threads() int {
 func (c mmaBwdCfg) smem() int {
 	h := (2*c.BM + 2*c.BN) * (c.D + 8) * 2
 	switch {
+	case c.Split && c.DQ: // Q lo, dO hi, lo [BM][D]; two stages of K, V hi, lo [BN][D] and K^T hi, lo; 4 mbarriers
+		return 3*c.BM*c.D*4 + 2*6*c.BN*c.D*4 + 32 + 1024
+	case c.Split: // K, V hi, lo [BN][D]; two stages of Q, dO hi, lo by rows and by columns and (L2, delta); 2 mbarriers
+		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + 16 + 1024
 	case c.Hopper && c.DQ && c.Pipe:
 		return (2*c.BM+6*c.BN)*c.D*2 + 1024
 	case c.Hopper && c.DQ:
@@ -257,6 +283,9 @@ func (c mmaBwdCfg) smem() int {
 // of every (b, h). The fused kernel's blocks run over (b, key/value head) first, key tiles
 // second, so that key tile j's blocks launch after key tile j - 1's, whose turns they wait for.
 func (c mmaBwdCfg) grid(kp *attnParams) [3]int {
+	if c.Cl { // clusters of two blocks along x
+		return [3]int{2 * ceilDiv(int(kp.nk), 2*c.BN), int(kp.hkv), int(kp.b)}
+	}
 	if c.Fused {
 		return [3]int{int(kp.b) * int(kp.hkv), ceilDiv(int(kp.nk), c.BN), 1}
 	}
@@ -273,7 +302,8 @@ func (c mmaBwdCfg) grid(kp *attnParams) [3]int {
 // the first of each for the precision and D, or the ones at indices dkdv and dq of
 // mmaBwdCfgs when those are not negative (the tests' way to run every kernel). Kernels on the
 // pre-pass's bfloat16 planes (Pre) only when scratch (a scratch buffer can be had) is set and
-// the layouts are contiguous (the planes share the strides of the operands they copy); the
+// the layouts are contiguous (the planes share the strides of the operands they copy), and
+// those on tf32 planes (Split, whose layout is their own) only when scratch is set; the
 // Hopper kernels only when sm, the device's compute capability as 10 major + minor, is 90.
 func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch bool, sm int) (kv, q mmaBwdCfg, ok bool) {
 	if dt != f32 || Precision(kp.precision) == PrecisionFMA {
@@ -285,7 +315,7 @@ func pickMMABwd(kp *attnParams, dt dtype, dkdv, dq int, scratch bool, sm int) (k
 	pre := scratch && contiguous(kp)
 	var haveKV, haveQ bool
 	for i, c := range mmaBwdCfgs {
-		if c.Prec != Precision(kp.precision) || c.D != int(kp.d) || (c.Pre && !pre) || (c.Hopper && sm != 90) {
+		if c.Prec != Precision(kp.precision) || c.D != int(kp.d) || (c.Pre && !pre) || (c.Split && !scratch) || (c.Hopper && sm != 90) {
 			continue
 		}
 		switch {
@@ -318,6 +348,18 @@ func bwdScratchBytes(kp *attnParams, kept bool) int64 {
 		return 2 * q
 	}
 	return 2*2*(q+k) + 4*int64(kp.b)*int64(kp.h)*int64(ceilDiv(int(kp.nq), 16))
+}
+
+// bwdScratchFor is the scratch the backward pair kv, q uses for kp (kept: with the planes a
+// forward kept): the bfloat16 planes (Pre), the tf32 planes (Split), or none.
+func bwdScratchFor(kp *attnParams, kv, q mmaBwdCfg, kept bool) int64 {
+	switch {
+	case kv.Split || q.Split:
+		return exactBwdPlaneBytes(kp)
+	case kv.Pre || q.Pre:
+		return bwdScratchBytes(kp, kept)
+	}
+	return 0
 }
 
 // bwdPrepKernel returns the pre-pass startMMABwd launches for kp and the query or key rows
@@ -367,6 +409,9 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 	m := *kp
 	if planes != nil && !readsPlanes(kv, q) {
 		return fmt.Errorf("cuda: attention backward: %s and %s do not read the forward's bfloat16 planes (Planes)", kv.name(), q.name())
+	}
+	if kv.Split || q.Split {
+		return s.startExactBwd(kp, kv, q, scratch)
 	}
 	if kv.Pre || q.Pre {
 		if scratch == nil {
@@ -423,3 +468,63 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 	}
 	return nil
 }
+
+// exactBwdPlaneBytes is the size of fg_attn_bwd_exact_prep's planes (kernels/
+// attention_hopper_exact_bwd.cu, FgTf32Planes): float32 tiles of 32 rows of d, four parts
+// (hi and lo, by rows and by columns) of Q and of dO [B, H, ceil(Nq/32)·32, d], four of K and
+// two of V [B, Hkv, ceil(Nk/32)·32, d].
+func exactBwdPlaneBytes(kp *attnParams) int64 {
+	tile := int64(32) * int64(kp.d) * 4
+	q := int64(kp.b) * int64(kp.h) * int64(ceilDiv(int(kp.nq), 32)) * tile
+	k := int64(kp.b) * int64(kp.hkv) * int64(ceilDiv(int(kp.nk), 32)) * tile
+	return 8*q + 6*k
+}
+
+// startExactBwd launches the Split pair kv, q (kernels/attention_hopper_exact_bwd.cu): the row
+// preprocess fg_attn_bwd_mma_pre ((L2, delta) into kp.delta), the pre-pass
+// fg_attn_bwd_exact_prep_d* (the tf32 planes into exactBwdPlaneBytes(kp) bytes of scratch:
+// grid (G, 7), a column of blocks per plane job, 256 threads, each a 16-byte chunk of a part
+// at a time), then the two kernels, which take the problem and the planes
+// (fg_mma_prep_params).
+func (s *state) startExactBwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error)) error {
+	const mod = "attention_hopper_exact_bwd"
+	if !kv.Split || !q.Split || kv.D != int(kp.d) || q.D != int(kp.d) {
+		return fmt.Errorf("cuda: attention backward: %s and %s are not a pair of the Exact Hopper kernels for d=%d", kv.name(), q.name(), kp.d)
+	}
+	if scratch == nil {
+		return fmt.Errorf("cuda: attention backward: %s needs a scratch buffer", kv.name())
+	}
+	dst, err := scratch(exactBwdPlaneBytes(kp))
+	if err != nil {
+		return err
+	}
+	rows := int(kp.b) * int(kp.h) * int(kp.nq)
+	if err := s.start("attention_mma_bwd", "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
+		return err
+	}
+	pp := &mmaPrepParams{src: *kp, dst: dst}
+	chunks := max(int(kp.b)*int(kp.h)*ceilDiv(int(kp.nq), 32), int(kp.b)*int(kp.hkv)*ceilDiv(int(kp.nk), 32)) * 8 * int(kp.d)
+	if err := s.start(mod, exactBwdPrep(kp), [3]int{bwdPrepBlocks(ceilDiv(chunks, 32), s.sms), 7, 1}, 256, 0,
+		unsafe.Pointer(pp)); err != nil {
+		return err
+	}
+	if bwdStageMark != nil {
+		if err := bwdStageMark(1); err != nil {
+			return err
+		}
+	}
+	for i, c := range []mmaBwdCfg{kv, q} {
+		if err := s.start(c.module(), c.name(), c.grid(kp), c.threads(), c.smem(), unsafe.Pointer(pp)); err != nil {
+			return err
+		}
+		if bwdStageMark != nil {
+			if err := bwdStageMark(2 + i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// exactBwdPrep is the name of the tf32-plane pre-pass for kp's head dimension.
+func exactBwdPrep(kp *attnParams) string { return fmt.Sprintf("fg_attn_bwd_exact_prep_d%d", kp.d) }

@@ -143,12 +143,29 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 	if len(kvs) == 0 || len(qs) == 0 {
 		return nil
 	}
+	// A kernel on the tf32 planes (Split) pairs only with its own kind's first, as the others
+	// with theirs (one pre-pass serves a pair).
+	first := func(list []int, split bool) int {
+		for _, i := range list {
+			if mmaBwdCfgs[i].Split == split {
+				return i
+			}
+		}
+		return -1
+	}
 	pairs := [][2]int{{kvs[0], qs[0]}}
+	seen := map[[2]int]bool{pairs[0]: true}
+	add := func(pr [2]int) {
+		if pr[0] >= 0 && pr[1] >= 0 && !seen[pr] {
+			seen[pr] = true
+			pairs = append(pairs, pr)
+		}
+	}
 	for _, i := range kvs[1:] {
-		pairs = append(pairs, [2]int{i, qs[0]})
+		add([2]int{i, first(qs, mmaBwdCfgs[i].Split)})
 	}
 	for _, i := range qs[1:] {
-		pairs = append(pairs, [2]int{kvs[0], i})
+		add([2]int{first(kvs, mmaBwdCfgs[i].Split), i})
 	}
 	if *mmaBwdOnly == "" {
 		return pairs
@@ -209,7 +226,7 @@ func (c mmaBwdCfg) short() string {
 	switch {
 	case c.Hopper:
 		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
-			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3]
+			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl]
 	case c.Fused && c.Reg:
 		form = "fused reg "
 	case c.Fused:
@@ -480,7 +497,9 @@ func TestAttentionMMABwdBuffersScratch(t *testing.T) {
 
 // TestBackwardScratch checks the size of the BF16 backward's pre-pass buffer (no GPU): Q, dO
 // [B, H, Nq, D] and K, V [B, Hkv, Nk, D] in bfloat16 and an int32 per 16 query rows of every
-// (b, h), in float32 elements; 0 for the precisions whose backward has no pre-pass.
+// (b, h), in float32 elements; Exact's at d = 64 on compute capability 9.0, the tf32 planes
+// (Q, dO in 4 parts, K in 4, V in 2, each [B, heads, N rounded up to 32, D] float32); 0 for
+// the precisions whose backward has no pre-pass.
 func TestBackwardScratch(t *testing.T) {
 	p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: PrecisionBF16}
 	want := (2*2*(3*4*50*64+3*2*100*64) + 4*3*4*4) / 4
@@ -493,9 +512,18 @@ func TestBackwardScratch(t *testing.T) {
 		{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 64, Scale: 1, Precision: PrecisionFMA},
 		{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 100, Scale: 1, Precision: PrecisionBF16},
 	} {
-		if got := q.BackwardScratch(); got != 0 {
-			t.Errorf("%v d=%d: BackwardScratch = %d, want 0", q.Precision, q.D, got)
+		want := 0
+		if q.Precision == PrecisionExact && deviceSM() == 90 {
+			want = (8*1*1*32 + 6*1*1*32) * 64 // Nq = Nk = 5: one tile of 32 rows
 		}
+		if got := q.BackwardScratch(); got != want {
+			t.Errorf("%v d=%d: BackwardScratch = %d, want %d", q.Precision, q.D, got, want)
+		}
+	}
+	eb := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: PrecisionExact}
+	e := eb.sizing()
+	if got, want := exactBwdPlaneBytes(&e), int64(8*3*4*64*64*4+6*3*2*128*64*4); got != want {
+		t.Errorf("exactBwdPlaneBytes = %d, want %d", got, want)
 	}
 }
 
@@ -527,6 +555,9 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
 		{"exact-d128", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
+		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n64_m32", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n32"},
+		{"exact-d64-hopper-noscratch", PrecisionExact, 64, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
+		{"exact-d64-sm80", PrecisionExact, 64, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 	} {
 		p := base
 		p.Precision, p.D = c.prec, c.d
@@ -552,6 +583,12 @@ func TestPickMMABwd(t *testing.T) {
 	if kv, q, ok := pickMMABwd(&kp, f32, -1, -1, true, 90); !ok || kv.Pre || q.Pre {
 		t.Errorf("pickMMABwd with K rows of 68 elements = %q, %q, %v, want kernels without a pre-pass", kv.name(), q.name(), ok)
 	}
+	// The pairs the device tests run: the Split kernels only with each other.
+	for _, pr := range mmaBwdPairs(PrecisionExact, 64) {
+		if kv, q := mmaBwdCfgs[pr[0]], mmaBwdCfgs[pr[1]]; kv.Split != q.Split {
+			t.Errorf("mmaBwdPairs pairs %s with %s", kv.name(), q.name())
+		}
+	}
 	// Every Hopper kernel by index on compute capability 9.0, none elsewhere.
 	for i, c := range mmaBwdCfgs {
 		if !c.Hopper {
@@ -573,7 +610,7 @@ func TestPickMMABwd(t *testing.T) {
 	}
 
 	ptx, src := map[string]string{}, map[string][]byte{}
-	for _, m := range []string{"attention_mma_bwd", "attention_hopper_bwd"} {
+	for _, m := range []string{"attention_mma_bwd", "attention_hopper_bwd", "attention_hopper_exact_bwd"} {
 		var err error
 		if ptx[m], err = ptxSource(m); err != nil {
 			t.Fatal(err)
@@ -597,7 +634,21 @@ func TestPickMMABwd(t *testing.T) {
 			c.B3 && !(c.Hopper && !c.DQ) {
 			t.Errorf("%s: Ovl or Fx without Hopper, or Pipe outside the Hopper dQ kernel with Ovl", c.name())
 		}
-		if c.Hopper && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
+		if c.Split && (!c.Hopper || c.Prec != PrecisionExact || c.D != 64 || c.Pre || c.Reg || c.Ovl || c.Fx || c.Pipe || c.B3 ||
+			c.threads() != map[bool]int{false: 2 * c.BN, true: 2*c.BM + 128}[c.DQ] || c.BM != map[bool]int{false: 32, true: 128}[c.DQ] ||
+			c.BN != map[bool]int{false: 64, true: 32}[c.DQ]) {
+			t.Errorf("%s: not a Split configuration (Hopper Exact d = 64: dK/dV n64 m32, 128 threads; dQ m128 n32, 384)", c.name())
+		}
+		if c.Cl && (!c.Split || c.DQ) {
+			t.Errorf("%s: clusters (Cl) in the Split dK/dV kernel only", c.name())
+		}
+		if c.Split {
+			prep := exactBwdPrep(&attnParams{d: int32(c.D)})
+			if !regexp.MustCompile(`\.entry ` + prep + `\(`).MatchString(ptx[c.module()]) {
+				t.Errorf("%s: its pre-pass %s is not in ptx/%s.ptx", c.name(), prep, c.module())
+			}
+		}
+		if c.Hopper && !c.Split && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
 			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
 			t.Errorf("%s: not a Hopper configuration (BF16 on the planes, SB = BM, tiles of 64s, Reg in dQ only)", c.name())
 		}
@@ -615,8 +666,12 @@ func TestPickMMABwd(t *testing.T) {
 		}
 	}
 	for m, re := range map[string]string{"attention_mma_bwd": `(?m)^FG_BWD_MMA_(LDM_|PRE_|FUSED_)?(DKDV|DQ)\(`,
-		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B)\(`} {
-		if n := len(regexp.MustCompile(re).FindAll(src[m], -1)); n != count[m] {
+		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B)\(`, "attention_hopper_exact_bwd": `(?m)^FG_BWD_WGMMA_EXACT\(`} {
+		n := len(regexp.MustCompile(re).FindAll(src[m], -1))
+		if m == "attention_hopper_exact_bwd" {
+			n *= 3 // two dK/dV kernels (with clusters and without) and a dQ kernel per head dimension
+		}
+		if n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])
 		}
 	}

@@ -36,29 +36,6 @@
 // floats: blocks of 32 columns), its 8 mbarriers.
 #include "wgmma.cuh"
 
-namespace {
-
-// fg_exact_key is the key (within its group of 8) at position p of V^T's rows.
-__device__ __forceinline__ int fg_exact_key(int p) { return p < 4 ? 2 * p : 2 * (p - 4) + 1; }
-
-// fg_split4 splits the 4 floats of x into their tf32 hi and lo parts.
-__device__ __forceinline__ void fg_split4(float4 x, uint4& hi, uint4& lo) {
-  fg_split_tf32(x.x, hi.x, lo.x), fg_split_tf32(x.y, hi.y, lo.y);
-  fg_split_tf32(x.z, hi.z, lo.z), fg_split_tf32(x.w, hi.w, lo.w);
-}
-
-// fg_add adds y to x's blocks j0 .. j0 + NY - 1 (float32, rounding to nearest), after y's
-// wgmma completed.
-template <int NX, int NY> __device__ __forceinline__ void fg_add(float (&x)[NX][4], float (&y)[NY][4], int j0 = 0) {
-  fg_reg_fence(y);
-#pragma unroll
-  for (int j = 0; j < NY; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) x[j0 + j][e] += y[j][e];
-}
-
-}  // namespace
-
 // fg_attn_hopper_prep_exact: the pre-pass of variant 24 (Go: startMMA). dst holds two planes,
 // K then V^T, each [B][Hkv][NT][hi, lo][BN x D] float32 (SPLIT, Exact; TF32: the hi part
 // only, x rounded to tf32) with NT = ceil(Nk / BN): K's tiles as
@@ -135,14 +112,7 @@ template <int D, int BN, bool SPLIT> struct FgExact {
   static __device__ __forceinline__ void load_q(uint32_t (&qh)[KS][4], uint32_t sQl, const fg_attn_params& p,
                                                 const float* q, int m0) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
-    for (int idx = threadIdx.x % 128; idx < 64 * CH && SPLIT; idx += 128) {
-      const int r = 64 * wg + idx / CH, c = idx % CH;
-      float4 x = make_float4(0, 0, 0, 0);
-      if (m0 + r < p.nq) x = *(const float4*)(q + (int64_t)(m0 + r) * p.q_row + 4 * c);
-      uint4 hi, lo;
-      fg_split4(x, hi, lo);
-      fg_st_shared16(sQl + fg_sw128<BM>(r, c), lo);
-    }
+    if constexpr (SPLIT) fg_exact_put_split<D, BM, false>(0, sQl, q, p.q_row, m0, p.nq);
     const int r0 = m0 + 16 * warp + g;
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk)

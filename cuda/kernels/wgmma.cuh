@@ -177,8 +177,11 @@ template <int R> __device__ __forceinline__ uint32_t fg_tf32_kstep(int kk) { ret
 // warpgroup's rows of a swizzled tile of AR rows (AL = tile + 128 x the first row); B = bh + bl,
 // N rows starting at shared addresses bh and bl of swizzled tiles of BR rows, read along their
 // rows. Per k step the small products first: al bh, ah bl, ah bh (al bl is below float32's
-// rounding). Without SPLIT (TF32), the one product ah bh (al, AL and bl unused).
-template <int N, int KS, bool SPLIT, bool ALREG, int AR, int BR>
+// rounding); HILAST: the small products of every k step first, then the hi·hi ones (the
+// accumulator truncates each addition at its size, which the hi·hi terms set: adding them last
+// truncates the sum fewer times at that size; attention_mma_bwd.cu's fg_bwd_3xtf32_k16). Without
+// SPLIT (TF32), the one product ah bh (al, AL and bl unused).
+template <int N, int KS, bool SPLIT, bool ALREG, int AR, int BR, bool HILAST = false>
 __device__ __forceinline__ void fg_wgmma_tf32_x(float (&d)[N / 8][4], uint32_t (*ah)[4], uint32_t (*al)[4], uint32_t AL,
                                                 uint32_t bh, uint32_t bl, int k0) {
 #pragma unroll
@@ -194,8 +197,72 @@ __device__ __forceinline__ void fg_wgmma_tf32_x(float (&d)[N / 8][4], uint32_t (
     else
       FgWgmmaTf32<N>::ss(d, fg_wgmma_desc(AL + fg_tf32_kstep<AR>(kk), 16, 1024), fg_wgmma_desc(bh + off, 16, 1024), i > 0);
     FgWgmmaTf32<N>::rs(d, ah[i], fg_wgmma_desc(bl + off, 16, 1024), 1);
-    FgWgmmaTf32<N>::rs(d, ah[i], fg_wgmma_desc(bh + off, 16, 1024), 1);
+    if constexpr (!HILAST) FgWgmmaTf32<N>::rs(d, ah[i], fg_wgmma_desc(bh + off, 16, 1024), 1);
   }
+#pragma unroll
+  for (int i = 0; i < KS && SPLIT && HILAST; ++i)
+    FgWgmmaTf32<N>::rs(d, ah[i], fg_wgmma_desc(bh + fg_tf32_kstep<BR>(k0 + i), 16, 1024), 1);
+}
+
+// fg_exact_key is the row (key or query, within its group of 8) at position p of a transposed
+// tf32 tile's rows (V^T in the Exact forward; Q^T, dO^T, K^T in its backward): the accumulator
+// of m64nN gives lane (g, t) the columns 8 j + 2 t and 8 j + 2 t + 1 of every 8-column block j,
+// which tf32's A fragment takes as k t and t + 4, so position p holds fg_exact_key(p) and a
+// product's accumulator registers serve as the next product's A fragments as they are.
+__device__ __forceinline__ int fg_exact_key(int p) { return p < 4 ? 2 * p : 2 * (p - 4) + 1; }
+
+// fg_split4 splits the 4 floats of x into their tf32 hi and lo parts.
+__device__ __forceinline__ void fg_split4(float4 x, uint4& hi, uint4& lo) {
+  fg_split_tf32(x.x, hi.x, lo.x), fg_split_tf32(x.y, hi.y, lo.y);
+  fg_split_tf32(x.z, hi.z, lo.z), fg_split_tf32(x.w, hi.w, lo.w);
+}
+
+// fg_add adds y to x's blocks j0 .. j0 + NY - 1 (float32, rounding to nearest), after y's
+// wgmma completed: the Exact kernels' sum of a chain into its accumulator.
+template <int NX, int NY> __device__ __forceinline__ void fg_add(float (&x)[NX][4], float (&y)[NY][4], int j0 = 0) {
+  fg_reg_fence(y);
+#pragma unroll
+  for (int j = 0; j < NY; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) x[j0 + j][e] += y[j][e];
+}
+
+// fg_exact_put_split writes this warpgroup's 64 rows (64 wg .. 64 wg + 63) of the tile of BM
+// rows at row m0 of the float32 matrix x (row stride row, D columns; rows at or past nq zero),
+// split into tf32 parts, into swizzled K-major tiles of BM rows: lo at sl, and (HI) hi at sh.
+template <int D, int BM, bool HI>
+__device__ __forceinline__ void fg_exact_put_split(uint32_t sh, uint32_t sl, const float* x, int64_t row, int m0, int nq) {
+  constexpr int CH = D / 4;
+  const int wg = threadIdx.x / 128;
+  for (int idx = threadIdx.x % 128; idx < 64 * CH; idx += 128) {
+    const int r = 64 * wg + idx / CH, c = idx % CH;
+    float4 v = make_float4(0, 0, 0, 0);
+    if (m0 + r < nq) v = *(const float4*)(x + (int64_t)(m0 + r) * row + 4 * c);
+    uint4 hi, lo;
+    fg_split4(v, hi, lo);
+    if (HI) fg_st_shared16(sh + fg_sw128<BM>(r, c), hi);
+    fg_st_shared16(sl + fg_sw128<BM>(r, c), lo);
+  }
+}
+
+// fg_wgmma_tf32_ss3 issues d = A B (3xTF32, from a zero accumulator), d [64 x N], over the KS
+// k steps k0 .. k0 + KS - 1 with both operands in shared memory: A = ah + al, this
+// warpgroup's 64 rows of swizzled tiles of AR rows at ah and al (tile + 128 x the first row),
+// B = bh + bl, N rows of swizzled tiles of BR rows; the small products al bh, ah bl of every
+// k step first, then the hi·hi ones (fg_wgmma_tf32_x's HILAST). Not committed, not waited for.
+template <int N, int KS, int AR, int BR>
+__device__ __forceinline__ void fg_wgmma_tf32_ss3(float (&d)[N / 8][4], uint32_t ah, uint32_t al, uint32_t bh, uint32_t bl,
+                                                  int k0) {
+#pragma unroll
+  for (int i = 0; i < KS; ++i) {
+    const uint32_t oa = fg_tf32_kstep<AR>(k0 + i), ob = fg_tf32_kstep<BR>(k0 + i);
+    FgWgmmaTf32<N>::ss(d, fg_wgmma_desc(al + oa, 16, 1024), fg_wgmma_desc(bh + ob, 16, 1024), i > 0);
+    FgWgmmaTf32<N>::ss(d, fg_wgmma_desc(ah + oa, 16, 1024), fg_wgmma_desc(bl + ob, 16, 1024), 1);
+  }
+#pragma unroll
+  for (int i = 0; i < KS; ++i)
+    FgWgmmaTf32<N>::ss(d, fg_wgmma_desc(ah + fg_tf32_kstep<AR>(k0 + i), 16, 1024),
+                       fg_wgmma_desc(bh + fg_tf32_kstep<BR>(k0 + i), 16, 1024), 1);
 }
 
 // ---- tiles into shared memory, and the products of attention on them ---------------------------
@@ -346,6 +413,38 @@ __device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%3], %1, [%2];\n" ::"r"(dst),
       "r"(bytes), "r"(bar), "l"(src)
       : "memory");
+}
+
+// ---- thread block clusters (the Exact backward's dK/dV kernel: two CTAs share their query tiles)
+
+// fg_mbar_expect arrives on the mbarrier at bar, telling it to expect bytes more.
+__device__ __forceinline__ void fg_mbar_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// fg_bulk_load_mc copies bytes (a multiple of 16) from global src to shared dst in every CTA of
+// the cluster that mask names (bit r: CTA rank r), at the same offset in each, counting them on
+// each one's mbarrier at bar (the same offset too), without an arrival (fg_mbar_expect's).
+__device__ __forceinline__ void fg_bulk_load_mc(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "h"(mask)
+      : "memory");
+}
+// fg_bulk_copy is fg_bulk_load without the arrival (fg_mbar_expect's).
+__device__ __forceinline__ void fg_bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst), "l"(src),
+               "r"(bytes), "r"(bar)
+               : "memory");
+}
+// fg_cluster_sync is a barrier of every thread of the cluster (release, acquire: what each did
+// to shared memory before it, the others see after it).
+__device__ __forceinline__ void fg_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ uint32_t fg_cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
 }
 
 // ---- the forward's K and V tile ring, fed by bulk copies (attention_hopper_bulk.cu,

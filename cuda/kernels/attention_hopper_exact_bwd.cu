@@ -1,0 +1,425 @@
+// attention_hopper_exact_bwd.cu: the Exact attention backward on Hopper (sm_90a): the 3xTF32
+// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64. The problem, masks,
+// outputs and the order of the float32 sums are attention_mma_bwd.cu's; with
+// P_ij = exp2(s_ij scale log2 e - L2_i), s_ij = q_i . k_j, 0 where key j is not visible from
+// row i (fg_key_limit), and (L2, delta) per query row from fg_attn_bwd_mma_pre:
+//   dV_j = sum_i P_ij dO_i,  dS_ij = scale P_ij (dO_i . V_j - delta_i),
+//   dK_j = sum_i dS_ij Q_i,  dQ_i = sum_j dS_ij K_j,
+// dK and dV summed over the query heads of the key/value head's group (GQA). Two kernels, no
+// atomics (the bits are the same on every run): dK/dV per 64 keys, dQ per 128 query rows.
+//
+// Precision (as the Exact forward, attention_hopper_exact.cu): every operand x is split as
+// hi = tf32(x), lo = tf32(x - hi) and a b = a_lo b_hi + a_hi b_lo + a_hi b_hi; the tensor
+// cores' accumulator truncates, so every product runs in chains of 2 k steps (16 head columns
+// for S and dP, 16 queries for dV and dK, 16 keys for dQ) from a zero accumulator, the four
+// small products of a chain before its two hi·hi ones (as attention_mma_bwd.cu's
+// fg_bwd_3xtf32_k16), and the chains are added in float32, rounding to nearest, in order.
+//
+// TF32 wgmma reads both operands K-major (along the sum's index), so a pre-pass
+// (fg_attn_bwd_exact_prep) writes every operand in the layout its product reads, as tf32 hi
+// and lo planes (FgTf32Planes): Q, dO, K, V by rows (the B operands of S^T = K Q^T,
+// dP^T = V dO^T, S = Q K^T, dP = dO V^T, and K, V as A), and Q^T, dO^T, K^T by columns (the B
+// operands of dK += dS^T Q, dV += P^T dO, dQ += dS K), whose rows of 8 keys or queries are
+// ordered as fg_exact_key says, so that P^T, dS^T and dS go from their accumulators to A
+// fragments unchanged.
+//
+//   fg_attn_bwd_wgmma_exact_dkdv: one warpgroup owns 64 keys of one (b, key/value head) (K and
+//   V hi and lo [64][D] in shared memory) and walks the query tiles of 32 rows of every query
+//   head of its group that sees any of them (FgKvWalk), two stages of bulk copies ahead; two
+//   CTAs, a cluster, own adjacent key blocks and walk the same query tiles (from the first
+//   that sees the first block's keys), each copying half of every tile into both (multicast),
+//   so that a query tile crosses from L2 once per 128 keys:
+//     S^T  = K Q^T,  dP^T = V dO^T   wgmma m64n32k8, both operands from shared memory
+//     P^T, dS^T in registers          (fg_bwd_pds_t; exp2f, as the mma.sync Exact kernels)
+//     dV += P^T dO,  dK += dS^T Q     wgmma m64nDk8, A = P^T, dS^T split in registers, B the
+//                                     dO^T and Q^T tiles [D][32]
+//   fg_attn_bwd_wgmma_exact_dq: two consumer warpgroups own 64 query rows each (Q hi as A
+//   fragments in registers, Q lo and dO hi and lo [128][D] in shared memory, split from the
+//   float32 inputs) and a producer warpgroup copies key tiles of 32 (K, V hi and lo [32][D],
+//   K^T hi and lo [D][32]) into a two-stage ring:
+//     S = Q K^T, dP = dO V^T          wgmma m64n32k8 (Q hi from registers)
+//     dS = scale P (dP - delta)        (FgDqRows.ds)
+//     dQ += dS K                       wgmma m64nDk8, A = dS split in registers, B = K^T
+//
+// Shared memory: swizzled tf32 tiles (fg_sw128 with 16-byte chunks of 4 floats, blocks of 32
+// columns, 1024-byte aligned); dK/dV 192 KiB, dQ 192 KiB at d = 64 (d = 128 would need twice:
+// its backward stays attention_mma_bwd.cu's).
+#include "mma_bwd.cuh"
+#include "wgmma.cuh"
+
+namespace {
+
+// FgTf32Planes is the layout of fg_attn_bwd_exact_prep's output at base (Go:
+// exactBwdPlaneBytes): tiles of T = 32 rows (by rows) or 32 columns (by columns) of D floats,
+// TB bytes each, tile t of a head holding rows 32 t .. 32 t + 31 (zeros past the valid rows).
+// Four tensors, each as parts [B][heads][NT] tiles: Q and dO (heads H, NT = ceil(Nq / 32)) in
+// parts 0 hi, 1 lo (by rows), 2 hi, 3 lo (by columns); K (Hkv, ceil(Nk / 32)) the same; V parts
+// 0 and 1 only. A tile by rows is [32][D] in fg_sw128<32>'s layout (a bulk copy of it is a
+// swizzled tile of 32 rows); by columns [D][32], row n the column n of the 32 rows, positions
+// in fg_exact_key's order within each 8, in fg_sw128<D>'s layout (two consecutive tiles are a
+// swizzled [D][64]).
+template <int D> struct FgTf32Planes {
+  static constexpr int T = 32;
+  static constexpr uint32_t TB = T * D * 4;
+  uint64_t q, dout, k, v;
+  int ntq, ntk;
+  int64_t pq, pk;  // bytes of a part of Q or dO, of K or V
+  __device__ __forceinline__ FgTf32Planes(const fg_attn_params& p, uint64_t base) {
+    ntq = (p.nq + T - 1) / T, ntk = (p.nk + T - 1) / T;
+    pq = (int64_t)p.b * p.h * ntq * TB, pk = (int64_t)p.b * p.hkv * ntk * TB;
+    q = base, dout = q + 4 * pq, k = dout + 4 * pq, v = k + 4 * pk;
+  }
+  // qtile and ktile return tile t of head bh (b H + h, or b Hkv + hk) in part `part` of Q's or
+  // dO's planes x, of K's or V's.
+  __device__ __forceinline__ const char* qtile(uint64_t x, int part, int64_t bh, int t) const {
+    return (const char*)x + part * pq + (bh * ntq + t) * TB;
+  }
+  __device__ __forceinline__ const char* ktile(uint64_t x, int part, int64_t bh, int t) const {
+    return (const char*)x + part * pk + (bh * ntk + t) * TB;
+  }
+};
+
+}  // namespace
+
+// fg_attn_bwd_exact_prep writes FgTf32Planes at pp.dst: grid (G, 7), blockIdx.y the job (Q, dO,
+// K, V by rows; Q, dO, K by columns), grid-stride over its 16-byte chunks of a part, each
+// written hi and lo. Rows at or past Nq (Q, dO) or the batch's key length (K, V) are written
+// as zeros without a read. By rows, a thread takes 4 columns of a row; by columns, 4
+// positions of a column n, four lanes the four chunks of n's 64-byte half-row, which the
+// swizzle keeps together (as the forward's V^T, attention_hopper_exact.cu).
+template <int D> __device__ void fg_attn_bwd_exact_prep(const fg_mma_prep_params& pp) {
+  const fg_attn_params& p = pp.src;
+  if (p.d != D) __trap();
+  using P = FgTf32Planes<D>;
+  const P pl(p, pp.dst);
+  constexpr int CH = D / 4, T = P::T;
+  const int job = blockIdx.y;
+  const bool isq = job == 0 || job == 1 || job == 4 || job == 5, bycol = job >= 4;
+  const float* x;
+  int64_t sb, sh, sr;
+  uint64_t dst;
+  switch (job) {
+    case 0: case 4: x = (const float*)p.q, sb = p.q_batch, sh = p.q_head, sr = p.q_row, dst = pl.q; break;
+    case 1: case 5: x = (const float*)p.do_, sb = p.o_batch, sh = p.o_head, sr = p.o_row, dst = pl.dout; break;
+    case 2: case 6: x = (const float*)p.k, sb = p.k_batch, sh = p.k_head, sr = p.k_row, dst = pl.k; break;
+    default: x = (const float*)p.v, sb = p.v_batch, sh = p.v_head, sr = p.v_row, dst = pl.v; break;
+  }
+  const int heads = isq ? p.h : p.hkv, nt = isq ? pl.ntq : pl.ntk;
+  const int64_t part = isq ? pl.pq : pl.pk;
+  const int64_t tiles = (int64_t)p.b * heads * nt, chunks = tiles * T * CH;
+  const int32_t* kl = (const int32_t*)p.key_lengths;
+  char* const base = (char*)dst + (bycol ? 2 * part : 0);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < chunks; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t tile = i / (T * CH);
+    const int w = (int)(i % (T * CH));
+    const int64_t bh = tile / nt;
+    const int j0 = (int)(tile % nt) * T, h = (int)(bh % heads), b = (int)(bh / heads);
+    const int lim = isq ? p.nq : (kl ? min(p.nk, kl[b]) : p.nk);
+    const float* xh = x + b * sb + h * sh;
+    float4 v = make_float4(0, 0, 0, 0);
+    uint32_t at;
+    if (!bycol) {  // row r, columns 4 c .. 4 c + 3
+      const int r = w / CH, c = w % CH;
+      if (j0 + r < lim) v = *(const float4*)(xh + (int64_t)(j0 + r) * sr + 4 * c);
+      at = fg_sw128<T>(r, c);
+    } else {  // column n, positions 4 c .. 4 c + 3
+      const int n = (w / 4) % D, c = 4 * (w / (4 * D)) + w % 4;
+      float e[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int pos = 4 * c + u, r = j0 + (pos & ~7) + fg_exact_key(pos & 7);
+        e[u] = r < lim ? xh[(int64_t)r * sr + n] : 0.f;
+      }
+      v = make_float4(e[0], e[1], e[2], e[3]);
+      at = fg_sw128<D>(n, c);
+    }
+    uint4 hi, lo;
+    fg_split4(v, hi, lo);
+    char* t = base + tile * P::TB;
+    *(uint4*)(t + at) = hi;
+    *(uint4*)(t + part + at) = lo;
+  }
+}
+
+namespace {
+
+// fg_exact_chains issues NC chains (chain c: issue(dest, c)), C = NC / 2 of them for each of two
+// accumulators x0, x1 (chains 0 .. C - 1 sum into x0, C .. NC - 1 into x1; x0 and x1 may be
+// one), two in flight. ADD false: the first chain of each accumulator writes it, the others
+// go to the temporaries tmp and are added once complete, in order; ADD true: every chain goes
+// to tmp and is added to what x0 and x1 hold.
+template <bool ADD, int NC, int NB, typename Issue>
+__device__ __forceinline__ void fg_exact_chains(float (&x0)[NB][4], float (&x1)[NB][4], float (&tmp)[2][NB][4],
+                                                const Issue& issue) {
+  constexpr int C = NC / 2;
+  const auto dest = [&](int c) -> float(&)[NB][4] { return ADD ? tmp[c % 2] : c == 0 ? x0 : c == C ? x1 : tmp[c % 2]; };
+  const auto done = [&](int c) {  // chain c has completed
+    if (!ADD && c == 0)
+      fg_reg_fence(x0);
+    else if (!ADD && c == C)
+      fg_reg_fence(x1);
+    else if (c < C)
+      fg_add(x0, tmp[c % 2]);
+    else
+      fg_add(x1, tmp[c % 2]);
+  };
+  fg_wgmma_fence();
+  issue(dest(0), 0);
+  fg_wgmma_commit();
+  issue(dest(1), 1);
+  fg_wgmma_commit();
+#pragma unroll
+  for (int c = 2; c < NC; ++c) {
+    fg_wgmma_wait<1>();
+    done(c - 2);
+    fg_wgmma_fence();
+    issue(dest(c), c);
+    fg_wgmma_commit();
+  }
+  fg_wgmma_wait<1>();
+  done(NC - 2);
+  fg_wgmma_wait<0>();
+  done(NC - 1);
+}
+
+// fg_exact_frags splits a 64 x (8 KS) accumulator x into tf32 A fragments hi, lo: columns
+// 8 kk + 2 t, + 1 as k t, t + 4 (the transposed tiles' fg_exact_key order).
+template <int KS>
+__device__ __forceinline__ void fg_exact_frags(const float (&x)[KS][4], uint32_t (&hi)[KS][4], uint32_t (&lo)[KS][4]) {
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    fg_split_tf32(x[kk][0], hi[kk][0], lo[kk][0]), fg_split_tf32(x[kk][2], hi[kk][1], lo[kk][1]);
+    fg_split_tf32(x[kk][1], hi[kk][2], lo[kk][2]), fg_split_tf32(x[kk][3], hi[kk][3], lo[kk][3]);
+  }
+}
+
+}  // namespace
+
+// fg_attn_bwd_wgmma_exact_dkdv: grid (ceil(Nk / 64) rounded up to even, Hkv, B) in clusters of
+// 2 along x (CL; without, ceil(Nk / 64) blocks, each copying whole tiles), 128 threads; pp.src the problem, pp.dst the pre-pass's planes. Shared memory: K
+// hi, lo and V hi, lo [64][D] (fg_sw128<64>), two stages of the query tile (Q hi, lo, dO hi,
+// lo [32][D]; Q^T hi, lo, dO^T hi, lo [D][32]; (L2, delta) [32]) and a full mbarrier per stage
+// (one arrival expecting the 8 tiles' bytes; CTA rank r copies tiles 4 r .. 4 r + 3 to both).
+// Step it: wait for its stage, S^T and dP^T (8 chains), P^T and dS^T, dV and dK (4 chains);
+// when every product of the step has completed, the cluster syncs and thread 0 of each CTA
+// copies its half of tile it + 2 into the stage of both.
+template <int D, bool CL> __device__ void fg_attn_bwd_wgmma_exact_dkdv(const fg_mma_prep_params& pp) {
+  using P = FgTf32Planes<D>;
+  constexpr int BN = 64, BM = P::T, NB = BM / 8, OB = D / 8;
+  constexpr uint32_t TB = P::TB, KH = BN * D * 4, STAGE = 8 * TB;
+  constexpr unsigned SMEM = 4 * KH + 2 * STAGE + 2 * BM * 8 + 16 + 1024;
+  static_assert(D == 64, "d = 64 only: shared memory");
+  const fg_attn_params& p = pp.src;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sK = (sbase + 1023) & ~1023u, sV = sK + 2 * KH, sS = sK + 4 * KH;  // stage s at sS + s STAGE
+  float2* const sLD = (float2*)(fg_smem + (sS + 2 * STAGE - sbase));             // stage s: sLD + BM s
+  const uint32_t bars = sS + 2 * STAGE + 2 * BM * 8;                               // full [2]
+  const P pl(p, pp.dst);
+
+  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint32_t rank = CL ? fg_cluster_rank() : 0;
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const FgKvWalk<BM> walk(p, b, hk, n0 - (int)rank * BN, p.h / p.hkv);  // the cluster's walk
+  const int klen = walk.klen, total = walk.total;
+  if (threadIdx.x == 0) {
+    fg_mbar_init(bars, 1), fg_mbar_init(bars + 8, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if constexpr (CL)
+    fg_cluster_sync();  // both CTAs' barriers ready before either copies
+  else
+    __syncthreads();
+
+  // issue starts the copies of step it into its stage (thread 0: the 8 tiles; threads < BM:
+  // (L2, delta) of the tile's rows, zero past Nq) and commits a cp.async group (empty past the
+  // last step), so that before step it the group of step it is the second newest.
+  const auto issue = [&](int it) {
+    if (it < total) {
+      const int sg = it & 1, hq = walk.hq(it), m0 = walk.m0(it);
+      const int64_t bh = (int64_t)b * p.h + hq;
+      const uint32_t st = sS + sg * STAGE, bar = bars + 8 * sg;
+      if (threadIdx.x == 0) {
+        fg_mbar_expect(bar, 8 * TB);
+#pragma unroll
+        for (int v = 0; v < (CL ? 4 : 8); ++v) {  // Q hi, lo, dO hi, lo (by rows), Q hi, lo, dO hi, lo (by columns)
+          const int u = 4 * (int)rank + v;
+          const char* src = pl.qtile(u & 2 ? pl.dout : pl.q, (u & 1) + (u & 4 ? 2 : 0), bh, m0 / BM);
+          if constexpr (CL)
+            fg_bulk_load_mc(st + u * TB, src, TB, bar, 3);
+          else
+            fg_bulk_copy(st + u * TB, src, TB, bar);
+        }
+      }
+      fg_bwd_copy_ld<BM, 128>((float*)(sLD + sg * BM), (const float*)p.delta + 2 * (bh * p.nq + m0), p.nq - m0);
+    }
+    fg_cp_async_commit();
+  };
+  if (total > 0) {  // K and V: key tiles n0 / 32 and n0 / 32 + 1 of the planes, one swizzled [64][D] each part
+    const int64_t bh = (int64_t)b * p.hkv + hk;
+    for (int i = threadIdx.x; i < 4 * BN * (D / 4); i += 128) {
+      const int part = i / (BN * (D / 4)), r = i / (D / 4) % BN, c = i % (D / 4);
+      const int tile = n0 / BM + r / BM;  // the second may lie past the head's tiles: zeros
+      const bool ok = tile < pl.ntk;
+      const char* src = pl.ktile(part < 2 ? pl.k : pl.v, part & 1, bh, ok ? tile : 0) + fg_sw128<BM>(r % BM, c);
+      fg_cp_async16_s(sK + part * KH + fg_sw128<BN>(r, c), src, ok);
+    }
+  }
+  issue(0);
+  issue(1);
+
+  float dk[OB][4], dv[OB][4];
+  fg_bwd_zero(dk);
+  fg_bwd_zero(dv);
+  const int kr = 16 * warp + g;  // this lane's keys n0 + kr, + 8
+  for (int it = 0; it < total; ++it) {
+    const int sg = it & 1, m0 = walk.m0(it);
+    const uint32_t st = sS + sg * STAGE;
+    fg_cp_async_wait<1>();
+    fg_fence_async();
+    fg_mbar_wait(bars + 8 * sg, (it >> 1) & 1);
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");  // (L2, delta) and, at step 0, K and V landed
+
+    float s[NB][4], dp[NB][4], tmp[2][NB][4];
+    // S^T = K Q^T (chains 0-3), dP^T = V dO^T (4-7), 16 head columns each.
+    fg_exact_chains<false, 8>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
+      const uint32_t a = c < 4 ? sK : sV, bq = st + (c < 4 ? 0 : 2) * TB;
+      fg_wgmma_tf32_ss3<BM, 2, BN, BM>(d, a, a + KH, bq, bq + TB, 2 * (c % 4));
+    });
+    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+    fg_bwd_pds_t<false>(s, dp, sLD + sg * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+    uint32_t ph[NB][4], plo[NB][4], dh[NB][4], dl[NB][4];
+    fg_exact_frags(s, ph, plo);
+    fg_exact_frags(dp, dh, dl);
+    // dV += P^T dO (chains 0, 1), dK += dS^T Q (2, 3), 16 queries each.
+    float ot[2][OB][4];
+    fg_exact_chains<true, 4>(dv, dk, ot, [&](float (&d)[OB][4], int c) {
+      const uint32_t bt = st + (c < 2 ? 6 : 4) * TB;
+      fg_wgmma_tf32_x<D, 2, true, true, 0, D, true>(d, (c < 2 ? ph : dh) + 2 * (c % 2), (c < 2 ? plo : dl) + 2 * (c % 2), 0, bt,
+                                              bt + TB, 2 * (c % 2));
+    });
+    if constexpr (CL)
+      fg_cluster_sync();  // every product and read of this stage done, in both CTAs
+    else
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+    issue(it + 2);
+  }
+
+  float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
+  float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
+  fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
+  fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
+}
+
+// fg_attn_bwd_wgmma_exact_dq: grid (ceil(Nq / 128), H, B), 384 threads (two consumer warpgroups
+// and a producer warpgroup whose registers go to the consumers by setmaxnreg); pp.src the
+// problem, pp.dst the pre-pass's planes. Shared memory: Q lo, dO hi, dO lo [128][D]
+// (fg_sw128<128>), two ring stages of a key tile (K hi, lo, V hi, lo [32][D]; K^T hi, lo
+// [D][32]), the full (6 copies) and empty (256 consumers) mbarriers of each stage.
+template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_params& pp) {
+  using P = FgTf32Planes<D>;
+  constexpr int BM = 128, BN = P::T, NB = BN / 8, OB = D / 8, KS = D / 8, CONSUMERS = 256;  // KS: Q's k steps
+  constexpr uint32_t TB = P::TB, QB = BM * D * 4, STAGE = 6 * TB;
+  constexpr unsigned SMEM = 3 * QB + 2 * STAGE + 32 + 1024;
+  static_assert(D == 64, "d = 64 only: shared memory");
+  const fg_attn_params& p = pp.src;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sQl = ((uint32_t)__cvta_generic_to_shared(fg_smem) + 1023) & ~1023u;
+  const uint32_t sDh = sQl + QB, sDl = sDh + QB, sR = sDl + QB, bars = sR + 2 * STAGE;  // full [2], empty [2]
+  const P pl(p, pp.dst);
+  const FgItem blk = FgItem::block(p, BM, BN);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+  if (threadIdx.x == 0) {
+    fg_mbar_init(bars, 6), fg_mbar_init(bars + 8, 6);
+    fg_mbar_init(bars + 16, CONSUMERS), fg_mbar_init(bars + 24, CONSUMERS);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp >= 8) {  // the producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (warp != 8 || lane != 0) return;
+    const int64_t bh = (int64_t)blk.b * p.hkv + blk.hk;
+    for (int j = 0; j < blk.tiles; ++j) {
+      const int sg = j & 1;
+      if (j >= 2) fg_mbar_wait(bars + 16 + 8 * sg, ((j >> 1) - 1) & 1);  // the consumers released tile j - 2
+      const uint32_t st = sR + sg * STAGE, bar = bars + 8 * sg;
+#pragma unroll
+      for (int u = 0; u < 6; ++u)  // K hi, lo, V hi, lo (by rows), K hi, lo (by columns)
+        fg_bulk_load(st + u * TB, pl.ktile(u == 2 || u == 3 ? pl.v : pl.k, (u & 1) + (u >= 4 ? 2 : 0), bh, j), TB, bar);
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const int m0 = blk.m0, h = blk.h, b = blk.b;
+  float dq[OB][4];
+  fg_bwd_zero(dq);
+  if (blk.tiles > 0) {
+    // dO hi and lo into shared memory; Q lo too, Q hi as A fragments (rows r0, r0 + 8 of the
+    // warp, columns 8 kk + t, + 4); then the warpgroup's writes fenced for the async proxy.
+    fg_exact_put_split<D, BM, true>(sDh, sDl, (const float*)p.do_ + b * p.o_batch + h * p.o_head, p.o_row, m0, p.nq);
+    const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+    fg_exact_put_split<D, BM, false>(0, sQl, q, p.q_row, m0, p.nq);
+    uint32_t qh[KS][4];
+    const int r0 = m0 + 16 * warp + g;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = r0 + 8 * (i & 1), c = 8 * kk + t + 4 * (i >> 1);
+        qh[kk][i] = fg_tf32(r < p.nq ? q[(int64_t)r * p.q_row + c] : 0.f);
+      }
+    fg_fence_async();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+
+    const FgDqRows rows(p, b, h, r0, t);
+    const uint32_t qlw = sQl + wg * 64 * 128, dhw = sDh + wg * 64 * 128, dlw = sDl + wg * 64 * 128;
+    for (int j = 0; j < blk.tiles; ++j) {
+      const int sg = j & 1;
+      const uint32_t kt = sR + sg * STAGE;  // K hi, lo, V hi, lo, K^T hi, lo: TB apart
+      fg_mbar_wait(bars + 8 * sg, (j >> 1) & 1);
+      float s[NB][4], dp[NB][4], tmp[2][NB][4];
+      // S = Q K^T (chains 0-3), dP = dO V^T (4-7), 16 head columns each.
+      fg_exact_chains<false, 8>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
+        if (c < 4)
+          fg_wgmma_tf32_x<BN, 2, true, false, BM, BN, true>(d, qh + 2 * c, nullptr, qlw, kt, kt + TB, 2 * c);
+        else
+          fg_wgmma_tf32_ss3<BN, 2, BM, BN>(d, dhw, dlw, kt + 2 * TB, kt + 3 * TB, 2 * (c - 4));
+      });
+      rows.ds<false>(s, dp, j * BN, sl2, scale);  // dS in dp
+      uint32_t dh[NB][4], dl[NB][4];
+      fg_exact_frags(dp, dh, dl);
+      // dQ += dS K: two chains of 16 keys, B = K^T [D][32].
+      float ot[2][OB][4];
+      fg_exact_chains<true, 2>(dq, dq, ot, [&](float (&d)[OB][4], int c) {
+        fg_wgmma_tf32_x<D, 2, true, true, 0, D, true>(d, dh + 2 * c, dl + 2 * c, 0, kt + 4 * TB, kt + 5 * TB, 2 * c);
+      });
+      fg_mbar_arrive(bars + 16 + 8 * sg);
+    }
+  }
+  float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
+  fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + g, p.nq - m0, p.nq - m0, t);
+}
+
+// ---- entry points (names built by cuda/attention_mma_bwd.go's mmaBwdCfg.name and
+// exactBwdPrep) ----------------------------------------------------------------------------------
+
+#define FG_BWD_WGMMA_EXACT(D)                                                                          \
+  extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_exact_prep_d##D(const fg_mma_prep_params pp) { \
+    fg_attn_bwd_exact_prep<D>(pp);                                                                     \
+  }                                                                                                    \
+  extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)                         \
+      fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_cl(const fg_mma_prep_params pp) {                    \
+    fg_attn_bwd_wgmma_exact_dkdv<D, true>(pp);                                                         \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(128, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32(        \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dkdv<D, false>(pp);                                                        \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(384, 1) fg_attn_bwd_wgmma_dq_exact_d##D##_m128_n32(         \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dq<D>(pp);                                                                 \
+  }
+FG_BWD_WGMMA_EXACT(64)
