@@ -38,8 +38,10 @@ import (
 //	  kernels/attention_hopper_exact_bwd.cu on the tf32 hi and lo planes its pre-pass
 //	  (fg_attn_bwd_exact_prep, after fg_attn_bwd_mma_pre) writes: Q, dO, K, V by rows and
 //	  Q, dO, K by columns (exactBwdPlaneBytes), moved by bulk copies: dK/dV one warpgroup of
-//	  BN = 64 keys, query tiles of BM = 32; dQ two warpgroups of 64 rows (BM = 128) and a
-//	  producer warpgroup, key tiles of BN = 32.
+//	  BN = 64 keys, query tiles of BM = 32 (Ws: a second warpgroup takes dV and dK, the
+//	  first S^T, dP^T and the exponentials; Cl: clusters of two blocks sharing each query
+//	  tile's copies); dQ two warpgroups of 64 rows (BM = 128) and a producer warpgroup, key
+//	  tiles of BN = 32.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -54,6 +56,7 @@ type mmaBwdCfg struct {
 	B3        bool // Hopper dK/dV only: registers capped at 168 for three blocks per multiprocessor
 	Split     bool // Hopper Exact: 3xTF32 on wgmma, on the tf32 planes of fg_attn_bwd_exact_prep
 	Cl        bool // Split dK/dV: clusters of two blocks (adjacent keys) sharing each query tile's copies (multicast)
+	Ws        bool // Split dK/dV: two warpgroups, S^T, dP^T, P^T, dS^T on one, dV and dK on the other
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -69,12 +72,20 @@ type mmaBwdCfg struct {
 // Shared memory: at most 192 KiB (see smem).
 var mmaBwdCfgs = []mmaBwdCfg{
 	// Exact on Hopper (compute capability 9.0, d = 64, with a scratch buffer): 3xTF32 on wgmma
-	// (twelfth session, results/h100-2026-11-24-s12). The backward 1.7-2.0× the mma.sync pair's
-	// on attnbench's d = 64 rows (call B). The dK/dV kernel in clusters of two sharing each query
-	// tile by multicast (Cl: half the copies from L2) is 11-15% slower (call C): the kernel is
-	// not bound by L2, and the cluster's barrier per tile costs more than the copies it saves.
-	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true},
+	// (twelfth session, results/h100-2026-11-24-s12; backward time per launch, calls D and F).
+	// The default dK/dV kernel puts S^T, dP^T and the exponentials on one warpgroup and dV, dK
+	// on another (Ws; mbarriers hand the fragments over; K hi and V hi in registers): 3-5%
+	// faster than the one-warpgroup kernel at N ≥ 4096 (call F; with named barriers instead
+	// of mbarriers and K, V from shared memory it read 9-10% in call D, but racecheck flagged
+	// the named-barrier handover). The dQ kernel keeps Q hi and dO hi in registers (3% faster
+	// than dO hi from shared memory, call F). The whole Exact backward is 1.9-2.3× the mma.sync
+	// pair's on attnbench's d = 64 rows. The dK/dV kernel in clusters of two sharing each query
+	// tile by multicast (Cl: half the copies from L2) is 11-15% slower than the one-warpgroup
+	// kernel (call C): the kernels are not bound by L2, and the cluster's barrier per tile costs
+	// more than the copies it saves.
+	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true},
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 32, Hopper: true, Split: true},
+	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Cl: true},
 	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
 	// pair of each D is the fastest measured on the H100 (TestAttentionMMABwdTiming with
@@ -190,7 +201,7 @@ var mmaBwdCfgs = []mmaBwdCfg{
 func (c mmaBwdCfg) name() string {
 	if c.Hopper {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
-			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl]
+			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws]
 		if c.DQ {
 			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
@@ -235,6 +246,9 @@ func (c mmaBwdCfg) threads() int {
 	if c.Split && c.DQ { // and a producer warpgroup
 		return 2*c.BM + 128
 	}
+	if c.Ws {
+		return 4 * c.BN
+	}
 	if c.DQ {
 		return 2 * c.BM
 	}
@@ -251,8 +265,10 @@ func (c mmaBwdCfg) threads() int {
 func (c mmaBwdCfg) smem() int {
 	h := (2*c.BM + 2*c.BN) * (c.D + 8) * 2
 	switch {
-	case c.Split && c.DQ: // Q lo, dO hi, lo [BM][D]; two stages of K, V hi, lo [BN][D] and K^T hi, lo; 4 mbarriers
-		return 3*c.BM*c.D*4 + 2*6*c.BN*c.D*4 + 32 + 1024
+	case c.Split && c.DQ: // Q lo, dO lo [BM][D]; two stages of K, V hi, lo [BN][D] and K^T hi, lo; 4 mbarriers
+		return 2*c.BM*c.D*4 + 2*6*c.BN*c.D*4 + 32 + 1024
+	case c.Ws: // as Split's, the fragment buffer (128 threads × 64 registers) and its 2 mbarriers
+		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + 128*64*4 + 32 + 1024
 	case c.Split: // K, V hi, lo [BN][D]; two stages of Q, dO hi, lo by rows and by columns and (L2, delta); 2 mbarriers
 		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + 16 + 1024
 	case c.Hopper && c.DQ && c.Pipe:

@@ -33,11 +33,15 @@
 //     P^T, dS^T in registers          (fg_bwd_pds_t; exp2f, as the mma.sync Exact kernels)
 //     dV += P^T dO,  dK += dS^T Q     wgmma m64nDk8, A = P^T, dS^T split in registers, B the
 //                                     dO^T and Q^T tiles [D][32]
-//   fg_attn_bwd_wgmma_exact_dq: two consumer warpgroups own 64 query rows each (Q hi as A
-//   fragments in registers, Q lo and dO hi and lo [128][D] in shared memory, split from the
+//   Three forms: one warpgroup doing all of it (fg_attn_bwd_wgmma_exact_dkdv); the same in
+//   clusters of two CTAs (CL); and the default, two warpgroups, the first computing S^T, dP^T
+//   (K hi and V hi as A fragments in registers), P^T and dS^T and handing their fragments to
+//   the second, which adds dV and dK (fg_attn_bwd_wgmma_exact_dkdv_ws).
+//   fg_attn_bwd_wgmma_exact_dq: two consumer warpgroups own 64 query rows each (Q hi and dO hi
+//   as A fragments in registers, Q lo and dO lo [128][D] in shared memory, split from the
 //   float32 inputs) and a producer warpgroup copies key tiles of 32 (K, V hi and lo [32][D],
 //   K^T hi and lo [D][32]) into a two-stage ring:
-//     S = Q K^T, dP = dO V^T          wgmma m64n32k8 (Q hi from registers)
+//     S = Q K^T, dP = dO V^T          wgmma m64n32k8 (Q hi, dO hi from registers)
 //     dS = scale P (dP - delta)        (FgDqRows.ds)
 //     dQ += dS K                       wgmma m64nDk8, A = dS split in registers, B = K^T
 //
@@ -312,21 +316,161 @@ template <int D, bool CL> __device__ void fg_attn_bwd_wgmma_exact_dkdv(const fg_
   fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
 }
 
+// fg_attn_bwd_wgmma_exact_dkdv_ws: fg_attn_bwd_wgmma_exact_dkdv with its two halves on two
+// warpgroups (warp specialization, 256 threads): warpgroup 0 computes S^T and dP^T of query tile
+// it and from them P^T and dS^T, split into tf32 A fragments, which it hands through shared
+// memory (the fragment buffer PB: each thread's 64 registers, 16 bytes per thread at a time)
+// to warpgroup 1, which adds P^T dO and dS^T Q into dV and dK; so the products of tile it + 1's
+// S^T and dP^T run while warpgroup 1 waits for or runs those of tile it, and the
+// exponentials of one warpgroup beside the products of the other. The buffer's mbarriers
+// (each thread of one warpgroup arrives, the other's wait): full (warpgroup 0 wrote step it),
+// empty (warpgroup 1 read it); named barriers: 4 (warpgroup 0's (L2, delta) rows landed), 1
+// (warpgroup 1 done with a stage). Warpgroup 1's thread 0 copies
+// tile it + 2 into the stage of tile it once warpgroup 1 is done with it (warpgroup 0 was done
+// before it handed tile it over). Shared memory: K, V hi, lo [64][D], two stages of the query
+// tile (8 tiles), PB (32 KiB), (L2, delta) of two tiles, 4 mbarriers (full [2], PB full, empty).
+template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_prep_params& pp) {
+  using P = FgTf32Planes<D>;
+  constexpr int BN = 64, BM = P::T, NB = BM / 8, OB = D / 8;
+  constexpr uint32_t TB = P::TB, KH = BN * D * 4, STAGE = 8 * TB, PB = 16 * 128 * 16;
+  constexpr unsigned SMEM = 4 * KH + 2 * STAGE + PB + 2 * BM * 8 + 32 + 1024;
+  static_assert(D == 64, "d = 64 only: shared memory");
+  const fg_attn_params& p = pp.src;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sK = (sbase + 1023) & ~1023u, sV = sK + 2 * KH, sS = sK + 4 * KH, sP = sS + 2 * STAGE;
+  float2* const sLD = (float2*)(fg_smem + (sP + PB - sbase));  // tile it's rows at sLD + BM (it % 2)
+  const uint32_t bars = sP + PB + 2 * BM * 8;                    // full [2], PB full, PB empty
+  const uint32_t pfull = bars + 16, pempty = bars + 24;
+  const P pl(p, pp.dst);
+
+  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool wg0 = threadIdx.x < 128;
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const FgKvWalk<BM> walk(p, b, hk, n0, p.h / p.hkv);
+  const int klen = walk.klen, total = walk.total;
+  const int kr = 16 * warp + g;  // this lane's keys n0 + kr, + 8
+  const auto copy_tile = [&](int it) {  // one thread: the 8 tiles of step it into its stage
+    const int64_t bh = (int64_t)b * p.h + walk.hq(it);
+    const uint32_t st = sS + (it & 1) * STAGE, bar = bars + 8 * (it & 1);
+    fg_mbar_expect(bar, 8 * TB);
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+      fg_bulk_copy(st + u * TB, pl.qtile(u & 2 ? pl.dout : pl.q, (u & 1) + (u & 4 ? 2 : 0), bh, walk.m0(it) / BM), TB, bar);
+  };
+  const auto copy_ld = [&](int it) {  // warpgroup 0: (L2, delta) of step it's rows
+    if (it < total) {
+      const int64_t bh = (int64_t)b * p.h + walk.hq(it);
+      fg_bwd_copy_ld<BM, 128>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * (bh * p.nq + walk.m0(it)),
+                              p.nq - walk.m0(it));
+    }
+    fg_cp_async_commit();
+  };
+  if (threadIdx.x == 0) {
+    fg_mbar_init(bars, 1), fg_mbar_init(bars + 8, 1), fg_mbar_init(pfull, 128), fg_mbar_init(pempty, 128);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (total > 0) {
+    if (threadIdx.x == 0) {
+      copy_tile(0);
+      if (total > 1) copy_tile(1);
+    }
+    const int64_t bh = (int64_t)b * p.hkv + hk;
+    for (int i = threadIdx.x; i < 4 * BN * (D / 4); i += 256) {
+      const int part = i / (BN * (D / 4)), r = i / (D / 4) % BN, c = i % (D / 4);
+      const int tile = n0 / BM + r / BM;  // the second may lie past the head's tiles: zeros
+      const bool ok = tile < pl.ntk;
+      const char* src = pl.ktile(part < 2 ? pl.k : pl.v, part & 1, bh, ok ? tile : 0) + fg_sw128<BM>(r % BM, c);
+      fg_cp_async16_s(sK + part * KH + fg_sw128<BN>(r, c), src, ok);
+    }
+    fg_cp_async_commit();  // (wait_group counts committed groups only)
+    fg_cp_async_wait<0>();
+    fg_fence_async();
+  }
+  __syncthreads();  // K and V landed
+
+  uint4* const pb = (uint4*)(fg_smem + (sP - sbase)) + tid;  // this thread's fragments: pb[128 k]
+  if (wg0) {
+    // K hi and V hi as A fragments (the byte layout of fg_wgmma_load_a's bfloat16 fragments: a
+    // k step of 8 tf32 columns is 32 bytes as one of 16 bfloat16 columns), so that S^T and dP^T
+    // read only their lo parts and B from shared memory.
+    uint32_t kh[D / 8][4], vh[D / 8][4];
+    fg_wgmma_load_a<BN, D / 8>(kh, sK, 16 * warp, lane);
+    fg_wgmma_load_a<BN, D / 8>(vh, sV, 16 * warp, lane);
+    copy_ld(0);
+    for (int it = 0; it < total; ++it) {
+      const int sg = it & 1, m0 = walk.m0(it);
+      const uint32_t st = sS + sg * STAGE;
+      fg_cp_async_wait<0>();
+      asm volatile("bar.sync 4, 128;\n" ::: "memory");  // (L2, delta) of step it landed
+      copy_ld(it + 1);
+      fg_mbar_wait(bars + 8 * sg, (it >> 1) & 1);
+      float s[NB][4], dp[NB][4], tmp[2][NB][4];
+      fg_exact_chains<false, 8>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
+        const uint32_t bq = st + (c < 4 ? 0 : 2) * TB;
+        fg_wgmma_tf32_x<BM, 2, true, false, BN, BM, true>(d, (c < 4 ? kh : vh) + 2 * (c % 4), nullptr, (c < 4 ? sK : sV) + KH,
+                                                          bq, bq + TB, 2 * (c % 4));
+      });
+      const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+      fg_bwd_pds_t<false>(s, dp, sLD + sg * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      uint32_t f[4][NB][4];  // P^T hi, lo, dS^T hi, lo
+      fg_exact_frags(s, f[0], f[1]);
+      fg_exact_frags(dp, f[2], f[3]);
+      if (it > 0) fg_mbar_wait(pempty, (it - 1) & 1);  // warpgroup 1 has read step it - 1's
+#pragma unroll
+      for (int k = 0; k < 16; ++k) pb[128 * k] = make_uint4(f[k / 4][k % 4][0], f[k / 4][k % 4][1], f[k / 4][k % 4][2], f[k / 4][k % 4][3]);
+      fg_mbar_arrive(pfull);
+    }
+    return;
+  }
+
+  float dk[OB][4], dv[OB][4];
+  fg_bwd_zero(dk);
+  fg_bwd_zero(dv);
+  for (int it = 0; it < total; ++it) {
+    const int sg = it & 1;
+    const uint32_t st = sS + sg * STAGE;
+    fg_mbar_wait(pfull, it & 1);  // step it's fragments are in the buffer
+    uint32_t f[4][NB][4];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+      const uint4 x = pb[128 * k];
+      f[k / 4][k % 4][0] = x.x, f[k / 4][k % 4][1] = x.y, f[k / 4][k % 4][2] = x.z, f[k / 4][k % 4][3] = x.w;
+    }
+    fg_mbar_arrive(pempty);
+    fg_mbar_wait(bars + 8 * sg, (it >> 1) & 1);  // (completed: warpgroup 0 waited) the stage's copies seen here
+    float ot[2][OB][4];
+    fg_exact_chains<true, 4>(dv, dk, ot, [&](float (&d)[OB][4], int c) {
+      const uint32_t bt = st + (c < 2 ? 6 : 4) * TB;
+      fg_wgmma_tf32_x<D, 2, true, true, 0, D, true>(d, f[c < 2 ? 0 : 2] + 2 * (c % 2), f[c < 2 ? 1 : 3] + 2 * (c % 2), 0, bt,
+                                                    bt + TB, 2 * (c % 2));
+    });
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");  // warpgroup 1 is done with the stage
+    if (tid == 0 && it + 2 < total) copy_tile(it + 2);
+  }
+  float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
+  float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
+  fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
+  fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
+}
+
 // fg_attn_bwd_wgmma_exact_dq: grid (ceil(Nq / 128), H, B), 384 threads (two consumer warpgroups
 // and a producer warpgroup whose registers go to the consumers by setmaxnreg); pp.src the
-// problem, pp.dst the pre-pass's planes. Shared memory: Q lo, dO hi, dO lo [128][D]
-// (fg_sw128<128>), two ring stages of a key tile (K hi, lo, V hi, lo [32][D]; K^T hi, lo
+// problem, pp.dst the pre-pass's planes. Shared memory: Q lo, dO lo [128][D] (fg_sw128<128>;
+// Q hi and dO hi are A fragments in registers), two ring stages of a key tile (K hi, lo, V hi, lo [32][D]; K^T hi, lo
 // [D][32]), the full (6 copies) and empty (256 consumers) mbarriers of each stage.
 template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_params& pp) {
   using P = FgTf32Planes<D>;
   constexpr int BM = 128, BN = P::T, NB = BN / 8, OB = D / 8, KS = D / 8, CONSUMERS = 256;  // KS: Q's k steps
   constexpr uint32_t TB = P::TB, QB = BM * D * 4, STAGE = 6 * TB;
-  constexpr unsigned SMEM = 3 * QB + 2 * STAGE + 32 + 1024;
+  constexpr unsigned SMEM = 2 * QB + 2 * STAGE + 32 + 1024;
   static_assert(D == 64, "d = 64 only: shared memory");
   const fg_attn_params& p = pp.src;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sQl = ((uint32_t)__cvta_generic_to_shared(fg_smem) + 1023) & ~1023u;
-  const uint32_t sDh = sQl + QB, sDl = sDh + QB, sR = sDl + QB, bars = sR + 2 * STAGE;  // full [2], empty [2]
+  const uint32_t sDl = sQl + QB, sR = sDl + QB, bars = sR + 2 * STAGE;  // full [2], empty [2]
   const P pl(p, pp.dst);
   const FgItem blk = FgItem::block(p, BM, BN);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
@@ -357,12 +501,13 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
   float dq[OB][4];
   fg_bwd_zero(dq);
   if (blk.tiles > 0) {
-    // dO hi and lo into shared memory; Q lo too, Q hi as A fragments (rows r0, r0 + 8 of the
+    // Q lo and dO lo into shared memory, Q hi and dO hi as A fragments (rows r0, r0 + 8 of the
     // warp, columns 8 kk + t, + 4); then the warpgroup's writes fenced for the async proxy.
-    fg_exact_put_split<D, BM, true>(sDh, sDl, (const float*)p.do_ + b * p.o_batch + h * p.o_head, p.o_row, m0, p.nq);
     const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+    const float* dout = (const float*)p.do_ + b * p.o_batch + h * p.o_head;
     fg_exact_put_split<D, BM, false>(0, sQl, q, p.q_row, m0, p.nq);
-    uint32_t qh[KS][4];
+    fg_exact_put_split<D, BM, false>(0, sDl, dout, p.o_row, m0, p.nq);
+    uint32_t qh[KS][4], doh[KS][4];
     const int r0 = m0 + 16 * warp + g;
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk)
@@ -370,12 +515,13 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
       for (int i = 0; i < 4; ++i) {
         const int r = r0 + 8 * (i & 1), c = 8 * kk + t + 4 * (i >> 1);
         qh[kk][i] = fg_tf32(r < p.nq ? q[(int64_t)r * p.q_row + c] : 0.f);
+        doh[kk][i] = fg_tf32(r < p.nq ? dout[(int64_t)r * p.o_row + c] : 0.f);
       }
     fg_fence_async();
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
 
     const FgDqRows rows(p, b, h, r0, t);
-    const uint32_t qlw = sQl + wg * 64 * 128, dhw = sDh + wg * 64 * 128, dlw = sDl + wg * 64 * 128;
+    const uint32_t qlw = sQl + wg * 64 * 128, dlw = sDl + wg * 64 * 128;
     for (int j = 0; j < blk.tiles; ++j) {
       const int sg = j & 1;
       const uint32_t kt = sR + sg * STAGE;  // K hi, lo, V hi, lo, K^T hi, lo: TB apart
@@ -386,7 +532,7 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
         if (c < 4)
           fg_wgmma_tf32_x<BN, 2, true, false, BM, BN, true>(d, qh + 2 * c, nullptr, qlw, kt, kt + TB, 2 * c);
         else
-          fg_wgmma_tf32_ss3<BN, 2, BM, BN>(d, dhw, dlw, kt + 2 * TB, kt + 3 * TB, 2 * (c - 4));
+          fg_wgmma_tf32_x<BN, 2, true, false, BM, BN, true>(d, doh + 2 * (c - 4), nullptr, dlw, kt + 2 * TB, kt + 3 * TB, 2 * (c - 4));
       });
       rows.ds<false>(s, dp, j * BN, sl2, scale);  // dS in dp
       uint32_t dh[NB][4], dl[NB][4];
@@ -417,6 +563,10 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
   extern "C" __global__ void __launch_bounds__(128, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32(        \
       const fg_mma_prep_params pp) {                                                                   \
     fg_attn_bwd_wgmma_exact_dkdv<D, false>(pp);                                                        \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws(     \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dkdv_ws<D>(pp);                                                            \
   }                                                                                                    \
   extern "C" __global__ void __launch_bounds__(384, 1) fg_attn_bwd_wgmma_dq_exact_d##D##_m128_n32(         \
       const fg_mma_prep_params pp) {                                                                   \
