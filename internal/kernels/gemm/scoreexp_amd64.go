@@ -111,9 +111,8 @@ func stripMasks(mask []uint16, lim []int, j0 int) (whole bool) {
 	for r, l := range lim {
 		cnt := min(max(l-j0, 0), ScoreExpStrip)
 		whole = whole && cnt == ScoreExpStrip
-		for v := range 4 {
-			mask[4*r+v] = uint16(1<<min(max(cnt-16*v, 0), 16) - 1)
-		}
+		lanes := uint64(1)<<cnt - 1 // cnt = 64: all (Go's shift gives 0)
+		mask[4*r], mask[4*r+1], mask[4*r+2], mask[4*r+3] = uint16(lanes), uint16(lanes>>16), uint16(lanes>>32), uint16(lanes>>48)
 	}
 	return whole
 }
