@@ -283,46 +283,68 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	for r := range nv {
 		nv[r] = min(max(rowLim[r]-j0, 0), bc)
 	}
-	s := w.s[:br*bc]
 	full := min(blockK, p.Nk-j0)
 	ktB := kt[kvOff+j0*d : kvOff+(j0+full)*d]
 	alpha := T(p.Scale * log2e)
-	if !scoreExpTile(w, qT, ktB, full, s, br, bc, d, alpha, nv, rs, oT) {
-		scoreSoftmaxTile(w, qT, ktB, full, s, br, bc, d, alpha, nv, rs, m, l, oT)
+	// P in w.s, ld apart.
+	ld, ok := scoreExpTile(w, qT, ktB, full, br, bc, d, alpha, nv, rs, oT)
+	if !ok {
+		ld = bc
+		scoreSoftmaxTile(w, qT, ktB, full, w.s[:br*bc], br, bc, d, alpha, nv, rs, m, l, oT)
 	}
 	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
 	// a NaN in a key that the causal mask hides from the row must not
 	// reach it as 0·NaN).
-	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, s, bc, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
+	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, w.s, ld, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
 }
 
 // scoreExpTile computes P = 2^(S − m) with S = alpha·Q·Kᵀ (qT's br rows
-// of d values, ktB the block of Kᵀ, d rows of `full` keys of which the
-// first bc are read) into s in one pass on gemm.ScoreExp, where the
-// exponentials are taken while the scores are in the micro-kernel's
-// registers: the online-softmax step of forwardTile for the tile of rows
-// from w's row rs, whose output rows are oT. A row's shift m (w.m) moves
-// only where the tile's scores pass it by more than gemm.ScoreExpTau
-// (w.grow then rescales the row's output and sum): the probabilities are
-// at most 2^τ. It returns false, computing nothing, where ScoreExp does
-// not serve the tile: float32 on AVX-512 with d ≤ 128, alpha > 0, whole
-// 64-key strips, every row seeing every key of the tile (a tile that a
-// causal mask or padding crosses takes scoreSoftmaxTile).
-func scoreExpTile[T Float](w *fwdScratch[T], qT, ktB []T, full int, s []T, br, bc, d int, alpha T, nv []int, rs int, oT []T) bool {
-	if nv[0] != bc || bc%gemm.ScoreExpStrip != 0 || !(alpha > 0) || !gemm.HasScoreExp(d) {
-		return false // nv is nondecreasing: nv[0] = bc when every row sees all
+// of d values, ktB the block of Kᵀ, d rows of `full` keys) into w.s, ld
+// apart, in one pass on gemm.ScoreExp, where the exponentials are taken
+// while the scores are in the micro-kernel's registers: the
+// online-softmax step of forwardTile for the tile of rows from w's row
+// rs, whose output rows are oT. A row's shift m (w.m) moves only where
+// the tile's scores pass it by more than gemm.ScoreExpTau (w.grow then
+// rescales the row's output and sum): the probabilities are at most 2^τ.
+//
+// Row r sees the tile's first nv[r] ≤ bc keys. Where every row sees all
+// of them and bc is whole 64-key strips, the tile is one ScoreExp (ld =
+// bc); where every row sees the same bc keys but bc is not whole strips
+// (the last keys before padding), one gemm.ScoreExpMasked over the strips
+// that hold them (ld = bc rounded up to a strip): the scores of the keys
+// past bc (any value, NaN included) never reach m, ℓ or P, whose entries
+// there are 0. It returns false, computing nothing, where ScoreExp does
+// not serve the tile: float32 on AVX-512 with d ≤ 128, alpha > 0, the
+// strips within the block (full keys; the last block of a head of Nk keys
+// not a multiple of 64 takes scoreSoftmaxTile), and every row seeing the
+// same keys. The diagonal tile of a causal mask, where nv grows row by
+// row, takes scoreSoftmaxTile too: on one core of the development machine
+// (Xeon, AVX-512) ScoreExpMasked there was 4–6% slower per diagonal tile
+// than the two passes (it takes exponentials of 3/4 of the tile, where
+// OnlineExp2Rows takes those of the visible half), and 6–8% faster on a
+// tile whose rows all see 100 of its 128 keys (alternating in one
+// process, d = 64 and 128).
+func scoreExpTile[T Float](w *fwdScratch[T], qT, ktB []T, full, br, bc, d int, alpha T, nv []int, rs int, oT []T) (ld int, ok bool) {
+	ld = (bc + gemm.ScoreExpStrip - 1) / gemm.ScoreExpStrip * gemm.ScoreExpStrip
+	if ld > full || nv[0] != nv[br-1] || !(alpha > 0) || !gemm.HasScoreExp(d) {
+		return 0, false
 	}
-	s32, ok := any(s).([]float32)
+	s32, ok := any(w.s[:br*ld]).([]float32)
 	if !ok {
-		return false
+		return 0, false
 	}
 	w.tileO, w.tileRS, w.d = oT, rs, d
-	err := gemm.ScoreExp(br, bc, d, float32(alpha), any(qT).([]float32), d, any(ktB).([]float32), full, s32, bc,
-		any(w.m[rs:rs+br]).([]float32), w.lv[8*rs:8*(rs+br)], w.grow)
+	q32, kt32, m32, lv := any(qT).([]float32), any(ktB).([]float32), any(w.m[rs:rs+br]).([]float32), w.lv[8*rs:8*(rs+br)]
+	var err error
+	if nv[0] == ld { // every row sees every key
+		err = gemm.ScoreExp(br, ld, d, float32(alpha), q32, d, kt32, full, s32, ld, m32, lv, w.grow)
+	} else {
+		err = gemm.ScoreExpMasked(br, ld, d, float32(alpha), q32, d, kt32, full, s32, ld, nv, m32, lv, w.grow)
+	}
 	if err != nil {
 		panic("attention: score tile: " + err.Error())
 	}
-	return true
+	return ld, true
 }
 
 // scoreSoftmaxTile is forwardTile's online-softmax step in two passes: S =

@@ -142,11 +142,13 @@ func (g *gen) jumpIfOne(typ byte, name string, off int, reg, tmp, label string) 
 
 // The kernels' epilogues: plainKernel writes C = alpha·t + beta·C;
 // packKernel is that with the packing twin's copy of A; expKernel writes
-// the online softmax's exponentials of alpha·t instead (expEpilogue).
+// the online softmax's exponentials of alpha·t instead (expEpilogue), and
+// expMaskedKernel those of the entries its lane masks keep, 0 elsewhere.
 const (
 	plainKernel = iota
 	packKernel
 	expKernel
+	expMaskedKernel
 )
 
 func (g *gen) kernel(typ byte, mr, nv int, mode int) {
@@ -173,11 +175,15 @@ func (g *gen) kernel(typ byte, mr, nv int, mode int) {
 	frame := 4*total + 64
 	ad := rowAddressing(mr)
 	nm, extra := name(typ, mr, nv), ""
-	if mode == expKernel {
+	exp := mode == expKernel || mode == expMaskedKernel
+	if exp {
 		if typ != 'S' || nv != 4 {
 			panic("exp kernels are float32 of 4 vectors a row")
 		}
 		nm, extra, argSize = expName(mr), "", expArgSize
+		if mode == expMaskedKernel {
+			nm, argSize = expMaskedName(mr), expMaskedArgSize
+		}
 	}
 	if pack {
 		// pa lives in R10, the second row base, which these rows do not use;
@@ -188,9 +194,12 @@ func (g *gen) kernel(typ byte, mr, nv int, mode int) {
 		nm, extra, argSize = packName(typ, mr, nv), ", pa *"+elem, paOff+8
 	}
 
-	if mode == expKernel {
+	switch mode {
+	case expKernel:
 		g.p("// func %s%s", nm, expSignature)
-	} else {
+	case expMaskedKernel:
+		g.p("// func %s%s", nm, expMaskedSignature)
+	default:
 		g.p("// func %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool%s)", nm, elem, elem, elem, elem, extra)
 	}
 	g.p("TEXT ·%s(SB), $%d-%d", nm, frame, argSize)
@@ -379,8 +388,8 @@ func (g *gen) kernel(typ byte, mr, nv int, mode int) {
 	addTotal()
 	g.p("")
 	g.p("combined:")
-	if mode == expKernel {
-		g.expEpilogue(mr)
+	if exp {
+		g.expEpilogue(mr, mode == expMaskedKernel)
 		return
 	}
 	g.p("\t// C = alpha·total (+ beta·C); alpha = 1 and beta = 1 skip the multiply.")
@@ -443,12 +452,18 @@ const expRows = 6
 
 func expName(mr int) string { return fmt.Sprintf("expS512r%dv4", mr) }
 
+func expMaskedName(mr int) string { return fmt.Sprintf("expMS512r%dv4", mr) }
+
 // expSignature is the exp kernels' Go signature (after the name) and
 // expArgSize the size of their arguments and result: the micro-kernel's
 // up to alpha, then m, lv, stash, tab, the result at 112.
 const (
 	expSignature = "(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)"
 	expArgSize   = 113
+	// The masked kernels take the lane masks after tab: mask[4r + v] keeps
+	// lane l of vector v of row r where bit l is set.
+	expMaskedSignature = "(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)"
+	expMaskedArgSize   = 121
 )
 
 // The offsets of expTable's fields (scoreexp_amd64.go).
@@ -459,6 +474,7 @@ const (
 	etC1    = 76
 	etLeast = 80 // −125: lanes below give 0
 	etTau   = 84 // τ: how far a row's maximum may pass m before m moves
+	etNinf  = 88 // −Inf: the masked kernels' dropped lanes before the row's maximum
 )
 
 // expEpilogue writes the exp kernels' end (see expMicro in
@@ -475,11 +491,32 @@ const (
 // expPair), 0 where a < −125; the row's 64
 // results summed four vectors at a time in float32, then as float64 into
 // lv[8r…8r+7].
-func (g *gen) expEpilogue(mr int) {
+//
+// The masked kernels (masked) first set the lanes their masks drop to −Inf
+// (a score of no key: it never raises the row's maximum, and a NaN or
+// ±Inf of a masked key's product goes no further), and their
+// exponentials keep only the masked-in lanes (the flush's compare under
+// the mask: 0 elsewhere, also where −Inf − m is NaN).
+func (g *gen) expEpilogue(mr int, masked bool) {
 	acc := func(r, v int) string { return fmt.Sprintf("Z%d", 4*r+v) }
+	grew := 112
+	if masked {
+		grew = 120
+	}
 	g.p("\tMOVQ         tab+104(FP), R8")
 	g.p("\tMOVQ         m+80(FP), R9")
-	g.p("\tMOVB         $0, grew+112(FP)")
+	g.p("\tMOVB         $0, grew+%d(FP)", grew)
+	if masked {
+		g.p("\t// The masked lanes: −Inf.")
+		g.p("\tMOVQ         mask+112(FP), R12")
+		g.p("\tVBROADCASTSS %d(R8), Z31 // −Inf", etNinf)
+		for r := 0; r < mr; r++ {
+			for v := 0; v < 4; v++ {
+				g.p("\tKMOVW        %d(R12), K1", 2*(4*r+v))
+				g.p("\tVBLENDMPS    %s, Z31, K1, %s", acc(r, v), acc(r, v))
+			}
+		}
+	}
 	g.p("\t// K2 = the lanes of any row whose alpha·t passes m + τ.")
 	g.p("\tKXORW        K2, K2, K2")
 	rowMax := func(r int) {
@@ -520,7 +557,7 @@ func (g *gen) expEpilogue(mr int) {
 		g.p("\tVMOVUPD      Z29, %d(R11) // stash[r] = lv[r]", 64*r)
 		g.p("\tVPXORQ       Z29, Z29, Z29")
 		g.p("\tVMOVUPD      Z29, %d(R10) // lv[r] = 0", 64*r)
-		g.p("\tMOVB         $1, grew+112(FP)")
+		g.p("\tMOVB         $1, grew+%d(FP)", grew)
 		g.p("kept%d:", r)
 	}
 	g.p("")
@@ -530,10 +567,17 @@ func (g *gen) expEpilogue(mr int) {
 	g.p("\tSHLQ    $2, BX")
 	g.p("\tMOVQ    lv+88(FP), R10")
 	g.p("\tVMOVUPS (R8), Z24 // 2^(j/16), j < 16")
+	if masked {
+		g.p("\tMOVQ    mask+112(FP), R12")
+	}
 	for r := 0; r < mr; r++ {
 		g.p("\tVBROADCASTSS %d(R9), Z25 // m[r]", 4*r)
 		for v := 0; v < 4; v += 2 {
-			g.expPair(acc(r, v), acc(r, v+1))
+			if masked {
+				g.p("\tKMOVW        %d(R12), K5", 2*(4*r+v))
+				g.p("\tKMOVW        %d(R12), K6", 2*(4*r+v+1))
+			}
+			g.expPair(acc(r, v), acc(r, v+1), masked)
 		}
 		for v := 0; v < 4; v++ {
 			g.p("\tVMOVUPS          %s, %d(AX)", acc(r, v), 64*v)
@@ -560,9 +604,12 @@ func (g *gen) expEpilogue(mr int) {
 // accumulators x and y, their steps interleaved (each exponential is a
 // chain of about a dozen dependent µops): m in Z25, the table in Z24, the
 // temporaries Z26…Z31, K3, K4.
-func (g *gen) expPair(x, y string) {
-	type lane struct{ acc, t, k, r, mask string }
-	ls := []lane{{x, "Z26", "Z27", "Z28", "K3"}, {y, "Z29", "Z30", "Z31", "K4"}}
+//
+// With masked, the lanes kept are those of K5 (x) and K6 (y): the compare
+// that makes the flush's mask runs under them.
+func (g *gen) expPair(x, y string, masked bool) {
+	type lane struct{ acc, t, k, r, mask, keep string }
+	ls := []lane{{x, "Z26", "Z27", "Z28", "K3", "K5"}, {y, "Z29", "Z30", "Z31", "K4", "K6"}}
 	each := func(f func(l lane)) {
 		for _, l := range ls {
 			f(l)
@@ -572,7 +619,13 @@ func (g *gen) expPair(x, y string) {
 		g.p("\tVMULPS.BCST      alpha+72(FP), %s, %s // s = fl(alpha·t), as Gemm's C", l.acc, l.acc)
 	})
 	each(func(l lane) { g.p("\tVSUBPS           Z25, %s, %s // a = fl(s − m)", l.acc, l.acc) })
-	each(func(l lane) { g.p("\tVCMPPS.BCST      $5, %d(R8), %s, %s // not a < −125", etLeast, l.acc, l.mask) })
+	each(func(l lane) {
+		if masked {
+			g.p("\tVCMPPS.BCST      $5, %d(R8), %s, %s, %s // kept and not a < −125", etLeast, l.acc, l.keep, l.mask)
+			return
+		}
+		g.p("\tVCMPPS.BCST      $5, %d(R8), %s, %s // not a < −125", etLeast, l.acc, l.mask)
+	})
 	each(func(l lane) { g.p("\tVADDPS.BCST      %d(R8), %s, %s // t = a + S", etS, l.acc, l.t) })
 	each(func(l lane) { g.p("\tVSUBPS.BCST      %d(R8), %s, %s // k = round(16a)/16", etS, l.t, l.k) })
 	each(func(l lane) { g.p("\tVSUBPS           %s, %s, %s // r = a − k", l.k, l.acc, l.r) })
@@ -646,8 +699,15 @@ func main() {
 		fmt.Fprintf(&d, "//go:noescape\nfunc %s%s\n\n", expName(mr), expSignature)
 		exps = append(exps, expName(mr))
 	}
-	fmt.Fprintf(&d, "// exp512s[mr−1] is the exp kernel of mr rows.\n")
+	var mexps []string
+	for mr := 1; mr <= expRows; mr++ {
+		s.kernel('S', mr, 4, expMaskedKernel)
+		fmt.Fprintf(&d, "//go:noescape\nfunc %s%s\n\n", expMaskedName(mr), expMaskedSignature)
+		mexps = append(mexps, expMaskedName(mr))
+	}
+	fmt.Fprintf(&d, "// exp512s[mr−1] is the exp kernel of mr rows, expm512s[mr−1] its masked twin.\n")
 	fmt.Fprintf(&d, "var exp512s = [%d]expMicro{%s}\n\n", expRows, strings.Join(exps, ", "))
+	fmt.Fprintf(&d, "var expm512s = [%d]expMaskedMicro{%s}\n\n", expRows, strings.Join(mexps, ", "))
 	fmt.Fprintf(&d, "// gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and\n// nv vectors per row.\n")
 	fmt.Fprintf(&d, "var gen512s = map[int][]microKernel[float32]{\n%s\n}\n\n", strings.Join(tabS, "\n"))
 	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n\n", strings.Join(tabD, "\n"))

@@ -215,8 +215,28 @@ func expS512r5v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float
 //go:noescape
 func expS512r6v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
 
-// exp512s[mr−1] is the exp kernel of mr rows.
+//go:noescape
+func expMS512r1v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+
+//go:noescape
+func expMS512r2v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+
+//go:noescape
+func expMS512r3v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+
+//go:noescape
+func expMS512r4v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+
+//go:noescape
+func expMS512r5v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+
+//go:noescape
+func expMS512r6v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+
+// exp512s[mr−1] is the exp kernel of mr rows, expm512s[mr−1] its masked twin.
 var exp512s = [6]expMicro{expS512r1v4, expS512r2v4, expS512r3v4, expS512r4v4, expS512r5v4, expS512r6v4}
+
+var expm512s = [6]expMaskedMicro{expMS512r1v4, expMS512r2v4, expMS512r3v4, expMS512r4v4, expMS512r5v4, expMS512r6v4}
 
 // gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and
 // nv vectors per row.

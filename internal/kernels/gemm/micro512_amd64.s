@@ -35690,3 +35690,5197 @@ exps:
 	VZEROUPPER
 	RET
 
+// func expMS512r1v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+TEXT ·expMS512r1v4(SB), $1088-121
+	MOVQ k+0(FP), CX
+	MOVQ kb+8(FP), R11
+	MOVQ a+16(FP), SI
+	MOVQ rs+24(FP), R8
+	SHLQ $2, R8
+	MOVQ ps+32(FP), R12
+	SHLQ $2, R12
+	MOVQ b+40(FP), DI
+	MOVQ bs+48(FP), R13
+	SHLQ $2, R13
+	LEAQ (R8)(R8*2), R9
+	LEAQ 63(SP), DX // the four totals, 64-byte aligned
+	ANDQ $-64, DX
+	// Fetch C's tile into L1 now: the epilogue reads and writes it.
+	MOVQ c+56(FP), AX
+	MOVQ ldc+64(FP), BX
+	SHLQ $2, BX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	XORQ BX, BX // chunk index
+
+chunk:
+	MOVQ    R11, AX
+	CMPQ    CX, AX
+	CMOVQLT CX, AX // steps in this chunk: min(kb, depth left)
+	SUBQ    AX, CX
+	// The first step sets the accumulators, the others add.
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VMULPS Z4, Z8, Z0
+	VMULPS Z5, Z8, Z1
+	VMULPS Z6, Z8, Z2
+	VMULPS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JZ   stepped
+	CMPQ AX, $3
+	JLT  single
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $3, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JLT  single
+
+quad: // four steps a turn: chunks are 4, 8, 16 or 32 steps
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $4, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JGE  quad
+
+single:
+	VMOVUPS 0(DI), Z4
+	VMOVUPS 64(DI), Z5
+	VMOVUPS 128(DI), Z6
+	VMOVUPS 192(DI), Z7
+	VBROADCASTSS (SI), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JNZ  single
+
+stepped:
+	TESTQ CX, CX
+	JZ    last
+	MOVQ  BX, AX // chunk c goes into total c mod 4
+	ANDQ  $3, AX
+	IMULQ $256, AX
+	ADDQ  DX, AX
+	CMPQ  BX, $4
+	JGE   flush
+	VMOVUPS Z0, 0(AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	INCQ BX
+	JMP  chunk
+
+flush:
+	VADDPS 0(AX), Z0, Z0
+	VMOVUPS Z0, 0(AX)
+	VADDPS 64(AX), Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS 128(AX), Z2, Z2
+	VMOVUPS Z2, 128(AX)
+	VADDPS 192(AX), Z3, Z3
+	VMOVUPS Z3, 192(AX)
+	INCQ BX
+	JMP  chunk
+
+last:
+	// The last chunk c = BX joins its total t = c mod 4 in registers;
+	// totals 0…min(c, 3) are in use. The result is (T_t + T_t^1) +
+	// (T_q + T_q+1) with {q, q+1} the other pair.
+	MOVQ  BX, R11
+	ANDQ  $3, R11 // t
+	CMPQ  BX, $4
+	JLT   partner
+	MOVQ  R11, AX
+	IMULQ $256, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+
+partner:
+	MOVQ  R11, AX
+	XORQ  $1, AX
+	CMPQ  AX, BX
+	JGT   pair // t^1 > c: not in use
+	IMULQ $256, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+
+pair:
+	MOVQ  R11, AX // the other pair starts at q = (t^2) & 2
+	XORQ  $2, AX
+	ANDQ  $2, AX
+	CMPQ  AX, BX
+	JGT   combined
+	LEAQ  1(AX), R12
+	IMULQ $256, AX
+	ADDQ  DX, AX
+	CMPQ  R12, BX
+	JGT   one
+	IMULQ $256, R12
+	ADDQ  DX, R12
+	VMOVUPS 0(AX), Z8
+	VADDPS 0(R12), Z8, Z8
+	VADDPS Z8, Z0, Z0
+	VMOVUPS 64(AX), Z9
+	VADDPS 64(R12), Z9, Z9
+	VADDPS Z9, Z1, Z1
+	VMOVUPS 128(AX), Z10
+	VADDPS 128(R12), Z10, Z10
+	VADDPS Z10, Z2, Z2
+	VMOVUPS 192(AX), Z11
+	VADDPS 192(R12), Z11, Z11
+	VADDPS Z11, Z3, Z3
+	JMP   combined
+
+one:
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+
+combined:
+	MOVQ         tab+104(FP), R8
+	MOVQ         m+80(FP), R9
+	MOVB         $0, grew+120(FP)
+	// The masked lanes: −Inf.
+	MOVQ         mask+112(FP), R12
+	VBROADCASTSS 88(R8), Z31 // −Inf
+	KMOVW        0(R12), K1
+	VBLENDMPS    Z0, Z31, K1, Z0
+	KMOVW        2(R12), K1
+	VBLENDMPS    Z1, Z31, K1, Z1
+	KMOVW        4(R12), K1
+	VBLENDMPS    Z2, Z31, K1, Z2
+	KMOVW        6(R12), K1
+	VBLENDMPS    Z3, Z31, K1, Z3
+	// K2 = the lanes of any row whose alpha·t passes m + τ.
+	KXORW        K2, K2, K2
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     0(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	KORTESTW K2, K2
+	JZ       exps
+	// Some row's maximum passed m + τ: the rows whose did take it.
+	MOVQ lv+88(FP), R10
+	MOVQ stash+96(FP), R11
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 0(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept0
+	VMOVSS       X30, 0(R9) // m[r] = the row's max
+	VMOVUPD      0(R10), Z29
+	VMOVUPD      Z29, 0(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 0(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept0:
+
+exps:
+	MOVQ    c+56(FP), AX
+	MOVQ    ldc+64(FP), BX
+	SHLQ    $2, BX
+	MOVQ    lv+88(FP), R10
+	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
+	MOVQ    mask+112(FP), R12
+	VBROADCASTSS 0(R9), Z25 // m[r]
+	KMOVW        0(R12), K5
+	KMOVW        2(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
+	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z0, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
+	VBROADCASTSS     68(R8), Z1
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        4(R12), K5
+	KMOVW        6(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
+	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z2, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
+	VBROADCASTSS     68(R8), Z3
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
+	VMOVUPS          Z3, 192(AX)
+	VADDPS        Z1, Z0, Z30
+	VADDPS        Z3, Z2, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        0(R10), Z30, Z30
+	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
+	VZEROUPPER
+	RET
+
+// func expMS512r2v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+TEXT ·expMS512r2v4(SB), $2112-121
+	MOVQ k+0(FP), CX
+	MOVQ kb+8(FP), R11
+	MOVQ a+16(FP), SI
+	MOVQ rs+24(FP), R8
+	SHLQ $2, R8
+	MOVQ ps+32(FP), R12
+	SHLQ $2, R12
+	MOVQ b+40(FP), DI
+	MOVQ bs+48(FP), R13
+	SHLQ $2, R13
+	LEAQ (R8)(R8*2), R9
+	LEAQ 63(SP), DX // the four totals, 64-byte aligned
+	ANDQ $-64, DX
+	// Fetch C's tile into L1 now: the epilogue reads and writes it.
+	MOVQ c+56(FP), AX
+	MOVQ ldc+64(FP), BX
+	SHLQ $2, BX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	XORQ BX, BX // chunk index
+
+chunk:
+	MOVQ    R11, AX
+	CMPQ    CX, AX
+	CMOVQLT CX, AX // steps in this chunk: min(kb, depth left)
+	SUBQ    AX, CX
+	// The first step sets the accumulators, the others add.
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VMULPS Z8, Z12, Z0
+	VMULPS Z9, Z12, Z1
+	VMULPS Z10, Z12, Z2
+	VMULPS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VMULPS Z8, Z13, Z4
+	VMULPS Z9, Z13, Z5
+	VMULPS Z10, Z13, Z6
+	VMULPS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JZ   stepped
+	CMPQ AX, $3
+	JLT  single
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VFMADD231PS Z8, Z13, Z4
+	VFMADD231PS Z9, Z13, Z5
+	VFMADD231PS Z10, Z13, Z6
+	VFMADD231PS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VFMADD231PS Z8, Z13, Z4
+	VFMADD231PS Z9, Z13, Z5
+	VFMADD231PS Z10, Z13, Z6
+	VFMADD231PS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VFMADD231PS Z8, Z13, Z4
+	VFMADD231PS Z9, Z13, Z5
+	VFMADD231PS Z10, Z13, Z6
+	VFMADD231PS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $3, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JLT  single
+
+quad: // four steps a turn: chunks are 4, 8, 16 or 32 steps
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VFMADD231PS Z8, Z13, Z4
+	VFMADD231PS Z9, Z13, Z5
+	VFMADD231PS Z10, Z13, Z6
+	VFMADD231PS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VFMADD231PS Z8, Z13, Z4
+	VFMADD231PS Z9, Z13, Z5
+	VFMADD231PS Z10, Z13, Z6
+	VFMADD231PS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VFMADD231PS Z8, Z13, Z4
+	VFMADD231PS Z9, Z13, Z5
+	VFMADD231PS Z10, Z13, Z6
+	VFMADD231PS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VFMADD231PS Z8, Z13, Z4
+	VFMADD231PS Z9, Z13, Z5
+	VFMADD231PS Z10, Z13, Z6
+	VFMADD231PS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $4, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JGE  quad
+
+single:
+	VMOVUPS 0(DI), Z8
+	VMOVUPS 64(DI), Z9
+	VMOVUPS 128(DI), Z10
+	VMOVUPS 192(DI), Z11
+	VBROADCASTSS (SI), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z3
+	VBROADCASTSS (SI)(R8*1), Z13
+	VFMADD231PS Z8, Z13, Z4
+	VFMADD231PS Z9, Z13, Z5
+	VFMADD231PS Z10, Z13, Z6
+	VFMADD231PS Z11, Z13, Z7
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JNZ  single
+
+stepped:
+	TESTQ CX, CX
+	JZ    last
+	MOVQ  BX, AX // chunk c goes into total c mod 4
+	ANDQ  $3, AX
+	IMULQ $512, AX
+	ADDQ  DX, AX
+	CMPQ  BX, $4
+	JGE   flush
+	VMOVUPS Z0, 0(AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, 256(AX)
+	VMOVUPS Z5, 320(AX)
+	VMOVUPS Z6, 384(AX)
+	VMOVUPS Z7, 448(AX)
+	INCQ BX
+	JMP  chunk
+
+flush:
+	VADDPS 0(AX), Z0, Z0
+	VMOVUPS Z0, 0(AX)
+	VADDPS 64(AX), Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS 128(AX), Z2, Z2
+	VMOVUPS Z2, 128(AX)
+	VADDPS 192(AX), Z3, Z3
+	VMOVUPS Z3, 192(AX)
+	VADDPS 256(AX), Z4, Z4
+	VMOVUPS Z4, 256(AX)
+	VADDPS 320(AX), Z5, Z5
+	VMOVUPS Z5, 320(AX)
+	VADDPS 384(AX), Z6, Z6
+	VMOVUPS Z6, 384(AX)
+	VADDPS 448(AX), Z7, Z7
+	VMOVUPS Z7, 448(AX)
+	INCQ BX
+	JMP  chunk
+
+last:
+	// The last chunk c = BX joins its total t = c mod 4 in registers;
+	// totals 0…min(c, 3) are in use. The result is (T_t + T_t^1) +
+	// (T_q + T_q+1) with {q, q+1} the other pair.
+	MOVQ  BX, R11
+	ANDQ  $3, R11 // t
+	CMPQ  BX, $4
+	JLT   partner
+	MOVQ  R11, AX
+	IMULQ $512, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+
+partner:
+	MOVQ  R11, AX
+	XORQ  $1, AX
+	CMPQ  AX, BX
+	JGT   pair // t^1 > c: not in use
+	IMULQ $512, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+
+pair:
+	MOVQ  R11, AX // the other pair starts at q = (t^2) & 2
+	XORQ  $2, AX
+	ANDQ  $2, AX
+	CMPQ  AX, BX
+	JGT   combined
+	LEAQ  1(AX), R12
+	IMULQ $512, AX
+	ADDQ  DX, AX
+	CMPQ  R12, BX
+	JGT   one
+	IMULQ $512, R12
+	ADDQ  DX, R12
+	VMOVUPS 0(AX), Z12
+	VADDPS 0(R12), Z12, Z12
+	VADDPS Z12, Z0, Z0
+	VMOVUPS 64(AX), Z13
+	VADDPS 64(R12), Z13, Z13
+	VADDPS Z13, Z1, Z1
+	VMOVUPS 128(AX), Z14
+	VADDPS 128(R12), Z14, Z14
+	VADDPS Z14, Z2, Z2
+	VMOVUPS 192(AX), Z15
+	VADDPS 192(R12), Z15, Z15
+	VADDPS Z15, Z3, Z3
+	VMOVUPS 256(AX), Z16
+	VADDPS 256(R12), Z16, Z16
+	VADDPS Z16, Z4, Z4
+	VMOVUPS 320(AX), Z17
+	VADDPS 320(R12), Z17, Z17
+	VADDPS Z17, Z5, Z5
+	VMOVUPS 384(AX), Z18
+	VADDPS 384(R12), Z18, Z18
+	VADDPS Z18, Z6, Z6
+	VMOVUPS 448(AX), Z19
+	VADDPS 448(R12), Z19, Z19
+	VADDPS Z19, Z7, Z7
+	JMP   combined
+
+one:
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+
+combined:
+	MOVQ         tab+104(FP), R8
+	MOVQ         m+80(FP), R9
+	MOVB         $0, grew+120(FP)
+	// The masked lanes: −Inf.
+	MOVQ         mask+112(FP), R12
+	VBROADCASTSS 88(R8), Z31 // −Inf
+	KMOVW        0(R12), K1
+	VBLENDMPS    Z0, Z31, K1, Z0
+	KMOVW        2(R12), K1
+	VBLENDMPS    Z1, Z31, K1, Z1
+	KMOVW        4(R12), K1
+	VBLENDMPS    Z2, Z31, K1, Z2
+	KMOVW        6(R12), K1
+	VBLENDMPS    Z3, Z31, K1, Z3
+	KMOVW        8(R12), K1
+	VBLENDMPS    Z4, Z31, K1, Z4
+	KMOVW        10(R12), K1
+	VBLENDMPS    Z5, Z31, K1, Z5
+	KMOVW        12(R12), K1
+	VBLENDMPS    Z6, Z31, K1, Z6
+	KMOVW        14(R12), K1
+	VBLENDMPS    Z7, Z31, K1, Z7
+	// K2 = the lanes of any row whose alpha·t passes m + τ.
+	KXORW        K2, K2, K2
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     0(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     4(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	KORTESTW K2, K2
+	JZ       exps
+	// Some row's maximum passed m + τ: the rows whose did take it.
+	MOVQ lv+88(FP), R10
+	MOVQ stash+96(FP), R11
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 0(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept0
+	VMOVSS       X30, 0(R9) // m[r] = the row's max
+	VMOVUPD      0(R10), Z29
+	VMOVUPD      Z29, 0(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 0(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept0:
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 4(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept1
+	VMOVSS       X30, 4(R9) // m[r] = the row's max
+	VMOVUPD      64(R10), Z29
+	VMOVUPD      Z29, 64(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 64(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept1:
+
+exps:
+	MOVQ    c+56(FP), AX
+	MOVQ    ldc+64(FP), BX
+	SHLQ    $2, BX
+	MOVQ    lv+88(FP), R10
+	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
+	MOVQ    mask+112(FP), R12
+	VBROADCASTSS 0(R9), Z25 // m[r]
+	KMOVW        0(R12), K5
+	KMOVW        2(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
+	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z0, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
+	VBROADCASTSS     68(R8), Z1
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        4(R12), K5
+	KMOVW        6(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
+	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z2, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
+	VBROADCASTSS     68(R8), Z3
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
+	VMOVUPS          Z3, 192(AX)
+	VADDPS        Z1, Z0, Z30
+	VADDPS        Z3, Z2, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        0(R10), Z30, Z30
+	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 4(R9), Z25 // m[r]
+	KMOVW        8(R12), K5
+	KMOVW        10(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
+	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z4, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
+	VBROADCASTSS     68(R8), Z5
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        12(R12), K5
+	KMOVW        14(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
+	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z6, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
+	VBROADCASTSS     68(R8), Z7
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
+	VMOVUPS          Z7, 192(AX)
+	VADDPS        Z5, Z4, Z30
+	VADDPS        Z7, Z6, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        64(R10), Z30, Z30
+	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
+	VZEROUPPER
+	RET
+
+// func expMS512r3v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+TEXT ·expMS512r3v4(SB), $3136-121
+	MOVQ k+0(FP), CX
+	MOVQ kb+8(FP), R11
+	MOVQ a+16(FP), SI
+	MOVQ rs+24(FP), R8
+	SHLQ $2, R8
+	MOVQ ps+32(FP), R12
+	SHLQ $2, R12
+	MOVQ b+40(FP), DI
+	MOVQ bs+48(FP), R13
+	SHLQ $2, R13
+	LEAQ (R8)(R8*2), R9
+	LEAQ 63(SP), DX // the four totals, 64-byte aligned
+	ANDQ $-64, DX
+	// Fetch C's tile into L1 now: the epilogue reads and writes it.
+	MOVQ c+56(FP), AX
+	MOVQ ldc+64(FP), BX
+	SHLQ $2, BX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	XORQ BX, BX // chunk index
+
+chunk:
+	MOVQ    R11, AX
+	CMPQ    CX, AX
+	CMOVQLT CX, AX // steps in this chunk: min(kb, depth left)
+	SUBQ    AX, CX
+	// The first step sets the accumulators, the others add.
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VMULPS Z12, Z16, Z0
+	VMULPS Z13, Z16, Z1
+	VMULPS Z14, Z16, Z2
+	VMULPS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VMULPS Z12, Z17, Z4
+	VMULPS Z13, Z17, Z5
+	VMULPS Z14, Z17, Z6
+	VMULPS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VMULPS Z12, Z18, Z8
+	VMULPS Z13, Z18, Z9
+	VMULPS Z14, Z18, Z10
+	VMULPS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JZ   stepped
+	CMPQ AX, $3
+	JLT  single
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z1
+	VFMADD231PS Z14, Z16, Z2
+	VFMADD231PS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VFMADD231PS Z12, Z17, Z4
+	VFMADD231PS Z13, Z17, Z5
+	VFMADD231PS Z14, Z17, Z6
+	VFMADD231PS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VFMADD231PS Z12, Z18, Z8
+	VFMADD231PS Z13, Z18, Z9
+	VFMADD231PS Z14, Z18, Z10
+	VFMADD231PS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z1
+	VFMADD231PS Z14, Z16, Z2
+	VFMADD231PS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VFMADD231PS Z12, Z17, Z4
+	VFMADD231PS Z13, Z17, Z5
+	VFMADD231PS Z14, Z17, Z6
+	VFMADD231PS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VFMADD231PS Z12, Z18, Z8
+	VFMADD231PS Z13, Z18, Z9
+	VFMADD231PS Z14, Z18, Z10
+	VFMADD231PS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z1
+	VFMADD231PS Z14, Z16, Z2
+	VFMADD231PS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VFMADD231PS Z12, Z17, Z4
+	VFMADD231PS Z13, Z17, Z5
+	VFMADD231PS Z14, Z17, Z6
+	VFMADD231PS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VFMADD231PS Z12, Z18, Z8
+	VFMADD231PS Z13, Z18, Z9
+	VFMADD231PS Z14, Z18, Z10
+	VFMADD231PS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $3, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JLT  single
+
+quad: // four steps a turn: chunks are 4, 8, 16 or 32 steps
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z1
+	VFMADD231PS Z14, Z16, Z2
+	VFMADD231PS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VFMADD231PS Z12, Z17, Z4
+	VFMADD231PS Z13, Z17, Z5
+	VFMADD231PS Z14, Z17, Z6
+	VFMADD231PS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VFMADD231PS Z12, Z18, Z8
+	VFMADD231PS Z13, Z18, Z9
+	VFMADD231PS Z14, Z18, Z10
+	VFMADD231PS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z1
+	VFMADD231PS Z14, Z16, Z2
+	VFMADD231PS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VFMADD231PS Z12, Z17, Z4
+	VFMADD231PS Z13, Z17, Z5
+	VFMADD231PS Z14, Z17, Z6
+	VFMADD231PS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VFMADD231PS Z12, Z18, Z8
+	VFMADD231PS Z13, Z18, Z9
+	VFMADD231PS Z14, Z18, Z10
+	VFMADD231PS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z1
+	VFMADD231PS Z14, Z16, Z2
+	VFMADD231PS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VFMADD231PS Z12, Z17, Z4
+	VFMADD231PS Z13, Z17, Z5
+	VFMADD231PS Z14, Z17, Z6
+	VFMADD231PS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VFMADD231PS Z12, Z18, Z8
+	VFMADD231PS Z13, Z18, Z9
+	VFMADD231PS Z14, Z18, Z10
+	VFMADD231PS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z1
+	VFMADD231PS Z14, Z16, Z2
+	VFMADD231PS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VFMADD231PS Z12, Z17, Z4
+	VFMADD231PS Z13, Z17, Z5
+	VFMADD231PS Z14, Z17, Z6
+	VFMADD231PS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VFMADD231PS Z12, Z18, Z8
+	VFMADD231PS Z13, Z18, Z9
+	VFMADD231PS Z14, Z18, Z10
+	VFMADD231PS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $4, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JGE  quad
+
+single:
+	VMOVUPS 0(DI), Z12
+	VMOVUPS 64(DI), Z13
+	VMOVUPS 128(DI), Z14
+	VMOVUPS 192(DI), Z15
+	VBROADCASTSS (SI), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z1
+	VFMADD231PS Z14, Z16, Z2
+	VFMADD231PS Z15, Z16, Z3
+	VBROADCASTSS (SI)(R8*1), Z17
+	VFMADD231PS Z12, Z17, Z4
+	VFMADD231PS Z13, Z17, Z5
+	VFMADD231PS Z14, Z17, Z6
+	VFMADD231PS Z15, Z17, Z7
+	VBROADCASTSS (SI)(R8*2), Z18
+	VFMADD231PS Z12, Z18, Z8
+	VFMADD231PS Z13, Z18, Z9
+	VFMADD231PS Z14, Z18, Z10
+	VFMADD231PS Z15, Z18, Z11
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JNZ  single
+
+stepped:
+	TESTQ CX, CX
+	JZ    last
+	MOVQ  BX, AX // chunk c goes into total c mod 4
+	ANDQ  $3, AX
+	IMULQ $768, AX
+	ADDQ  DX, AX
+	CMPQ  BX, $4
+	JGE   flush
+	VMOVUPS Z0, 0(AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, 256(AX)
+	VMOVUPS Z5, 320(AX)
+	VMOVUPS Z6, 384(AX)
+	VMOVUPS Z7, 448(AX)
+	VMOVUPS Z8, 512(AX)
+	VMOVUPS Z9, 576(AX)
+	VMOVUPS Z10, 640(AX)
+	VMOVUPS Z11, 704(AX)
+	INCQ BX
+	JMP  chunk
+
+flush:
+	VADDPS 0(AX), Z0, Z0
+	VMOVUPS Z0, 0(AX)
+	VADDPS 64(AX), Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS 128(AX), Z2, Z2
+	VMOVUPS Z2, 128(AX)
+	VADDPS 192(AX), Z3, Z3
+	VMOVUPS Z3, 192(AX)
+	VADDPS 256(AX), Z4, Z4
+	VMOVUPS Z4, 256(AX)
+	VADDPS 320(AX), Z5, Z5
+	VMOVUPS Z5, 320(AX)
+	VADDPS 384(AX), Z6, Z6
+	VMOVUPS Z6, 384(AX)
+	VADDPS 448(AX), Z7, Z7
+	VMOVUPS Z7, 448(AX)
+	VADDPS 512(AX), Z8, Z8
+	VMOVUPS Z8, 512(AX)
+	VADDPS 576(AX), Z9, Z9
+	VMOVUPS Z9, 576(AX)
+	VADDPS 640(AX), Z10, Z10
+	VMOVUPS Z10, 640(AX)
+	VADDPS 704(AX), Z11, Z11
+	VMOVUPS Z11, 704(AX)
+	INCQ BX
+	JMP  chunk
+
+last:
+	// The last chunk c = BX joins its total t = c mod 4 in registers;
+	// totals 0…min(c, 3) are in use. The result is (T_t + T_t^1) +
+	// (T_q + T_q+1) with {q, q+1} the other pair.
+	MOVQ  BX, R11
+	ANDQ  $3, R11 // t
+	CMPQ  BX, $4
+	JLT   partner
+	MOVQ  R11, AX
+	IMULQ $768, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+
+partner:
+	MOVQ  R11, AX
+	XORQ  $1, AX
+	CMPQ  AX, BX
+	JGT   pair // t^1 > c: not in use
+	IMULQ $768, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+
+pair:
+	MOVQ  R11, AX // the other pair starts at q = (t^2) & 2
+	XORQ  $2, AX
+	ANDQ  $2, AX
+	CMPQ  AX, BX
+	JGT   combined
+	LEAQ  1(AX), R12
+	IMULQ $768, AX
+	ADDQ  DX, AX
+	CMPQ  R12, BX
+	JGT   one
+	IMULQ $768, R12
+	ADDQ  DX, R12
+	VMOVUPS 0(AX), Z16
+	VADDPS 0(R12), Z16, Z16
+	VADDPS Z16, Z0, Z0
+	VMOVUPS 64(AX), Z17
+	VADDPS 64(R12), Z17, Z17
+	VADDPS Z17, Z1, Z1
+	VMOVUPS 128(AX), Z18
+	VADDPS 128(R12), Z18, Z18
+	VADDPS Z18, Z2, Z2
+	VMOVUPS 192(AX), Z19
+	VADDPS 192(R12), Z19, Z19
+	VADDPS Z19, Z3, Z3
+	VMOVUPS 256(AX), Z20
+	VADDPS 256(R12), Z20, Z20
+	VADDPS Z20, Z4, Z4
+	VMOVUPS 320(AX), Z21
+	VADDPS 320(R12), Z21, Z21
+	VADDPS Z21, Z5, Z5
+	VMOVUPS 384(AX), Z22
+	VADDPS 384(R12), Z22, Z22
+	VADDPS Z22, Z6, Z6
+	VMOVUPS 448(AX), Z23
+	VADDPS 448(R12), Z23, Z23
+	VADDPS Z23, Z7, Z7
+	VMOVUPS 512(AX), Z24
+	VADDPS 512(R12), Z24, Z24
+	VADDPS Z24, Z8, Z8
+	VMOVUPS 576(AX), Z25
+	VADDPS 576(R12), Z25, Z25
+	VADDPS Z25, Z9, Z9
+	VMOVUPS 640(AX), Z26
+	VADDPS 640(R12), Z26, Z26
+	VADDPS Z26, Z10, Z10
+	VMOVUPS 704(AX), Z27
+	VADDPS 704(R12), Z27, Z27
+	VADDPS Z27, Z11, Z11
+	JMP   combined
+
+one:
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+
+combined:
+	MOVQ         tab+104(FP), R8
+	MOVQ         m+80(FP), R9
+	MOVB         $0, grew+120(FP)
+	// The masked lanes: −Inf.
+	MOVQ         mask+112(FP), R12
+	VBROADCASTSS 88(R8), Z31 // −Inf
+	KMOVW        0(R12), K1
+	VBLENDMPS    Z0, Z31, K1, Z0
+	KMOVW        2(R12), K1
+	VBLENDMPS    Z1, Z31, K1, Z1
+	KMOVW        4(R12), K1
+	VBLENDMPS    Z2, Z31, K1, Z2
+	KMOVW        6(R12), K1
+	VBLENDMPS    Z3, Z31, K1, Z3
+	KMOVW        8(R12), K1
+	VBLENDMPS    Z4, Z31, K1, Z4
+	KMOVW        10(R12), K1
+	VBLENDMPS    Z5, Z31, K1, Z5
+	KMOVW        12(R12), K1
+	VBLENDMPS    Z6, Z31, K1, Z6
+	KMOVW        14(R12), K1
+	VBLENDMPS    Z7, Z31, K1, Z7
+	KMOVW        16(R12), K1
+	VBLENDMPS    Z8, Z31, K1, Z8
+	KMOVW        18(R12), K1
+	VBLENDMPS    Z9, Z31, K1, Z9
+	KMOVW        20(R12), K1
+	VBLENDMPS    Z10, Z31, K1, Z10
+	KMOVW        22(R12), K1
+	VBLENDMPS    Z11, Z31, K1, Z11
+	// K2 = the lanes of any row whose alpha·t passes m + τ.
+	KXORW        K2, K2, K2
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     0(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     4(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z9, Z8, Z30
+	VMAXPS Z11, Z10, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     8(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	KORTESTW K2, K2
+	JZ       exps
+	// Some row's maximum passed m + τ: the rows whose did take it.
+	MOVQ lv+88(FP), R10
+	MOVQ stash+96(FP), R11
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 0(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept0
+	VMOVSS       X30, 0(R9) // m[r] = the row's max
+	VMOVUPD      0(R10), Z29
+	VMOVUPD      Z29, 0(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 0(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept0:
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 4(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept1
+	VMOVSS       X30, 4(R9) // m[r] = the row's max
+	VMOVUPD      64(R10), Z29
+	VMOVUPD      Z29, 64(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 64(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept1:
+	VMAXPS Z9, Z8, Z30
+	VMAXPS Z11, Z10, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 8(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept2
+	VMOVSS       X30, 8(R9) // m[r] = the row's max
+	VMOVUPD      128(R10), Z29
+	VMOVUPD      Z29, 128(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 128(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept2:
+
+exps:
+	MOVQ    c+56(FP), AX
+	MOVQ    ldc+64(FP), BX
+	SHLQ    $2, BX
+	MOVQ    lv+88(FP), R10
+	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
+	MOVQ    mask+112(FP), R12
+	VBROADCASTSS 0(R9), Z25 // m[r]
+	KMOVW        0(R12), K5
+	KMOVW        2(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
+	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z0, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
+	VBROADCASTSS     68(R8), Z1
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        4(R12), K5
+	KMOVW        6(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
+	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z2, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
+	VBROADCASTSS     68(R8), Z3
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
+	VMOVUPS          Z3, 192(AX)
+	VADDPS        Z1, Z0, Z30
+	VADDPS        Z3, Z2, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        0(R10), Z30, Z30
+	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 4(R9), Z25 // m[r]
+	KMOVW        8(R12), K5
+	KMOVW        10(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
+	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z4, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
+	VBROADCASTSS     68(R8), Z5
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        12(R12), K5
+	KMOVW        14(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
+	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z6, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
+	VBROADCASTSS     68(R8), Z7
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
+	VMOVUPS          Z7, 192(AX)
+	VADDPS        Z5, Z4, Z30
+	VADDPS        Z7, Z6, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        64(R10), Z30, Z30
+	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 8(R9), Z25 // m[r]
+	KMOVW        16(R12), K5
+	KMOVW        18(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z9, Z9 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z8, Z8 // a = fl(s − m)
+	VSUBPS           Z25, Z9, Z9 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z8, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z9, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z8, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z9, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z8, Z28 // r = a − k
+	VSUBPS           Z30, Z9, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z8
+	VBROADCASTSS     68(R8), Z9
+	VFMADD213PS.BCST 72(R8), Z28, Z8
+	VFMADD213PS.BCST 72(R8), Z31, Z9
+	VFMADD213PS.BCST 76(R8), Z28, Z8 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z9 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z8 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z9 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z9, K4, Z9 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        20(R12), K5
+	KMOVW        22(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z11, Z11 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z10, Z10 // a = fl(s − m)
+	VSUBPS           Z25, Z11, Z11 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z10, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z11, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z10, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z11, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z10, Z28 // r = a − k
+	VSUBPS           Z30, Z11, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z10
+	VBROADCASTSS     68(R8), Z11
+	VFMADD213PS.BCST 72(R8), Z28, Z10
+	VFMADD213PS.BCST 72(R8), Z31, Z11
+	VFMADD213PS.BCST 76(R8), Z28, Z10 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z11 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z10 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z11 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z11, K4, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z8, 0(AX)
+	VMOVUPS          Z9, 64(AX)
+	VMOVUPS          Z10, 128(AX)
+	VMOVUPS          Z11, 192(AX)
+	VADDPS        Z9, Z8, Z30
+	VADDPS        Z11, Z10, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        128(R10), Z30, Z30
+	VMOVUPD       Z30, 128(R10) // lv[r] += the row's sum
+	VZEROUPPER
+	RET
+
+// func expMS512r4v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+TEXT ·expMS512r4v4(SB), $4160-121
+	MOVQ k+0(FP), CX
+	MOVQ kb+8(FP), R11
+	MOVQ a+16(FP), SI
+	MOVQ rs+24(FP), R8
+	SHLQ $2, R8
+	MOVQ ps+32(FP), R12
+	SHLQ $2, R12
+	MOVQ b+40(FP), DI
+	MOVQ bs+48(FP), R13
+	SHLQ $2, R13
+	LEAQ (R8)(R8*2), R9
+	LEAQ 63(SP), DX // the four totals, 64-byte aligned
+	ANDQ $-64, DX
+	// Fetch C's tile into L1 now: the epilogue reads and writes it.
+	MOVQ c+56(FP), AX
+	MOVQ ldc+64(FP), BX
+	SHLQ $2, BX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	XORQ BX, BX // chunk index
+
+chunk:
+	MOVQ    R11, AX
+	CMPQ    CX, AX
+	CMOVQLT CX, AX // steps in this chunk: min(kb, depth left)
+	SUBQ    AX, CX
+	// The first step sets the accumulators, the others add.
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VMULPS Z16, Z20, Z0
+	VMULPS Z17, Z20, Z1
+	VMULPS Z18, Z20, Z2
+	VMULPS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VMULPS Z16, Z21, Z4
+	VMULPS Z17, Z21, Z5
+	VMULPS Z18, Z21, Z6
+	VMULPS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VMULPS Z16, Z22, Z8
+	VMULPS Z17, Z22, Z9
+	VMULPS Z18, Z22, Z10
+	VMULPS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VMULPS Z16, Z23, Z12
+	VMULPS Z17, Z23, Z13
+	VMULPS Z18, Z23, Z14
+	VMULPS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JZ   stepped
+	CMPQ AX, $3
+	JLT  single
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $3, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JLT  single
+
+quad: // four steps a turn: chunks are 4, 8, 16 or 32 steps
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $4, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JGE  quad
+
+single:
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VBROADCASTSS (SI)(R8*1), Z21
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VBROADCASTSS (SI)(R8*2), Z22
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VBROADCASTSS (SI)(R9*1), Z23
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JNZ  single
+
+stepped:
+	TESTQ CX, CX
+	JZ    last
+	MOVQ  BX, AX // chunk c goes into total c mod 4
+	ANDQ  $3, AX
+	IMULQ $1024, AX
+	ADDQ  DX, AX
+	CMPQ  BX, $4
+	JGE   flush
+	VMOVUPS Z0, 0(AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, 256(AX)
+	VMOVUPS Z5, 320(AX)
+	VMOVUPS Z6, 384(AX)
+	VMOVUPS Z7, 448(AX)
+	VMOVUPS Z8, 512(AX)
+	VMOVUPS Z9, 576(AX)
+	VMOVUPS Z10, 640(AX)
+	VMOVUPS Z11, 704(AX)
+	VMOVUPS Z12, 768(AX)
+	VMOVUPS Z13, 832(AX)
+	VMOVUPS Z14, 896(AX)
+	VMOVUPS Z15, 960(AX)
+	INCQ BX
+	JMP  chunk
+
+flush:
+	VADDPS 0(AX), Z0, Z0
+	VMOVUPS Z0, 0(AX)
+	VADDPS 64(AX), Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS 128(AX), Z2, Z2
+	VMOVUPS Z2, 128(AX)
+	VADDPS 192(AX), Z3, Z3
+	VMOVUPS Z3, 192(AX)
+	VADDPS 256(AX), Z4, Z4
+	VMOVUPS Z4, 256(AX)
+	VADDPS 320(AX), Z5, Z5
+	VMOVUPS Z5, 320(AX)
+	VADDPS 384(AX), Z6, Z6
+	VMOVUPS Z6, 384(AX)
+	VADDPS 448(AX), Z7, Z7
+	VMOVUPS Z7, 448(AX)
+	VADDPS 512(AX), Z8, Z8
+	VMOVUPS Z8, 512(AX)
+	VADDPS 576(AX), Z9, Z9
+	VMOVUPS Z9, 576(AX)
+	VADDPS 640(AX), Z10, Z10
+	VMOVUPS Z10, 640(AX)
+	VADDPS 704(AX), Z11, Z11
+	VMOVUPS Z11, 704(AX)
+	VADDPS 768(AX), Z12, Z12
+	VMOVUPS Z12, 768(AX)
+	VADDPS 832(AX), Z13, Z13
+	VMOVUPS Z13, 832(AX)
+	VADDPS 896(AX), Z14, Z14
+	VMOVUPS Z14, 896(AX)
+	VADDPS 960(AX), Z15, Z15
+	VMOVUPS Z15, 960(AX)
+	INCQ BX
+	JMP  chunk
+
+last:
+	// The last chunk c = BX joins its total t = c mod 4 in registers;
+	// totals 0…min(c, 3) are in use. The result is (T_t + T_t^1) +
+	// (T_q + T_q+1) with {q, q+1} the other pair.
+	MOVQ  BX, R11
+	ANDQ  $3, R11 // t
+	CMPQ  BX, $4
+	JLT   partner
+	MOVQ  R11, AX
+	IMULQ $1024, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+
+partner:
+	MOVQ  R11, AX
+	XORQ  $1, AX
+	CMPQ  AX, BX
+	JGT   pair // t^1 > c: not in use
+	IMULQ $1024, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+
+pair:
+	MOVQ  R11, AX // the other pair starts at q = (t^2) & 2
+	XORQ  $2, AX
+	ANDQ  $2, AX
+	CMPQ  AX, BX
+	JGT   combined
+	LEAQ  1(AX), R12
+	IMULQ $1024, AX
+	ADDQ  DX, AX
+	CMPQ  R12, BX
+	JGT   one
+	IMULQ $1024, R12
+	ADDQ  DX, R12
+	VMOVUPS 0(AX), Z20
+	VADDPS 0(R12), Z20, Z20
+	VADDPS Z20, Z0, Z0
+	VMOVUPS 64(AX), Z21
+	VADDPS 64(R12), Z21, Z21
+	VADDPS Z21, Z1, Z1
+	VMOVUPS 128(AX), Z22
+	VADDPS 128(R12), Z22, Z22
+	VADDPS Z22, Z2, Z2
+	VMOVUPS 192(AX), Z23
+	VADDPS 192(R12), Z23, Z23
+	VADDPS Z23, Z3, Z3
+	VMOVUPS 256(AX), Z24
+	VADDPS 256(R12), Z24, Z24
+	VADDPS Z24, Z4, Z4
+	VMOVUPS 320(AX), Z25
+	VADDPS 320(R12), Z25, Z25
+	VADDPS Z25, Z5, Z5
+	VMOVUPS 384(AX), Z26
+	VADDPS 384(R12), Z26, Z26
+	VADDPS Z26, Z6, Z6
+	VMOVUPS 448(AX), Z27
+	VADDPS 448(R12), Z27, Z27
+	VADDPS Z27, Z7, Z7
+	VMOVUPS 512(AX), Z28
+	VADDPS 512(R12), Z28, Z28
+	VADDPS Z28, Z8, Z8
+	VMOVUPS 576(AX), Z29
+	VADDPS 576(R12), Z29, Z29
+	VADDPS Z29, Z9, Z9
+	VMOVUPS 640(AX), Z30
+	VADDPS 640(R12), Z30, Z30
+	VADDPS Z30, Z10, Z10
+	VMOVUPS 704(AX), Z31
+	VADDPS 704(R12), Z31, Z31
+	VADDPS Z31, Z11, Z11
+	VMOVUPS 768(AX), Z16
+	VADDPS 768(R12), Z16, Z16
+	VADDPS Z16, Z12, Z12
+	VMOVUPS 832(AX), Z17
+	VADDPS 832(R12), Z17, Z17
+	VADDPS Z17, Z13, Z13
+	VMOVUPS 896(AX), Z18
+	VADDPS 896(R12), Z18, Z18
+	VADDPS Z18, Z14, Z14
+	VMOVUPS 960(AX), Z19
+	VADDPS 960(R12), Z19, Z19
+	VADDPS Z19, Z15, Z15
+	JMP   combined
+
+one:
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+
+combined:
+	MOVQ         tab+104(FP), R8
+	MOVQ         m+80(FP), R9
+	MOVB         $0, grew+120(FP)
+	// The masked lanes: −Inf.
+	MOVQ         mask+112(FP), R12
+	VBROADCASTSS 88(R8), Z31 // −Inf
+	KMOVW        0(R12), K1
+	VBLENDMPS    Z0, Z31, K1, Z0
+	KMOVW        2(R12), K1
+	VBLENDMPS    Z1, Z31, K1, Z1
+	KMOVW        4(R12), K1
+	VBLENDMPS    Z2, Z31, K1, Z2
+	KMOVW        6(R12), K1
+	VBLENDMPS    Z3, Z31, K1, Z3
+	KMOVW        8(R12), K1
+	VBLENDMPS    Z4, Z31, K1, Z4
+	KMOVW        10(R12), K1
+	VBLENDMPS    Z5, Z31, K1, Z5
+	KMOVW        12(R12), K1
+	VBLENDMPS    Z6, Z31, K1, Z6
+	KMOVW        14(R12), K1
+	VBLENDMPS    Z7, Z31, K1, Z7
+	KMOVW        16(R12), K1
+	VBLENDMPS    Z8, Z31, K1, Z8
+	KMOVW        18(R12), K1
+	VBLENDMPS    Z9, Z31, K1, Z9
+	KMOVW        20(R12), K1
+	VBLENDMPS    Z10, Z31, K1, Z10
+	KMOVW        22(R12), K1
+	VBLENDMPS    Z11, Z31, K1, Z11
+	KMOVW        24(R12), K1
+	VBLENDMPS    Z12, Z31, K1, Z12
+	KMOVW        26(R12), K1
+	VBLENDMPS    Z13, Z31, K1, Z13
+	KMOVW        28(R12), K1
+	VBLENDMPS    Z14, Z31, K1, Z14
+	KMOVW        30(R12), K1
+	VBLENDMPS    Z15, Z31, K1, Z15
+	// K2 = the lanes of any row whose alpha·t passes m + τ.
+	KXORW        K2, K2, K2
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     0(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     4(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z9, Z8, Z30
+	VMAXPS Z11, Z10, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     8(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z13, Z12, Z30
+	VMAXPS Z15, Z14, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     12(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	KORTESTW K2, K2
+	JZ       exps
+	// Some row's maximum passed m + τ: the rows whose did take it.
+	MOVQ lv+88(FP), R10
+	MOVQ stash+96(FP), R11
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 0(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept0
+	VMOVSS       X30, 0(R9) // m[r] = the row's max
+	VMOVUPD      0(R10), Z29
+	VMOVUPD      Z29, 0(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 0(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept0:
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 4(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept1
+	VMOVSS       X30, 4(R9) // m[r] = the row's max
+	VMOVUPD      64(R10), Z29
+	VMOVUPD      Z29, 64(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 64(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept1:
+	VMAXPS Z9, Z8, Z30
+	VMAXPS Z11, Z10, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 8(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept2
+	VMOVSS       X30, 8(R9) // m[r] = the row's max
+	VMOVUPD      128(R10), Z29
+	VMOVUPD      Z29, 128(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 128(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept2:
+	VMAXPS Z13, Z12, Z30
+	VMAXPS Z15, Z14, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 12(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept3
+	VMOVSS       X30, 12(R9) // m[r] = the row's max
+	VMOVUPD      192(R10), Z29
+	VMOVUPD      Z29, 192(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 192(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept3:
+
+exps:
+	MOVQ    c+56(FP), AX
+	MOVQ    ldc+64(FP), BX
+	SHLQ    $2, BX
+	MOVQ    lv+88(FP), R10
+	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
+	MOVQ    mask+112(FP), R12
+	VBROADCASTSS 0(R9), Z25 // m[r]
+	KMOVW        0(R12), K5
+	KMOVW        2(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
+	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z0, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
+	VBROADCASTSS     68(R8), Z1
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        4(R12), K5
+	KMOVW        6(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
+	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z2, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
+	VBROADCASTSS     68(R8), Z3
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
+	VMOVUPS          Z3, 192(AX)
+	VADDPS        Z1, Z0, Z30
+	VADDPS        Z3, Z2, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        0(R10), Z30, Z30
+	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 4(R9), Z25 // m[r]
+	KMOVW        8(R12), K5
+	KMOVW        10(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
+	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z4, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
+	VBROADCASTSS     68(R8), Z5
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        12(R12), K5
+	KMOVW        14(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
+	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z6, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
+	VBROADCASTSS     68(R8), Z7
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
+	VMOVUPS          Z7, 192(AX)
+	VADDPS        Z5, Z4, Z30
+	VADDPS        Z7, Z6, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        64(R10), Z30, Z30
+	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 8(R9), Z25 // m[r]
+	KMOVW        16(R12), K5
+	KMOVW        18(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z9, Z9 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z8, Z8 // a = fl(s − m)
+	VSUBPS           Z25, Z9, Z9 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z8, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z9, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z8, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z9, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z8, Z28 // r = a − k
+	VSUBPS           Z30, Z9, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z8
+	VBROADCASTSS     68(R8), Z9
+	VFMADD213PS.BCST 72(R8), Z28, Z8
+	VFMADD213PS.BCST 72(R8), Z31, Z9
+	VFMADD213PS.BCST 76(R8), Z28, Z8 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z9 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z8 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z9 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z9, K4, Z9 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        20(R12), K5
+	KMOVW        22(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z11, Z11 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z10, Z10 // a = fl(s − m)
+	VSUBPS           Z25, Z11, Z11 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z10, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z11, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z10, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z11, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z10, Z28 // r = a − k
+	VSUBPS           Z30, Z11, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z10
+	VBROADCASTSS     68(R8), Z11
+	VFMADD213PS.BCST 72(R8), Z28, Z10
+	VFMADD213PS.BCST 72(R8), Z31, Z11
+	VFMADD213PS.BCST 76(R8), Z28, Z10 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z11 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z10 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z11 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z11, K4, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z8, 0(AX)
+	VMOVUPS          Z9, 64(AX)
+	VMOVUPS          Z10, 128(AX)
+	VMOVUPS          Z11, 192(AX)
+	VADDPS        Z9, Z8, Z30
+	VADDPS        Z11, Z10, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        128(R10), Z30, Z30
+	VMOVUPD       Z30, 128(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 12(R9), Z25 // m[r]
+	KMOVW        24(R12), K5
+	KMOVW        26(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z13, Z13 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z12, Z12 // a = fl(s − m)
+	VSUBPS           Z25, Z13, Z13 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z12, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z13, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z12, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z13, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z12, Z28 // r = a − k
+	VSUBPS           Z30, Z13, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z12
+	VBROADCASTSS     68(R8), Z13
+	VFMADD213PS.BCST 72(R8), Z28, Z12
+	VFMADD213PS.BCST 72(R8), Z31, Z13
+	VFMADD213PS.BCST 76(R8), Z28, Z12 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z13 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z12 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z13 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z13, K4, Z13 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        28(R12), K5
+	KMOVW        30(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z15, Z15 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z14, Z14 // a = fl(s − m)
+	VSUBPS           Z25, Z15, Z15 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z14, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z15, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z14, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z15, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z14, Z28 // r = a − k
+	VSUBPS           Z30, Z15, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z14
+	VBROADCASTSS     68(R8), Z15
+	VFMADD213PS.BCST 72(R8), Z28, Z14
+	VFMADD213PS.BCST 72(R8), Z31, Z15
+	VFMADD213PS.BCST 76(R8), Z28, Z14 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z15 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z14 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z15 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z15, K4, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z12, 0(AX)
+	VMOVUPS          Z13, 64(AX)
+	VMOVUPS          Z14, 128(AX)
+	VMOVUPS          Z15, 192(AX)
+	VADDPS        Z13, Z12, Z30
+	VADDPS        Z15, Z14, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        192(R10), Z30, Z30
+	VMOVUPD       Z30, 192(R10) // lv[r] += the row's sum
+	VZEROUPPER
+	RET
+
+// func expMS512r5v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+TEXT ·expMS512r5v4(SB), $5184-121
+	MOVQ k+0(FP), CX
+	MOVQ kb+8(FP), R11
+	MOVQ a+16(FP), SI
+	MOVQ rs+24(FP), R8
+	SHLQ $2, R8
+	MOVQ ps+32(FP), R12
+	SHLQ $2, R12
+	MOVQ b+40(FP), DI
+	MOVQ bs+48(FP), R13
+	SHLQ $2, R13
+	LEAQ (R8)(R8*2), R9
+	LEAQ 63(SP), DX // the four totals, 64-byte aligned
+	ANDQ $-64, DX
+	// Fetch C's tile into L1 now: the epilogue reads and writes it.
+	MOVQ c+56(FP), AX
+	MOVQ ldc+64(FP), BX
+	SHLQ $2, BX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	XORQ BX, BX // chunk index
+
+chunk:
+	MOVQ    R11, AX
+	CMPQ    CX, AX
+	CMOVQLT CX, AX // steps in this chunk: min(kb, depth left)
+	SUBQ    AX, CX
+	// The first step sets the accumulators, the others add.
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VMULPS Z20, Z24, Z0
+	VMULPS Z21, Z24, Z1
+	VMULPS Z22, Z24, Z2
+	VMULPS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VMULPS Z20, Z25, Z4
+	VMULPS Z21, Z25, Z5
+	VMULPS Z22, Z25, Z6
+	VMULPS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VMULPS Z20, Z26, Z8
+	VMULPS Z21, Z26, Z9
+	VMULPS Z22, Z26, Z10
+	VMULPS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VMULPS Z20, Z27, Z12
+	VMULPS Z21, Z27, Z13
+	VMULPS Z22, Z27, Z14
+	VMULPS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VMULPS Z20, Z28, Z16
+	VMULPS Z21, Z28, Z17
+	VMULPS Z22, Z28, Z18
+	VMULPS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JZ   stepped
+	CMPQ AX, $3
+	JLT  single
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z1
+	VFMADD231PS Z22, Z24, Z2
+	VFMADD231PS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VFMADD231PS Z20, Z25, Z4
+	VFMADD231PS Z21, Z25, Z5
+	VFMADD231PS Z22, Z25, Z6
+	VFMADD231PS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VFMADD231PS Z20, Z26, Z8
+	VFMADD231PS Z21, Z26, Z9
+	VFMADD231PS Z22, Z26, Z10
+	VFMADD231PS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z20, Z27, Z12
+	VFMADD231PS Z21, Z27, Z13
+	VFMADD231PS Z22, Z27, Z14
+	VFMADD231PS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z1
+	VFMADD231PS Z22, Z24, Z2
+	VFMADD231PS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VFMADD231PS Z20, Z25, Z4
+	VFMADD231PS Z21, Z25, Z5
+	VFMADD231PS Z22, Z25, Z6
+	VFMADD231PS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VFMADD231PS Z20, Z26, Z8
+	VFMADD231PS Z21, Z26, Z9
+	VFMADD231PS Z22, Z26, Z10
+	VFMADD231PS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z20, Z27, Z12
+	VFMADD231PS Z21, Z27, Z13
+	VFMADD231PS Z22, Z27, Z14
+	VFMADD231PS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z1
+	VFMADD231PS Z22, Z24, Z2
+	VFMADD231PS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VFMADD231PS Z20, Z25, Z4
+	VFMADD231PS Z21, Z25, Z5
+	VFMADD231PS Z22, Z25, Z6
+	VFMADD231PS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VFMADD231PS Z20, Z26, Z8
+	VFMADD231PS Z21, Z26, Z9
+	VFMADD231PS Z22, Z26, Z10
+	VFMADD231PS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z20, Z27, Z12
+	VFMADD231PS Z21, Z27, Z13
+	VFMADD231PS Z22, Z27, Z14
+	VFMADD231PS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $3, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JLT  single
+
+quad: // four steps a turn: chunks are 4, 8, 16 or 32 steps
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z1
+	VFMADD231PS Z22, Z24, Z2
+	VFMADD231PS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VFMADD231PS Z20, Z25, Z4
+	VFMADD231PS Z21, Z25, Z5
+	VFMADD231PS Z22, Z25, Z6
+	VFMADD231PS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VFMADD231PS Z20, Z26, Z8
+	VFMADD231PS Z21, Z26, Z9
+	VFMADD231PS Z22, Z26, Z10
+	VFMADD231PS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z20, Z27, Z12
+	VFMADD231PS Z21, Z27, Z13
+	VFMADD231PS Z22, Z27, Z14
+	VFMADD231PS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z1
+	VFMADD231PS Z22, Z24, Z2
+	VFMADD231PS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VFMADD231PS Z20, Z25, Z4
+	VFMADD231PS Z21, Z25, Z5
+	VFMADD231PS Z22, Z25, Z6
+	VFMADD231PS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VFMADD231PS Z20, Z26, Z8
+	VFMADD231PS Z21, Z26, Z9
+	VFMADD231PS Z22, Z26, Z10
+	VFMADD231PS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z20, Z27, Z12
+	VFMADD231PS Z21, Z27, Z13
+	VFMADD231PS Z22, Z27, Z14
+	VFMADD231PS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z1
+	VFMADD231PS Z22, Z24, Z2
+	VFMADD231PS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VFMADD231PS Z20, Z25, Z4
+	VFMADD231PS Z21, Z25, Z5
+	VFMADD231PS Z22, Z25, Z6
+	VFMADD231PS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VFMADD231PS Z20, Z26, Z8
+	VFMADD231PS Z21, Z26, Z9
+	VFMADD231PS Z22, Z26, Z10
+	VFMADD231PS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z20, Z27, Z12
+	VFMADD231PS Z21, Z27, Z13
+	VFMADD231PS Z22, Z27, Z14
+	VFMADD231PS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z1
+	VFMADD231PS Z22, Z24, Z2
+	VFMADD231PS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VFMADD231PS Z20, Z25, Z4
+	VFMADD231PS Z21, Z25, Z5
+	VFMADD231PS Z22, Z25, Z6
+	VFMADD231PS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VFMADD231PS Z20, Z26, Z8
+	VFMADD231PS Z21, Z26, Z9
+	VFMADD231PS Z22, Z26, Z10
+	VFMADD231PS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z20, Z27, Z12
+	VFMADD231PS Z21, Z27, Z13
+	VFMADD231PS Z22, Z27, Z14
+	VFMADD231PS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $4, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JGE  quad
+
+single:
+	VMOVUPS 0(DI), Z20
+	VMOVUPS 64(DI), Z21
+	VMOVUPS 128(DI), Z22
+	VMOVUPS 192(DI), Z23
+	VBROADCASTSS (SI), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z1
+	VFMADD231PS Z22, Z24, Z2
+	VFMADD231PS Z23, Z24, Z3
+	VBROADCASTSS (SI)(R8*1), Z25
+	VFMADD231PS Z20, Z25, Z4
+	VFMADD231PS Z21, Z25, Z5
+	VFMADD231PS Z22, Z25, Z6
+	VFMADD231PS Z23, Z25, Z7
+	VBROADCASTSS (SI)(R8*2), Z26
+	VFMADD231PS Z20, Z26, Z8
+	VFMADD231PS Z21, Z26, Z9
+	VFMADD231PS Z22, Z26, Z10
+	VFMADD231PS Z23, Z26, Z11
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z20, Z27, Z12
+	VFMADD231PS Z21, Z27, Z13
+	VFMADD231PS Z22, Z27, Z14
+	VFMADD231PS Z23, Z27, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JNZ  single
+
+stepped:
+	TESTQ CX, CX
+	JZ    last
+	MOVQ  BX, AX // chunk c goes into total c mod 4
+	ANDQ  $3, AX
+	IMULQ $1280, AX
+	ADDQ  DX, AX
+	CMPQ  BX, $4
+	JGE   flush
+	VMOVUPS Z0, 0(AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, 256(AX)
+	VMOVUPS Z5, 320(AX)
+	VMOVUPS Z6, 384(AX)
+	VMOVUPS Z7, 448(AX)
+	VMOVUPS Z8, 512(AX)
+	VMOVUPS Z9, 576(AX)
+	VMOVUPS Z10, 640(AX)
+	VMOVUPS Z11, 704(AX)
+	VMOVUPS Z12, 768(AX)
+	VMOVUPS Z13, 832(AX)
+	VMOVUPS Z14, 896(AX)
+	VMOVUPS Z15, 960(AX)
+	VMOVUPS Z16, 1024(AX)
+	VMOVUPS Z17, 1088(AX)
+	VMOVUPS Z18, 1152(AX)
+	VMOVUPS Z19, 1216(AX)
+	INCQ BX
+	JMP  chunk
+
+flush:
+	VADDPS 0(AX), Z0, Z0
+	VMOVUPS Z0, 0(AX)
+	VADDPS 64(AX), Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS 128(AX), Z2, Z2
+	VMOVUPS Z2, 128(AX)
+	VADDPS 192(AX), Z3, Z3
+	VMOVUPS Z3, 192(AX)
+	VADDPS 256(AX), Z4, Z4
+	VMOVUPS Z4, 256(AX)
+	VADDPS 320(AX), Z5, Z5
+	VMOVUPS Z5, 320(AX)
+	VADDPS 384(AX), Z6, Z6
+	VMOVUPS Z6, 384(AX)
+	VADDPS 448(AX), Z7, Z7
+	VMOVUPS Z7, 448(AX)
+	VADDPS 512(AX), Z8, Z8
+	VMOVUPS Z8, 512(AX)
+	VADDPS 576(AX), Z9, Z9
+	VMOVUPS Z9, 576(AX)
+	VADDPS 640(AX), Z10, Z10
+	VMOVUPS Z10, 640(AX)
+	VADDPS 704(AX), Z11, Z11
+	VMOVUPS Z11, 704(AX)
+	VADDPS 768(AX), Z12, Z12
+	VMOVUPS Z12, 768(AX)
+	VADDPS 832(AX), Z13, Z13
+	VMOVUPS Z13, 832(AX)
+	VADDPS 896(AX), Z14, Z14
+	VMOVUPS Z14, 896(AX)
+	VADDPS 960(AX), Z15, Z15
+	VMOVUPS Z15, 960(AX)
+	VADDPS 1024(AX), Z16, Z16
+	VMOVUPS Z16, 1024(AX)
+	VADDPS 1088(AX), Z17, Z17
+	VMOVUPS Z17, 1088(AX)
+	VADDPS 1152(AX), Z18, Z18
+	VMOVUPS Z18, 1152(AX)
+	VADDPS 1216(AX), Z19, Z19
+	VMOVUPS Z19, 1216(AX)
+	INCQ BX
+	JMP  chunk
+
+last:
+	// The last chunk c = BX joins its total t = c mod 4 in registers;
+	// totals 0…min(c, 3) are in use. The result is (T_t + T_t^1) +
+	// (T_q + T_q+1) with {q, q+1} the other pair.
+	MOVQ  BX, R11
+	ANDQ  $3, R11 // t
+	CMPQ  BX, $4
+	JLT   partner
+	MOVQ  R11, AX
+	IMULQ $1280, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+	VADDPS 1024(AX), Z16, Z16
+	VADDPS 1088(AX), Z17, Z17
+	VADDPS 1152(AX), Z18, Z18
+	VADDPS 1216(AX), Z19, Z19
+
+partner:
+	MOVQ  R11, AX
+	XORQ  $1, AX
+	CMPQ  AX, BX
+	JGT   pair // t^1 > c: not in use
+	IMULQ $1280, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+	VADDPS 1024(AX), Z16, Z16
+	VADDPS 1088(AX), Z17, Z17
+	VADDPS 1152(AX), Z18, Z18
+	VADDPS 1216(AX), Z19, Z19
+
+pair:
+	MOVQ  R11, AX // the other pair starts at q = (t^2) & 2
+	XORQ  $2, AX
+	ANDQ  $2, AX
+	CMPQ  AX, BX
+	JGT   combined
+	LEAQ  1(AX), R12
+	IMULQ $1280, AX
+	ADDQ  DX, AX
+	CMPQ  R12, BX
+	JGT   one
+	IMULQ $1280, R12
+	ADDQ  DX, R12
+	VMOVUPS 0(AX), Z24
+	VADDPS 0(R12), Z24, Z24
+	VADDPS Z24, Z0, Z0
+	VMOVUPS 64(AX), Z25
+	VADDPS 64(R12), Z25, Z25
+	VADDPS Z25, Z1, Z1
+	VMOVUPS 128(AX), Z26
+	VADDPS 128(R12), Z26, Z26
+	VADDPS Z26, Z2, Z2
+	VMOVUPS 192(AX), Z27
+	VADDPS 192(R12), Z27, Z27
+	VADDPS Z27, Z3, Z3
+	VMOVUPS 256(AX), Z28
+	VADDPS 256(R12), Z28, Z28
+	VADDPS Z28, Z4, Z4
+	VMOVUPS 320(AX), Z29
+	VADDPS 320(R12), Z29, Z29
+	VADDPS Z29, Z5, Z5
+	VMOVUPS 384(AX), Z30
+	VADDPS 384(R12), Z30, Z30
+	VADDPS Z30, Z6, Z6
+	VMOVUPS 448(AX), Z31
+	VADDPS 448(R12), Z31, Z31
+	VADDPS Z31, Z7, Z7
+	VMOVUPS 512(AX), Z20
+	VADDPS 512(R12), Z20, Z20
+	VADDPS Z20, Z8, Z8
+	VMOVUPS 576(AX), Z21
+	VADDPS 576(R12), Z21, Z21
+	VADDPS Z21, Z9, Z9
+	VMOVUPS 640(AX), Z22
+	VADDPS 640(R12), Z22, Z22
+	VADDPS Z22, Z10, Z10
+	VMOVUPS 704(AX), Z23
+	VADDPS 704(R12), Z23, Z23
+	VADDPS Z23, Z11, Z11
+	VMOVUPS 768(AX), Z24
+	VADDPS 768(R12), Z24, Z24
+	VADDPS Z24, Z12, Z12
+	VMOVUPS 832(AX), Z25
+	VADDPS 832(R12), Z25, Z25
+	VADDPS Z25, Z13, Z13
+	VMOVUPS 896(AX), Z26
+	VADDPS 896(R12), Z26, Z26
+	VADDPS Z26, Z14, Z14
+	VMOVUPS 960(AX), Z27
+	VADDPS 960(R12), Z27, Z27
+	VADDPS Z27, Z15, Z15
+	VMOVUPS 1024(AX), Z28
+	VADDPS 1024(R12), Z28, Z28
+	VADDPS Z28, Z16, Z16
+	VMOVUPS 1088(AX), Z29
+	VADDPS 1088(R12), Z29, Z29
+	VADDPS Z29, Z17, Z17
+	VMOVUPS 1152(AX), Z30
+	VADDPS 1152(R12), Z30, Z30
+	VADDPS Z30, Z18, Z18
+	VMOVUPS 1216(AX), Z31
+	VADDPS 1216(R12), Z31, Z31
+	VADDPS Z31, Z19, Z19
+	JMP   combined
+
+one:
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+	VADDPS 1024(AX), Z16, Z16
+	VADDPS 1088(AX), Z17, Z17
+	VADDPS 1152(AX), Z18, Z18
+	VADDPS 1216(AX), Z19, Z19
+
+combined:
+	MOVQ         tab+104(FP), R8
+	MOVQ         m+80(FP), R9
+	MOVB         $0, grew+120(FP)
+	// The masked lanes: −Inf.
+	MOVQ         mask+112(FP), R12
+	VBROADCASTSS 88(R8), Z31 // −Inf
+	KMOVW        0(R12), K1
+	VBLENDMPS    Z0, Z31, K1, Z0
+	KMOVW        2(R12), K1
+	VBLENDMPS    Z1, Z31, K1, Z1
+	KMOVW        4(R12), K1
+	VBLENDMPS    Z2, Z31, K1, Z2
+	KMOVW        6(R12), K1
+	VBLENDMPS    Z3, Z31, K1, Z3
+	KMOVW        8(R12), K1
+	VBLENDMPS    Z4, Z31, K1, Z4
+	KMOVW        10(R12), K1
+	VBLENDMPS    Z5, Z31, K1, Z5
+	KMOVW        12(R12), K1
+	VBLENDMPS    Z6, Z31, K1, Z6
+	KMOVW        14(R12), K1
+	VBLENDMPS    Z7, Z31, K1, Z7
+	KMOVW        16(R12), K1
+	VBLENDMPS    Z8, Z31, K1, Z8
+	KMOVW        18(R12), K1
+	VBLENDMPS    Z9, Z31, K1, Z9
+	KMOVW        20(R12), K1
+	VBLENDMPS    Z10, Z31, K1, Z10
+	KMOVW        22(R12), K1
+	VBLENDMPS    Z11, Z31, K1, Z11
+	KMOVW        24(R12), K1
+	VBLENDMPS    Z12, Z31, K1, Z12
+	KMOVW        26(R12), K1
+	VBLENDMPS    Z13, Z31, K1, Z13
+	KMOVW        28(R12), K1
+	VBLENDMPS    Z14, Z31, K1, Z14
+	KMOVW        30(R12), K1
+	VBLENDMPS    Z15, Z31, K1, Z15
+	KMOVW        32(R12), K1
+	VBLENDMPS    Z16, Z31, K1, Z16
+	KMOVW        34(R12), K1
+	VBLENDMPS    Z17, Z31, K1, Z17
+	KMOVW        36(R12), K1
+	VBLENDMPS    Z18, Z31, K1, Z18
+	KMOVW        38(R12), K1
+	VBLENDMPS    Z19, Z31, K1, Z19
+	// K2 = the lanes of any row whose alpha·t passes m + τ.
+	KXORW        K2, K2, K2
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     0(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     4(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z9, Z8, Z30
+	VMAXPS Z11, Z10, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     8(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z13, Z12, Z30
+	VMAXPS Z15, Z14, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     12(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z17, Z16, Z30
+	VMAXPS Z19, Z18, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     16(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	KORTESTW K2, K2
+	JZ       exps
+	// Some row's maximum passed m + τ: the rows whose did take it.
+	MOVQ lv+88(FP), R10
+	MOVQ stash+96(FP), R11
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 0(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept0
+	VMOVSS       X30, 0(R9) // m[r] = the row's max
+	VMOVUPD      0(R10), Z29
+	VMOVUPD      Z29, 0(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 0(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept0:
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 4(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept1
+	VMOVSS       X30, 4(R9) // m[r] = the row's max
+	VMOVUPD      64(R10), Z29
+	VMOVUPD      Z29, 64(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 64(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept1:
+	VMAXPS Z9, Z8, Z30
+	VMAXPS Z11, Z10, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 8(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept2
+	VMOVSS       X30, 8(R9) // m[r] = the row's max
+	VMOVUPD      128(R10), Z29
+	VMOVUPD      Z29, 128(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 128(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept2:
+	VMAXPS Z13, Z12, Z30
+	VMAXPS Z15, Z14, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 12(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept3
+	VMOVSS       X30, 12(R9) // m[r] = the row's max
+	VMOVUPD      192(R10), Z29
+	VMOVUPD      Z29, 192(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 192(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept3:
+	VMAXPS Z17, Z16, Z30
+	VMAXPS Z19, Z18, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 16(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept4
+	VMOVSS       X30, 16(R9) // m[r] = the row's max
+	VMOVUPD      256(R10), Z29
+	VMOVUPD      Z29, 256(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 256(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept4:
+
+exps:
+	MOVQ    c+56(FP), AX
+	MOVQ    ldc+64(FP), BX
+	SHLQ    $2, BX
+	MOVQ    lv+88(FP), R10
+	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
+	MOVQ    mask+112(FP), R12
+	VBROADCASTSS 0(R9), Z25 // m[r]
+	KMOVW        0(R12), K5
+	KMOVW        2(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
+	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z0, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
+	VBROADCASTSS     68(R8), Z1
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        4(R12), K5
+	KMOVW        6(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
+	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z2, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
+	VBROADCASTSS     68(R8), Z3
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
+	VMOVUPS          Z3, 192(AX)
+	VADDPS        Z1, Z0, Z30
+	VADDPS        Z3, Z2, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        0(R10), Z30, Z30
+	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 4(R9), Z25 // m[r]
+	KMOVW        8(R12), K5
+	KMOVW        10(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
+	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z4, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
+	VBROADCASTSS     68(R8), Z5
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        12(R12), K5
+	KMOVW        14(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
+	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z6, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
+	VBROADCASTSS     68(R8), Z7
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
+	VMOVUPS          Z7, 192(AX)
+	VADDPS        Z5, Z4, Z30
+	VADDPS        Z7, Z6, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        64(R10), Z30, Z30
+	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 8(R9), Z25 // m[r]
+	KMOVW        16(R12), K5
+	KMOVW        18(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z9, Z9 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z8, Z8 // a = fl(s − m)
+	VSUBPS           Z25, Z9, Z9 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z8, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z9, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z8, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z9, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z8, Z28 // r = a − k
+	VSUBPS           Z30, Z9, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z8
+	VBROADCASTSS     68(R8), Z9
+	VFMADD213PS.BCST 72(R8), Z28, Z8
+	VFMADD213PS.BCST 72(R8), Z31, Z9
+	VFMADD213PS.BCST 76(R8), Z28, Z8 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z9 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z8 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z9 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z9, K4, Z9 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        20(R12), K5
+	KMOVW        22(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z11, Z11 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z10, Z10 // a = fl(s − m)
+	VSUBPS           Z25, Z11, Z11 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z10, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z11, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z10, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z11, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z10, Z28 // r = a − k
+	VSUBPS           Z30, Z11, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z10
+	VBROADCASTSS     68(R8), Z11
+	VFMADD213PS.BCST 72(R8), Z28, Z10
+	VFMADD213PS.BCST 72(R8), Z31, Z11
+	VFMADD213PS.BCST 76(R8), Z28, Z10 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z11 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z10 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z11 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z11, K4, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z8, 0(AX)
+	VMOVUPS          Z9, 64(AX)
+	VMOVUPS          Z10, 128(AX)
+	VMOVUPS          Z11, 192(AX)
+	VADDPS        Z9, Z8, Z30
+	VADDPS        Z11, Z10, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        128(R10), Z30, Z30
+	VMOVUPD       Z30, 128(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 12(R9), Z25 // m[r]
+	KMOVW        24(R12), K5
+	KMOVW        26(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z13, Z13 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z12, Z12 // a = fl(s − m)
+	VSUBPS           Z25, Z13, Z13 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z12, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z13, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z12, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z13, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z12, Z28 // r = a − k
+	VSUBPS           Z30, Z13, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z12
+	VBROADCASTSS     68(R8), Z13
+	VFMADD213PS.BCST 72(R8), Z28, Z12
+	VFMADD213PS.BCST 72(R8), Z31, Z13
+	VFMADD213PS.BCST 76(R8), Z28, Z12 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z13 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z12 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z13 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z13, K4, Z13 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        28(R12), K5
+	KMOVW        30(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z15, Z15 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z14, Z14 // a = fl(s − m)
+	VSUBPS           Z25, Z15, Z15 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z14, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z15, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z14, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z15, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z14, Z28 // r = a − k
+	VSUBPS           Z30, Z15, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z14
+	VBROADCASTSS     68(R8), Z15
+	VFMADD213PS.BCST 72(R8), Z28, Z14
+	VFMADD213PS.BCST 72(R8), Z31, Z15
+	VFMADD213PS.BCST 76(R8), Z28, Z14 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z15 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z14 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z15 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z15, K4, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z12, 0(AX)
+	VMOVUPS          Z13, 64(AX)
+	VMOVUPS          Z14, 128(AX)
+	VMOVUPS          Z15, 192(AX)
+	VADDPS        Z13, Z12, Z30
+	VADDPS        Z15, Z14, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        192(R10), Z30, Z30
+	VMOVUPD       Z30, 192(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 16(R9), Z25 // m[r]
+	KMOVW        32(R12), K5
+	KMOVW        34(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z16, Z16 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z17, Z17 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z16, Z16 // a = fl(s − m)
+	VSUBPS           Z25, Z17, Z17 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z16, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z17, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z16, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z17, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z16, Z28 // r = a − k
+	VSUBPS           Z30, Z17, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z16
+	VBROADCASTSS     68(R8), Z17
+	VFMADD213PS.BCST 72(R8), Z28, Z16
+	VFMADD213PS.BCST 72(R8), Z31, Z17
+	VFMADD213PS.BCST 76(R8), Z28, Z16 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z17 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z16 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z17 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z16, K3, Z16 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z17, K4, Z17 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        36(R12), K5
+	KMOVW        38(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z18, Z18 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z19, Z19 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z18, Z18 // a = fl(s − m)
+	VSUBPS           Z25, Z19, Z19 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z18, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z19, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z18, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z19, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z18, Z28 // r = a − k
+	VSUBPS           Z30, Z19, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z18
+	VBROADCASTSS     68(R8), Z19
+	VFMADD213PS.BCST 72(R8), Z28, Z18
+	VFMADD213PS.BCST 72(R8), Z31, Z19
+	VFMADD213PS.BCST 76(R8), Z28, Z18 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z19 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z18 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z19 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z18, K3, Z18 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z19, K4, Z19 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z16, 0(AX)
+	VMOVUPS          Z17, 64(AX)
+	VMOVUPS          Z18, 128(AX)
+	VMOVUPS          Z19, 192(AX)
+	VADDPS        Z17, Z16, Z30
+	VADDPS        Z19, Z18, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        256(R10), Z30, Z30
+	VMOVUPD       Z30, 256(R10) // lv[r] += the row's sum
+	VZEROUPPER
+	RET
+
+// func expMS512r6v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+TEXT ·expMS512r6v4(SB), $6208-121
+	MOVQ k+0(FP), CX
+	MOVQ kb+8(FP), R11
+	MOVQ a+16(FP), SI
+	MOVQ rs+24(FP), R8
+	SHLQ $2, R8
+	MOVQ ps+32(FP), R12
+	SHLQ $2, R12
+	MOVQ b+40(FP), DI
+	MOVQ bs+48(FP), R13
+	SHLQ $2, R13
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R8)(R8*4), R14
+	LEAQ 63(SP), DX // the four totals, 64-byte aligned
+	ANDQ $-64, DX
+	// Fetch C's tile into L1 now: the epilogue reads and writes it.
+	MOVQ c+56(FP), AX
+	MOVQ ldc+64(FP), BX
+	SHLQ $2, BX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	ADDQ BX, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	XORQ BX, BX // chunk index
+
+chunk:
+	MOVQ    R11, AX
+	CMPQ    CX, AX
+	CMOVQLT CX, AX // steps in this chunk: min(kb, depth left)
+	SUBQ    AX, CX
+	// The first step sets the accumulators, the others add.
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VMULPS Z24, Z28, Z0
+	VMULPS Z25, Z28, Z1
+	VMULPS Z26, Z28, Z2
+	VMULPS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VMULPS Z24, Z29, Z4
+	VMULPS Z25, Z29, Z5
+	VMULPS Z26, Z29, Z6
+	VMULPS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VMULPS Z24, Z30, Z8
+	VMULPS Z25, Z30, Z9
+	VMULPS Z26, Z30, Z10
+	VMULPS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VMULPS Z24, Z31, Z12
+	VMULPS Z25, Z31, Z13
+	VMULPS Z26, Z31, Z14
+	VMULPS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VMULPS Z24, Z28, Z16
+	VMULPS Z25, Z28, Z17
+	VMULPS Z26, Z28, Z18
+	VMULPS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VMULPS Z24, Z29, Z20
+	VMULPS Z25, Z29, Z21
+	VMULPS Z26, Z29, Z22
+	VMULPS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JZ   stepped
+	CMPQ AX, $3
+	JLT  single
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $3, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JLT  single
+
+quad: // four steps a turn: chunks are 4, 8, 16 or 32 steps
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	SUBQ $4, AX
+	JZ   stepped
+	CMPQ AX, $4
+	JGE  quad
+
+single:
+	VMOVUPS 0(DI), Z24
+	VMOVUPS 64(DI), Z25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS (SI)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS (SI)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS (SI)(R9*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS (SI)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS (SI)(R14*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R12, SI
+	ADDQ R13, DI
+	DECQ AX
+	JNZ  single
+
+stepped:
+	TESTQ CX, CX
+	JZ    last
+	MOVQ  BX, AX // chunk c goes into total c mod 4
+	ANDQ  $3, AX
+	IMULQ $1536, AX
+	ADDQ  DX, AX
+	CMPQ  BX, $4
+	JGE   flush
+	VMOVUPS Z0, 0(AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, 256(AX)
+	VMOVUPS Z5, 320(AX)
+	VMOVUPS Z6, 384(AX)
+	VMOVUPS Z7, 448(AX)
+	VMOVUPS Z8, 512(AX)
+	VMOVUPS Z9, 576(AX)
+	VMOVUPS Z10, 640(AX)
+	VMOVUPS Z11, 704(AX)
+	VMOVUPS Z12, 768(AX)
+	VMOVUPS Z13, 832(AX)
+	VMOVUPS Z14, 896(AX)
+	VMOVUPS Z15, 960(AX)
+	VMOVUPS Z16, 1024(AX)
+	VMOVUPS Z17, 1088(AX)
+	VMOVUPS Z18, 1152(AX)
+	VMOVUPS Z19, 1216(AX)
+	VMOVUPS Z20, 1280(AX)
+	VMOVUPS Z21, 1344(AX)
+	VMOVUPS Z22, 1408(AX)
+	VMOVUPS Z23, 1472(AX)
+	INCQ BX
+	JMP  chunk
+
+flush:
+	VADDPS 0(AX), Z0, Z0
+	VMOVUPS Z0, 0(AX)
+	VADDPS 64(AX), Z1, Z1
+	VMOVUPS Z1, 64(AX)
+	VADDPS 128(AX), Z2, Z2
+	VMOVUPS Z2, 128(AX)
+	VADDPS 192(AX), Z3, Z3
+	VMOVUPS Z3, 192(AX)
+	VADDPS 256(AX), Z4, Z4
+	VMOVUPS Z4, 256(AX)
+	VADDPS 320(AX), Z5, Z5
+	VMOVUPS Z5, 320(AX)
+	VADDPS 384(AX), Z6, Z6
+	VMOVUPS Z6, 384(AX)
+	VADDPS 448(AX), Z7, Z7
+	VMOVUPS Z7, 448(AX)
+	VADDPS 512(AX), Z8, Z8
+	VMOVUPS Z8, 512(AX)
+	VADDPS 576(AX), Z9, Z9
+	VMOVUPS Z9, 576(AX)
+	VADDPS 640(AX), Z10, Z10
+	VMOVUPS Z10, 640(AX)
+	VADDPS 704(AX), Z11, Z11
+	VMOVUPS Z11, 704(AX)
+	VADDPS 768(AX), Z12, Z12
+	VMOVUPS Z12, 768(AX)
+	VADDPS 832(AX), Z13, Z13
+	VMOVUPS Z13, 832(AX)
+	VADDPS 896(AX), Z14, Z14
+	VMOVUPS Z14, 896(AX)
+	VADDPS 960(AX), Z15, Z15
+	VMOVUPS Z15, 960(AX)
+	VADDPS 1024(AX), Z16, Z16
+	VMOVUPS Z16, 1024(AX)
+	VADDPS 1088(AX), Z17, Z17
+	VMOVUPS Z17, 1088(AX)
+	VADDPS 1152(AX), Z18, Z18
+	VMOVUPS Z18, 1152(AX)
+	VADDPS 1216(AX), Z19, Z19
+	VMOVUPS Z19, 1216(AX)
+	VADDPS 1280(AX), Z20, Z20
+	VMOVUPS Z20, 1280(AX)
+	VADDPS 1344(AX), Z21, Z21
+	VMOVUPS Z21, 1344(AX)
+	VADDPS 1408(AX), Z22, Z22
+	VMOVUPS Z22, 1408(AX)
+	VADDPS 1472(AX), Z23, Z23
+	VMOVUPS Z23, 1472(AX)
+	INCQ BX
+	JMP  chunk
+
+last:
+	// The last chunk c = BX joins its total t = c mod 4 in registers;
+	// totals 0…min(c, 3) are in use. The result is (T_t + T_t^1) +
+	// (T_q + T_q+1) with {q, q+1} the other pair.
+	MOVQ  BX, R11
+	ANDQ  $3, R11 // t
+	CMPQ  BX, $4
+	JLT   partner
+	MOVQ  R11, AX
+	IMULQ $1536, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+	VADDPS 1024(AX), Z16, Z16
+	VADDPS 1088(AX), Z17, Z17
+	VADDPS 1152(AX), Z18, Z18
+	VADDPS 1216(AX), Z19, Z19
+	VADDPS 1280(AX), Z20, Z20
+	VADDPS 1344(AX), Z21, Z21
+	VADDPS 1408(AX), Z22, Z22
+	VADDPS 1472(AX), Z23, Z23
+
+partner:
+	MOVQ  R11, AX
+	XORQ  $1, AX
+	CMPQ  AX, BX
+	JGT   pair // t^1 > c: not in use
+	IMULQ $1536, AX
+	ADDQ  DX, AX
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+	VADDPS 1024(AX), Z16, Z16
+	VADDPS 1088(AX), Z17, Z17
+	VADDPS 1152(AX), Z18, Z18
+	VADDPS 1216(AX), Z19, Z19
+	VADDPS 1280(AX), Z20, Z20
+	VADDPS 1344(AX), Z21, Z21
+	VADDPS 1408(AX), Z22, Z22
+	VADDPS 1472(AX), Z23, Z23
+
+pair:
+	MOVQ  R11, AX // the other pair starts at q = (t^2) & 2
+	XORQ  $2, AX
+	ANDQ  $2, AX
+	CMPQ  AX, BX
+	JGT   combined
+	LEAQ  1(AX), R12
+	IMULQ $1536, AX
+	ADDQ  DX, AX
+	CMPQ  R12, BX
+	JGT   one
+	IMULQ $1536, R12
+	ADDQ  DX, R12
+	VMOVUPS 0(AX), Z28
+	VADDPS 0(R12), Z28, Z28
+	VADDPS Z28, Z0, Z0
+	VMOVUPS 64(AX), Z29
+	VADDPS 64(R12), Z29, Z29
+	VADDPS Z29, Z1, Z1
+	VMOVUPS 128(AX), Z30
+	VADDPS 128(R12), Z30, Z30
+	VADDPS Z30, Z2, Z2
+	VMOVUPS 192(AX), Z31
+	VADDPS 192(R12), Z31, Z31
+	VADDPS Z31, Z3, Z3
+	VMOVUPS 256(AX), Z24
+	VADDPS 256(R12), Z24, Z24
+	VADDPS Z24, Z4, Z4
+	VMOVUPS 320(AX), Z25
+	VADDPS 320(R12), Z25, Z25
+	VADDPS Z25, Z5, Z5
+	VMOVUPS 384(AX), Z26
+	VADDPS 384(R12), Z26, Z26
+	VADDPS Z26, Z6, Z6
+	VMOVUPS 448(AX), Z27
+	VADDPS 448(R12), Z27, Z27
+	VADDPS Z27, Z7, Z7
+	VMOVUPS 512(AX), Z28
+	VADDPS 512(R12), Z28, Z28
+	VADDPS Z28, Z8, Z8
+	VMOVUPS 576(AX), Z29
+	VADDPS 576(R12), Z29, Z29
+	VADDPS Z29, Z9, Z9
+	VMOVUPS 640(AX), Z30
+	VADDPS 640(R12), Z30, Z30
+	VADDPS Z30, Z10, Z10
+	VMOVUPS 704(AX), Z31
+	VADDPS 704(R12), Z31, Z31
+	VADDPS Z31, Z11, Z11
+	VMOVUPS 768(AX), Z24
+	VADDPS 768(R12), Z24, Z24
+	VADDPS Z24, Z12, Z12
+	VMOVUPS 832(AX), Z25
+	VADDPS 832(R12), Z25, Z25
+	VADDPS Z25, Z13, Z13
+	VMOVUPS 896(AX), Z26
+	VADDPS 896(R12), Z26, Z26
+	VADDPS Z26, Z14, Z14
+	VMOVUPS 960(AX), Z27
+	VADDPS 960(R12), Z27, Z27
+	VADDPS Z27, Z15, Z15
+	VMOVUPS 1024(AX), Z28
+	VADDPS 1024(R12), Z28, Z28
+	VADDPS Z28, Z16, Z16
+	VMOVUPS 1088(AX), Z29
+	VADDPS 1088(R12), Z29, Z29
+	VADDPS Z29, Z17, Z17
+	VMOVUPS 1152(AX), Z30
+	VADDPS 1152(R12), Z30, Z30
+	VADDPS Z30, Z18, Z18
+	VMOVUPS 1216(AX), Z31
+	VADDPS 1216(R12), Z31, Z31
+	VADDPS Z31, Z19, Z19
+	VMOVUPS 1280(AX), Z24
+	VADDPS 1280(R12), Z24, Z24
+	VADDPS Z24, Z20, Z20
+	VMOVUPS 1344(AX), Z25
+	VADDPS 1344(R12), Z25, Z25
+	VADDPS Z25, Z21, Z21
+	VMOVUPS 1408(AX), Z26
+	VADDPS 1408(R12), Z26, Z26
+	VADDPS Z26, Z22, Z22
+	VMOVUPS 1472(AX), Z27
+	VADDPS 1472(R12), Z27, Z27
+	VADDPS Z27, Z23, Z23
+	JMP   combined
+
+one:
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	VADDPS 768(AX), Z12, Z12
+	VADDPS 832(AX), Z13, Z13
+	VADDPS 896(AX), Z14, Z14
+	VADDPS 960(AX), Z15, Z15
+	VADDPS 1024(AX), Z16, Z16
+	VADDPS 1088(AX), Z17, Z17
+	VADDPS 1152(AX), Z18, Z18
+	VADDPS 1216(AX), Z19, Z19
+	VADDPS 1280(AX), Z20, Z20
+	VADDPS 1344(AX), Z21, Z21
+	VADDPS 1408(AX), Z22, Z22
+	VADDPS 1472(AX), Z23, Z23
+
+combined:
+	MOVQ         tab+104(FP), R8
+	MOVQ         m+80(FP), R9
+	MOVB         $0, grew+120(FP)
+	// The masked lanes: −Inf.
+	MOVQ         mask+112(FP), R12
+	VBROADCASTSS 88(R8), Z31 // −Inf
+	KMOVW        0(R12), K1
+	VBLENDMPS    Z0, Z31, K1, Z0
+	KMOVW        2(R12), K1
+	VBLENDMPS    Z1, Z31, K1, Z1
+	KMOVW        4(R12), K1
+	VBLENDMPS    Z2, Z31, K1, Z2
+	KMOVW        6(R12), K1
+	VBLENDMPS    Z3, Z31, K1, Z3
+	KMOVW        8(R12), K1
+	VBLENDMPS    Z4, Z31, K1, Z4
+	KMOVW        10(R12), K1
+	VBLENDMPS    Z5, Z31, K1, Z5
+	KMOVW        12(R12), K1
+	VBLENDMPS    Z6, Z31, K1, Z6
+	KMOVW        14(R12), K1
+	VBLENDMPS    Z7, Z31, K1, Z7
+	KMOVW        16(R12), K1
+	VBLENDMPS    Z8, Z31, K1, Z8
+	KMOVW        18(R12), K1
+	VBLENDMPS    Z9, Z31, K1, Z9
+	KMOVW        20(R12), K1
+	VBLENDMPS    Z10, Z31, K1, Z10
+	KMOVW        22(R12), K1
+	VBLENDMPS    Z11, Z31, K1, Z11
+	KMOVW        24(R12), K1
+	VBLENDMPS    Z12, Z31, K1, Z12
+	KMOVW        26(R12), K1
+	VBLENDMPS    Z13, Z31, K1, Z13
+	KMOVW        28(R12), K1
+	VBLENDMPS    Z14, Z31, K1, Z14
+	KMOVW        30(R12), K1
+	VBLENDMPS    Z15, Z31, K1, Z15
+	KMOVW        32(R12), K1
+	VBLENDMPS    Z16, Z31, K1, Z16
+	KMOVW        34(R12), K1
+	VBLENDMPS    Z17, Z31, K1, Z17
+	KMOVW        36(R12), K1
+	VBLENDMPS    Z18, Z31, K1, Z18
+	KMOVW        38(R12), K1
+	VBLENDMPS    Z19, Z31, K1, Z19
+	KMOVW        40(R12), K1
+	VBLENDMPS    Z20, Z31, K1, Z20
+	KMOVW        42(R12), K1
+	VBLENDMPS    Z21, Z31, K1, Z21
+	KMOVW        44(R12), K1
+	VBLENDMPS    Z22, Z31, K1, Z22
+	KMOVW        46(R12), K1
+	VBLENDMPS    Z23, Z31, K1, Z23
+	// K2 = the lanes of any row whose alpha·t passes m + τ.
+	KXORW        K2, K2, K2
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     0(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     4(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z9, Z8, Z30
+	VMAXPS Z11, Z10, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     8(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z13, Z12, Z30
+	VMAXPS Z15, Z14, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     12(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z17, Z16, Z30
+	VMAXPS Z19, Z18, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     16(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	VMAXPS Z21, Z20, Z30
+	VMAXPS Z23, Z22, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VBROADCASTSS     20(R9), Z29
+	VADDPS.BCST      84(R8), Z29, Z29 // m + τ
+	VCMPPS           $0x1e, Z29, Z30, K1 // alpha·t > m + τ (ordered)
+	KORW             K1, K2, K2
+	KORTESTW K2, K2
+	JZ       exps
+	// Some row's maximum passed m + τ: the rows whose did take it.
+	MOVQ lv+88(FP), R10
+	MOVQ stash+96(FP), R11
+	VMAXPS Z1, Z0, Z30
+	VMAXPS Z3, Z2, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 0(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept0
+	VMOVSS       X30, 0(R9) // m[r] = the row's max
+	VMOVUPD      0(R10), Z29
+	VMOVUPD      Z29, 0(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 0(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept0:
+	VMAXPS Z5, Z4, Z30
+	VMAXPS Z7, Z6, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 4(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept1
+	VMOVSS       X30, 4(R9) // m[r] = the row's max
+	VMOVUPD      64(R10), Z29
+	VMOVUPD      Z29, 64(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 64(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept1:
+	VMAXPS Z9, Z8, Z30
+	VMAXPS Z11, Z10, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 8(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept2
+	VMOVSS       X30, 8(R9) // m[r] = the row's max
+	VMOVUPD      128(R10), Z29
+	VMOVUPD      Z29, 128(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 128(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept2:
+	VMAXPS Z13, Z12, Z30
+	VMAXPS Z15, Z14, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 12(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept3
+	VMOVSS       X30, 12(R9) // m[r] = the row's max
+	VMOVUPD      192(R10), Z29
+	VMOVUPD      Z29, 192(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 192(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept3:
+	VMAXPS Z17, Z16, Z30
+	VMAXPS Z19, Z18, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 16(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept4
+	VMOVSS       X30, 16(R9) // m[r] = the row's max
+	VMOVUPD      256(R10), Z29
+	VMOVUPD      Z29, 256(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 256(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept4:
+	VMAXPS Z21, Z20, Z30
+	VMAXPS Z23, Z22, Z29
+	VMAXPS Z29, Z30, Z30
+	VMULPS.BCST alpha+72(FP), Z30, Z30 // alpha·max t = max alpha·t (alpha > 0)
+	VSHUFF32X4   $0x4e, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VSHUFF32X4   $0xb1, Z30, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0x4e, Z30, Z29
+	VMAXPS       Z29, Z30, Z30
+	VPERMILPS    $0xb1, Z30, Z29
+	VMAXPS       Z29, Z30, Z30 // every lane: the row's max
+	VBROADCASTSS 20(R9), Z29
+	VADDPS.BCST  84(R8), Z29, Z29
+	VCMPPS       $0x1e, Z29, Z30, K1
+	KORTESTW     K1, K1
+	JZ           kept5
+	VMOVSS       X30, 20(R9) // m[r] = the row's max
+	VMOVUPD      320(R10), Z29
+	VMOVUPD      Z29, 320(R11) // stash[r] = lv[r]
+	VPXORQ       Z29, Z29, Z29
+	VMOVUPD      Z29, 320(R10) // lv[r] = 0
+	MOVB         $1, grew+120(FP)
+kept5:
+
+exps:
+	MOVQ    c+56(FP), AX
+	MOVQ    ldc+64(FP), BX
+	SHLQ    $2, BX
+	MOVQ    lv+88(FP), R10
+	VMOVUPS (R8), Z24 // 2^(j/16), j < 16
+	MOVQ    mask+112(FP), R12
+	VBROADCASTSS 0(R9), Z25 // m[r]
+	KMOVW        0(R12), K5
+	KMOVW        2(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z0, Z0 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z1, Z1 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z0, Z0 // a = fl(s − m)
+	VSUBPS           Z25, Z1, Z1 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z0, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z1, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z0, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z1, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z0, Z28 // r = a − k
+	VSUBPS           Z30, Z1, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z0
+	VBROADCASTSS     68(R8), Z1
+	VFMADD213PS.BCST 72(R8), Z28, Z0
+	VFMADD213PS.BCST 72(R8), Z31, Z1
+	VFMADD213PS.BCST 76(R8), Z28, Z0 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z1 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z0 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z1 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z0, K3, Z0 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z1, K4, Z1 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        4(R12), K5
+	KMOVW        6(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z2, Z2 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z3, Z3 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z2, Z2 // a = fl(s − m)
+	VSUBPS           Z25, Z3, Z3 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z2, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z3, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z2, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z3, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z2, Z28 // r = a − k
+	VSUBPS           Z30, Z3, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z2
+	VBROADCASTSS     68(R8), Z3
+	VFMADD213PS.BCST 72(R8), Z28, Z2
+	VFMADD213PS.BCST 72(R8), Z31, Z3
+	VFMADD213PS.BCST 76(R8), Z28, Z2 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z3 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z2 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z3 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z2, K3, Z2 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z3, K4, Z3 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z0, 0(AX)
+	VMOVUPS          Z1, 64(AX)
+	VMOVUPS          Z2, 128(AX)
+	VMOVUPS          Z3, 192(AX)
+	VADDPS        Z1, Z0, Z30
+	VADDPS        Z3, Z2, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        0(R10), Z30, Z30
+	VMOVUPD       Z30, 0(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 4(R9), Z25 // m[r]
+	KMOVW        8(R12), K5
+	KMOVW        10(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z4, Z4 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z5, Z5 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z4, Z4 // a = fl(s − m)
+	VSUBPS           Z25, Z5, Z5 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z4, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z5, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z4, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z5, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z4, Z28 // r = a − k
+	VSUBPS           Z30, Z5, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z4
+	VBROADCASTSS     68(R8), Z5
+	VFMADD213PS.BCST 72(R8), Z28, Z4
+	VFMADD213PS.BCST 72(R8), Z31, Z5
+	VFMADD213PS.BCST 76(R8), Z28, Z4 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z5 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z4 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z5 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z4, K3, Z4 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z5, K4, Z5 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        12(R12), K5
+	KMOVW        14(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z6, Z6 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z7, Z7 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z6, Z6 // a = fl(s − m)
+	VSUBPS           Z25, Z7, Z7 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z6, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z7, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z6, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z7, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z6, Z28 // r = a − k
+	VSUBPS           Z30, Z7, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z6
+	VBROADCASTSS     68(R8), Z7
+	VFMADD213PS.BCST 72(R8), Z28, Z6
+	VFMADD213PS.BCST 72(R8), Z31, Z7
+	VFMADD213PS.BCST 76(R8), Z28, Z6 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z7 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z6 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z7 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z6, K3, Z6 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z7, K4, Z7 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z4, 0(AX)
+	VMOVUPS          Z5, 64(AX)
+	VMOVUPS          Z6, 128(AX)
+	VMOVUPS          Z7, 192(AX)
+	VADDPS        Z5, Z4, Z30
+	VADDPS        Z7, Z6, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        64(R10), Z30, Z30
+	VMOVUPD       Z30, 64(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 8(R9), Z25 // m[r]
+	KMOVW        16(R12), K5
+	KMOVW        18(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z8, Z8 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z9, Z9 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z8, Z8 // a = fl(s − m)
+	VSUBPS           Z25, Z9, Z9 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z8, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z9, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z8, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z9, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z8, Z28 // r = a − k
+	VSUBPS           Z30, Z9, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z8
+	VBROADCASTSS     68(R8), Z9
+	VFMADD213PS.BCST 72(R8), Z28, Z8
+	VFMADD213PS.BCST 72(R8), Z31, Z9
+	VFMADD213PS.BCST 76(R8), Z28, Z8 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z9 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z8 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z9 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z8, K3, Z8 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z9, K4, Z9 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        20(R12), K5
+	KMOVW        22(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z10, Z10 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z11, Z11 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z10, Z10 // a = fl(s − m)
+	VSUBPS           Z25, Z11, Z11 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z10, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z11, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z10, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z11, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z10, Z28 // r = a − k
+	VSUBPS           Z30, Z11, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z10
+	VBROADCASTSS     68(R8), Z11
+	VFMADD213PS.BCST 72(R8), Z28, Z10
+	VFMADD213PS.BCST 72(R8), Z31, Z11
+	VFMADD213PS.BCST 76(R8), Z28, Z10 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z11 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z10 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z11 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z10, K3, Z10 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z11, K4, Z11 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z8, 0(AX)
+	VMOVUPS          Z9, 64(AX)
+	VMOVUPS          Z10, 128(AX)
+	VMOVUPS          Z11, 192(AX)
+	VADDPS        Z9, Z8, Z30
+	VADDPS        Z11, Z10, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        128(R10), Z30, Z30
+	VMOVUPD       Z30, 128(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 12(R9), Z25 // m[r]
+	KMOVW        24(R12), K5
+	KMOVW        26(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z12, Z12 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z13, Z13 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z12, Z12 // a = fl(s − m)
+	VSUBPS           Z25, Z13, Z13 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z12, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z13, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z12, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z13, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z12, Z28 // r = a − k
+	VSUBPS           Z30, Z13, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z12
+	VBROADCASTSS     68(R8), Z13
+	VFMADD213PS.BCST 72(R8), Z28, Z12
+	VFMADD213PS.BCST 72(R8), Z31, Z13
+	VFMADD213PS.BCST 76(R8), Z28, Z12 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z13 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z12 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z13 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z12, K3, Z12 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z13, K4, Z13 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        28(R12), K5
+	KMOVW        30(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z14, Z14 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z15, Z15 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z14, Z14 // a = fl(s − m)
+	VSUBPS           Z25, Z15, Z15 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z14, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z15, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z14, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z15, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z14, Z28 // r = a − k
+	VSUBPS           Z30, Z15, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z14
+	VBROADCASTSS     68(R8), Z15
+	VFMADD213PS.BCST 72(R8), Z28, Z14
+	VFMADD213PS.BCST 72(R8), Z31, Z15
+	VFMADD213PS.BCST 76(R8), Z28, Z14 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z15 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z14 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z15 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z14, K3, Z14 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z15, K4, Z15 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z12, 0(AX)
+	VMOVUPS          Z13, 64(AX)
+	VMOVUPS          Z14, 128(AX)
+	VMOVUPS          Z15, 192(AX)
+	VADDPS        Z13, Z12, Z30
+	VADDPS        Z15, Z14, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        192(R10), Z30, Z30
+	VMOVUPD       Z30, 192(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 16(R9), Z25 // m[r]
+	KMOVW        32(R12), K5
+	KMOVW        34(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z16, Z16 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z17, Z17 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z16, Z16 // a = fl(s − m)
+	VSUBPS           Z25, Z17, Z17 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z16, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z17, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z16, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z17, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z16, Z28 // r = a − k
+	VSUBPS           Z30, Z17, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z16
+	VBROADCASTSS     68(R8), Z17
+	VFMADD213PS.BCST 72(R8), Z28, Z16
+	VFMADD213PS.BCST 72(R8), Z31, Z17
+	VFMADD213PS.BCST 76(R8), Z28, Z16 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z17 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z16 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z17 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z16, K3, Z16 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z17, K4, Z17 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        36(R12), K5
+	KMOVW        38(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z18, Z18 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z19, Z19 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z18, Z18 // a = fl(s − m)
+	VSUBPS           Z25, Z19, Z19 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z18, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z19, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z18, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z19, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z18, Z28 // r = a − k
+	VSUBPS           Z30, Z19, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z18
+	VBROADCASTSS     68(R8), Z19
+	VFMADD213PS.BCST 72(R8), Z28, Z18
+	VFMADD213PS.BCST 72(R8), Z31, Z19
+	VFMADD213PS.BCST 76(R8), Z28, Z18 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z19 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z18 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z19 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z18, K3, Z18 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z19, K4, Z19 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z16, 0(AX)
+	VMOVUPS          Z17, 64(AX)
+	VMOVUPS          Z18, 128(AX)
+	VMOVUPS          Z19, 192(AX)
+	VADDPS        Z17, Z16, Z30
+	VADDPS        Z19, Z18, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        256(R10), Z30, Z30
+	VMOVUPD       Z30, 256(R10) // lv[r] += the row's sum
+	ADDQ          BX, AX
+	VBROADCASTSS 20(R9), Z25 // m[r]
+	KMOVW        40(R12), K5
+	KMOVW        42(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z20, Z20 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z21, Z21 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z20, Z20 // a = fl(s − m)
+	VSUBPS           Z25, Z21, Z21 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z20, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z21, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z20, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z21, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z20, Z28 // r = a − k
+	VSUBPS           Z30, Z21, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z20
+	VBROADCASTSS     68(R8), Z21
+	VFMADD213PS.BCST 72(R8), Z28, Z20
+	VFMADD213PS.BCST 72(R8), Z31, Z21
+	VFMADD213PS.BCST 76(R8), Z28, Z20 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z21 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z20 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z21 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z20, K3, Z20 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z21, K4, Z21 // ·2^⌊k⌋, 0 where a < −125
+	KMOVW        44(R12), K5
+	KMOVW        46(R12), K6
+	VMULPS.BCST      alpha+72(FP), Z22, Z22 // s = fl(alpha·t), as Gemm's C
+	VMULPS.BCST      alpha+72(FP), Z23, Z23 // s = fl(alpha·t), as Gemm's C
+	VSUBPS           Z25, Z22, Z22 // a = fl(s − m)
+	VSUBPS           Z25, Z23, Z23 // a = fl(s − m)
+	VCMPPS.BCST      $5, 80(R8), Z22, K5, K3 // kept and not a < −125
+	VCMPPS.BCST      $5, 80(R8), Z23, K6, K4 // kept and not a < −125
+	VADDPS.BCST      64(R8), Z22, Z26 // t = a + S
+	VADDPS.BCST      64(R8), Z23, Z29 // t = a + S
+	VSUBPS.BCST      64(R8), Z26, Z27 // k = round(16a)/16
+	VSUBPS.BCST      64(R8), Z29, Z30 // k = round(16a)/16
+	VSUBPS           Z27, Z22, Z28 // r = a − k
+	VSUBPS           Z30, Z23, Z31 // r = a − k
+	VPERMPS          Z24, Z26, Z26 // T_j
+	VPERMPS          Z24, Z29, Z29 // T_j
+	VBROADCASTSS     68(R8), Z22
+	VBROADCASTSS     68(R8), Z23
+	VFMADD213PS.BCST 72(R8), Z28, Z22
+	VFMADD213PS.BCST 72(R8), Z31, Z23
+	VFMADD213PS.BCST 76(R8), Z28, Z22 // q(r)
+	VFMADD213PS.BCST 76(R8), Z31, Z23 // q(r)
+	VMULPS           Z26, Z28, Z28 // T_j·r
+	VMULPS           Z29, Z31, Z31 // T_j·r
+	VFMADD213PS      Z26, Z28, Z22 // T_j + T_j·r·q(r)
+	VFMADD213PS      Z29, Z31, Z23 // T_j + T_j·r·q(r)
+	VSCALEFPS.Z      Z27, Z22, K3, Z22 // ·2^⌊k⌋, 0 where a < −125
+	VSCALEFPS.Z      Z30, Z23, K4, Z23 // ·2^⌊k⌋, 0 where a < −125
+	VMOVUPS          Z20, 0(AX)
+	VMOVUPS          Z21, 64(AX)
+	VMOVUPS          Z22, 128(AX)
+	VMOVUPS          Z23, 192(AX)
+	VADDPS        Z21, Z20, Z30
+	VADDPS        Z23, Z22, Z29
+	VADDPS        Z29, Z30, Z30 // four terms a lane in float32
+	VCVTPS2PD     Y30, Z29
+	VEXTRACTF32X8 $1, Z30, Y30
+	VCVTPS2PD     Y30, Z30
+	VADDPD        Z29, Z30, Z30
+	VADDPD        320(R10), Z30, Z30
+	VMOVUPD       Z30, 320(R10) // lv[r] += the row's sum
+	VZEROUPPER
+	RET
+

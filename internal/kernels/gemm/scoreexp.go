@@ -41,6 +41,36 @@ const ScoreExpStrip = 64
 // is taken as alpha times the largest sum). A NaN score gives NaN for its
 // entry and the row's sum. c must not overlap a, b, ref or lv.
 func ScoreExp(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, ref []float32, lv []float64, grow func(i int, old, new float32) float32) error {
+	return scoreExpChecked(m, n, k, alpha, a, lda, b, ldb, c, ldc, nil, ref, lv, grow)
+}
+
+// ScoreExpMasked is ScoreExp where row i sees its first lim[i] columns
+// only (0 ≤ lim[i] ≤ n), the attention masks' visible keys of a tile (a
+// causal mask's diagonal, key padding):
+//
+//	c[i·ldc + j] = 2^(s_ij − m_i)   j < lim[i]
+//	c[i·ldc + j] = 0                lim[i] ≤ j < n
+//
+// m_i, grow and lv as ScoreExp's over the columns below lim[i] alone: the
+// other entries never reach the row's maximum, sum or probabilities,
+// whatever values b holds there (NaN, ±Inf): they are selected away, never
+// multiplied by 0. A row that sees no column keeps its shift and sum. The
+// rows of a strip of 6 compute the 64-column strips up to the largest of
+// their lim only: b's columns beyond are not read.
+func ScoreExpMasked(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, lim []int, ref []float32, lv []float64, grow func(i int, old, new float32) float32) error {
+	if len(lim) < m {
+		return fmt.Errorf("gemm: ScoreExpMasked of %d rows: lim holds %d", m, len(lim))
+	}
+	for i, l := range lim[:m] {
+		if l < 0 || l > n {
+			return fmt.Errorf("gemm: ScoreExpMasked: lim[%d] = %d is outside [0, %d]", i, l, n)
+		}
+	}
+	return scoreExpChecked(m, n, k, alpha, a, lda, b, ldb, c, ldc, lim[:m], ref, lv, grow)
+}
+
+// scoreExpChecked checks ScoreExp's arguments and runs scoreExp.
+func scoreExpChecked(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, lim []int, ref []float32, lv []float64, grow func(i int, old, new float32) float32) error {
 	switch {
 	case !HasScoreExp(k):
 		return fmt.Errorf("gemm: ScoreExp of depth %d does not run on this machine", k)
@@ -57,7 +87,7 @@ func ScoreExp(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb
 	if err := check(false, false, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
 		return err
 	}
-	scoreExp(m, n, k, alpha, a, lda, b, ldb, c, ldc, ref, lv, grow)
+	scoreExp(m, n, k, alpha, a, lda, b, ldb, c, ldc, lim, ref, lv, grow)
 	return nil
 }
 

@@ -20,17 +20,24 @@ import (
 //	lv[8i … 8i+7] += the 64 results, summed 4 a lane in float32, then as float64
 type expMicro func(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
 
+// An expMaskedMicro is an expMicro that keeps, of row r's 64 entries, those
+// whose lane bit is set in mask[4r + v] (vector v: columns 16v…16v+15): the
+// others are left out of the row's maximum and written as 0, whatever the
+// product gave them (NaN, ±Inf).
+type expMaskedMicro func(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
+
 // expTable holds the exp kernels' constants at the offsets gen_micro.go's
 // et* name: vec.Exp2Table16's (the same exponential as
-// vec.OnlineExp2Rows's AVX-512 kernel) and τ.
+// vec.OnlineExp2Rows's AVX-512 kernel), τ and −Inf.
 type expTable struct {
-	pow                       [16]float32
-	s, c3, c2, c1, least, tau float32
+	pow                             [16]float32
+	s, c3, c2, c1, least, tau, ninf float32
 }
 
 var expTab = func() (t expTable) {
 	t.pow, t.s, t.c3, t.c2, t.c1, t.least = vec.Exp2Table16()
 	t.tau = ScoreExpTau
+	t.ninf = float32(math.Inf(-1))
 	return t
 }()
 
@@ -38,18 +45,43 @@ var expTab = func() (t expTable) {
 // level (isa; FLASHGORGON_SIMD caps it) for 1 ≤ k ≤ 128, one depth block.
 func HasScoreExp(k int) bool { return kern32.level == isa.AVX512 && k >= 1 && k <= 128 }
 
-// scoreExp is ScoreExp on checked arguments: row strips of up to 6 rows,
-// each over the column strips (the strip of a stays in L1).
-func scoreExp(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, ref []float32, lv []float64, grow func(int, float32, float32) float32) {
+// scoreExp is ScoreExp (lim nil) and ScoreExpMasked on checked arguments:
+// row strips of up to 6 rows, each over the column strips (the strip of a
+// stays in L1). With lim, a row strip runs the strips up to its rows'
+// largest lim only (clearing its columns beyond), each on the unmasked
+// kernel where every row of the strip sees all of its columns, else on the
+// masked twin with the lanes below each row's lim.
+func scoreExp(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, lim []int, ref []float32, lv []float64, grow func(int, float32, float32) float32) {
 	kb := chunkSingle(k)
 	var stash [8 * expRows]float64
 	var old [expRows]float32
+	var mask [4 * expRows]uint16
 	for i0 := 0; i0 < m; i0 += expRows {
 		h := min(expRows, m-i0)
-		micro := exp512s[h-1]
-		for j0 := 0; j0 < n; j0 += ScoreExpStrip {
+		end := n
+		if lim != nil {
+			end = 0
+			for _, l := range lim[i0 : i0+h] {
+				end = max(end, l)
+			}
+			end = (end + ScoreExpStrip - 1) / ScoreExpStrip * ScoreExpStrip
+			for i := i0; i < i0+h; i++ {
+				clear(c[i*ldc+end : i*ldc+n])
+			}
+		}
+		for j0 := 0; j0 < end; j0 += ScoreExpStrip {
 			copy(old[:h], ref[i0:i0+h])
-			if !micro(k, kb, &a[i0*lda], lda, 1, &b[j0], ldb, &c[i0*ldc+j0], ldc, alpha, &ref[i0], &lv[8*i0], &stash[0], &expTab) {
+			whole := true
+			if lim != nil {
+				whole = stripMasks(mask[:4*h], lim[i0:i0+h], j0)
+			}
+			var grew bool
+			if whole {
+				grew = exp512s[h-1](k, kb, &a[i0*lda], lda, 1, &b[j0], ldb, &c[i0*ldc+j0], ldc, alpha, &ref[i0], &lv[8*i0], &stash[0], &expTab)
+			} else {
+				grew = expm512s[h-1](k, kb, &a[i0*lda], lda, 1, &b[j0], ldb, &c[i0*ldc+j0], ldc, alpha, &ref[i0], &lv[8*i0], &stash[0], &expTab, &mask[0])
+			}
+			if !grew {
 				continue
 			}
 			for r := 0; r < h; r++ {
@@ -70,3 +102,17 @@ func scoreExp(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb
 
 // expRows is the rows of the widest exp kernel.
 const expRows = 6
+
+// stripMasks sets mask[4r + v] to the lanes of vector v (columns
+// j0+16v…j0+16v+15) that row r, seeing the columns below lim[r], keeps, and
+// reports whether every row keeps every lane of the strip.
+func stripMasks(mask []uint16, lim []int, j0 int) (whole bool) {
+	whole = true
+	for r, l := range lim {
+		cnt := min(max(l-j0, 0), ScoreExpStrip)
+		whole = whole && cnt == ScoreExpStrip
+		lanes := uint64(1)<<cnt - 1 // cnt = 64: all (Go's shift gives 0)
+		mask[4*r], mask[4*r+1], mask[4*r+2], mask[4*r+3] = uint16(lanes), uint16(lanes>>16), uint16(lanes>>32), uint16(lanes>>48)
+	}
+	return whole
+}

@@ -31,19 +31,92 @@ func TestScoreExp(t *testing.T) {
 			for _, strips := range []int{1, 2, 3} {
 				for _, spread := range []float64{1, 40} {
 					name := fmt.Sprintf("k%d_m%d_n%d_x%g", k, m, strips*64, spread)
-					testScoreExp(t, rng, name, m, strips*ScoreExpStrip, k, spread)
+					testScoreExp(t, rng, name, m, strips*ScoreExpStrip, k, spread, nil)
 				}
 			}
 		}
 	}
 }
 
-func testScoreExp(t *testing.T, rng *rand.Rand, name string, m, n, k int, spread float64) {
+// TestScoreExpMasked checks ScoreExpMasked as TestScoreExp checks
+// ScoreExp, each row against float64 over the columns below its lim alone,
+// and the entries from lim on exactly 0, on the masks of attention's
+// tiles: a causal diagonal (lim growing by one a row, from 0 or from
+// part of the tile), key padding (every row the same lim, not a whole
+// strip), and lim at random; the columns that no row sees hold NaN, +Inf
+// and huge values (some rows' masked columns, others' visible ones hold
+// scores far above the rest: they must not move the shift of a row that
+// does not see them).
+func TestScoreExpMasked(t *testing.T) {
+	if !HasScoreExp(64) {
+		t.Skip("no exp kernels on this level")
+	}
+	rng := rand.New(rand.NewSource(8))
+	for _, k := range []int{1, 8, 33, 64, 128} {
+		for _, m := range []int{1, 3, 6, 7, 13, 64} {
+			for _, strips := range []int{1, 2} {
+				n := strips * ScoreExpStrip
+				for _, kind := range []string{"causal0", "causal", "pad", "random", "none", "all"} {
+					lim := make([]int, m)
+					for i := range lim {
+						switch kind {
+						case "causal0":
+							lim[i] = min(i, n)
+						case "causal":
+							lim[i] = min(n-m/2+i+1, n)
+						case "pad":
+							lim[i] = n - 17
+						case "random":
+							lim[i] = rng.Intn(n + 1)
+						case "none":
+							lim[i] = 0
+						case "all":
+							lim[i] = n
+						}
+						lim[i] = max(lim[i], 0)
+					}
+					for _, spread := range []float64{1, 40} {
+						name := fmt.Sprintf("k%d_m%d_n%d_%s_x%g", k, m, n, kind, spread)
+						testScoreExp(t, rng, name, m, n, k, spread, lim)
+					}
+				}
+			}
+		}
+	}
+}
+
+// testScoreExp runs ScoreExp (lim nil) or ScoreExpMasked on a random problem
+// and checks it (see TestScoreExp).
+func testScoreExp(t *testing.T, rng *rand.Rand, name string, m, n, k int, spread float64, lim []int) {
 	const pad = 3
 	alpha := float32(spread / math.Sqrt(float64(k)))
 	lda, ldb, ldc := k+pad, n+pad, n+pad
 	a := randPadded[float32](rng, m, k, lda)
 	b := randPadded[float32](rng, k, n, ldb)
+	// vis(i) is the number of columns row i sees.
+	vis := func(i int) int { return n }
+	if lim != nil {
+		vis = func(i int) int { return lim[i] }
+		// The columns some rows do not see: huge (scores far above the
+		// visible ones of the rows that do not see them); those no row
+		// sees: NaN and +Inf.
+		lo, hi := n, 0
+		for _, l := range lim {
+			lo, hi = min(lo, l), max(hi, l)
+		}
+		for j := lo; j < n; j++ {
+			for p := 0; p < k; p++ {
+				switch {
+				case j >= hi && j%2 == 0:
+					b[p*ldb+j] = float32(math.NaN())
+				case j >= hi:
+					b[p*ldb+j] = float32(math.Inf(1))
+				default:
+					b[p*ldb+j] = 1e3 * float32(math.Abs(float64(a[p]))+1) * float32(1-2*(p%2))
+				}
+			}
+		}
+	}
 	// The scores s = fl(alpha·t) as Workspace.Gemm computes them (the
 	// kernels sum alike and round alpha·t once, as it does).
 	tt := make([]float32, m*n)
@@ -56,7 +129,7 @@ func testScoreExp(t *testing.T, rng *rand.Rand, name string, m, n, k int, spread
 	lv0 := make([]float64, 8*m)
 	for i := range ref0 {
 		mx := math.Inf(-1)
-		for j := 0; j < n; j++ {
+		for j := 0; j < vis(i); j++ {
 			mx = math.Max(mx, s(i, j))
 		}
 		switch i % 4 {
@@ -98,27 +171,41 @@ func testScoreExp(t *testing.T, rng *rand.Rand, name string, m, n, k int, spread
 		factor[i] *= float64(f)
 		return f
 	}
-	if err := ScoreExp(m, n, k, alpha, a, lda, b, ldb, c, ldc, ref, lv, grow); err != nil {
+	var err error
+	if lim == nil {
+		err = ScoreExp(m, n, k, alpha, a, lda, b, ldb, c, ldc, ref, lv, grow)
+	} else {
+		err = ScoreExpMasked(m, n, k, alpha, a, lda, b, ldb, c, ldc, lim, ref, lv, grow)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	u := math.Ldexp(1, -23)
 	for i := 0; i < m; i++ {
 		mx := math.Inf(-1)
-		for j := 0; j < n; j++ {
+		for j := 0; j < vis(i); j++ {
 			mx = math.Max(mx, s(i, j))
 		}
 		mi := float64(ref[i])
+		if vis(i) == 0 && ref[i] != ref0[i] {
+			t.Errorf("%s: row %d sees no column: its shift moved from %v to %v", name, i, ref0[i], ref[i])
+		}
 		if ref[i] != ref0[i] && math.Abs(mi-mx) > 1e-6*math.Abs(mx) && !(mi < mx) {
 			t.Errorf("%s: row %d's shift moved to %v, above its largest score %v", name, i, mi, mx)
 		}
 		if mx > mi+ScoreExpTau*(1+1e-6) {
 			t.Errorf("%s: row %d's largest score %v passes its shift %v by more than τ", name, i, mx, mi)
 		}
-		if ref0[i] > ref[i] || math.IsInf(float64(ref0[i]), -1) && math.IsInf(mi, -1) {
+		if ref0[i] > ref[i] || math.IsInf(float64(ref0[i]), -1) && math.IsInf(mi, -1) && vis(i) > 0 {
 			t.Errorf("%s: row %d's shift went from %v to %v", name, i, ref0[i], ref[i])
 		}
 		sum := 0.0
-		for j := 0; j < n; j++ {
+		for j := vis(i); j < n; j++ {
+			if c[i*ldc+j] != 0 {
+				t.Errorf("%s: p[%d,%d] = %g of a column the row does not see, want 0", name, i, j, c[i*ldc+j])
+			}
+		}
+		for j := 0; j < vis(i); j++ {
 			got := float64(c[i*ldc+j])
 			sum += got
 			arg := s(i, j) - mi
@@ -147,7 +234,7 @@ func testScoreExp(t *testing.T, rng *rand.Rand, name string, m, n, k int, spread
 			gotSum += lv[8*i+l]
 			wantSum += lv0[8*i+l] * factor[i]
 		}
-		if math.Abs(gotSum-wantSum) > 1e-6*wantSum {
+		if !(math.Abs(gotSum-wantSum) <= 1e-6*wantSum) {
 			t.Errorf("%s: row %d's lanes sum to %v, want %v", name, i, gotSum, wantSum)
 		}
 	}
