@@ -78,7 +78,7 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// faster than the one-warpgroup kernel at N ≥ 4096 (call F; with named barriers instead
 	// of mbarriers and K, V from shared memory it read 9-10% in call D, but racecheck flagged
 	// the named-barrier handover). The dQ kernel keeps Q hi and dO hi in registers (3% faster
-	// than dO hi from shared memory, call F). The whole Exact backward is 1.9-2.3× the mma.sync
+	// than dO hi from shared memory, call F). The whole Exact backward is 1.7-2.3× the mma.sync
 	// pair's on attnbench's d = 64 rows. The dK/dV kernel in clusters of two sharing each query
 	// tile by multicast (Cl: half the copies from L2) is 11-15% slower than the one-warpgroup
 	// kernel (call C): the kernels are not bound by L2, and the cluster's barrier per tile costs
