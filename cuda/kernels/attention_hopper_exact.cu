@@ -113,14 +113,7 @@ template <int D, int BN, bool SPLIT> struct FgExact {
                                                 const float* q, int m0) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
     if constexpr (SPLIT) fg_exact_put_split<D, BM, false>(0, sQl, q, p.q_row, m0, p.nq);
-    const int r0 = m0 + 16 * warp + g;
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = r0 + 8 * (i & 1), c = 8 * kk + t + 4 * (i >> 1);
-        qh[kk][i] = fg_tf32(r < p.nq ? q[(int64_t)r * p.q_row + c] : 0.f);
-      }
+    fg_exact_load_hi(qh, q, p.q_row, m0 + 16 * warp + g, p.nq, t);
     fg_fence_async();
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
   }

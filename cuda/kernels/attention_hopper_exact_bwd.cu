@@ -81,6 +81,18 @@ template <int D> struct FgTf32Planes {
   __device__ __forceinline__ const char* ktile(uint64_t x, int part, int64_t bh, int t) const {
     return (const char*)x + part * pk + (bh * ntk + t) * TB;
   }
+  // load_kv starts the copies (cp.async, THREADS threads; not committed) of keys n0 .. n0 + BN - 1
+  // of key head bh, K hi, K lo, V hi, V lo (by rows), into swizzled tiles of BN rows at s,
+  // BN D 4 bytes apart; tiles past the head's are zero-filled without a read.
+  template <int BN, int THREADS> __device__ __forceinline__ void load_kv(uint32_t s, int64_t bh, int n0) const {
+    for (int i = threadIdx.x; i < 4 * BN * (D / 4); i += THREADS) {
+      const int part = i / (BN * (D / 4)), r = i / (D / 4) % BN, c = i % (D / 4);
+      const int tile = n0 / T + r / T;
+      const bool ok = tile < ntk;
+      const char* src = ktile(part < 2 ? k : v, part & 1, bh, ok ? tile : 0) + fg_sw128<T>(r % T, c);
+      fg_cp_async16_s(s + part * (BN * D * 4) + fg_sw128<BN>(r, c), src, ok);
+    }
+  }
 };
 
 }  // namespace
@@ -260,16 +272,7 @@ template <int D, bool CL> __device__ void fg_attn_bwd_wgmma_exact_dkdv(const fg_
     }
     fg_cp_async_commit();
   };
-  if (total > 0) {  // K and V: key tiles n0 / 32 and n0 / 32 + 1 of the planes, one swizzled [64][D] each part
-    const int64_t bh = (int64_t)b * p.hkv + hk;
-    for (int i = threadIdx.x; i < 4 * BN * (D / 4); i += 128) {
-      const int part = i / (BN * (D / 4)), r = i / (D / 4) % BN, c = i % (D / 4);
-      const int tile = n0 / BM + r / BM;  // the second may lie past the head's tiles: zeros
-      const bool ok = tile < pl.ntk;
-      const char* src = pl.ktile(part < 2 ? pl.k : pl.v, part & 1, bh, ok ? tile : 0) + fg_sw128<BM>(r % BM, c);
-      fg_cp_async16_s(sK + part * KH + fg_sw128<BN>(r, c), src, ok);
-    }
-  }
+  if (total > 0) pl.template load_kv<BN, 128>(sK, (int64_t)b * p.hkv + hk, n0);
   issue(0);
   issue(1);
 
@@ -377,14 +380,7 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_pr
       copy_tile(0);
       if (total > 1) copy_tile(1);
     }
-    const int64_t bh = (int64_t)b * p.hkv + hk;
-    for (int i = threadIdx.x; i < 4 * BN * (D / 4); i += 256) {
-      const int part = i / (BN * (D / 4)), r = i / (D / 4) % BN, c = i % (D / 4);
-      const int tile = n0 / BM + r / BM;  // the second may lie past the head's tiles: zeros
-      const bool ok = tile < pl.ntk;
-      const char* src = pl.ktile(part < 2 ? pl.k : pl.v, part & 1, bh, ok ? tile : 0) + fg_sw128<BM>(r % BM, c);
-      fg_cp_async16_s(sK + part * KH + fg_sw128<BN>(r, c), src, ok);
-    }
+    pl.template load_kv<BN, 256>(sK, (int64_t)b * p.hkv + hk, n0);
     fg_cp_async_commit();  // (wait_group counts committed groups only)
     fg_cp_async_wait<0>();
     fg_fence_async();
@@ -509,14 +505,8 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
     fg_exact_put_split<D, BM, false>(0, sDl, dout, p.o_row, m0, p.nq);
     uint32_t qh[KS][4], doh[KS][4];
     const int r0 = m0 + 16 * warp + g;
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = r0 + 8 * (i & 1), c = 8 * kk + t + 4 * (i >> 1);
-        qh[kk][i] = fg_tf32(r < p.nq ? q[(int64_t)r * p.q_row + c] : 0.f);
-        doh[kk][i] = fg_tf32(r < p.nq ? dout[(int64_t)r * p.o_row + c] : 0.f);
-      }
+    fg_exact_load_hi(qh, q, p.q_row, r0, p.nq, t);
+    fg_exact_load_hi(doh, dout, p.o_row, r0, p.nq, t);
     fg_fence_async();
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
 

@@ -245,6 +245,20 @@ __device__ __forceinline__ void fg_exact_put_split(uint32_t sh, uint32_t sl, con
   }
 }
 
+// fg_exact_load_hi loads this warp's tf32 A fragments of x's rows r0 and r0 + 8 (row stride
+// row; rows at or past nq zero) over KS k steps: a[kk] = (r0, 8 kk + t), (r0 + 8, 8 kk + t),
+// (r0, 8 kk + t + 4), (r0 + 8, 8 kk + t + 4), each rounded to tf32 (the hi part).
+template <int KS>
+__device__ __forceinline__ void fg_exact_load_hi(uint32_t (&a)[KS][4], const float* x, int64_t row, int r0, int nq, int t) {
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = r0 + 8 * (i & 1), c = 8 * kk + t + 4 * (i >> 1);
+      a[kk][i] = fg_tf32(r < nq ? x[(int64_t)r * row + c] : 0.f);
+    }
+}
+
 // fg_wgmma_tf32_ss3 issues d = A B (3xTF32, from a zero accumulator), d [64 x N], over the KS
 // k steps k0 .. k0 + KS - 1 with both operands in shared memory: A = ah + al, this
 // warpgroup's 64 rows of swizzled tiles of AR rows at ah and al (tile + 128 x the first row),
