@@ -87,7 +87,7 @@ func DepthParts[T Float](m, n, k int) int {
 func depthGrid(mr, nr, m, n, parts, workers int) (br, bc int) {
 	rs, cs := (m+mr-1)/mr, (n+nr-1)/nr
 	br, bc = 1, 1
-	for br*bc*parts < depthUnits*workers {
+	for br*bc*parts < 2*workers {
 		rows, cols := (m+br-1)/br, (n+bc-1)/bc
 		if rows*cols < 2*depthBlockMin {
 			break
@@ -108,10 +108,6 @@ func depthGrid(mr, nr, m, n, parts, workers int) (br, bc int) {
 // depth block summed in one chain: see the package comment), cut along
 // the depth too when DepthParts(m, n, k) > 1. Arguments and errors are
 // Gemm's. nn's matrix products run on it.
-//
-// A depth-split weight gradient C = Aᵀ·B (tA, not tB) with fewer columns
-// than rows (n < m) is computed as its transpose, Cᵀ = Bᵀ·A [n, m], whose
-// parts are transposed as they are summed into C (swapsDepth).
 func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) error {
 	if err := check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
 		return err
@@ -122,27 +118,12 @@ func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int
 		product(kn, tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 		return nil
 	}
-	size := int(unsafe.Sizeof(c[0]))
-	swap := swapsDepth(tA, tB, m, n)
-	// The product the parts compute: C', [pm, pn], op(A') and op(B') at
-	// a', b'; C itself, or Cᵀ = Bᵀ·A (both operands stored [k, ·]: A'
-	// transposed, B' not).
-	pm, pn, pa, plda, pb, pldb := m, n, a, lda, b, ldb
-	if swap {
-		pm, pn, pa, plda, pb, pldb = n, m, b, ldb, a, lda
-	}
-	kn = kn.forColumns(pn)
+	kn = kn.forColumns(n)
 	mr, nr := kn.mr, kn.nr
-	br, bc := depthGrid(mr, nr, pm, pn, parts, parallel.Workers())
-	rs, cs := (pm+mr-1)/mr, (pn+nr-1)/nr
+	br, bc := depthGrid(mr, nr, m, n, parts, parallel.Workers())
+	rs, cs := (m+mr-1)/mr, (n+nr-1)/nr
 	blocks := br * bc
-	// Part p goes into scratch p−1 (part 0 into C), or, transposed, into
-	// scratch p.
-	first := 1
-	if swap {
-		first = 0
-	}
-	sp := getScratch[T]((parts - first) * m * n)
+	sp := getScratch[T]((parts - 1) * m * n)
 	defer putScratch(sp)
 	scratch := *sp
 	// Unit u is block u mod blocks of part u / blocks: a chunk of
@@ -154,39 +135,26 @@ func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int
 	parallel.ForDynamic(parts*blocks, 1, func(lo, hi int) {
 		w := getWorkspace[T]()
 		defer putWorkspace(w)
-		defer func() { w.kc = 0 }()
 		for u := lo; u < hi; u++ {
 			p, blk := u/blocks, u%blocks
 			k0, k1 := p*k/parts, (p+1)*k/parts
-			// The part's depth blocks are the product's own (productBlock
-			// of A), in either orientation: the transpose then sums each
-			// entry's FMAs in the same order (a·b = b·a exactly), and C
-			// gets the same bits.
-			w.kc = productBlock(k1-k0, tA, lda, size)
-			if depthKc > 0 {
-				w.kc = depthBlockOf(k1-k0, depthKc)
-			}
 			i, j := blk/bc, blk%bc
-			r0, r1 := i*rs/br*mr, min((i+1)*rs/br*mr, pm)
-			c0, c1 := j*cs/bc*nr, min((j+1)*cs/bc*nr, pn)
-			aOff, bOff := k0+r0*plda, k0*pldb+c0
+			r0, r1 := i*rs/br*mr, min((i+1)*rs/br*mr, m)
+			c0, c1 := j*cs/bc*nr, min((j+1)*cs/bc*nr, n)
+			aOff, bOff := k0+r0*lda, k0*ldb+c0
 			if tA {
-				aOff = k0*plda + r0
+				aOff = k0*lda + r0
 			}
 			if tB {
-				bOff = c0*pldb + k0
+				bOff = c0*ldb + k0
 			}
 			dst, ld := c, ldc
-			if p >= first {
-				dst, ld = scratch[(p-first)*m*n:(p-first+1)*m*n], pn
+			if p > 0 {
+				dst, ld = scratch[(p-1)*m*n:p*m*n], n
 			}
-			w.gemm(kn, tA, tB, r1-r0, c1-c0, k1-k0, 1, pa[aOff:], plda, pb[bOff:], pldb, 0, dst[r0*ld+c0:], ld)
+			w.gemm(kn, tA, tB, r1-r0, c1-c0, k1-k0, 1, a[aOff:], lda, b[bOff:], ldb, 0, dst[r0*ld+c0:], ld)
 		}
 	})
-	if swap {
-		sumTransposed(kn, m, n, parts, scratch, c, ldc)
-		return nil
-	}
 	// C += part p, p = 1, …, P−1, rows of C over the cores, in spans of
 	// rows of at most addSpan entries (contiguous when ldc = n, else one
 	// row) that stay in L1 while the parts are added to them: P−1 calls of
@@ -207,84 +175,6 @@ func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int
 		}
 	})
 	return nil
-}
-
-// depthUnits is how many units (part, block) a worker depthGrid aims at,
-// and depthKc, when not 0, the longest depth block of GemmDepth's parts in
-// place of productBlock's (benchmarks compare them).
-var depthUnits, depthKc = 2, 0
-
-// swapDepth enables swapsDepth (tests and benchmarks compare the two
-// orientations).
-var swapDepth = false
-
-// swapsDepth reports whether GemmDepth computes a depth-split product of
-// C [m, n] as its transpose Cᵀ = op(B)ᵀ·op(A)ᵀ: for a weight gradient
-// C = Aᵀ·B (A [k, m], B [k, n], both read along their rows) when n < m.
-// The micro-kernel's tiles are mr×nr = 6×64: the columns are the wide
-// side. Each row strip of Aᵀ is packed by its first column strip's tile,
-// on the packing twin, which reads six values a depth step lda apart and
-// ran about 1.4× slower than a tile reading the copy (the development
-// machine's Xeon, xᵀ·g 256×256); the strip's other ⌈n/64⌉ − 1 tiles read
-// the copy. In the orientation with more columns the twin computes fewer
-// of the tiles: examples/gpt's 96-wide head gradient (256×96) becomes
-// 96×256, 16 strips of four full 6×64 tiles, of which one packs, where
-// it was 43 strips of a packing 6×64 tile and a 6×32 one (the twin
-// computing two thirds of the product), with an edge strip of four rows;
-// the 1024×256 MLP gradient reads g's 1 KiB rows on the twin instead of
-// x's 4 KiB ones (a new page every depth step). The sum of the parts
-// transposes them (sumTransposed), a pass over the parts that they make
-// anyway.
-func swapsDepth(tA, tB bool, m, n int) bool { return swapDepth && tA && !tB && n < m }
-
-// sumTransposed sets C = S₀ᵀ + S₁ᵀ + … + S_{P−1}ᵀ, in that order (the
-// order and bits of GemmDepth's sum in the other orientation), where part
-// p, Sₚ [n, m], is at scratch[p·m·n] with rows m apart: C's rows over the
-// cores, in spans of 8 (or fewer at the end) whose transposed parts, at
-// most addSpan entries each, stay in L1; S₀ is transposed into C, the
-// others into a buffer added to C (vec.Add).
-func sumTransposed[T Float](kn *kernel[T], m, n, parts int, scratch, c []T, ldc int) {
-	rows := max(8, addSpan/max(n, 1)/8*8)
-	parallel.For((m+rows-1)/rows, max(1, 16384/max(n*rows, 1)), func(lo, hi int) {
-		buf := getScratch[T](rows * n)
-		defer putScratch(buf)
-		t := *buf
-		for i0 := lo * rows; i0 < min(hi*rows, m); i0 += rows {
-			h := min(rows, m-i0)
-			transposeTo(kn, c[i0*ldc:], ldc, scratch[i0:], m, h, n)
-			for p := 1; p < parts; p++ {
-				transposeTo(kn, t, n, scratch[p*m*n+i0:], m, h, n)
-				for r := range h {
-					row := c[(i0+r)*ldc : (i0+r)*ldc+n]
-					vec.Add(row, row, t[r*n:(r+1)*n])
-				}
-			}
-		}
-	})
-}
-
-// transposeTo writes dst[i·ldd + j] = src[j·lds + i] for i < h, j < n: on
-// the kernel's transposer where it has one, for its whole blocks.
-func transposeTo[T Float](kn *kernel[T], dst []T, ldd int, src []T, lds, h, n int) {
-	hb, nb := 0, 0
-	if kn.trans != nil {
-		hb, nb = h/kn.tblock*kn.tblock, n/kn.tblock*kn.tblock
-		if hb > 0 && nb > 0 {
-			s := src[:(nb-1)*lds+hb] // bounds of what it reads
-			d := dst[:(hb-1)*ldd+nb] // and writes
-			kn.trans(&d[0], ldd, &s[0], lds, nb, hb)
-		}
-	}
-	for i := range h {
-		j0 := nb
-		if i >= hb {
-			j0 = 0
-		}
-		row := dst[i*ldd : i*ldd+n]
-		for j := j0; j < n; j++ {
-			row[j] = src[j*lds+i]
-		}
-	}
 }
 
 // The scratch of depth parts, reused across calls as the workspaces are:

@@ -2,7 +2,6 @@ package gemm
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
 	"runtime"
 	"testing"
@@ -87,63 +86,6 @@ func TestDepthGrid(t *testing.T) {
 			}
 			if parts*br*bc < workers {
 				t.Errorf("%d×%d, %d cores: %d units", m, n, workers, parts*br*bc)
-			}
-		}
-	}
-}
-
-// TestDepthSwap runs the depth-split weight gradients that GemmDepth
-// computes as their transpose (tA, not tB, n < m: swapsDepth), on every
-// kernel level, against the float64 reference within the bound of a chain
-// per depth block, and checks that they have the bits of the same product
-// computed in its own orientation (swapDepth off), at GOMAXPROCS 1, 2 and
-// 16: the 96-wide head gradient 256×96 over 4096 (eight parts), 1024×256
-// over 2048, and odd sizes whose transposes have edges in both directions
-// (not multiples of the transposer's blocks), with padded rows.
-func TestDepthSwap(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	rng := rand.New(rand.NewSource(9))
-	sizes := func(t *testing.T, sizes [][4]int) {
-		for _, s := range sizes {
-			if !swapsDepth(true, false, s[0], s[1]) || DepthParts[float32](s[0], s[1], s[2]) < 2 {
-				t.Fatalf("%v: not a transposed depth-split product", s)
-			}
-			name := fmt.Sprintf("%v/parts=%d", s, DepthParts[float32](s[0], s[1], s[2]))
-			t.Run(name+"/float32", func(t *testing.T) { testDepthSwap[float32](t, rng, s) })
-			t.Run(name+"/float64", func(t *testing.T) { testDepthSwap[float64](t, rng, s) })
-		}
-	}
-	// Odd sizes, whose transposes have edges both ways and are not
-	// multiples of the transposer's blocks, padded rows: every variant.
-	forEachVariant(t, func(t *testing.T) { sizes(t, [][4]int{{203, 37, 1500, 3}, {70, 9, 1100, 1}, {300, 299, 1100, 5}}) })
-	if !testing.Short() {
-		// examples/gpt's: the kernels in use.
-		sizes(t, [][4]int{{256, 96, 4096, 0}, {1024, 256, 2048, 0}})
-	}
-}
-
-func testDepthSwap[T Float](t *testing.T, rng *rand.Rand, s [4]int) {
-	p := newProblem[T](rng, true, false, s[0], s[1], s[2], s[3], 1, 0)
-	p.chain = true
-	want, mag := p.reference()
-	run := func(swap bool) []T {
-		defer func(old bool) { swapDepth = old }(swapDepth)
-		swapDepth = swap
-		for i := range p.c { // fresh NaN padding and no leftover result
-			p.c[i] = T(math.NaN())
-		}
-		if err := GemmDepth(p.tA, p.tB, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc); err != nil {
-			t.Fatal(err)
-		}
-		p.verify(t, want, mag)
-		return append([]T(nil), p.c...)
-	}
-	for _, procs := range []int{1, 2, 16} {
-		runtime.GOMAXPROCS(procs)
-		own, swapped := run(false), run(true)
-		for j := range own {
-			if own[j] != swapped[j] && !(own[j] != own[j] && swapped[j] != swapped[j]) {
-				t.Fatalf("GOMAXPROCS=%d: C[%d] = %v transposed, %v in its own orientation", procs, j, swapped[j], own[j])
 			}
 		}
 	}

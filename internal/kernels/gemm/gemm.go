@@ -76,12 +76,6 @@ func depthBlock(k int, paged bool) int {
 	if k <= 4*128 || paged {
 		kc = 128
 	}
-	return depthBlockOf(k, kc)
-}
-
-// depthBlockOf returns the depth of the even blocks of at most kc that a
-// depth k is cut into.
-func depthBlockOf(k, kc int) int {
 	blocks := (k + kc - 1) / kc
 	return (k + blocks - 1) / blocks
 }
@@ -115,10 +109,6 @@ type Workspace[T Float] struct {
 	a    []T // a packed strip of op(A) (m < mr, or A stored transposed): [kc][mr]
 	tile []T // scratch C tile for edge strips: [mr][nr]
 	pa   []T // a strip of Aᵀ packed by the first column strip (kernel.packFirst): [kc][mr]
-	// kc, when not 0, is the depth block in place of productBlock's
-	// (GemmDepth's transposed products keep the blocks of the product
-	// they transpose).
-	kc int
 	// the strips of op(A) of a group of rows (block)
 	strips []aStrip[T]
 }
@@ -347,9 +337,6 @@ func (w *Workspace[T]) gemmPacked(kn *kernel[T], tA, tB bool, m, n, k int, alpha
 	mr, nr := kn.mr, kn.nr
 	size := int(unsafe.Sizeof(alpha))
 	kc := productBlock(k, tA, lda, size)
-	if w.kc > 0 {
-		kc = w.kc
-	}
 	packB := pb != nil || packsB(tA, tB, m, n, k, ldb, size, nr)
 	nc := n // unpacked B needs no column blocks
 	np := (n + nr - 1) / nr * nr

@@ -38,35 +38,17 @@ var families = []struct {
 // kernel that also copies the mr values of A it reads each depth step to
 // pa (packed: pa[p·mr + r], rs must be 1): the first column strip of a
 // transposed A read in place packs it for the strips after it.
-//
-// pf, when not 0, names a twin that also prefetches, each depth step, the
-// line of A that its own step pf steps ahead reads (PREFETCHT0, pf·ps
-// bytes on: R15), where the plain twin's hardware prefetchers see a
-// stride of lda·4 bytes an instruction in its unrolled loop, beyond the
-// 2 KiB they follow: the first strip of a depth block waits on memory
-// for each of its lines.
 var packing = []struct {
-	typ        byte
-	nv, mr, pf int
+	typ    byte
+	nv, mr int
 }{
-	{'S', 4, 6, 0},
-	{'D', 4, 6, 0},
-	{'S', 4, 6, prefetchSteps},
-	{'D', 4, 6, prefetchSteps},
+	{'S', 4, 6},
+	{'D', 4, 6},
 }
-
-// prefetchSteps is the prefetching twins' distance: about 300 cycles of
-// memory latency at 12 cycles a depth step (24 FMAs on two ports).
-const prefetchSteps = 24
 
 func name(typ byte, mr, nv int) string { return fmt.Sprintf("micro%c512r%dv%d", typ, mr, nv) }
 
-func packName(typ byte, mr, nv, pf int) string {
-	if pf > 0 {
-		return name(typ, mr, nv) + "packpf"
-	}
-	return name(typ, mr, nv) + "pack"
-}
+func packName(typ byte, mr, nv int) string { return name(typ, mr, nv) + "pack" }
 
 type gen struct{ b bytes.Buffer }
 
@@ -167,7 +149,7 @@ const (
 	expKernel
 )
 
-func (g *gen) kernel(typ byte, mr, nv int, mode, pf int) {
+func (g *gen) kernel(typ byte, mr, nv int, mode int) {
 	pack := mode == packKernel
 	nacc := mr * nv
 	if nacc+nv+1 > 32 {
@@ -203,7 +185,7 @@ func (g *gen) kernel(typ byte, mr, nv int, mode, pf int) {
 		if ad.off > 0 || mr*size > 64 {
 			panic("no packing twin for this tile")
 		}
-		nm, extra, argSize = packName(typ, mr, nv, pf), ", pa *"+elem, paOff+8
+		nm, extra, argSize = packName(typ, mr, nv), ", pa *"+elem, paOff+8
 	}
 
 	if mode == expKernel {
@@ -238,9 +220,6 @@ func (g *gen) kernel(typ byte, mr, nv int, mode, pf int) {
 		g.p("\tMOVQ pa+%d(FP), R10", paOff)
 		g.p("\tMOVL $%d, AX", 1<<mr-1)
 		g.p("\tKMOVW AX, K1")
-		if pf > 0 {
-			g.p("\tIMUL3Q $%d, R12, R15 // the prefetch's distance: %d depth steps", pf, pf)
-		}
 	}
 	g.p("\tLEAQ 63(SP), DX // the four totals, 64-byte aligned")
 	g.p("\tANDQ $-64, DX")
@@ -271,9 +250,6 @@ func (g *gen) kernel(typ byte, mr, nv int, mode, pf int) {
 			// one read: a row a depth step is too many streams for the
 			// hardware prefetchers to follow.
 			g.p("\tPREFETCHT0 64(SI)")
-			if pf > 0 {
-				g.p("\tPREFETCHT0 (SI)(R15*1)")
-			}
 		}
 		for r := 0; r < mr; r++ {
 			t := temps[r%len(temps)]
@@ -634,7 +610,7 @@ func main() {
 		}
 		var names []string
 		for mr := 1; mr <= f.maxRows; mr++ {
-			s.kernel(f.typ, mr, f.nv, plainKernel, 0)
+			s.kernel(f.typ, mr, f.nv, plainKernel)
 			nm := name(f.typ, mr, f.nv)
 			fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
 			names = append(names, nm)
@@ -653,10 +629,10 @@ func main() {
 		if pk.typ == 'D' {
 			elem = "float64"
 		}
-		s.kernel(pk.typ, pk.mr, pk.nv, packKernel, pk.pf)
-		nm := packName(pk.typ, pk.mr, pk.nv, pk.pf)
+		s.kernel(pk.typ, pk.mr, pk.nv, packKernel)
+		nm := packName(pk.typ, pk.mr, pk.nv)
 		fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool, pa *%s)\n\n", nm, elem, elem, elem, elem, elem)
-		line := fmt.Sprintf("\t{%d, %d, %d}: %s,", pk.mr, pk.nv, pk.pf, nm)
+		line := fmt.Sprintf("\t{%d, %d}: %s,", pk.mr, pk.nv, nm)
 		if pk.typ == 'S' {
 			packS = append(packS, line)
 		} else {
@@ -666,7 +642,7 @@ func main() {
 	fmt.Fprintf(&d, "// The exp kernels (see expMicro).\n\n")
 	var exps []string
 	for mr := 1; mr <= expRows; mr++ {
-		s.kernel('S', mr, 4, expKernel, 0)
+		s.kernel('S', mr, 4, expKernel)
 		fmt.Fprintf(&d, "//go:noescape\nfunc %s%s\n\n", expName(mr), expSignature)
 		exps = append(exps, expName(mr))
 	}
@@ -675,10 +651,9 @@ func main() {
 	fmt.Fprintf(&d, "// gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and\n// nv vectors per row.\n")
 	fmt.Fprintf(&d, "var gen512s = map[int][]microKernel[float32]{\n%s\n}\n\n", strings.Join(tabS, "\n"))
 	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n\n", strings.Join(tabD, "\n"))
-	fmt.Fprintf(&d, "// prefetchSteps is the prefetching packing twins' distance in depth steps.\nconst prefetchSteps = %d\n\n", prefetchSteps)
-	fmt.Fprintf(&d, "// pack512s[{mr, nv, pf}] and pack512d[{mr, nv, pf}] are the packing twins\n// (pf: the prefetching ones' distance in depth steps, else 0).\n")
-	fmt.Fprintf(&d, "var pack512s = map[[3]int]packingKernel[float32]{\n%s\n}\n\n", strings.Join(packS, "\n"))
-	fmt.Fprintf(&d, "var pack512d = map[[3]int]packingKernel[float64]{\n%s\n}\n", strings.Join(packD, "\n"))
+	fmt.Fprintf(&d, "// pack512s[{mr, nv}] and pack512d[{mr, nv}] are the packing twins.\n")
+	fmt.Fprintf(&d, "var pack512s = map[[2]int]packingKernel[float32]{\n%s\n}\n\n", strings.Join(packS, "\n"))
+	fmt.Fprintf(&d, "var pack512d = map[[2]int]packingKernel[float64]{\n%s\n}\n", strings.Join(packD, "\n"))
 	src, err := format.Source(d.Bytes())
 	if err != nil {
 		panic(err)

@@ -195,12 +195,6 @@ func microS512r6v4pack(k, kb int, a *float32, rs, ps int, b *float32, bs int, c 
 //go:noescape
 func microD512r6v4pack(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool, pa *float64)
 
-//go:noescape
-func microS512r6v4packpf(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool, pa *float32)
-
-//go:noescape
-func microD512r6v4packpf(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool, pa *float64)
-
 // The exp kernels (see expMicro).
 
 //go:noescape
@@ -238,17 +232,11 @@ var gen512d = map[int][]microKernel[float64]{
 	4: {microD512r1v4, microD512r2v4, microD512r3v4, microD512r4v4, microD512r5v4, microD512r6v4},
 }
 
-// prefetchSteps is the prefetching packing twins' distance in depth steps.
-const prefetchSteps = 24
-
-// pack512s[{mr, nv, pf}] and pack512d[{mr, nv, pf}] are the packing twins
-// (pf: the prefetching ones' distance in depth steps, else 0).
-var pack512s = map[[3]int]packingKernel[float32]{
-	{6, 4, 0}:  microS512r6v4pack,
-	{6, 4, 24}: microS512r6v4packpf,
+// pack512s[{mr, nv}] and pack512d[{mr, nv}] are the packing twins.
+var pack512s = map[[2]int]packingKernel[float32]{
+	{6, 4}: microS512r6v4pack,
 }
 
-var pack512d = map[[3]int]packingKernel[float64]{
-	{6, 4, 0}:  microD512r6v4pack,
-	{6, 4, 24}: microD512r6v4packpf,
+var pack512d = map[[2]int]packingKernel[float64]{
+	{6, 4}: microD512r6v4pack,
 }

@@ -122,7 +122,6 @@ var (
 		tuned(generated512(14, 12, 2), tuning{panel: true}),
 		tuned(generated512(15, 6, 4), tuning{packAT: true}),
 		tuned(generated512(16, 6, 4), tuning{packFirst: true}),
-		tuned(generated512(17, 6, 4), tuning{prefetchA: true}),
 	}
 	variants256 = []variant{
 		{1, "avx2v1_6x16",
@@ -170,7 +169,7 @@ func generated512(n, mr, nv int) variant {
 	d := gen512(gen512d, mr, nv, 8, transposeD4, 4, narrow512(gen512d, nv, 8, transposeD4, 4))
 	// The packing twins, where the tile has them (nn's products use them:
 	// packingFirst).
-	s.packFirst, d.packFirst = pack512s[[3]int{mr, nv, 0}], pack512d[[3]int{mr, nv, 0}]
+	s.packFirst, d.packFirst = pack512s[[2]int{mr, nv}], pack512d[[2]int{mr, nv}]
 	return variant{n, fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16), s, d}
 }
 
@@ -193,9 +192,7 @@ func gen512[T Float](fam map[int][]microKernel[T], mr, nv, lanes int, tr transpo
 // bPanel to bPanelBytes (B packed in panels of that size); packFirst packs
 // a transposed A in the first column strip's tiles (kernel.firstPacks) in
 // all products, not only in nn's (packingFirst).
-// prefetchA gives nn's products the packing twin that prefetches the
-// lines of A its own strip reads prefetchSteps depth steps ahead.
-type tuning struct{ packAT, panel, packFirst, prefetchA bool }
+type tuning struct{ packAT, panel, packFirst bool }
 
 // tuned returns v with copies of its kernels changed as t says, named for
 // it.
@@ -215,13 +212,6 @@ func tuned(v variant, t tuning) variant {
 			panic("gemm: no packing twin of " + v.name)
 		}
 		v.name += "packFirst"
-	}
-	if t.prefetchA {
-		s.packFirst, d.packFirst = pack512s[[3]int{s.mr, s.nr / 16, prefetchSteps}], pack512d[[3]int{d.mr, d.nr / 8, prefetchSteps}]
-		if s.packFirst == nil || d.packFirst == nil {
-			panic("gemm: no prefetching packing twin of " + v.name)
-		}
-		v.name += "prefetchA"
 	}
 	v.s, v.d = &s, &d
 	return v

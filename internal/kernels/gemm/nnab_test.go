@@ -50,53 +50,40 @@ type abWay struct {
 	set  func() (restore func())
 }
 
-// abWays are BenchmarkNNAB's configurations: main's (the variant in use,
-// no transposed depth products), swap (GemmDepth's transposed weight
-// gradients, swapsDepth), pfA (variant 17: the packing twin prefetching
-// its own strip's lines of A prefetchSteps depth steps ahead), swappfA
-// (both), packAT (variant 15: Aᵀ packed a group of strips at a time),
-// inplace (the variant in use without its packing twin: Aᵀ read in place
-// by every tile), kc256 (the parts' depth blocks at most 256 deep, where
-// productBlock gives 128 to 512-deep parts and to paged Aᵀ) and units4
-// (depthGrid aiming at four units a worker instead of two).
+// abWays are BenchmarkNNAB's configurations: main (the kernels in use),
+// packAT (variant 15: Aᵀ packed a group of strips at a time) and inplace
+// (the variant in use without its packing twin: Aᵀ read in place by every
+// tile). The twelfth session's experiments (nn14: GemmDepth computing a
+// weight gradient with n < m as its transpose, the packing twin
+// prefetching its strip's lines of A 24 depth steps ahead, depth blocks of
+// 256 in the parts, four units a worker) ran here too and lost or tied on
+// the GPU machine's Xeon (cmd/cpubench/results/xeon-2026-11-24-s12/nn14).
 func abWays() []abWay {
-	variant := func(num int) variant {
-		for _, v := range variants(isa.Get()) {
-			if v.num == num {
-				return v
-			}
-		}
-		return variants(isa.Get())[0]
-	}
-	with := func(swap bool, num int) func() func() {
+	variant := func(num int) func() func() {
 		return func() func() {
-			old := swapDepth
-			swapDepth = swap
-			r := func() {}
-			if num > 0 {
-				r = useVariant(variant(num))
+			for _, v := range variants(isa.Get()) {
+				if v.num == num {
+					return useVariant(v)
+				}
 			}
-			return func() { r(); swapDepth = old }
+			return func() {}
 		}
 	}
-	inPlace := func() func() { // the variant in use without its packing twin
+	inPlace := func() func() {
 		v := variants(isa.Get())[0]
 		s, d := *v.s, *v.d
 		s.packFirst, d.packFirst = nil, nil
 		v.s, v.d = &s, &d
 		return useVariant(v)
 	}
-	return []abWay{{"main", with(false, 0)}, {"swap", with(true, 0)}, {"pfA", with(false, 17)}, {"swappfA", with(true, 17)},
-		{"packAT", with(false, 15)}, {"inplace", inPlace},
-		{"kc256", func() func() { depthKc = 256; return func() { depthKc = 0 } }},
-		{"units4", func() func() { depthUnits = 4; return func() { depthUnits = 2 } }}}
+	return []abWay{{"main", func() func() { return func() {} }}, {"packAT", variant(15)}, {"inplace", inPlace}}
 }
 
 // BenchmarkNNAB times nn's products through GemmDepth (the weight
 // gradients xᵀ·g of examples/gpt's large configuration over 4096 tokens,
-// and the small one's 256×64 over 2048; NN14_PRODS=xW,gWt,xtg picks
+// and the small one's 256×64 over 2048; FG_NNAB_PRODS=xW,gWt,xtg picks
 // others of nnShapes' D256 set) under the configurations of abWays
-// (NN14_WAYS: a comma list of their names, default all), alternating in
+// (FG_NNAB_WAYS: a comma list of their names, default all), alternating in
 // rounds in one process (each way first in turn), after checking each
 // way's result against a float64 loop at 256 entries. Each round also
 // runs the FMA peak loop on GOMAXPROCS goroutines and the micro-kernel in
@@ -111,7 +98,7 @@ func abWays() []abWay {
 // same code: their ratio is the noise of the rounds.
 func BenchmarkNNAB(b *testing.B) {
 	ways := abWays()
-	if env := os.Getenv("NN14_WAYS"); env != "" {
+	if env := os.Getenv("FG_NNAB_WAYS"); env != "" {
 		var sel []abWay
 		for _, n := range strings.Split(env, ",") {
 			for _, w := range ways {
@@ -122,7 +109,7 @@ func BenchmarkNNAB(b *testing.B) {
 		}
 		ways = sel
 	}
-	prods := strings.Split(cmp.Or(os.Getenv("NN14_PRODS"), "xtg"), ",")
+	prods := strings.Split(cmp.Or(os.Getenv("FG_NNAB_PRODS"), "xtg"), ",")
 	var shapes []benchShape
 	for _, sh := range nnShapes {
 		for _, p := range prods {
