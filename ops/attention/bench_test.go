@@ -137,6 +137,29 @@ var gptShapes = []benchShape{
 //	go test ./ops/attention -run '^$' -bench 'AttentionGPT' -benchtime 100x
 func BenchmarkAttentionGPT(b *testing.B) { benchGraph(b, gptShapes) }
 
+// kernelProblem is one benchmark shape's float32 problem for the compute functions alone:
+// q, k, v and dO drawn from seed 1 (in that order), and the outputs' buffers.
+type kernelProblem struct {
+	p                                 *params
+	q, k, v, o, l, lr, do, dq, dk, dv []float32
+}
+
+func newKernelProblem(s benchShape) *kernelProblem {
+	rng := rand.New(rand.NewSource(1))
+	n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
+	x := &kernelProblem{p: &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}}
+	x.q, x.k, x.v = convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))
+	x.do = convert[float32](randn(rng, n))
+	x.o, x.l, x.lr = make([]float32, n), make([]float32, nl), make([]float32, nl)
+	x.dq, x.dk, x.dv = make([]float32, n), make([]float32, n), make([]float32, n)
+	return x
+}
+
+func (x *kernelProblem) forward() { flashForward(x.p, x.q, x.k, x.v, x.o, x.l, x.lr) }
+func (x *kernelProblem) backward() {
+	flashBackward(x.p, x.q, x.k, x.v, x.o, x.l, x.lr, x.do, nil, x.dq, x.dk, x.dv)
+}
+
 // BenchmarkKernel times the compute functions alone (no graph), float32,
 // on BenchmarkAttention's shapes (B = 1, H = 8) and the GPT's (gptShapes):
 // the figure to watch when replacing the tile kernels.
@@ -148,23 +171,17 @@ func BenchmarkKernel(b *testing.B) {
 				dir = "bwd"
 			}
 			b.Run(fmt.Sprintf("%s/%v", dir, s), func(b *testing.B) {
-				p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}
-				rng := rand.New(rand.NewSource(1))
-				n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
-				q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))
-				o, l, lr := make([]float32, n), make([]float32, nl), make([]float32, nl)
-				do := convert[float32](randn(rng, n))
-				dq, dk, dv := make([]float32, n), make([]float32, n), make([]float32, n)
-				flashForward(p, q, k, v, o, l, lr)
+				x := newKernelProblem(s)
+				x.forward()
 				runtime.GC()
 				pk := corePeak()
 				b.ResetTimer()
 				cpu0 := benchkit.CPUSeconds()
 				for i := 0; i < b.N; i++ {
 					if backward {
-						flashBackward(p, q, k, v, o, l, lr, do, nil, dq, dk, dv)
+						x.backward()
 					} else {
-						flashForward(p, q, k, v, o, l, lr)
+						x.forward()
 					}
 				}
 				cpu := benchkit.CPUSeconds() - cpu0
@@ -314,18 +331,14 @@ func BenchmarkTile(b *testing.B) {
 func BenchmarkForwardThreads(b *testing.B) {
 	for _, s := range benchShapes {
 		b.Run(s.String(), func(b *testing.B) {
-			p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}
-			rng := rand.New(rand.NewSource(1))
-			n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
-			q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))
-			o, l, lr := make([]float32, n), make([]float32, nl), make([]float32, nl)
-			kernel := func() { flashForward(p, q, k, v, o, l, lr) }
+			x := newKernelProblem(s)
+			kernel := x.forward
 
 			g := gorgonia.NewGraph()
 			shape := []int{s.B, s.H, s.N, s.D}
-			qn := graph.Input(g, "q", graph.NewTensor(shape, q))
-			kn := graph.Input(g, "k", graph.NewTensor(shape, k))
-			vn := graph.Input(g, "v", graph.NewTensor(shape, v))
+			qn := graph.Input(g, "q", graph.NewTensor(shape, x.q))
+			kn := graph.Input(g, "k", graph.NewTensor(shape, x.k))
+			vn := graph.Input(g, "v", graph.NewTensor(shape, x.v))
 			if _, err := Attention(qn, kn, vn, Options{Causal: s.causal}); err != nil {
 				b.Fatal(err)
 			}
@@ -438,17 +451,11 @@ func BenchmarkKernelPeak(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for _, s := range benchShapes {
 		b.Run(s.String(), func(b *testing.B) {
-			p := &params{B: s.B, H: s.H, Hkv: s.H, Nq: s.N, Nk: s.N, D: s.D, Scale: 1 / math.Sqrt(float64(s.D)), Causal: s.causal}
-			rng := rand.New(rand.NewSource(1))
-			n, nl := s.B*s.H*s.N*s.D, s.B*s.H*s.N
-			q, k, v := convert[float32](randn(rng, n)), convert[float32](randn(rng, n)), convert[float32](randn(rng, n))
-			o, l, lr := make([]float32, n), make([]float32, nl), make([]float32, nl)
-			do := convert[float32](randn(rng, n))
-			dq, dk, dv := make([]float32, n), make([]float32, n), make([]float32, n)
-			fwd := func() { flashForward(p, q, k, v, o, l, lr) }
+			x := newKernelProblem(s)
+			fwd := x.forward
 			fwdBwd := func() {
-				flashForward(p, q, k, v, o, l, lr)
-				flashBackward(p, q, k, v, o, l, lr, do, nil, dq, dk, dv)
+				x.forward()
+				x.backward()
 			}
 			fwdBwd() // warm up: buffers, pools
 			runtime.GC()
