@@ -57,6 +57,7 @@ type mmaBwdCfg struct {
 	Split     bool // Hopper Exact: 3xTF32 on wgmma, on the tf32 planes of fg_attn_bwd_exact_prep
 	Cl        bool // Split dK/dV: clusters of two blocks (adjacent keys) sharing each query tile's copies (multicast)
 	Ws        bool // Split dK/dV: two warpgroups, S^T, dP^T, P^T, dS^T on one, dV and dK on the other
+	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -82,9 +83,14 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// pair's on attnbench's d = 64 rows. The dK/dV kernel in clusters of two sharing each query
 	// tile by multicast (Cl: half the copies from L2) is 11-15% slower than the one-warpgroup
 	// kernel (call C): the kernels are not bound by L2, and the cluster's barrier per tile costs
-	// more than the copies it saves.
-	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true},
+	// more than the copies it saves. Thirteenth session (results/h100-2026-11-24-s13, call A):
+	// the default hands P^T and dS^T over as floats, which the second warpgroup splits (Raw:
+	// half the handover's shared-memory bytes), 7-10% faster than the fragments (Ws alone);
+	// K lo and V lo as register fragments as well (Reg) were within -4% to +1% of Raw alone.
+	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true},
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 32, Hopper: true, Split: true},
+	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true},
+	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, Reg: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Cl: true},
 	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
@@ -201,7 +207,8 @@ var mmaBwdCfgs = []mmaBwdCfg{
 func (c mmaBwdCfg) name() string {
 	if c.Hopper {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
-			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws]
+			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws] +
+			map[bool]string{true: "_raw"}[c.Raw]
 		if c.DQ {
 			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
@@ -267,8 +274,12 @@ func (c mmaBwdCfg) smem() int {
 	switch {
 	case c.Split && c.DQ: // Q lo, dO lo [BM][D]; two stages of K, V hi, lo [BN][D] and K^T hi, lo; 4 mbarriers
 		return 2*c.BM*c.D*4 + 2*6*c.BN*c.D*4 + 32 + 1024
-	case c.Ws: // as Split's, the fragment buffer (128 threads × 64 registers) and its 2 mbarriers
-		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + 128*64*4 + 32 + 1024
+	case c.Ws: // as Split's, the fragment buffer (128 threads × 64 registers; Raw 32 floats) and its 2 mbarriers
+		pb := 128 * 64 * 4
+		if c.Raw {
+			pb /= 2
+		}
+		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + pb + 32 + 1024
 	case c.Split: // K, V hi, lo [BN][D]; two stages of Q, dO hi, lo by rows and by columns and (L2, delta); 2 mbarriers
 		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + 16 + 1024
 	case c.Hopper && c.DQ && c.Pipe:
@@ -413,31 +424,53 @@ var bwdStageMark func(stage int) error
 
 // startMMABwd launches the tensor-core backward: the row preprocess (L2 and delta into the
 // workspace kp.delta, 8 bytes per row), the dK/dV kernel kv and the dQ kernel q (none when kv
-// is Fused). When either
-// reads bfloat16 planes (Pre), the preprocess is bwdPrepKernel's, which also writes
-// the planes into bwdScratchBytes(kp) bytes from scratch, and that kernel reads Q, dO, K and
-// V from there (same strides: pickMMABwd requires contiguous layouts). With planes (those a
-// forward kept, AttentionBuffers.Planes), the preprocess converts dO alone and the kernels,
-// which must share them (sharesPlanes), read Q's plane and the K and V tiles there.
+// is Fused), each taking kp, or the pre-pass's output where it reads one:
+//   - Pre (bfloat16 planes): the preprocess is bwdPrepKernel's, which also writes the planes
+//     into bwdScratchBytes(kp) bytes from scratch, and those kernels read Q, dO, K and V from
+//     there (same strides: pickMMABwd requires contiguous layouts). With planes (those a
+//     forward kept, AttentionBuffers.Planes), the preprocess converts dO alone and the
+//     kernels, which must share them (sharesPlanes), read Q's plane and the K and V tiles there.
+//   - Split (the Exact pair on Hopper, kernels/attention_hopper_exact_bwd.cu; both or neither):
+//     fg_attn_bwd_mma_pre, then fg_attn_bwd_exact_prep_d* writes the tf32 planes into
+//     exactBwdPlaneBytes(kp) bytes from scratch (grid (G, 4): a column of blocks per tensor,
+//     a tile of 32 rows at a time), and both kernels take the problem and the planes
+//     (fg_mma_prep_params).
 func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error), planes *keptPlanes) error {
 	const mod = "attention_mma_bwd" // the pre-passes
 	rows := int(kp.b) * int(kp.h) * int(kp.nq)
-	m := *kp
 	if planes != nil && !readsPlanes(kv, q) {
 		return fmt.Errorf("cuda: attention backward: %s and %s do not read the forward's bfloat16 planes (Planes)", kv.name(), q.name())
 	}
-	if kv.Split || q.Split {
-		return s.startExactBwd(kp, kv, q, scratch)
+	if (kv.Split || q.Split) && (!kv.Split || !q.Split || kv.D != int(kp.d) || q.D != int(kp.d)) {
+		return fmt.Errorf("cuda: attention backward: %s and %s are not a pair of the Exact Hopper kernels for d=%d", kv.name(), q.name(), kp.d)
+	}
+	if (kv.Pre || q.Pre || kv.Split) && scratch == nil {
+		return fmt.Errorf("cuda: attention backward: %s needs a scratch buffer", kv.name())
+	}
+	mark := func(stage int) error {
+		if bwdStageMark != nil {
+			return bwdStageMark(stage)
+		}
+		return nil
+	}
+	// arg is what kernel c takes: kp, or where it reads a pre-pass's output, m or pp.
+	m := *kp
+	var pp *mmaPrepParams
+	arg := func(c mmaBwdCfg) unsafe.Pointer {
+		switch {
+		case c.Split:
+			return unsafe.Pointer(pp)
+		case c.Pre:
+			return unsafe.Pointer(&m)
+		}
+		return unsafe.Pointer(kp)
 	}
 	if kv.Pre || q.Pre {
-		if scratch == nil {
-			return fmt.Errorf("cuda: attention backward: %s needs a scratch buffer", kv.name())
-		}
 		dst, err := scratch(bwdScratchBytes(kp, planes != nil))
 		if err != nil {
 			return err
 		}
-		pp := &mmaPrepParams{src: *kp, dst: dst}
+		pp = &mmaPrepParams{src: *kp, dst: dst}
 		// A warp per query row and per key row (prep4: per two rows where d <= 64), 8 warps a
 		// block, grid-stride; query rows only with kept planes.
 		prep, perWarp := bwdPrepKernel(kp, planes != nil)
@@ -449,11 +482,6 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 			unsafe.Pointer(pp)); err != nil {
 			return err
 		}
-		if bwdStageMark != nil {
-			if err := bwdStageMark(1); err != nil {
-				return err
-			}
-		}
 		qn := devptr(2 * int64(rows) * int64(kp.d))
 		kn := devptr(2 * int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d))
 		m.q, m.do, m.k, m.v = dst, dst+qn, dst+2*qn, dst+2*qn+kn
@@ -461,7 +489,24 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 			m.q, m.do, m.k, m.v = planes.q, dst, planes.k, planes.v
 			m.kvTiles = 1
 		}
-	} else if err := s.start(mod, "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
+	} else {
+		if err := s.start(mod, "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
+			return err
+		}
+		if kv.Split {
+			dst, err := scratch(exactBwdPlaneBytes(kp))
+			if err != nil {
+				return err
+			}
+			pp = &mmaPrepParams{src: *kp, dst: dst}
+			tiles := max(int(kp.b)*int(kp.h)*ceilDiv(int(kp.nq), 32), int(kp.b)*int(kp.hkv)*ceilDiv(int(kp.nk), 32))
+			if err := s.start("attention_hopper_exact_bwd", exactBwdPrep(kp), [3]int{max(1, min(tiles, 4*s.sms)), 4, 1}, 256, 0,
+				unsafe.Pointer(pp)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := mark(1); err != nil {
 		return err
 	}
 	kernels := []mmaBwdCfg{kv, q}
@@ -469,17 +514,11 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		kernels = kernels[:1]
 	}
 	for i, c := range kernels {
-		p := kp
-		if c.Pre {
-			p = &m
-		}
-		if err := s.start(c.module(), c.name(), c.grid(p), c.threads(), c.smem(), unsafe.Pointer(p)); err != nil {
+		if err := s.start(c.module(), c.name(), c.grid(kp), c.threads(), c.smem(), arg(c)); err != nil {
 			return err
 		}
-		if bwdStageMark != nil {
-			if err := bwdStageMark(2 + i); err != nil {
-				return err
-			}
+		if err := mark(2 + i); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -494,52 +533,6 @@ func exactBwdPlaneBytes(kp *attnParams) int64 {
 	q := int64(kp.b) * int64(kp.h) * int64(ceilDiv(int(kp.nq), 32)) * tile
 	k := int64(kp.b) * int64(kp.hkv) * int64(ceilDiv(int(kp.nk), 32)) * tile
 	return 8*q + 6*k
-}
-
-// startExactBwd launches the Split pair kv, q (kernels/attention_hopper_exact_bwd.cu): the row
-// preprocess fg_attn_bwd_mma_pre ((L2, delta) into kp.delta), the pre-pass
-// fg_attn_bwd_exact_prep_d* (the tf32 planes into exactBwdPlaneBytes(kp) bytes of scratch:
-// grid (G, 7), a column of blocks per plane job, 256 threads, each a 16-byte chunk of a part
-// at a time), then the two kernels, which take the problem and the planes
-// (fg_mma_prep_params).
-func (s *state) startExactBwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error)) error {
-	const mod = "attention_hopper_exact_bwd"
-	if !kv.Split || !q.Split || kv.D != int(kp.d) || q.D != int(kp.d) {
-		return fmt.Errorf("cuda: attention backward: %s and %s are not a pair of the Exact Hopper kernels for d=%d", kv.name(), q.name(), kp.d)
-	}
-	if scratch == nil {
-		return fmt.Errorf("cuda: attention backward: %s needs a scratch buffer", kv.name())
-	}
-	dst, err := scratch(exactBwdPlaneBytes(kp))
-	if err != nil {
-		return err
-	}
-	rows := int(kp.b) * int(kp.h) * int(kp.nq)
-	if err := s.start("attention_mma_bwd", "fg_attn_bwd_mma_pre", [3]int{ceilDiv(rows, 4), 1, 1}, 128, 0, unsafe.Pointer(kp)); err != nil {
-		return err
-	}
-	pp := &mmaPrepParams{src: *kp, dst: dst}
-	chunks := max(int(kp.b)*int(kp.h)*ceilDiv(int(kp.nq), 32), int(kp.b)*int(kp.hkv)*ceilDiv(int(kp.nk), 32)) * 8 * int(kp.d)
-	if err := s.start(mod, exactBwdPrep(kp), [3]int{bwdPrepBlocks(ceilDiv(chunks, 32), s.sms), 7, 1}, 256, 0,
-		unsafe.Pointer(pp)); err != nil {
-		return err
-	}
-	if bwdStageMark != nil {
-		if err := bwdStageMark(1); err != nil {
-			return err
-		}
-	}
-	for i, c := range []mmaBwdCfg{kv, q} {
-		if err := s.start(c.module(), c.name(), c.grid(kp), c.threads(), c.smem(), unsafe.Pointer(pp)); err != nil {
-			return err
-		}
-		if bwdStageMark != nil {
-			if err := bwdStageMark(2 + i); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // exactBwdPrep is the name of the tf32-plane pre-pass for kp's head dimension.

@@ -226,7 +226,7 @@ func (c mmaBwdCfg) short() string {
 	switch {
 	case c.Hopper:
 		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
-			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws]
+			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw]
 	case c.Fused && c.Reg:
 		form = "fused reg "
 	case c.Fused:
@@ -555,7 +555,7 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
 		{"exact-d128", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
-		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n64_m32_ws", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n32"},
+		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n64_m32_ws_raw", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n32"},
 		{"exact-d64-hopper-noscratch", PrecisionExact, 64, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 		{"exact-d64-sm80", PrecisionExact, 64, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 	} {
@@ -634,13 +634,13 @@ func TestPickMMABwd(t *testing.T) {
 			c.B3 && !(c.Hopper && !c.DQ) {
 			t.Errorf("%s: Ovl or Fx without Hopper, or Pipe outside the Hopper dQ kernel with Ovl", c.name())
 		}
-		if c.Split && (!c.Hopper || c.Prec != PrecisionExact || c.D != 64 || c.Pre || c.Reg || c.Ovl || c.Fx || c.Pipe || c.B3 ||
+		if c.Split && (!c.Hopper || c.Prec != PrecisionExact || c.D != 64 || c.Pre || c.Reg && !c.Raw || c.Ovl || c.Fx || c.Pipe || c.B3 ||
 			c.threads() != map[bool]int{false: map[bool]int{false: 2, true: 4}[c.Ws] * c.BN, true: 2*c.BM + 128}[c.DQ] || c.BM != map[bool]int{false: 32, true: 128}[c.DQ] ||
 			c.BN != map[bool]int{false: 64, true: 32}[c.DQ]) {
 			t.Errorf("%s: not a Split configuration (Hopper Exact d = 64: dK/dV n64 m32, 128 threads; dQ m128 n32, 384)", c.name())
 		}
-		if (c.Cl || c.Ws) && (!c.Split || c.DQ) || c.Cl && c.Ws {
-			t.Errorf("%s: clusters (Cl) or two warpgroups (Ws) in the Split dK/dV kernel only, not both", c.name())
+		if (c.Cl || c.Ws) && (!c.Split || c.DQ) || c.Cl && c.Ws || c.Raw && !c.Ws {
+			t.Errorf("%s: clusters (Cl) or two warpgroups (Ws) in the Split dK/dV kernel only, not both; Raw with Ws only", c.name())
 		}
 		if c.Split {
 			prep := exactBwdPrep(&attnParams{d: int32(c.D)})
@@ -658,7 +658,7 @@ func TestPickMMABwd(t *testing.T) {
 		if !c.DQ && c.BM%c.SB != 0 {
 			t.Errorf("%s: BM %d is not a multiple of SB %d", c.name(), c.BM, c.SB)
 		}
-		if (c.LDM || c.Pre) && c.Prec != PrecisionBF16 || c.LDM && c.Pre || c.Reg && !c.Pre || c.Fused && (!c.Pre || c.DQ) {
+		if (c.LDM || c.Pre) && c.Prec != PrecisionBF16 || c.LDM && c.Pre || c.Reg && !c.Pre && !c.Split || c.Fused && (!c.Pre || c.DQ) {
 			t.Errorf("%s: form LDM %v, Pre %v, Reg %v, Fused %v for %v", c.name(), c.LDM, c.Pre, c.Reg, c.Fused, c.Prec)
 		}
 		if c.Fused && ((c.BN/16)%(c.BM/16) != 0 || c.D/((c.BN/16)/(c.BM/16))%16 != 0) {
@@ -669,7 +669,7 @@ func TestPickMMABwd(t *testing.T) {
 		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B)\(`, "attention_hopper_exact_bwd": `(?m)^FG_BWD_WGMMA_EXACT\(`} {
 		n := len(regexp.MustCompile(re).FindAll(src[m], -1))
 		if m == "attention_hopper_exact_bwd" {
-			n *= 4 // three dK/dV kernels (one warpgroup, in clusters, two warpgroups) and a dQ kernel per head dimension
+			n *= 6 // five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg and Raw) and a dQ kernel per head dimension
 		}
 		if n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])

@@ -36,7 +36,8 @@
 //   Three forms: one warpgroup doing all of it (fg_attn_bwd_wgmma_exact_dkdv); the same in
 //   clusters of two CTAs (CL); and the default, two warpgroups, the first computing S^T, dP^T
 //   (K hi and V hi as A fragments in registers), P^T and dS^T and handing their fragments to
-//   the second, which adds dV and dK (fg_attn_bwd_wgmma_exact_dkdv_ws).
+//   the second, which adds dV and dK (fg_attn_bwd_wgmma_exact_dkdv_ws; the default hands them over
+//   as floats, RAW, and the second warpgroup splits them).
 //   fg_attn_bwd_wgmma_exact_dq: two consumer warpgroups own 64 query rows each (Q hi and dO hi
 //   as A fragments in registers, Q lo and dO lo [128][D] in shared memory, split from the
 //   float32 inputs) and a producer warpgroup copies key tiles of 32 (K, V hi and lo [32][D],
@@ -81,6 +82,22 @@ template <int D> struct FgTf32Planes {
   __device__ __forceinline__ const char* ktile(uint64_t x, int part, int64_t bh, int t) const {
     return (const char*)x + part * pk + (bh * ntk + t) * TB;
   }
+  // copy_stage starts the bulk copies of a dK/dV stage at st (8 tiles, TB bytes apart): query
+  // tile t of head bh, Q hi, lo, dO hi, lo by rows (copies 0-3), then by columns (4-7), all
+  // counted on the mbarrier bar (thread 0). CL: CTA rank of a cluster of two copies tiles
+  // 4 rank .. 4 rank + 3 into both CTAs (multicast); each CTA's bar counts all 8.
+  template <bool CL> __device__ __forceinline__ void copy_stage(uint32_t st, uint32_t bar, int64_t bh, int t, uint32_t rank) const {
+    fg_mbar_expect(bar, 8 * TB);
+#pragma unroll
+    for (int v = 0; v < (CL ? 4 : 8); ++v) {
+      const int u = CL ? 4 * (int)rank + v : v;
+      const char* src = qtile(u & 2 ? dout : q, (u & 1) + (u & 4 ? 2 : 0), bh, t);
+      if constexpr (CL)
+        fg_bulk_load_mc(st + u * TB, src, TB, bar, 3);
+      else
+        fg_bulk_copy(st + u * TB, src, TB, bar);
+    }
+  }
   // load_kv starts the copies (cp.async, THREADS threads; not committed) of keys n0 .. n0 + BN - 1
   // of key head bh, K hi, K lo, V hi, V lo (by rows), into swizzled tiles of BN rows at s,
   // BN D 4 bytes apart; tiles past the head's are zero-filled without a read.
@@ -97,63 +114,74 @@ template <int D> struct FgTf32Planes {
 
 }  // namespace
 
-// fg_attn_bwd_exact_prep writes FgTf32Planes at pp.dst: grid (G, 7), blockIdx.y the job (Q, dO,
-// K, V by rows; Q, dO, K by columns), grid-stride over its 16-byte chunks of a part, each
-// written hi and lo. Rows at or past Nq (Q, dO) or the batch's key length (K, V) are written
-// as zeros without a read. By rows, a thread takes 4 columns of a row; by columns, 4
-// positions of a column n, four lanes the four chunks of n's 64-byte half-row, which the
-// swizzle keeps together (as the forward's V^T, attention_hopper_exact.cu).
+// fg_attn_bwd_exact_prep writes FgTf32Planes at pp.dst in one pass over its inputs: grid (G, 4),
+// blockIdx.y the tensor (Q, dO, K, V), each block a tile of 32 rows at a time (grid-stride over
+// the tensor's tiles). A thread reads 16-byte chunks of the tile's rows (4 columns of a row),
+// writes their hi and lo by rows at once and keeps the floats in shared memory; then (Q, dO,
+// K) each thread writes 16-byte chunks by columns from there: 4 positions of a column n, four
+// lanes the four chunks of n's 64-byte half-row, which the swizzle keeps together (as the
+// forward's V^T, attention_hopper_exact.cu). Rows at or past Nq (Q, dO) or the batch's key
+// length (K, V) are written as zeros without a read. The tile in shared memory is [32][D + 1]
+// floats: the column reads of a warp (8 columns, rows 0, 1, 8, 9 of a chunk's positions) then
+// fall in distinct banks but for pairs.
 template <int D> __device__ void fg_attn_bwd_exact_prep(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
-  if (p.d != D) __trap();
+  if (p.d != D || blockDim.x != 256) __trap();
   using P = FgTf32Planes<D>;
   const P pl(p, pp.dst);
-  constexpr int CH = D / 4, T = P::T;
+  constexpr int CH = D / 4, T = P::T, LD = D + 1;
+  __shared__ float tile[T * LD];
   const int job = blockIdx.y;
-  const bool isq = job == 0 || job == 1 || job == 4 || job == 5, bycol = job >= 4;
+  const bool isq = job < 2, bycol = job < 3;
   const float* x;
   int64_t sb, sh, sr;
   uint64_t dst;
   switch (job) {
-    case 0: case 4: x = (const float*)p.q, sb = p.q_batch, sh = p.q_head, sr = p.q_row, dst = pl.q; break;
-    case 1: case 5: x = (const float*)p.do_, sb = p.o_batch, sh = p.o_head, sr = p.o_row, dst = pl.dout; break;
-    case 2: case 6: x = (const float*)p.k, sb = p.k_batch, sh = p.k_head, sr = p.k_row, dst = pl.k; break;
+    case 0: x = (const float*)p.q, sb = p.q_batch, sh = p.q_head, sr = p.q_row, dst = pl.q; break;
+    case 1: x = (const float*)p.do_, sb = p.o_batch, sh = p.o_head, sr = p.o_row, dst = pl.dout; break;
+    case 2: x = (const float*)p.k, sb = p.k_batch, sh = p.k_head, sr = p.k_row, dst = pl.k; break;
     default: x = (const float*)p.v, sb = p.v_batch, sh = p.v_head, sr = p.v_row, dst = pl.v; break;
   }
   const int heads = isq ? p.h : p.hkv, nt = isq ? pl.ntq : pl.ntk;
-  const int64_t part = isq ? pl.pq : pl.pk;
-  const int64_t tiles = (int64_t)p.b * heads * nt, chunks = tiles * T * CH;
+  const int64_t part = isq ? pl.pq : pl.pk, tiles = (int64_t)p.b * heads * nt;
   const int32_t* kl = (const int32_t*)p.key_lengths;
-  char* const base = (char*)dst + (bycol ? 2 * part : 0);
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < chunks; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t tile = i / (T * CH);
-    const int w = (int)(i % (T * CH));
-    const int64_t bh = tile / nt;
-    const int j0 = (int)(tile % nt) * T, h = (int)(bh % heads), b = (int)(bh / heads);
+  for (int64_t tl = blockIdx.x; tl < tiles; tl += gridDim.x) {
+    const int64_t bh = tl / nt;
+    const int j0 = (int)(tl % nt) * T, h = (int)(bh % heads), b = (int)(bh / heads);
     const int lim = isq ? p.nq : (kl ? min(p.nk, kl[b]) : p.nk);
     const float* xh = x + b * sb + h * sh;
-    float4 v = make_float4(0, 0, 0, 0);
-    uint32_t at;
-    if (!bycol) {  // row r, columns 4 c .. 4 c + 3
+    char* const t = (char*)dst + tl * P::TB;
+    for (int w = threadIdx.x; w < T * CH; w += 256) {  // by rows: row r, columns 4 c .. 4 c + 3
       const int r = w / CH, c = w % CH;
+      float4 v = make_float4(0, 0, 0, 0);
       if (j0 + r < lim) v = *(const float4*)(xh + (int64_t)(j0 + r) * sr + 4 * c);
-      at = fg_sw128<T>(r, c);
-    } else {  // column n, positions 4 c .. 4 c + 3
+      uint4 hi, lo;
+      fg_split4(v, hi, lo);
+      const uint32_t at = fg_sw128<T>(r, c);
+      *(uint4*)(t + at) = hi;
+      *(uint4*)(t + part + at) = lo;
+      if (bycol) {
+        float* row = tile + r * LD + 4 * c;
+        row[0] = v.x, row[1] = v.y, row[2] = v.z, row[3] = v.w;
+      }
+    }
+    if (!bycol) continue;
+    __syncthreads();
+    for (int w = threadIdx.x; w < T * CH; w += 256) {  // by columns: column n, positions 4 c .. 4 c + 3
       const int n = (w / 4) % D, c = 4 * (w / (4 * D)) + w % 4;
       float e[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
-        const int pos = 4 * c + u, r = j0 + (pos & ~7) + fg_exact_key(pos & 7);
-        e[u] = r < lim ? xh[(int64_t)r * sr + n] : 0.f;
+        const int pos = 4 * c + u;
+        e[u] = tile[((pos & ~7) + fg_exact_key(pos & 7)) * LD + n];
       }
-      v = make_float4(e[0], e[1], e[2], e[3]);
-      at = fg_sw128<D>(n, c);
+      uint4 hi, lo;
+      fg_split4(make_float4(e[0], e[1], e[2], e[3]), hi, lo);
+      const uint32_t at = fg_sw128<D>(n, c);
+      *(uint4*)(t + 2 * part + at) = hi;
+      *(uint4*)(t + 3 * part + at) = lo;
     }
-    uint4 hi, lo;
-    fg_split4(v, hi, lo);
-    char* t = base + tile * P::TB;
-    *(uint4*)(t + at) = hi;
-    *(uint4*)(t + part + at) = lo;
+    __syncthreads();  // the tile's reads done before the next tile's writes
   }
 }
 
@@ -256,18 +284,7 @@ template <int D, bool CL> __device__ void fg_attn_bwd_wgmma_exact_dkdv(const fg_
       const int sg = it & 1, hq = walk.hq(it), m0 = walk.m0(it);
       const int64_t bh = (int64_t)b * p.h + hq;
       const uint32_t st = sS + sg * STAGE, bar = bars + 8 * sg;
-      if (threadIdx.x == 0) {
-        fg_mbar_expect(bar, 8 * TB);
-#pragma unroll
-        for (int v = 0; v < (CL ? 4 : 8); ++v) {  // Q hi, lo, dO hi, lo (by rows), Q hi, lo, dO hi, lo (by columns)
-          const int u = 4 * (int)rank + v;
-          const char* src = pl.qtile(u & 2 ? pl.dout : pl.q, (u & 1) + (u & 4 ? 2 : 0), bh, m0 / BM);
-          if constexpr (CL)
-            fg_bulk_load_mc(st + u * TB, src, TB, bar, 3);
-          else
-            fg_bulk_copy(st + u * TB, src, TB, bar);
-        }
-      }
+      if (threadIdx.x == 0) pl.template copy_stage<CL>(st, bar, bh, m0 / BM, rank);
       fg_bwd_copy_ld<BM, 128>((float*)(sLD + sg * BM), (const float*)p.delta + 2 * (bh * p.nq + m0), p.nq - m0);
     }
     fg_cp_async_commit();
@@ -332,10 +349,19 @@ template <int D, bool CL> __device__ void fg_attn_bwd_wgmma_exact_dkdv(const fg_
 // tile it + 2 into the stage of tile it once warpgroup 1 is done with it (warpgroup 0 was done
 // before it handed tile it over). Shared memory: K, V hi, lo [64][D], two stages of the query
 // tile (8 tiles), PB (32 KiB), (L2, delta) of two tiles, 4 mbarriers (full [2], PB full, empty).
-template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_prep_params& pp) {
+//
+// Shared memory's bandwidth, not the tensor cores, bounds this kernel: per query tile the
+// products read about 128 KiB (S^T's and dP^T's A lo and B, dV's and dK's B), the bulk copies
+// write 64 KiB and the handover moves 64 KiB, about 2,000 cycles at 128 bytes a cycle against
+// about 1,500 of tf32 tensor work. Two forms cut it: REG, K lo and V lo as register A
+// fragments too (warpgroup 0 then reads only B from shared memory: 32 KiB a tile less), and
+// RAW, P^T and dS^T handed over as floats (PB 16 KiB, each thread's 32 floats), which
+// warpgroup 1 splits (fg_exact_frags) itself: the same bits, half the handover's bytes, and
+// warpgroup 0 free of the split and of 64 registers (which REG needs).
+template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_prep_params& pp) {
   using P = FgTf32Planes<D>;
   constexpr int BN = 64, BM = P::T, NB = BM / 8, OB = D / 8;
-  constexpr uint32_t TB = P::TB, KH = BN * D * 4, STAGE = 8 * TB, PB = 16 * 128 * 16;
+  constexpr uint32_t TB = P::TB, KH = BN * D * 4, STAGE = 8 * TB, PB = (RAW ? 8 : 16) * 128 * 16;
   constexpr unsigned SMEM = 4 * KH + 2 * STAGE + PB + 2 * BM * 8 + 32 + 1024;
   static_assert(D == 64, "d = 64 only: shared memory");
   const fg_attn_params& p = pp.src;
@@ -355,12 +381,7 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_pr
   const int klen = walk.klen, total = walk.total;
   const int kr = 16 * warp + g;  // this lane's keys n0 + kr, + 8
   const auto copy_tile = [&](int it) {  // one thread: the 8 tiles of step it into its stage
-    const int64_t bh = (int64_t)b * p.h + walk.hq(it);
-    const uint32_t st = sS + (it & 1) * STAGE, bar = bars + 8 * (it & 1);
-    fg_mbar_expect(bar, 8 * TB);
-#pragma unroll
-    for (int u = 0; u < 8; ++u)
-      fg_bulk_copy(st + u * TB, pl.qtile(u & 2 ? pl.dout : pl.q, (u & 1) + (u & 4 ? 2 : 0), bh, walk.m0(it) / BM), TB, bar);
+    pl.template copy_stage<false>(sS + (it & 1) * STAGE, bars + 8 * (it & 1), (int64_t)b * p.h + walk.hq(it), walk.m0(it) / BM, 0);
   };
   const auto copy_ld = [&](int it) {  // warpgroup 0: (L2, delta) of step it's rows
     if (it < total) {
@@ -392,9 +413,13 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_pr
     // K hi and V hi as A fragments (the byte layout of fg_wgmma_load_a's bfloat16 fragments: a
     // k step of 8 tf32 columns is 32 bytes as one of 16 bfloat16 columns), so that S^T and dP^T
     // read only their lo parts and B from shared memory.
-    uint32_t kh[D / 8][4], vh[D / 8][4];
+    uint32_t kh[D / 8][4], vh[D / 8][4], kl[REG ? D / 8 : 1][4], vl[REG ? D / 8 : 1][4];
     fg_wgmma_load_a<BN, D / 8>(kh, sK, 16 * warp, lane);
     fg_wgmma_load_a<BN, D / 8>(vh, sV, 16 * warp, lane);
+    if constexpr (REG) {  // and the lo parts (REG)
+      fg_wgmma_load_a<BN, D / 8>(kl, sK + KH, 16 * warp, lane);
+      fg_wgmma_load_a<BN, D / 8>(vl, sV + KH, 16 * warp, lane);
+    }
     copy_ld(0);
     for (int it = 0; it < total; ++it) {
       const int sg = it & 1, m0 = walk.m0(it);
@@ -406,17 +431,30 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_pr
       float s[NB][4], dp[NB][4], tmp[2][NB][4];
       fg_exact_chains<false, 8>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
         const uint32_t bq = st + (c < 4 ? 0 : 2) * TB;
-        fg_wgmma_tf32_x<BM, 2, true, false, BN, BM, true>(d, (c < 4 ? kh : vh) + 2 * (c % 4), nullptr, (c < 4 ? sK : sV) + KH,
+        if constexpr (REG)
+          fg_wgmma_tf32_x<BM, 2, true, true, 0, BM, true>(d, (c < 4 ? kh : vh) + 2 * (c % 4), (c < 4 ? kl : vl) + 2 * (c % 4), 0,
                                                           bq, bq + TB, 2 * (c % 4));
+        else
+          fg_wgmma_tf32_x<BM, 2, true, false, BN, BM, true>(d, (c < 4 ? kh : vh) + 2 * (c % 4), nullptr, (c < 4 ? sK : sV) + KH,
+                                                            bq, bq + TB, 2 * (c % 4));
       });
       const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
       fg_bwd_pds_t<false>(s, dp, sLD + sg * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
-      uint32_t f[4][NB][4];  // P^T hi, lo, dS^T hi, lo
-      fg_exact_frags(s, f[0], f[1]);
-      fg_exact_frags(dp, f[2], f[3]);
-      if (it > 0) fg_mbar_wait(pempty, (it - 1) & 1);  // warpgroup 1 has read step it - 1's
+      if constexpr (RAW) {  // P^T, dS^T as they are
+        if (it > 0) fg_mbar_wait(pempty, (it - 1) & 1);  // warpgroup 1 has read step it - 1's
 #pragma unroll
-      for (int k = 0; k < 16; ++k) pb[128 * k] = make_uint4(f[k / 4][k % 4][0], f[k / 4][k % 4][1], f[k / 4][k % 4][2], f[k / 4][k % 4][3]);
+        for (int k = 0; k < 8; ++k) {
+          const float(&x)[4] = k < 4 ? s[k] : dp[k - 4];
+          pb[128 * k] = make_uint4(__float_as_uint(x[0]), __float_as_uint(x[1]), __float_as_uint(x[2]), __float_as_uint(x[3]));
+        }
+      } else {
+        uint32_t f[4][NB][4];  // P^T hi, lo, dS^T hi, lo
+        fg_exact_frags(s, f[0], f[1]);
+        fg_exact_frags(dp, f[2], f[3]);
+        if (it > 0) fg_mbar_wait(pempty, (it - 1) & 1);  // warpgroup 1 has read step it - 1's
+#pragma unroll
+        for (int k = 0; k < 16; ++k) pb[128 * k] = make_uint4(f[k / 4][k % 4][0], f[k / 4][k % 4][1], f[k / 4][k % 4][2], f[k / 4][k % 4][3]);
+      }
       fg_mbar_arrive(pfull);
     }
     return;
@@ -429,13 +467,26 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_pr
     const int sg = it & 1;
     const uint32_t st = sS + sg * STAGE;
     fg_mbar_wait(pfull, it & 1);  // step it's fragments are in the buffer
-    uint32_t f[4][NB][4];
+    uint32_t f[4][NB][4];  // P^T hi, lo, dS^T hi, lo
+    if constexpr (RAW) {
+      float x[2][NB][4];
 #pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      const uint4 x = pb[128 * k];
-      f[k / 4][k % 4][0] = x.x, f[k / 4][k % 4][1] = x.y, f[k / 4][k % 4][2] = x.z, f[k / 4][k % 4][3] = x.w;
+      for (int k = 0; k < 8; ++k) {
+        const uint4 y = pb[128 * k];
+        x[k / 4][k % 4][0] = __uint_as_float(y.x), x[k / 4][k % 4][1] = __uint_as_float(y.y);
+        x[k / 4][k % 4][2] = __uint_as_float(y.z), x[k / 4][k % 4][3] = __uint_as_float(y.w);
+      }
+      fg_mbar_arrive(pempty);
+      fg_exact_frags(x[0], f[0], f[1]);
+      fg_exact_frags(x[1], f[2], f[3]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 16; ++k) {
+        const uint4 x = pb[128 * k];
+        f[k / 4][k % 4][0] = x.x, f[k / 4][k % 4][1] = x.y, f[k / 4][k % 4][2] = x.z, f[k / 4][k % 4][3] = x.w;
+      }
+      fg_mbar_arrive(pempty);
     }
-    fg_mbar_arrive(pempty);
     fg_mbar_wait(bars + 8 * sg, (it >> 1) & 1);  // (completed: warpgroup 0 waited) the stage's copies seen here
     float ot[2][OB][4];
     fg_exact_chains<true, 4>(dv, dk, ot, [&](float (&d)[OB][4], int c) {
@@ -556,7 +607,15 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
   }                                                                                                    \
   extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws(     \
       const fg_mma_prep_params pp) {                                                                   \
-    fg_attn_bwd_wgmma_exact_dkdv_ws<D>(pp);                                                            \
+    fg_attn_bwd_wgmma_exact_dkdv_ws<D, false, false>(pp);                                              \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws_raw( \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dkdv_ws<D, false, true>(pp);                                               \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_reg_ws_raw( \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dkdv_ws<D, true, true>(pp);                                                \
   }                                                                                                    \
   extern "C" __global__ void __launch_bounds__(384, 1) fg_attn_bwd_wgmma_dq_exact_d##D##_m128_n32(         \
       const fg_mma_prep_params pp) {                                                                   \
