@@ -39,9 +39,10 @@ import (
 //	  (fg_attn_bwd_exact_prep, after fg_attn_bwd_mma_pre) writes: Q, dO, K, V by rows and
 //	  Q, dO, K by columns (exactBwdPlaneBytes), moved by bulk copies: dK/dV one warpgroup of
 //	  BN = 64 keys, query tiles of BM = 32 (Ws: a second warpgroup takes dV and dK, the
-//	  first S^T, dP^T and the exponentials; Cl: clusters of two blocks sharing each query
-//	  tile's copies); dQ two warpgroups of 64 rows (BM = 128) and a producer warpgroup, key
-//	  tiles of BN = 32.
+//	  first S^T, dP^T and the exponentials; Raw: P^T and dS^T handed over as floats, split
+//	  into tf32 hi and lo by the second; Reg with Raw: K lo and V lo as register fragments
+//	  too; Cl: clusters of two blocks sharing each query tile's copies); dQ two warpgroups of
+//	  64 rows (BM = 128) and a producer warpgroup, key tiles of BN = 32.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
