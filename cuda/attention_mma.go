@@ -91,7 +91,8 @@ func ParsePrecision(s string) (Precision, error) {
 //	26: variant 25 without the pre-pass kernel, as variant 20: the producer warpgroup's other
 //	   warps write K and V^T's hi and lo tiles (the pre-pass's chunks, FgExactTile) into the
 //	   scratch planes under the products, a flag per tile (zeroed before the launch) telling
-//	   the copies when a tile is there; setmaxnreg 40 and 232 instead of 24 and 240
+//	   the copies when a tile is there; setmaxnreg 40 and 232 (Exact) or 56 and 224 (TF32)
+//	   instead of 24 and 240
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision

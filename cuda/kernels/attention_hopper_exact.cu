@@ -382,15 +382,19 @@ __device__ void fg_attn_fwd_wgmma_exact_persist(const fg_mma_prep_params& pp) {
     fg_attn_fwd_wgmma_exact<D, BN, SPLIT>(p);                                                   \
   }
 // Variant 25 (persistent) reads the same pre-pass's planes; variant 26 (FUSED) writes them
-// itself: its converters take registers from the consumers (setmaxnreg 40 and 232 instead of
-// 24 and 240; U = 4 chunks of 16 bytes a converter thread in flight).
-#define FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, CONV, PREG, CREG)                    \
+// itself, its converters taking registers from the consumers: Exact setmaxnreg 40 and 232
+// instead of 24 and 240, U = 4 chunks of 16 bytes in flight a converter thread (the Exact
+// consumers are at the edge of 240 registers; an Exact item's products take about 3 times a
+// TF32 item's, so its converters need a third of the bytes per second); TF32 56 and 224, U = 8
+// (its consumers fit 168 registers: variant 24).
+#define FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, CONV, PREG, CREG, U)                 \
   extern "C" __global__ void __launch_bounds__(384, 1)                                          \
       fg_attn_fwd_wgmma_v##V##_##PN##_d##D##_m128_n##BN(const fg_mma_prep_params pp) {          \
-    fg_attn_fwd_wgmma_exact_persist<D, BN, SPLIT, CONV, PREG, CREG, 4>(pp);                     \
+    fg_attn_fwd_wgmma_exact_persist<D, BN, SPLIT, CONV, PREG, CREG, U>(pp);                     \
   }
-#define FG_FWD_WGMMA_EXACT_PERSIST(V, PN, SPLIT, D, BN) FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, false, 24, 240)
-#define FG_FWD_WGMMA_EXACT_FUSED(V, PN, SPLIT, D, BN) FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, true, 40, 232)
+#define FG_FWD_WGMMA_EXACT_PERSIST(V, PN, SPLIT, D, BN) FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, false, 24, 240, 1)
+#define FG_FWD_WGMMA_EXACT_FUSED(V, PN, SPLIT, D, BN, PREG, CREG, U) \
+  FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, true, PREG, CREG, U)
 FG_FWD_WGMMA_EXACT(24, exact, true, 64, 64)
 FG_FWD_WGMMA_EXACT(24, exact, true, 128, 32)
 FG_FWD_WGMMA_EXACT(24, tf32, false, 64, 128)
@@ -399,7 +403,7 @@ FG_FWD_WGMMA_EXACT_PERSIST(25, exact, true, 64, 64)
 FG_FWD_WGMMA_EXACT_PERSIST(25, exact, true, 128, 32)
 FG_FWD_WGMMA_EXACT_PERSIST(25, tf32, false, 64, 128)
 FG_FWD_WGMMA_EXACT_PERSIST(25, tf32, false, 128, 64)
-FG_FWD_WGMMA_EXACT_FUSED(26, exact, true, 64, 64)
-FG_FWD_WGMMA_EXACT_FUSED(26, exact, true, 128, 32)
-FG_FWD_WGMMA_EXACT_FUSED(26, tf32, false, 64, 128)
-FG_FWD_WGMMA_EXACT_FUSED(26, tf32, false, 128, 64)
+FG_FWD_WGMMA_EXACT_FUSED(26, exact, true, 64, 64, 40, 232, 4)
+FG_FWD_WGMMA_EXACT_FUSED(26, exact, true, 128, 32, 40, 232, 4)
+FG_FWD_WGMMA_EXACT_FUSED(26, tf32, false, 64, 128, 56, 224, 8)
+FG_FWD_WGMMA_EXACT_FUSED(26, tf32, false, 128, 64, 56, 224, 8)
