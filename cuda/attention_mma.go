@@ -88,6 +88,11 @@ func ParsePrecision(s string) (Precision, error) {
 //	25: variant 24 in a persistent grid (the schedule of variants 19 to 22): the producer
 //	   keeps the ring running from one query tile's keys to the next's and prefetches the next
 //	   tile's Q rows into L2
+//	26: variant 25 without the pre-pass kernel, as variant 20: the producer warpgroup's other
+//	   warps write K and V^T's hi and lo tiles (the pre-pass's chunks, FgExactTile) into the
+//	   scratch planes under the products, a flag per tile (zeroed before the launch) telling
+//	   the copies when a tile is there; setmaxnreg 40 and 232 (Exact) or 56 and 224 (TF32)
+//	   instead of 24 and 240
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -177,6 +182,9 @@ var mmaCfgs = []mmaCfg{
 	{25, PrecisionExact, 64, 128, 64, 0}, {25, PrecisionExact, 128, 128, 32, 0},
 	{25, PrecisionTF32, 64, 128, 128, 0}, {25, PrecisionTF32, 128, 128, 64, 0},
 	{24, PrecisionExact, 64, 128, 64, 0}, {24, PrecisionTF32, 64, 128, 128, 0},
+	// Variant 26 (variant 25 with its pre-pass fused), not timed against 25 yet.
+	{26, PrecisionExact, 64, 128, 64, 0}, {26, PrecisionExact, 128, 128, 32, 0},
+	{26, PrecisionTF32, 64, 128, 128, 0}, {26, PrecisionTF32, 128, 128, 64, 0},
 	{22, PrecisionBF16, 64, 128, hopperBN, 0}, {22, PrecisionBF16, 128, 128, hopperBN, 0},
 	{20, PrecisionBF16, 64, 128, hopperBN, 0}, {20, PrecisionBF16, 128, 128, hopperBN, 0},
 	{15, PrecisionBF16, 64, 128, hopperBN, 0}, {17, PrecisionBF16, 128, 128, hopperBN, 0},
@@ -216,26 +224,35 @@ func (c mmaCfg) pre() bool { return c.Variant >= 7 }
 // attention_hopper_bulk.cu), whose PTX (sm_90a) only a GPU of compute capability 9.0 runs.
 func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 
-// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17 to 22, 24),
+// bulk reports whether c is a wgmma kernel fed by bulk copies (variants 14, 15, 17 to 22, 24
+// to 26),
 // whose K and V planes are in its pre-pass's layout (whole tiles of c.BN keys in the
 // shared-memory layout: fg_attn_hopper_prep's, BN = hopperBN, or fg_attn_hopper_prep_exact's).
 func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg() }
 
-// pwg reports whether c's producer is a whole warpgroup (variants 17 to 22 and 24), not a
-// warp.
+// pwg reports whether c's producer is a whole warpgroup (variants 17 to 22 and 24 to 26), not
+// a warp.
 func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exact() }
 
-// exact reports whether c is a TF32 wgmma kernel of Exact or TF32 (variants 24 and 25), whose
-// pre-pass writes K and V^T rounded to tf32 (Exact: split into hi and lo) in tiles of c.BN keys.
-func (c mmaCfg) exact() bool { return c.Variant == 24 || c.Variant == 25 }
+// exact reports whether c is a TF32 wgmma kernel of Exact or TF32 (variants 24 to 26), whose
+// pre-pass (26: its converters) writes K and V^T rounded to tf32 (Exact: split into hi and lo)
+// in tiles of c.BN keys.
+func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 
-// persistent reports whether c runs in a persistent grid (variants 19 to 22 and 25:
+// persistent reports whether c runs in a persistent grid (variants 19 to 22, 25 and 26:
 // persistGrid blocks, each looping over query tiles).
-func (c mmaCfg) persistent() bool { return c.Variant >= 19 && c.Variant <= 22 || c.Variant == 25 }
+func (c mmaCfg) persistent() bool {
+	return c.Variant >= 19 && c.Variant <= 22 || c.Variant == 25 || c.Variant == 26
+}
 
-// fused reports whether c converts K and V itself (variants 20 to 22): no pre-pass kernel
-// runs, and its scratch holds a flag per tile after the planes.
-func (c mmaCfg) fused() bool { return c.Variant >= 20 && c.Variant <= 22 }
+// fused reports whether c converts K and V itself (variants 20 to 22 and 26): no pre-pass
+// kernel runs, and its scratch holds a flag per tile after the planes.
+func (c mmaCfg) fused() bool { return c.Variant >= 20 && c.Variant <= 22 || c.Variant == 26 }
+
+// keeps reports whether c's planes can be kept for the backward (AttentionBuffers.Planes,
+// keptLayout): the fused bfloat16 kernels (variants 20 to 22), whose tiles are the BF16
+// backward's operands; variant 26's tf32 tiles are not.
+func (c mmaCfg) keeps() bool { return c.fused() && c.Prec == PrecisionBF16 }
 
 // hopperBN is the key tile of fg_attn_hopper_prep's layout (FG_HOPPER_BN).
 const hopperBN = 128
@@ -375,10 +392,15 @@ func (c mmaCfg) planeKeys(kp *attnParams) int {
 	return int(kp.nk)
 }
 
-// flagBytes is the size of the fused kernel's tile flags (B Hkv ceil(Nk / hopperBN) uint32,
-// rounded up to 16 bytes).
+// flagBytes is the size of the fused kernel's tile flags, a uint32 per tile of a plane (B Hkv
+// ceil(Nk / BN), with BN = hopperBN but for the Exact and TF32 kernels' c.BN), rounded up to
+// 16 bytes.
 func (c mmaCfg) flagBytes(kp *attnParams) int64 {
-	return int64(ceilDiv(4*int(kp.b)*int(kp.hkv)*ceilDiv(int(kp.nk), hopperBN), 16) * 16)
+	bn := hopperBN
+	if c.exact() {
+		bn = c.BN
+	}
+	return int64(ceilDiv(4*int(kp.b)*int(kp.hkv)*ceilDiv(int(kp.nk), bn), 16) * 16)
 }
 
 // persistGrid is the number of blocks of a persistent kernel (c.persistent()) on a device of
@@ -458,7 +480,7 @@ type mmaPrepParams struct {
 // c must keep its planes, and it also writes Q's plane after its workspace.
 func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (devptr, error), keep bool) error {
 	grid := [3]int{ceilDiv(int(kp.nq), c.BM), int(kp.h), int(kp.b)}
-	if keep && !c.fused() {
+	if keep && !c.keeps() {
 		return fmt.Errorf("cuda: attention forward: %s does not keep bfloat16 planes for the backward (Planes)", c.name())
 	}
 	if !c.pre() {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand"
@@ -168,13 +169,11 @@ func TestAttentionMMADevice(t *testing.T) {
 			prec    Precision
 			variant int
 		}{{PrecisionFMA, 2}}
-		for _, mc := range mmaCfgs {
-			if mc.D == c.D && (!mc.hopper() || deviceSM() == 90) {
-				kernels = append(kernels, struct {
-					prec    Precision
-					variant int
-				}{mc.Prec, mc.Variant})
-			}
+		for _, mc := range mmaDeviceCfgs(c.D) {
+			kernels = append(kernels, struct {
+				prec    Precision
+				variant int
+			}{mc.Prec, mc.Variant})
 		}
 		for _, kern := range kernels {
 			prec := kern.prec
@@ -212,6 +211,24 @@ func TestAttentionMMADevice(t *testing.T) {
 				what, eo, refO, ratio(eo, refO), el, refL, ratio(el, refL))
 		}
 	})
+}
+
+var mmaOnly = flag.String("mma.only", "", "the forward's device tests (TestAttentionMMADevice, TestAttentionMMAMaskedKeysInert, TestAttentionMMADeterminism) run only the tensor-core kernels whose names (mmaCfg.name) match this regular expression (empty: all)")
+
+// mmaDeviceCfgs returns the kernels of mmaCfgs for head dimension d that the device runs (the
+// wgmma kernels on compute capability 9.0 only) and whose names match -mma.only.
+func mmaDeviceCfgs(d int) []mmaCfg {
+	var re *regexp.Regexp
+	if *mmaOnly != "" {
+		re = regexp.MustCompile(*mmaOnly)
+	}
+	var out []mmaCfg
+	for _, c := range mmaCfgs {
+		if c.D == d && (!c.hopper() || deviceSM() == 90) && (re == nil || re.MatchString(c.name())) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // forMMAGrid runs body as the subtest "<name>/d<D>" of every case of mmaGrid at D = 64 and 128
@@ -253,10 +270,7 @@ func TestAttentionMMAMaskedKeysInert(t *testing.T) {
 				qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
 				q, k, v := randn(rng, qn, 1), randn(rng, kn, 1), randn(rng, kn, 1)
 				kb, vb, _ := poisonPaddedKeys(c, k, v, bad.v)
-				for _, mc := range mmaCfgs {
-					if mc.D != c.D || mc.hopper() && deviceSM() != 90 {
-						continue
-					}
+				for _, mc := range mmaDeviceCfgs(c.D) {
 					prec := mc.name()
 					var outs [2][3][]float64
 					for i, kv := range [2][2][]float64{{k, v}, {kb, vb}} {
@@ -297,10 +311,7 @@ func TestAttentionMMADeterminism(t *testing.T) {
 				KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D))}
 			qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
 			p.Q, p.K, p.V = toType(randn(rng, qn, 1), false), toType(randn(rng, kn, 1), false), toType(randn(rng, kn, 1), false)
-			for _, mc := range mmaCfgs {
-				if mc.D != c.D || mc.hopper() && deviceSM() != 90 {
-					continue
-				}
+			for _, mc := range mmaDeviceCfgs(c.D) {
 				p.Precision = mc.Prec
 				var first string
 				for run := 0; run < 50; run++ {
@@ -384,6 +395,12 @@ func TestPickMMA(t *testing.T) {
 		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_exact_d128_m128_n32"},
 		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_exact_d64_m128_n64"},
 		{"exact-d64-sm90-v24", PrecisionExact, 64, f32, 24, true, 90, "fg_attn_fwd_wgmma_v24_exact_d64_m128_n64"},
+		{"exact-d64-sm90-v26", PrecisionExact, 64, f32, 26, true, 90, "fg_attn_fwd_wgmma_v26_exact_d64_m128_n64"},
+		{"exact-d128-sm90-v26", PrecisionExact, 128, f32, 26, true, 90, "fg_attn_fwd_wgmma_v26_exact_d128_m128_n32"},
+		{"tf32-d64-sm90-v26", PrecisionTF32, 64, f32, 26, true, 90, "fg_attn_fwd_wgmma_v26_tf32_d64_m128_n128"},
+		{"tf32-d128-sm90-v26", PrecisionTF32, 128, f32, 26, true, 90, "fg_attn_fwd_wgmma_v26_tf32_d128_m128_n64"},
+		{"exact-d64-sm90-v26-noscratch", PrecisionExact, 64, f32, 26, false, 90, ""},
+		{"exact-d64-sm80-v26", PrecisionExact, 64, f32, 26, true, 80, ""},
 		{"exact-d64-sm90-v11", PrecisionExact, 64, f32, 11, true, 90, "fg_attn_fwd_mma_split_exact_d64_m64_n64"},
 		{"exact-d64-sm90-noscratch", PrecisionExact, 64, f32, 0, false, 90, "fg_attn_fwd_mma_exact_d64_m64_n64"},
 		{"exact-d64-sm80-v24", PrecisionExact, 64, f32, 24, true, 80, ""},
@@ -522,7 +539,7 @@ func TestPickMMA(t *testing.T) {
 	}
 	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA\(`,
 		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST(_Q)?\(`,
-		"attention_hopper_exact": `(?m)^FG_FWD_WGMMA_EXACT(_PERSIST)?\(`} {
+		"attention_hopper_exact": `(?m)^FG_FWD_WGMMA_EXACT(_PERSIST|_FUSED)?\(`} {
 		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaCfgs lists %d", m, n, count[m])
 		}
@@ -573,8 +590,9 @@ func TestRoundings(t *testing.T) {
 
 // TestForwardScratch checks the size of the pre-pass's scratch buffer (no GPU): K and V of
 // [B, Hkv, Nk, D] in bfloat16 (BF16; the bulk-copy Hopper kernels Nk rounded up to whole
-// tiles of 128 keys, and variant 20's flags after them), rounded float32 (TF32), or hi and lo
-// float32 planes (Exact; variant 24, Exact and TF32, in whole tiles of BN keys); AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
+// tiles of 128 keys, and the fused kernels' flags after them), rounded float32 (TF32), or hi and
+// lo float32 planes (Exact; variants 24 to 26, Exact and TF32, in whole tiles of BN keys);
+// AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
 // has no pre-pass.
 func TestForwardScratch(t *testing.T) {
 	const n, nTiles = 3 * 2 * 100 * 64, 3 * 2 * 128 * 64 // B Hkv Nk D, with Nk in whole tiles
@@ -587,8 +605,8 @@ func TestForwardScratch(t *testing.T) {
 		kp.precision = int32(c.prec)
 		size := func(cfg mmaCfg) int64 {
 			switch {
-			case cfg.fused(): // and a uint32 flag per tile of a plane (B Hkv = 6, one tile), to 16 bytes
-				return c.bulk + 32
+			case cfg.fused(): // and a uint32 flag per tile of a plane, to 16 bytes: B Hkv = 6 by 1, 2 or 4 tiles of 128, 64 or 32 keys
+				return c.bulk + map[int]int64{128: 32, 64: 48, 32: 96}[cfg.BN]
 			case cfg.bulk():
 				return c.bulk
 			}
@@ -789,8 +807,9 @@ func BenchmarkAttentionMMA(b *testing.B) {
 }
 
 // attnBenchBuffers allocates p's Q, K, V (filled from N(0, 1)), O, L and a Scratch of four
-// times Q's elements (Exact's hi and lo planes of K and V, the largest pre-pass output) for
-// the benchmarks (H = Hkv, Nq = Nk), returning them for Free.
+// times Q's elements (Exact's hi and lo planes of K and V, the largest pre-pass output) and
+// one more per query row (the fused kernels' tile flags, one per tile of at least 32 keys)
+// for the benchmarks (H = Hkv, Nq = Nk, Nk a multiple of the tiles), returning them for Free.
 func attnBenchBuffers(b *testing.B, p *AttentionBuffers) []*Buffer {
 	qn := p.B * p.H * p.Nq * p.D
 	var bufs []*Buffer
@@ -800,7 +819,7 @@ func attnBenchBuffers(b *testing.B, p *AttentionBuffers) []*Buffer {
 		case 4:
 			size = p.B * p.H * p.Nq
 		case 5:
-			size = 4 * qn
+			size = 4*qn + p.B*p.H*p.Nq
 		}
 		x, err := Alloc(Float32, size)
 		if err != nil {

@@ -36,55 +36,78 @@
 // floats: blocks of 32 columns), its 8 mbarriers.
 #include "wgmma.cuh"
 
-// fg_attn_hopper_prep_exact: the pre-pass of variant 24 (Go: startMMA). dst holds two planes,
-// K then V^T, each [B][Hkv][NT][hi, lo][BN x D] float32 (SPLIT, Exact; TF32: the hi part
-// only, x rounded to tf32) with NT = ceil(Nk / BN): K's tiles as
-// [BN][D], V's transposed as [D][BN] with the keys of every group of 8 in fg_exact_key's order,
-// each in fg_sw128's layout; keys at or past Nk or the batch's key length are written as zeros
-// without a read (a tile copy moves whole tiles; zeros keep 0 x V finite). One thread per
-// 16-byte chunk: of K, 4 columns of a key (a warp writes whole 128-byte rows); of V^T, 4 keys
-// of a column, four lanes the four chunks 4 c4 .. 4 c4 + 3 of a column, which the swizzle keeps
-// in one aligned 64-byte piece, and eight such groups the consecutive columns a warp reads from
-// a key's row of V.
-template <int D, int BN, bool SPLIT> __device__ void fg_attn_hopper_prep_exact(const fg_mma_prep_params& pp) {
-  const fg_attn_params& p = pp.src;
-  if (p.d != D) __trap();
-  constexpr int CH = D / 4;
-  const int NT = (p.nk + BN - 1) / BN;
-  const int64_t tiles = (int64_t)p.b * p.hkv * NT, chunks = tiles * BN * CH;  // chunks of a part
-  constexpr int64_t TB = (SPLIT ? 2 : 1) * (int64_t)BN * D * 4;                // bytes of a tile (hi, lo)
-  char* const kplane = (char*)pp.dst;
-  char* const vplane = kplane + tiles * TB;
-  const int32_t* kl = (const int32_t*)p.key_lengths;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < 2 * chunks; i += (int64_t)gridDim.x * blockDim.x) {
-    const bool isv = i >= chunks;
-    const int64_t u = isv ? i - chunks : i;
-    const int64_t tile = u / (BN * CH);
-    const int w = (int)(u % (BN * CH));
-    const int hk = (int)(tile / NT % p.hkv), b = (int)(tile / NT / p.hkv), j0 = (int)(tile % NT) * BN;
-    const int klen = kl ? min(p.nk, kl[b]) : p.nk;
-    float4 x = make_float4(0, 0, 0, 0);
-    uint32_t at;  // byte offset in the hi part of the tile
-    if (!isv) {   // K: key r, columns 4 c .. 4 c + 3
+// FgExactTile is one tile of the pre-pass's planes (below): tile j0 / BN of key head (b, hk),
+// its K tile [BN][D] and its V^T tile [D][BN], each the hi part and (SPLIT) the lo part, in
+// 16-byte chunks w < CHUNKS of each: of K (isv false), key w / CH, columns 4 (w % CH) .. + 3;
+// of V^T (isv), four lanes the four chunks 4 c4 .. 4 c4 + 3 of a column, which the swizzle
+// keeps in one aligned 64-byte piece, and eight such groups the consecutive columns a warp
+// reads from a key's row of V. The standalone pre-pass and variant 26's converters both move
+// every chunk with load and put, so they write the same bits.
+template <int D, int BN, bool SPLIT> struct FgExactTile {
+  static constexpr int CH = D / 4, CHUNKS = BN * CH;             // chunks of a part of K (or V^T)
+  static constexpr uint32_t TB = (SPLIT ? 2 : 1) * BN * D * 4;  // bytes of a tile (hi, lo)
+  const float *k, *v;  // the key head's K and V
+  int64_t k_row, v_row;
+  int j0, klen;  // the tile's first key; keys at or past klen are zeros, never read
+
+  // The tile `tile` = (b Hkv + hk) NT + j of a plane of NT tiles a key head.
+  __device__ __forceinline__ FgExactTile(const fg_attn_params& p, int64_t tile, int NT) {
+    const int hk = (int)(tile / NT % p.hkv), b = (int)(tile / NT / p.hkv);
+    const int32_t* kl = (const int32_t*)p.key_lengths;
+    k = (const float*)p.k + b * p.k_batch + hk * p.k_head, v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
+    k_row = p.k_row, v_row = p.v_row;
+    j0 = (int)(tile % NT) * BN, klen = kl ? min(p.nk, kl[b]) : p.nk;
+  }
+  // load returns chunk w of K (V^T with isv) as four floats (0 past the key length).
+  __device__ __forceinline__ float4 load(bool isv, int w) const {
+    if (!isv) {  // K: key r, columns 4 c .. 4 c + 3
       const int r = w / CH, c = w % CH;
-      if (j0 + r < klen) x = *(const float4*)((const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)(j0 + r) * p.k_row + 4 * c);
-      at = fg_sw128<BN>(r, c);
-    } else {  // V^T: column n, positions 4 c .. 4 c + 3 of the row of keys
-      const int n = (w / 4) % D, c = 4 * (w / (4 * D)) + w % 4;
-      float e[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int pos = 4 * c + q, key = j0 + (pos & ~7) + fg_exact_key(pos & 7);
-        e[q] = key < klen ? ((const float*)p.v)[b * p.v_batch + hk * p.v_head + (int64_t)key * p.v_row + n] : 0.f;
-      }
-      x = make_float4(e[0], e[1], e[2], e[3]);
-      at = fg_sw128<D>(n, c);
+      return j0 + r < klen ? *(const float4*)(k + (int64_t)(j0 + r) * k_row + 4 * c) : make_float4(0, 0, 0, 0);
     }
+    // V^T: column n, positions 4 c .. 4 c + 3 of the row of keys (fg_exact_key's order)
+    const int n = (w / 4) % D, c = 4 * (w / (4 * D)) + w % 4;
+    float e[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int pos = 4 * c + q, key = j0 + (pos & ~7) + fg_exact_key(pos & 7);
+      e[q] = key < klen ? v[(int64_t)key * v_row + n] : 0.f;
+    }
+    return make_float4(e[0], e[1], e[2], e[3]);
+  }
+  // put writes x, chunk w of K (V^T with isv), rounded to tf32 (SPLIT: split into hi and lo)
+  // into the tile whose K is at kt and V^T at vt, each in fg_sw128's layout.
+  static __device__ __forceinline__ void put(char* kt, char* vt, bool isv, int w, float4 x) {
+    // the byte offset in the hi part of the tile
+    const uint32_t at = isv ? fg_sw128<D>((w / 4) % D, 4 * (w / (4 * D)) + w % 4) : fg_sw128<BN>(w / CH, w % CH);
     uint4 hi, lo;
     fg_split4(x, hi, lo);
-    char* t = (isv ? vplane : kplane) + tile * TB;
+    char* const t = isv ? vt : kt;
     *(uint4*)(t + at) = hi;
     if (SPLIT) *(uint4*)(t + TB / 2 + at) = lo;
+  }
+};
+
+// fg_attn_hopper_prep_exact: the pre-pass of variants 24 and 25 (Go: startMMA). dst holds two
+// planes, K then V^T, each [B][Hkv][NT][hi, lo][BN x D] float32 (SPLIT, Exact; TF32: the hi
+// part only, x rounded to tf32) with NT = ceil(Nk / BN): K's tiles as [BN][D], V's transposed
+// as [D][BN] with the keys of every group of 8 in fg_exact_key's order, each in fg_sw128's
+// layout; keys at or past Nk or the batch's key length are written as zeros without a read (a
+// tile copy moves whole tiles; zeros keep 0 x V finite). One thread per 16-byte chunk
+// (FgExactTile), grid-stride: every tile's K chunks, then every tile's V^T chunks (a warp
+// writes whole 128-byte rows of K, aligned 64-byte pieces of V^T).
+template <int D, int BN, bool SPLIT> __device__ void fg_attn_hopper_prep_exact(const fg_mma_prep_params& pp) {
+  using X = FgExactTile<D, BN, SPLIT>;
+  const fg_attn_params& p = pp.src;
+  if (p.d != D) __trap();
+  const int NT = (p.nk + BN - 1) / BN;
+  const int64_t tiles = (int64_t)p.b * p.hkv * NT, chunks = tiles * X::CHUNKS;  // chunks of a plane
+  char* const kplane = (char*)pp.dst;
+  char* const vplane = kplane + tiles * X::TB;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < 2 * chunks; i += (int64_t)gridDim.x * blockDim.x) {
+    const bool isv = i >= chunks;
+    const int64_t u = isv ? i - chunks : i, tile = u / X::CHUNKS;
+    const int w = (int)(u % X::CHUNKS);
+    X::put(kplane + tile * X::TB, vplane + tile * X::TB, isv, w, X(p, tile, NT).load(isv, w));
   }
 }
 
@@ -257,40 +280,78 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact(con
   rows.store(p, b, h);
 }
 
-// fg_attn_fwd_wgmma_exact_persist (variant 25): variant 24 in a persistent grid (the schedule of
-// wgmma.cuh's FgItem, as variants 19 to 22): grid (G), 384 threads; pp.src the problem, pp.dst
-// the pre-pass's planes. The producer copies item after item's tiles into the ring, the tile
-// it of the block's sequence in stage it % 2, and prefetches the next item's Q rows into L2;
-// each consumer warpgroup loads its rows of an item's Q once its products of the item before
-// have completed (load_q's barrier is the warpgroup's own).
-template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact_persist(const fg_mma_prep_params& pp) {
+// fg_attn_fwd_wgmma_exact_persist (variants 25 and 26): variant 24 in a persistent grid (the
+// schedule of wgmma.cuh's FgItem, as variants 19 to 22): grid (G), 384 threads; pp.src the
+// problem, pp.dst the planes of fg_attn_hopper_prep_exact's layout (variant 25: written by it
+// before the launch; CONV, variant 26: by this kernel), then CONV's flags ([B Hkv NT] uint32,
+// zeroed by the launcher). The producer copies item after item's tiles into the ring, the
+// tile it of the block's sequence in stage it % 2, and prefetches the next item's Q rows into
+// L2; each consumer warpgroup loads its rows of an item's Q once its products of the item
+// before have completed (load_q's barrier is the warpgroup's own).
+//
+// CONV: the pre-pass under the products, as variant 20 does it for bfloat16
+// (attention_hopper_persist.cu): the producer warpgroup's warps 1 to 3 convert the tiles
+// u = c, c + G, ... (u = (b Hkv + hk) NT + j, the order the items need them) with
+// FgExactTile's load and put, U chunks of 16 bytes per thread in flight (all loads of a round
+// before its stores), and set tile u's flag when its K and V^T are written (fg_tile_ready);
+// the producer's copying lane waits for a tile's flag before its copy (fg_tile_wait). The
+// converters wait for nothing and every block is resident (G <= multiprocessors, one block
+// each), so every flag is set in finite time. PREG and CREG are setmaxnreg's registers for
+// the producer warpgroup and the consumers: 24 and 240 without converters; their sum over
+// the block must not pass the launch's 168 x 384 (else setmaxnreg.inc waits forever).
+template <int D, int BN, bool SPLIT, bool CONV, int PREG, int CREG, int U>
+__device__ void fg_attn_fwd_wgmma_exact_persist(const fg_mma_prep_params& pp) {
   using X = FgExact<D, BN, SPLIT>;
+  using C = FgExactTile<D, BN, SPLIT>;
+  static_assert(128 * PREG + 2 * 128 * CREG <= 168 * 384 && PREG % 8 == 0 && CREG % 8 == 0, "setmaxnreg");
   const fg_attn_params& p = pp.src;
   if (fg_dynamic_smem() < X::SMEM) __trap();
   const uint32_t sQl = ((uint32_t)__cvta_generic_to_shared(fg_smem) + 1023) & ~1023u;
   const FgRing ring = FgRing::at(sQl + X::QLB, X::KB);
   const int T = (p.nq + X::BM - 1) / X::BM, NT = (p.nk + BN - 1) / BN, G = gridDim.x, c = blockIdx.x;
-  const int64_t items = (int64_t)T * p.h * p.b;
-  const uint64_t kplane = pp.dst, vplane = pp.dst + (uint64_t)p.b * p.hkv * NT * X::KB;
+  const int64_t items = (int64_t)T * p.h * p.b, planeTiles = (int64_t)p.b * p.hkv * NT;
+  const uint64_t kplane = pp.dst, vplane = pp.dst + planeTiles * X::KB;
+  uint32_t* const flags = CONV ? (uint32_t*)(vplane + planeTiles * X::KB) : nullptr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) ring.init(X::CONSUMERS);
   __syncthreads();
 
-  if (warp >= 4 * X::NWG) {  // the producer
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-    if (warp != 4 * X::NWG || lane != 0) return;
-    int it = 0;
-    for (int k = 0;; ++k) {
-      const int64_t w = fg_item(k, c, G);
-      if (w >= items) break;
-      const FgItem m(p, w, T, X::BM, BN);
-      if (const int64_t wn = fg_item(k + 1, c, G); wn < items) fg_prefetch_q(p, FgItem(p, wn, T, X::BM, BN), D, X::BM);
-      ring.load_head(kplane, vplane, (int64_t)m.b * p.hkv + m.hk, NT, m.tiles, it);
-      it += m.tiles;
+  if (warp >= 4 * X::NWG) {  // the producer warpgroup
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PREG) : "memory");
+    if (warp == 4 * X::NWG) {
+      if (lane != 0) return;
+      int it = 0;
+      for (int k = 0;; ++k) {
+        const int64_t w = fg_item(k, c, G);
+        if (w >= items) break;
+        const FgItem m(p, w, T, X::BM, BN);
+        if (const int64_t wn = fg_item(k + 1, c, G); wn < items) fg_prefetch_q(p, FgItem(p, wn, T, X::BM, BN), D, X::BM);
+        ring.load_head(kplane, vplane, (int64_t)m.b * p.hkv + m.hk, NT, m.tiles, it, flags);
+        it += m.tiles;
+      }
+      return;
+    }
+    if constexpr (CONV) {  // the converters (warps 1 to 3)
+      const int tid = threadIdx.x - X::CONSUMERS - 32;
+      for (int64_t u = c; u < planeTiles; u += G) {
+        const C tile(p, u, NT);
+        char* const kt = (char*)kplane + u * X::KB;
+        char* const vt = (char*)vplane + u * X::KB;
+        for (int i0 = tid; i0 < 2 * C::CHUNKS; i0 += 96 * U) {
+          float4 x[U];
+#pragma unroll
+          for (int e = 0; e < U; ++e)
+            if (const int i = i0 + 96 * e; i < 2 * C::CHUNKS) x[e] = tile.load(i >= C::CHUNKS, i % C::CHUNKS);
+#pragma unroll
+          for (int e = 0; e < U; ++e)
+            if (const int i = i0 + 96 * e; i < 2 * C::CHUNKS) C::put(kt, vt, i >= C::CHUNKS, i % C::CHUNKS, x[e]);
+        }
+        fg_tile_ready(flags + u, tid);
+      }
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CREG) : "memory");
   const float sl2 = (float)(p.scale * 1.4426950408889634);
   FgRows<X::OB> rows;
   uint32_t qh[X::KS][4];
@@ -320,12 +381,20 @@ template <int D, int BN, bool SPLIT> __device__ void fg_attn_fwd_wgmma_exact_per
       fg_attn_fwd_wgmma_v##V##_##PN##_d##D##_m128_n##BN(const fg_attn_params p) {               \
     fg_attn_fwd_wgmma_exact<D, BN, SPLIT>(p);                                                   \
   }
-// Variant 25 (persistent) reads the same pre-pass's planes.
-#define FG_FWD_WGMMA_EXACT_PERSIST(V, PN, SPLIT, D, BN)                                         \
+// Variant 25 (persistent) reads the same pre-pass's planes; variant 26 (FUSED) writes them
+// itself, its converters taking registers from the consumers: Exact setmaxnreg 40 and 232
+// instead of 24 and 240, U = 4 chunks of 16 bytes in flight a converter thread (the Exact
+// consumers are at the edge of 240 registers; an Exact item's products take about 3 times a
+// TF32 item's, so its converters need a third of the bytes per second); TF32 56 and 224, U = 8
+// (its consumers fit 168 registers: variant 24).
+#define FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, CONV, PREG, CREG, U)                 \
   extern "C" __global__ void __launch_bounds__(384, 1)                                          \
       fg_attn_fwd_wgmma_v##V##_##PN##_d##D##_m128_n##BN(const fg_mma_prep_params pp) {          \
-    fg_attn_fwd_wgmma_exact_persist<D, BN, SPLIT>(pp);                                          \
+    fg_attn_fwd_wgmma_exact_persist<D, BN, SPLIT, CONV, PREG, CREG, U>(pp);                     \
   }
+#define FG_FWD_WGMMA_EXACT_PERSIST(V, PN, SPLIT, D, BN) FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, false, 24, 240, 1)
+#define FG_FWD_WGMMA_EXACT_FUSED(V, PN, SPLIT, D, BN, PREG, CREG, U) \
+  FG_FWD_WGMMA_EXACT_PERSIST_X(V, PN, SPLIT, D, BN, true, PREG, CREG, U)
 FG_FWD_WGMMA_EXACT(24, exact, true, 64, 64)
 FG_FWD_WGMMA_EXACT(24, exact, true, 128, 32)
 FG_FWD_WGMMA_EXACT(24, tf32, false, 64, 128)
@@ -334,3 +403,7 @@ FG_FWD_WGMMA_EXACT_PERSIST(25, exact, true, 64, 64)
 FG_FWD_WGMMA_EXACT_PERSIST(25, exact, true, 128, 32)
 FG_FWD_WGMMA_EXACT_PERSIST(25, tf32, false, 64, 128)
 FG_FWD_WGMMA_EXACT_PERSIST(25, tf32, false, 128, 64)
+FG_FWD_WGMMA_EXACT_FUSED(26, exact, true, 64, 64, 40, 232, 4)
+FG_FWD_WGMMA_EXACT_FUSED(26, exact, true, 128, 32, 40, 232, 4)
+FG_FWD_WGMMA_EXACT_FUSED(26, tf32, false, 64, 128, 56, 224, 8)
+FG_FWD_WGMMA_EXACT_FUSED(26, tf32, false, 128, 64, 56, 224, 8)

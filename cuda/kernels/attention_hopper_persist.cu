@@ -41,18 +41,6 @@
 // are done with item k - 1, so the ring never waits on it.
 #include "wgmma.cuh"
 
-namespace {
-
-__device__ __forceinline__ uint32_t fg_ld_acquire(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void fg_st_release(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-}  // namespace
-
 // fg_attn_fwd_wgmma_persist (variants 19 to 21): grid (G), 128 NWG + 128 threads (NWG
 // consumer warpgroups and a producer warpgroup); pp.src the problem (k and v float32), pp.dst
 // the scratch: the K and V planes in fg_attn_hopper_prep's layout (variant 19: written by it
@@ -129,14 +117,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         const char* vt = vplane + head * NT * KB;
         if (QST && m.tiles == 0) nextQ();
         for (int j = 0; j < m.tiles; ++j, ++it) {
-          if constexpr (CONV) {
-            const uint32_t* f = flags + head * NT + j;
-            for (uint32_t polls = 0; !fg_ld_acquire(f); ++polls) {
-              if (polls == 1u << 24) __trap();  // never set: a bug of the protocol
-              __nanosleep(64);
-            }
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
-          }
+          if constexpr (CONV) fg_tile_wait(flags + head * NT + j);
           ring.load(it, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
           if (QST && j == min(1, m.tiles - 1)) nextQ();
         }
@@ -210,13 +191,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             dv[at] = fg_bf16x8v(x[e][2], x[e][3]);
           }
         }
-        // Every converter's writes, then one release of the tile's flag: the barrier orders
-        // them before thread 0's fence (cumulative), the fence before the flag.
-        asm volatile("bar.sync 7, 96;\n" ::: "memory");
-        if (tid == 0) {
-          __threadfence();
-          fg_st_release(flags + u, 1);
-        }
+        fg_tile_ready(flags + u, tid);
       }
     }
     return;

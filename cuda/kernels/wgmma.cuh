@@ -461,6 +461,39 @@ __device__ __forceinline__ uint32_t fg_cluster_rank() {
   return r;
 }
 
+// ---- tiles converted inside a persistent forward (variants 20 to 22 and 26): the producer
+// warpgroup's warps 1 to 3 (96 converter threads) write a tile into the scratch planes and set
+// its flag; the producer's copying lane waits for the flag before it bulk-copies the tile.
+
+__device__ __forceinline__ uint32_t fg_ld_acquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void fg_st_release(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+// fg_tile_ready sets flag f once every converter's writes of the tile are done: the barrier of
+// the 96 converters (tid 0 to 95) orders them before converter 0's fence (cumulative), the
+// fence before the flag's release.
+__device__ __forceinline__ void fg_tile_ready(uint32_t* f, int tid) {
+  asm volatile("bar.sync 7, 96;\n" ::: "memory");
+  if (tid == 0) {
+    __threadfence();
+    fg_st_release(f, 1);
+  }
+}
+// fg_tile_wait waits for flag f (acquire, GPU scope), then fences the async proxy: the bulk
+// copies read through it what the converters wrote through the generic proxy. A flag not set
+// after 2^24 polls never will be (a bug of the protocol): the kernel traps instead of hanging.
+__device__ __forceinline__ void fg_tile_wait(const uint32_t* f) {
+  for (uint32_t polls = 0; !fg_ld_acquire(f); ++polls) {
+    if (polls == 1u << 24) __trap();
+    __nanosleep(64);
+  }
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
 // ---- the forward's K and V tile ring, fed by bulk copies (attention_hopper_bulk.cu,
 // attention_hopper_persist.cu) -------------------------------------------------------------------
 
@@ -500,11 +533,16 @@ struct FgRing {
   // load_head copies the first tiles tiles of key head `head` (b Hkv + hk) of the tile planes k
   // and v (nt tiles of KB bytes a head) as tiles it .. it + tiles - 1 of the block's sequence
   // (it = 0: the producer of a block that owns one query tile; a persistent block's producer
-  // continues its sequence from item to item).
-  __device__ __forceinline__ void load_head(uint64_t k, uint64_t v, int64_t head, int nt, int tiles, int it = 0) const {
+  // continues its sequence from item to item); with flags (the planes' tile flags, [B Hkv nt]),
+  // each tile once its flag is set (fg_tile_wait).
+  __device__ __forceinline__ void load_head(uint64_t k, uint64_t v, int64_t head, int nt, int tiles, int it = 0,
+                                            const uint32_t* flags = nullptr) const {
     const char* kt = (const char*)k + head * nt * KB;
     const char* vt = (const char*)v + head * nt * KB;
-    for (int j = 0; j < tiles; ++j) load(it + j, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
+    for (int j = 0; j < tiles; ++j) {
+      if (flags) fg_tile_wait(flags + head * nt + j);
+      load(it + j, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
+    }
   }
 };
 
