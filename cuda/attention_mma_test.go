@@ -392,8 +392,8 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d128-sm80-v13", PrecisionBF16, 128, f32, 13, true, 80, ""},
 		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d64_m128_n128"},
 		{"tf32-d128-sm90", PrecisionTF32, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d128_m128_n64"},
-		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_exact_d128_m128_n32"},
-		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_exact_d64_m128_n64"},
+		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v26_exact_d128_m128_n32"},
+		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v26_exact_d64_m128_n64"},
 		{"exact-d64-sm90-v24", PrecisionExact, 64, f32, 24, true, 90, "fg_attn_fwd_wgmma_v24_exact_d64_m128_n64"},
 		{"exact-d64-sm90-v26", PrecisionExact, 64, f32, 26, true, 90, "fg_attn_fwd_wgmma_v26_exact_d64_m128_n64"},
 		{"exact-d128-sm90-v26", PrecisionExact, 128, f32, 26, true, 90, "fg_attn_fwd_wgmma_v26_exact_d128_m128_n32"},
@@ -434,8 +434,8 @@ func TestPickMMA(t *testing.T) {
 			t.Errorf("BF16 d=128 Nk=%d on Hopper: variant %d (%v), want 22", nk, c.Variant, ok)
 		}
 	}
-	// Exact and TF32 at d = 128: variant 24 from Nk = 16384 and 4096 (MinNk), variant 25 below;
-	// d = 64: variant 25.
+	// Exact and TF32 at d = 128: variant 24 from Nk = 16384 and 4096 (MinNk); below, and at
+	// d = 64, variant 26 (Exact) or 25 (TF32).
 	for _, nk := range []int{1024, 4095, 4096, 16383, 16384} {
 		for _, c := range []struct {
 			prec  Precision
@@ -445,7 +445,7 @@ func TestPickMMA(t *testing.T) {
 			p := base
 			p.Precision, p.D, p.Nk = c.prec, c.d, nk
 			kp := p.kernelParams()
-			want := map[bool]int{false: 25, true: 24}[nk >= c.minNk]
+			want := map[bool]int{false: map[Precision]int{PrecisionExact: 26, PrecisionTF32: 25}[c.prec], true: 24}[nk >= c.minNk]
 			if got, ok := pickMMA(&kp, f32, 0, true, 90); !ok || got.Variant != want {
 				t.Errorf("%v d=%d Nk=%d on Hopper: variant %d (%v), want %d", c.prec, c.d, nk, got.Variant, ok, want)
 			}
