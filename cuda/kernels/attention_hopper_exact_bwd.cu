@@ -357,7 +357,10 @@ template <int D, bool CL> __device__ void fg_attn_bwd_wgmma_exact_dkdv(const fg_
 // fragments too (warpgroup 0 then reads only B from shared memory: 32 KiB a tile less), and
 // RAW, P^T and dS^T handed over as floats (PB 16 KiB, each thread's 32 floats), which
 // warpgroup 1 splits (fg_exact_frags) itself: the same bits, half the handover's bytes, and
-// warpgroup 0 free of the split and of 64 registers (which REG needs).
+// warpgroup 0 free of the split and of 64 registers (which REG needs). Tried and removed
+// (results/h100-2026-11-24-s13, calls C-E): AHEAD, the next tile's first S^T and dP^T chains
+// issued before this tile's exponentials; ptxas serialized its wgmmas in every form (C7518 with
+// a wgmma behind an if, C7514 and C7515 with registers carried across the loop), 40-70% slower.
 template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws(const fg_mma_prep_params& pp) {
   using P = FgTf32Planes<D>;
   constexpr int BN = 64, BM = P::T, NB = BM / 8, OB = D / 8;
@@ -420,26 +423,28 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
       fg_wgmma_load_a<BN, D / 8>(kl, sK + KH, 16 * warp, lane);
       fg_wgmma_load_a<BN, D / 8>(vl, sV + KH, 16 * warp, lane);
     }
-    copy_ld(0);
-    for (int it = 0; it < total; ++it) {
-      const int sg = it & 1, m0 = walk.m0(it);
-      const uint32_t st = sS + sg * STAGE;
+    // chain issues chain c of query tile it's S^T (c < 4) or dP^T (c >= 4): 16 head columns.
+    const auto chain = [&](float (&d)[NB][4], int c, int it) {
+      const uint32_t bq = sS + (it & 1) * STAGE + (c < 4 ? 0 : 2) * TB;
+      if constexpr (REG)
+        fg_wgmma_tf32_x<BM, 2, true, true, 0, BM, true>(d, (c < 4 ? kh : vh) + 2 * (c % 4), (c < 4 ? kl : vl) + 2 * (c % 4), 0,
+                                                        bq, bq + TB, 2 * (c % 4));
+      else
+        fg_wgmma_tf32_x<BM, 2, true, false, BN, BM, true>(d, (c < 4 ? kh : vh) + 2 * (c % 4), nullptr, (c < 4 ? sK : sV) + KH,
+                                                          bq, bq + TB, 2 * (c % 4));
+    };
+    // ld waits for (L2, delta) of step it (copied by this warpgroup's cp.async) and starts step
+    // it + 1's.
+    const auto ld = [&](int it) {
       fg_cp_async_wait<0>();
       asm volatile("bar.sync 4, 128;\n" ::: "memory");  // (L2, delta) of step it landed
       copy_ld(it + 1);
-      fg_mbar_wait(bars + 8 * sg, (it >> 1) & 1);
-      float s[NB][4], dp[NB][4], tmp[2][NB][4];
-      fg_exact_chains<false, 8>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
-        const uint32_t bq = st + (c < 4 ? 0 : 2) * TB;
-        if constexpr (REG)
-          fg_wgmma_tf32_x<BM, 2, true, true, 0, BM, true>(d, (c < 4 ? kh : vh) + 2 * (c % 4), (c < 4 ? kl : vl) + 2 * (c % 4), 0,
-                                                          bq, bq + TB, 2 * (c % 4));
-        else
-          fg_wgmma_tf32_x<BM, 2, true, false, BN, BM, true>(d, (c < 4 ? kh : vh) + 2 * (c % 4), nullptr, (c < 4 ? sK : sV) + KH,
-                                                            bq, bq + TB, 2 * (c % 4));
-      });
+    };
+    // hand computes P^T and dS^T of step it from S^T and dP^T and hands them to warpgroup 1.
+    const auto hand = [&](float (&s)[NB][4], float (&dp)[NB][4], int it) {
+      const int m0 = walk.m0(it);
       const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
-      fg_bwd_pds_t<false>(s, dp, sLD + sg * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_bwd_pds_t<false>(s, dp, sLD + (it & 1) * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
       if constexpr (RAW) {  // P^T, dS^T as they are
         if (it > 0) fg_mbar_wait(pempty, (it - 1) & 1);  // warpgroup 1 has read step it - 1's
 #pragma unroll
@@ -456,6 +461,15 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
         for (int k = 0; k < 16; ++k) pb[128 * k] = make_uint4(f[k / 4][k % 4][0], f[k / 4][k % 4][1], f[k / 4][k % 4][2], f[k / 4][k % 4][3]);
       }
       fg_mbar_arrive(pfull);
+    };
+    copy_ld(0);
+    float tmp[2][NB][4];
+    for (int it = 0; it < total; ++it) {
+      ld(it);
+      fg_mbar_wait(bars + 8 * (it & 1), (it >> 1) & 1);
+      float s[NB][4], dp[NB][4];
+      fg_exact_chains<false, 8>(s, dp, tmp, [&](float (&d)[NB][4], int c) { chain(d, c, it); });
+      hand(s, dp, it);
     }
     return;
   }

@@ -47,8 +47,10 @@ template <bool FX = false> __device__ __forceinline__ float fg_bwd_p1(float s, f
 template <bool FX = false> __device__ __forceinline__ float fg_bwd_ds1(float pv, float dp, float delta, float scale) {
   return FX ? pv * (dp - delta) : pv * (dp - delta) * scale;
 }
+// (Bitwise, not short-circuit: no branch, which would serialize the wgmmas in flight around
+// the Exact dK/dV kernel's AHEAD step, C7518.)
 __device__ __forceinline__ bool fg_bwd_seen(const fg_attn_params& p, int i, int jk, int klen) {
-  return i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
+  return (i < p.nq) & (jk < klen) & (!p.causal | (jk <= i + p.causal_offset));
 }
 
 // fg_bwd_pds_t turns the dK/dV kernels' S^T and dP^T of one query sub-block (queries
@@ -68,8 +70,7 @@ __device__ __forceinline__ void fg_bwd_pds_t(float (&st)[NB][4], float (&dpt)[NB
       float pv = fg_bwd_p1<FX>(st[j][e], sl2, x.x);
       float ds = fg_bwd_ds1<FX>(pv, dpt[j][e], x.y, scale);
       if (mask) {
-        const int i = m0 + qi, jk = n0 + kr + 8 * (e >> 1);
-        const bool seen = i < p.nq && jk < klen && (!p.causal || jk <= i + p.causal_offset);
+        const bool seen = fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen);
         pv = seen ? pv : 0.f;
         ds = seen ? ds : 0.f;
       }
