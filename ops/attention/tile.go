@@ -115,6 +115,7 @@ func gemmPrefix[T Float](w *gemm.Workspace[T], pb *prefixBuf[T], tA bool, m, nc 
 	if over {
 		beta = 0
 	}
+	stairs := gemm.HasStair[T](nc)
 	for r0 := 0; r0 < m; {
 		r1 := r0 + 1
 		for r1 < m && n[r1] == n[r0] {
@@ -128,7 +129,7 @@ func gemmPrefix[T Float](w *gemm.Workspace[T], pb *prefixBuf[T], tA bool, m, nc 
 		if tA {
 			aOff = r0
 		}
-		if r1-r0 == gemm.StairRows && isStair(n[r0:r1]) {
+		if stairs && r1-r0 == gemm.StairRows && isStair(n[r0:r1]) {
 			// The causal diagonal's staircase in one kernel call, where
 			// the machine has the kernel: each row one chain over its
 			// own keys.

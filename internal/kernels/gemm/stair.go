@@ -22,11 +22,11 @@ package gemm
 // It returns an error naming the sizes when a slice is too short for its
 // shape or a stride is smaller than its row.
 func (w *Workspace[T]) GemmChainStair(tA bool, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) (bool, error) {
-	kn := chainFor[T]().forColumns(n)
 	depth := k + StairRows - 1
-	if kn.stair == nil || kn.mr != StairRows || n%kn.nr != 0 || k < 1 || depth > stairMaxDepth {
+	if !HasStair[T](n) || k < 1 || depth > stairMaxDepth {
 		return false, nil
 	}
+	kn := chainFor[T]().forColumns(n)
 	if err := check(tA, false, StairRows, n, depth, len(a), lda, len(b), ldb, len(c), ldc); err != nil {
 		return false, err
 	}
@@ -38,6 +38,14 @@ func (w *Workspace[T]) GemmChainStair(tA bool, n, k int, alpha T, a []T, lda int
 		kn.stair(k, k, &a[0], rs, ps, &b[j], ldb, &c[j], ldc, alpha, beta, beta != 0)
 	}
 	return true, nil
+}
+
+// HasStair reports whether GemmChainStair runs products of n columns on
+// this machine's kernels (its other conditions are on k): a caller with
+// many strips of one width asks once.
+func HasStair[T Float](n int) bool {
+	kn := chainFor[T]().forColumns(n)
+	return kn.stair != nil && kn.mr == StairRows && n > 0 && n%kn.nr == 0
 }
 
 // StairRows is the number of rows of GemmChainStair's strip: the AVX-512
