@@ -123,6 +123,10 @@
 // on a 128-deep block at 95–96% of the FMA peak loop in one chain, 85% in
 // chunks of 8 (64-deep: 90–93%, 75%; BenchmarkChunks), and attention's
 // tile products 1.15–1.17× faster in one chain (BenchmarkChainSplit).
+// Workspace.GemmChainStair is one strip of 6 rows of such a product where
+// row i sums i more depth steps than k (the causal mask's diagonal tile in
+// ops/attention's O += P·V and dQ), on AVX-512 stair kernels
+// (gen_micro.go) that add the staircase's last steps to the later rows only.
 //
 // # Over the cores
 //

@@ -141,6 +141,8 @@ func (g *gen) jumpIfOne(typ byte, name string, off int, reg, tmp, label string) 
 }
 
 // The kernels' epilogues: plainKernel writes C = alpha·t + beta·C;
+// stairKernel is plainKernel whose row i sums i more depth steps than k
+// (stairSteps) before it;
 // packKernel is that with the packing twin's copy of A; expKernel writes
 // the online softmax's exponentials of alpha·t instead (expEpilogue), and
 // expMaskedKernel those of the entries its lane masks keep, 0 elsewhere.
@@ -149,6 +151,7 @@ const (
 	packKernel
 	expKernel
 	expMaskedKernel
+	stairKernel
 )
 
 func (g *gen) kernel(typ byte, mr, nv int, mode int) {
@@ -184,6 +187,9 @@ func (g *gen) kernel(typ byte, mr, nv int, mode int) {
 		if mode == expMaskedKernel {
 			nm, argSize = expMaskedName(mr), expMaskedArgSize
 		}
+	}
+	if mode == stairKernel {
+		nm = stairName(typ, mr, nv)
 	}
 	if pack {
 		// pa lives in R10, the second row base, which these rows do not use;
@@ -388,6 +394,9 @@ func (g *gen) kernel(typ byte, mr, nv int, mode int) {
 	addTotal()
 	g.p("")
 	g.p("combined:")
+	if mode == stairKernel {
+		g.stairSteps(mr, nv, ad, fma)
+	}
 	if exp {
 		g.expEpilogue(mr, mode == expMaskedKernel)
 		return
@@ -444,6 +453,57 @@ func (g *gen) kernel(typ byte, mr, nv int, mode int) {
 	g.p("\tRET")
 	g.p("")
 	_ = size
+}
+
+// stairName is the name of the stair kernel of mr rows and nv vectors per
+// row.
+func stairName(typ byte, mr, nv int) string { return name(typ, mr, nv) + "stair" }
+
+// The stair kernels: element type, rows, vectors per row (the chained
+// kernels' main tiles on AVX-512: variant 6).
+var stairs = []struct {
+	typ    byte
+	mr, nv int
+}{
+	{'S', 6, 4},
+	{'D', 6, 4},
+}
+
+// stairSteps writes the stair kernels' extra steps: after the k steps of
+// every row (one chunk: kb ≥ k), SI and DI point at depth k of A and B,
+// and step t = 0…mr−2 adds a[i, k+t]·b[k+t, ·] to the rows i > t only, so
+// that row i sums k+i steps in its one chain: the causal staircase of an
+// attention tile's diagonal, where row i sees one key more than row i−1.
+// A row never reads A or B at a depth it does not sum. R12 (ps) is set
+// again: the chunk totals' code may have used it.
+func (g *gen) stairSteps(mr, nv int, ad addressing, fma string) {
+	mov, bcast, sh := "VMOVUPS", "VBROADCASTSS", 2
+	if fma == "VFMADD231PD" {
+		mov, bcast, sh = "VMOVUPD", "VBROADCASTSD", 3
+	}
+	nacc := mr * nv
+	g.p("\t// The staircase: step t adds to rows t+1… only.")
+	g.p("\tMOVQ ps+32(FP), R12")
+	g.p("\tSHLQ $%d, R12", sh)
+	for t := 0; t < mr-1; t++ {
+		for v := 0; v < nv; v++ {
+			g.p("\t%s %d(DI), Z%d", mov, v*64, nacc+v)
+		}
+		for r := t + 1; r < mr; r++ {
+			tmp := fmt.Sprintf("Z%d", nacc+nv+(r%(32-nacc-nv)))
+			g.p("\t%s %s, %s", bcast, ad.addrs[r], tmp)
+			for v := 0; v < nv; v++ {
+				g.p("\t%s Z%d, %s, Z%d", fma, nacc+v, tmp, r*nv+v)
+			}
+		}
+		if t < mr-2 {
+			g.p("\tADDQ R12, SI")
+			if ad.off > 0 {
+				g.p("\tADDQ R12, R10")
+			}
+			g.p("\tADDQ R13, DI")
+		}
+	}
 }
 
 // The exp kernels (expEpilogue): float32, 4 vectors (64 columns) a row,
@@ -692,6 +752,23 @@ func main() {
 			packD = append(packD, line)
 		}
 	}
+	fmt.Fprintf(&d, "// The stair kernels (see Workspace.GemmChainStair).\n\n")
+	var stairS, stairD []string
+	for _, st := range stairs {
+		elem := "float32"
+		if st.typ == 'D' {
+			elem = "float64"
+		}
+		s.kernel(st.typ, st.mr, st.nv, stairKernel)
+		nm := stairName(st.typ, st.mr, st.nv)
+		fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
+		line := fmt.Sprintf("\t{%d, %d}: %s,", st.mr, st.nv, nm)
+		if st.typ == 'S' {
+			stairS = append(stairS, line)
+		} else {
+			stairD = append(stairD, line)
+		}
+	}
 	fmt.Fprintf(&d, "// The exp kernels (see expMicro).\n\n")
 	var exps []string
 	for mr := 1; mr <= expRows; mr++ {
@@ -713,7 +790,10 @@ func main() {
 	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n\n", strings.Join(tabD, "\n"))
 	fmt.Fprintf(&d, "// pack512s[{mr, nv}] and pack512d[{mr, nv}] are the packing twins.\n")
 	fmt.Fprintf(&d, "var pack512s = map[[2]int]packingKernel[float32]{\n%s\n}\n\n", strings.Join(packS, "\n"))
-	fmt.Fprintf(&d, "var pack512d = map[[2]int]packingKernel[float64]{\n%s\n}\n", strings.Join(packD, "\n"))
+	fmt.Fprintf(&d, "var pack512d = map[[2]int]packingKernel[float64]{\n%s\n}\n\n", strings.Join(packD, "\n"))
+	fmt.Fprintf(&d, "// stair512s[{mr, nv}] and stair512d[{mr, nv}] are the stair kernels.\n")
+	fmt.Fprintf(&d, "var stair512s = map[[2]int]microKernel[float32]{\n%s\n}\n\n", strings.Join(stairS, "\n"))
+	fmt.Fprintf(&d, "var stair512d = map[[2]int]microKernel[float64]{\n%s\n}\n", strings.Join(stairD, "\n"))
 	src, err := format.Source(d.Bytes())
 	if err != nil {
 		panic(err)

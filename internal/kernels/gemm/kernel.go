@@ -78,6 +78,9 @@ type kernel[T Float] struct {
 	// kernel has a twin; the other products only on variant 16.
 	packFirst  packingKernel[T]
 	firstPacks bool
+	// stair, when not nil, is micro whose row i sums i more depth steps
+	// (Workspace.GemmChainStair).
+	stair microKernel[T]
 	// bPanel: a group of row strips runs column strip after column strip
 	// when a strip of the packed op(B) block is at most bPanel bytes
 	// (block; 0: row strip after row strip).

@@ -195,6 +195,14 @@ func microS512r6v4pack(k, kb int, a *float32, rs, ps int, b *float32, bs int, c 
 //go:noescape
 func microD512r6v4pack(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool, pa *float64)
 
+// The stair kernels (see Workspace.GemmChainStair).
+
+//go:noescape
+func microS512r6v4stair(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microD512r6v4stair(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
 // The exp kernels (see expMicro).
 
 //go:noescape
@@ -259,4 +267,13 @@ var pack512s = map[[2]int]packingKernel[float32]{
 
 var pack512d = map[[2]int]packingKernel[float64]{
 	{6, 4}: microD512r6v4pack,
+}
+
+// stair512s[{mr, nv}] and stair512d[{mr, nv}] are the stair kernels.
+var stair512s = map[[2]int]microKernel[float32]{
+	{6, 4}: microS512r6v4stair,
+}
+
+var stair512d = map[[2]int]microKernel[float64]{
+	{6, 4}: microD512r6v4stair,
 }

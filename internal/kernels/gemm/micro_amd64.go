@@ -170,6 +170,8 @@ func generated512(n, mr, nv int) variant {
 	// The packing twins, where the tile has them (nn's products use them:
 	// packingFirst).
 	s.packFirst, d.packFirst = pack512s[[2]int{mr, nv}], pack512d[[2]int{mr, nv}]
+	// The stair kernels, where the tile has them (Workspace.GemmChainStair).
+	s.stair, d.stair = stair512s[[2]int{mr, nv}], stair512d[[2]int{mr, nv}]
 	return variant{n, fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16), s, d}
 }
 
