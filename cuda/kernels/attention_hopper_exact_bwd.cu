@@ -1,5 +1,6 @@
 // attention_hopper_exact_bwd.cu: the Exact attention backward on Hopper (sm_90a): the 3xTF32
-// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64. The problem, masks,
+// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64 (and the dK/dV kernel
+// for d = 128, fg_attn_bwd_wgmma_exact_dkdv_ws1, beside attention_mma_bwd.cu's dQ). The problem, masks,
 // outputs and the order of the float32 sums are attention_mma_bwd.cu's; with
 // P_ij = exp2(s_ij scale log2 e - L2_i), s_ij = q_i . k_j, 0 where key j is not visible from
 // row i (fg_key_limit), and (L2, delta) per query row from fg_attn_bwd_mma_pre:
@@ -37,7 +38,9 @@
 //   clusters of two CTAs (CL); and the default, two warpgroups, the first computing S^T, dP^T
 //   (K hi and V hi as A fragments in registers), P^T and dS^T and handing their fragments to
 //   the second, which adds dV and dK (fg_attn_bwd_wgmma_exact_dkdv_ws; the default hands them over
-//   as floats, RAW, and the second warpgroup splits them).
+//   as floats, RAW, and the second warpgroup splits them); at d = 128 the RAW form with one
+//   stage of the query tile, its rows and columns refilled separately
+//   (fg_attn_bwd_wgmma_exact_dkdv_ws1).
 //   fg_attn_bwd_wgmma_exact_dq: two consumer warpgroups own 64 query rows each (Q hi and dO hi
 //   as A fragments in registers, Q lo and dO lo [128][D] in shared memory, split from the
 //   float32 inputs) and a producer warpgroup copies key tiles of 32 (K, V hi and lo [32][D],
@@ -48,7 +51,8 @@
 //
 // Shared memory: swizzled tf32 tiles (fg_sw128 with 16-byte chunks of 4 floats, blocks of 32
 // columns, 1024-byte aligned); dK/dV 192 KiB, dQ 192 KiB at d = 64 (d = 128 would need twice:
-// its backward stays attention_mma_bwd.cu's).
+// its dK/dV kernel keeps one stage of the query tile, 209.5 KiB, and its dQ kernel is
+// attention_mma_bwd.cu's).
 #include "mma_bwd.cuh"
 #include "wgmma.cuh"
 
