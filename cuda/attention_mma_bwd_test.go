@@ -453,11 +453,18 @@ func TestAttentionMMABwdDeterminism(t *testing.T) {
 // TestAttentionMMABwdBuffersScratch runs the backward on device Buffers with a Scratch
 // buffer (BF16: the kernels on the pre-pass's bfloat16 planes) and without (the kernels
 // without a pre-pass), each against float64 within twice the naive same-precision error, and
-// checks that a Scratch smaller than BackwardScratch is refused with an error naming it.
+// checks that a Scratch smaller than BackwardScratch is refused with an error naming it; at
+// d = 64 and 128 (Exact on Hopper: the tf32 planes, at d = 128 beside the mma.sync dQ kernel).
 func TestAttentionMMABwdBuffersScratch(t *testing.T) {
 	needDevice(t)
+	for _, d := range []int{64, 128} {
+		t.Run(fmt.Sprintf("d%d", d), func(t *testing.T) { testAttentionMMABwdBuffersScratch(t, d) })
+	}
+}
+
+func testAttentionMMABwdBuffersScratch(t *testing.T, d int) {
 	rng := rand.New(rand.NewSource(16))
-	c := attnCase{2, 4, 2, 129, 200, 64, true, []int{150, 200}, true}
+	c := attnCase{2, 4, 2, 129, 200, d, true, []int{150, 200}, true}
 	pr := newAttnProblem(rng, c, false)
 	hp := pr.p
 	withForwardOf(&hp, pr.o, pr.l)
