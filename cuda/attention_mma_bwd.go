@@ -34,7 +34,7 @@ import (
 //	  j + 1 (three stages of K and V instead of two); dK/dV (BM = 64), Sᵀ and dPᵀ of query
 //	  tile j + 1 are issued before the elementwise step of tile j (two sets of them in
 //	  registers, three stages of Q and dO).
-//	Split (Hopper, Exact, D = 64; needs a scratch buffer): the 3xTF32 kernels of
+//	Split (Hopper, Exact, D = 64 and 128; needs a scratch buffer): the 3xTF32 kernels of
 //	  kernels/attention_hopper_exact_bwd.cu on the tf32 hi and lo planes its pre-pass
 //	  (fg_attn_bwd_exact_prep, after fg_attn_bwd_mma_pre) writes: Q, dO, K, V by rows and
 //	  Q, dO, K by columns (exactBwdPlaneBytes), moved by bulk copies: dK/dV one warpgroup of
@@ -42,7 +42,10 @@ import (
 //	  first S^T, dP^T and the exponentials; Raw: P^T and dS^T handed over as floats, split
 //	  into tf32 hi and lo by the second; Reg with Raw: K lo and V lo as register fragments
 //	  too; Cl: clusters of two blocks sharing each query tile's copies); dQ two warpgroups of
-//	  64 rows (BM = 128) and a producer warpgroup, key tiles of BN = 32.
+//	  64 rows (BM = 128) and a producer warpgroup, key tiles of BN = 32. D = 128: the dK/dV
+//	  kernel alone (One: Ws and Raw with one stage of the query tile, whose rows and columns
+//	  halves are refilled separately: two stages do not fit), paired with the mma.sync dQ
+//	  kernel.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -59,6 +62,7 @@ type mmaBwdCfg struct {
 	Cl        bool // Split dK/dV: clusters of two blocks (adjacent keys) sharing each query tile's copies (multicast)
 	Ws        bool // Split dK/dV: two warpgroups, S^T, dP^T, P^T, dS^T on one, dV and dK on the other
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
+	One       bool // Ws with Raw, D = 128: one stage of the query tile, its rows and columns halves refilled separately
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -94,6 +98,11 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, Reg: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Cl: true},
+	// d = 128 (fourteenth session): the dK/dV kernel of Ws and Raw with one stage of the query
+	// tile (One; K hi and V hi in registers, K lo and V lo, the query tile's rows and columns
+	// halves, each refilled as soon as its warpgroup is done with it, in 209.5 KiB), paired
+	// with the mma.sync Exact dQ kernel below (there is no wgmma dQ kernel at d = 128).
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
 	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
 	// pair of each D is the fastest measured on the H100 (TestAttentionMMABwdTiming with
 	// -mmabwd.cross after the tests checked every kernel, results/h100-2026-11-23-s7-bwd64,
@@ -209,7 +218,7 @@ func (c mmaBwdCfg) name() string {
 	if c.Hopper {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
 			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws] +
-			map[bool]string{true: "_raw"}[c.Raw]
+			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One]
 		if c.DQ {
 			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
@@ -275,6 +284,8 @@ func (c mmaBwdCfg) smem() int {
 	switch {
 	case c.Split && c.DQ: // Q lo, dO lo [BM][D]; two stages of K, V hi, lo [BN][D] and K^T hi, lo; 4 mbarriers
 		return 2*c.BM*c.D*4 + 2*6*c.BN*c.D*4 + 32 + 1024
+	case c.One: // K lo, V lo [BN][D]; one stage of Q, dO hi, lo by rows and by columns; PB (Raw); (L2, delta) of two tiles; 4 mbarriers
+		return 2*c.BN*c.D*4 + 8*c.BM*c.D*4 + 128*32*4 + 2*c.BM*8 + 32 + 1024
 	case c.Ws: // as Split's, the fragment buffer (128 threads × 64 registers; Raw 32 floats) and its 2 mbarriers
 		pb := 128 * 64 * 4
 		if c.Raw {
@@ -431,18 +442,19 @@ var bwdStageMark func(stage int) error
 //     there (same strides: pickMMABwd requires contiguous layouts). With planes (those a
 //     forward kept, AttentionBuffers.Planes), the preprocess converts dO alone and the
 //     kernels, which must share them (sharesPlanes), read Q's plane and the K and V tiles there.
-//   - Split (the Exact pair on Hopper, kernels/attention_hopper_exact_bwd.cu; both or neither):
-//     fg_attn_bwd_mma_pre, then fg_attn_bwd_exact_prep_d* writes the tf32 planes into
-//     exactBwdPlaneBytes(kp) bytes from scratch (grid (G, 4): a column of blocks per tensor,
-//     a tile of 32 rows at a time), and both kernels take the problem and the planes
-//     (fg_mma_prep_params).
+//   - Split (the Exact kernels on Hopper, kernels/attention_hopper_exact_bwd.cu; a Split dQ
+//     kernel only with a Split dK/dV kernel, which may pair with the mma.sync dQ kernel, as at
+//     d = 128): fg_attn_bwd_mma_pre, then fg_attn_bwd_exact_prep_d* writes the tf32 planes
+//     into exactBwdPlaneBytes(kp) bytes from scratch (grid (G, 4): a column of blocks per
+//     tensor, a tile of 32 rows at a time), and the Split kernels take the problem and the
+//     planes (fg_mma_prep_params), a non-Split dQ kernel the problem (kp).
 func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes int64) (devptr, error), planes *keptPlanes) error {
 	const mod = "attention_mma_bwd" // the pre-passes
 	rows := int(kp.b) * int(kp.h) * int(kp.nq)
 	if planes != nil && !readsPlanes(kv, q) {
 		return fmt.Errorf("cuda: attention backward: %s and %s do not read the forward's bfloat16 planes (Planes)", kv.name(), q.name())
 	}
-	if (kv.Split || q.Split) && (!kv.Split || !q.Split || kv.D != int(kp.d) || q.D != int(kp.d)) {
+	if (kv.Split || q.Split) && (!kv.Split || kv.D != int(kp.d) || q.D != int(kp.d)) {
 		return fmt.Errorf("cuda: attention backward: %s and %s are not a pair of the Exact Hopper kernels for d=%d", kv.name(), q.name(), kp.d)
 	}
 	if (kv.Pre || q.Pre || kv.Split) && scratch == nil {

@@ -144,7 +144,8 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 		return nil
 	}
 	// A kernel on the tf32 planes (Split) pairs only with its own kind's first, as the others
-	// with theirs (one pre-pass serves a pair).
+	// with theirs (one pre-pass serves a pair); a Split dK/dV kernel where there is no Split dQ
+	// kernel (d = 128) with the first dQ kernel (startMMABwd runs the pre-pass for it alone).
 	first := func(list []int, split bool) int {
 		for _, i := range list {
 			if mmaBwdCfgs[i].Split == split {
@@ -152,6 +153,12 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 			}
 		}
 		return -1
+	}
+	firstQ := func(split bool) int {
+		if i := first(qs, split); i >= 0 || !split {
+			return i
+		}
+		return first(qs, false)
 	}
 	pairs := [][2]int{{kvs[0], qs[0]}}
 	seen := map[[2]int]bool{pairs[0]: true}
@@ -162,7 +169,7 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 		}
 	}
 	for _, i := range kvs[1:] {
-		add([2]int{i, first(qs, mmaBwdCfgs[i].Split)})
+		add([2]int{i, firstQ(mmaBwdCfgs[i].Split)})
 	}
 	for _, i := range qs[1:] {
 		add([2]int{first(kvs, mmaBwdCfgs[i].Split), i})
@@ -226,7 +233,7 @@ func (c mmaBwdCfg) short() string {
 	switch {
 	case c.Hopper:
 		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
-			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw]
+			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw] + map[bool]string{true: "one "}[c.One]
 	case c.Fused && c.Reg:
 		form = "fused reg "
 	case c.Fused:
@@ -446,11 +453,18 @@ func TestAttentionMMABwdDeterminism(t *testing.T) {
 // TestAttentionMMABwdBuffersScratch runs the backward on device Buffers with a Scratch
 // buffer (BF16: the kernels on the pre-pass's bfloat16 planes) and without (the kernels
 // without a pre-pass), each against float64 within twice the naive same-precision error, and
-// checks that a Scratch smaller than BackwardScratch is refused with an error naming it.
+// checks that a Scratch smaller than BackwardScratch is refused with an error naming it; at
+// d = 64 and 128 (Exact on Hopper: the tf32 planes, at d = 128 beside the mma.sync dQ kernel).
 func TestAttentionMMABwdBuffersScratch(t *testing.T) {
 	needDevice(t)
+	for _, d := range []int{64, 128} {
+		t.Run(fmt.Sprintf("d%d", d), func(t *testing.T) { testAttentionMMABwdBuffersScratch(t, d) })
+	}
+}
+
+func testAttentionMMABwdBuffersScratch(t *testing.T, d int) {
 	rng := rand.New(rand.NewSource(16))
-	c := attnCase{2, 4, 2, 129, 200, 64, true, []int{150, 200}, true}
+	c := attnCase{2, 4, 2, 129, 200, d, true, []int{150, 200}, true}
 	pr := newAttnProblem(rng, c, false)
 	hp := pr.p
 	withForwardOf(&hp, pr.o, pr.l)
@@ -520,6 +534,15 @@ func TestBackwardScratch(t *testing.T) {
 			t.Errorf("%v d=%d: BackwardScratch = %d, want %d", q.Precision, q.D, got, want)
 		}
 	}
+	// Exact at d = 128: the tf32 planes as well on compute capability 9.0 (the one-stage dK/dV kernel).
+	e128 := AttentionBuffers{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 128, Scale: 1, Precision: PrecisionExact}
+	want128 := 0
+	if deviceSM() == 90 {
+		want128 = (8*1*1*32 + 6*1*1*32) * 128
+	}
+	if got := e128.BackwardScratch(); got != want128 {
+		t.Errorf("Exact d=128: BackwardScratch = %d, want %d", got, want128)
+	}
 	eb := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: PrecisionExact}
 	e := eb.sizing()
 	if got, want := exactBwdPlaneBytes(&e), int64(8*3*4*64*64*4+6*3*2*128*64*4); got != want {
@@ -553,7 +576,10 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, 80, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
-		{"exact-d128", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"exact-d128", PrecisionExact, 128, f32, true, 89, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n64_m32_ws_raw_one", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"exact-d128-hopper-noscratch", PrecisionExact, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"exact-d128-sm80", PrecisionExact, 128, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
 		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n64_m32_ws_raw", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n32"},
 		{"exact-d64-hopper-noscratch", PrecisionExact, 64, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
@@ -583,10 +609,13 @@ func TestPickMMABwd(t *testing.T) {
 	if kv, q, ok := pickMMABwd(&kp, f32, -1, -1, true, 90); !ok || kv.Pre || q.Pre {
 		t.Errorf("pickMMABwd with K rows of 68 elements = %q, %q, %v, want kernels without a pre-pass", kv.name(), q.name(), ok)
 	}
-	// The pairs the device tests run: the Split kernels only with each other.
-	for _, pr := range mmaBwdPairs(PrecisionExact, 64) {
-		if kv, q := mmaBwdCfgs[pr[0]], mmaBwdCfgs[pr[1]]; kv.Split != q.Split {
-			t.Errorf("mmaBwdPairs pairs %s with %s", kv.name(), q.name())
+	// The pairs the device tests run: a Split dQ kernel only with a Split dK/dV kernel, a
+	// Split dK/dV kernel with a non-Split dQ kernel only where there is no Split one (d = 128).
+	for _, d := range []int{64, 128} {
+		for _, pr := range mmaBwdPairs(PrecisionExact, d) {
+			if kv, q := mmaBwdCfgs[pr[0]], mmaBwdCfgs[pr[1]]; q.Split && !kv.Split || kv.Split && !q.Split && d == 64 {
+				t.Errorf("mmaBwdPairs pairs %s with %s", kv.name(), q.name())
+			}
 		}
 	}
 	// Every Hopper kernel by index on compute capability 9.0, none elsewhere.
@@ -634,10 +663,13 @@ func TestPickMMABwd(t *testing.T) {
 			c.B3 && !(c.Hopper && !c.DQ) {
 			t.Errorf("%s: Ovl or Fx without Hopper, or Pipe outside the Hopper dQ kernel with Ovl", c.name())
 		}
-		if c.Split && (!c.Hopper || c.Prec != PrecisionExact || c.D != 64 || c.Pre || c.Reg && !c.Raw || c.Ovl || c.Fx || c.Pipe || c.B3 ||
+		if c.Split && (!c.Hopper || c.Prec != PrecisionExact || c.D != map[bool]int{false: 64, true: 128}[c.One] || c.Pre || c.Reg && !c.Raw || c.Ovl || c.Fx || c.Pipe || c.B3 ||
 			c.threads() != map[bool]int{false: map[bool]int{false: 2, true: 4}[c.Ws] * c.BN, true: 2*c.BM + 128}[c.DQ] || c.BM != map[bool]int{false: 32, true: 128}[c.DQ] ||
 			c.BN != map[bool]int{false: 64, true: 32}[c.DQ]) {
 			t.Errorf("%s: not a Split configuration (Hopper Exact d = 64: dK/dV n64 m32, 128 threads; dQ m128 n32, 384)", c.name())
+		}
+		if c.One && (!c.Split || !c.Ws || !c.Raw || c.Reg || c.DQ || c.D != 128) {
+			t.Errorf("%s: One (one stage of the query tile) is a d = 128 form of the Split dK/dV kernel with Ws and Raw, without Reg", c.name())
 		}
 		if (c.Cl || c.Ws) && (!c.Split || c.DQ) || c.Cl && c.Ws || c.Raw && !c.Ws {
 			t.Errorf("%s: clusters (Cl) or two warpgroups (Ws) in the Split dK/dV kernel only, not both; Raw with Ws only", c.name())
@@ -669,7 +701,11 @@ func TestPickMMABwd(t *testing.T) {
 		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B)\(`, "attention_hopper_exact_bwd": `(?m)^FG_BWD_WGMMA_EXACT\(`} {
 		n := len(regexp.MustCompile(re).FindAll(src[m], -1))
 		if m == "attention_hopper_exact_bwd" {
-			n *= 6 // five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg and Raw) and a dQ kernel per head dimension
+			// five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg
+			// and Raw) and a dQ kernel per head dimension; FG_BWD_WGMMA_EXACT_ONE the one-stage
+			// dK/dV kernel alone (d = 128)
+			n *= 6
+			n += len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
 		}
 		if n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])

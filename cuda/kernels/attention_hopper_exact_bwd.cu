@@ -1,5 +1,6 @@
 // attention_hopper_exact_bwd.cu: the Exact attention backward on Hopper (sm_90a): the 3xTF32
-// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64. The problem, masks,
+// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64 (and the dK/dV kernel
+// for d = 128, fg_attn_bwd_wgmma_exact_dkdv_ws1, beside attention_mma_bwd.cu's dQ). The problem, masks,
 // outputs and the order of the float32 sums are attention_mma_bwd.cu's; with
 // P_ij = exp2(s_ij scale log2 e - L2_i), s_ij = q_i . k_j, 0 where key j is not visible from
 // row i (fg_key_limit), and (L2, delta) per query row from fg_attn_bwd_mma_pre:
@@ -37,7 +38,9 @@
 //   clusters of two CTAs (CL); and the default, two warpgroups, the first computing S^T, dP^T
 //   (K hi and V hi as A fragments in registers), P^T and dS^T and handing their fragments to
 //   the second, which adds dV and dK (fg_attn_bwd_wgmma_exact_dkdv_ws; the default hands them over
-//   as floats, RAW, and the second warpgroup splits them).
+//   as floats, RAW, and the second warpgroup splits them); at d = 128 the RAW form with one
+//   stage of the query tile, its rows and columns refilled separately
+//   (fg_attn_bwd_wgmma_exact_dkdv_ws1).
 //   fg_attn_bwd_wgmma_exact_dq: two consumer warpgroups own 64 query rows each (Q hi and dO hi
 //   as A fragments in registers, Q lo and dO lo [128][D] in shared memory, split from the
 //   float32 inputs) and a producer warpgroup copies key tiles of 32 (K, V hi and lo [32][D],
@@ -48,7 +51,8 @@
 //
 // Shared memory: swizzled tf32 tiles (fg_sw128 with 16-byte chunks of 4 floats, blocks of 32
 // columns, 1024-byte aligned); dK/dV 192 KiB, dQ 192 KiB at d = 64 (d = 128 would need twice:
-// its backward stays attention_mma_bwd.cu's).
+// its dK/dV kernel keeps one stage of the query tile, 209.5 KiB, and its dQ kernel is
+// attention_mma_bwd.cu's).
 #include "mma_bwd.cuh"
 #include "wgmma.cuh"
 
@@ -91,23 +95,41 @@ template <int D> struct FgTf32Planes {
 #pragma unroll
     for (int v = 0; v < (CL ? 4 : 8); ++v) {
       const int u = CL ? 4 * (int)rank + v : v;
-      const char* src = qtile(u & 2 ? dout : q, (u & 1) + (u & 4 ? 2 : 0), bh, t);
+      const char* src = stage_tile(u, bh, t);
       if constexpr (CL)
         fg_bulk_load_mc(st + u * TB, src, TB, bar, 3);
       else
         fg_bulk_copy(st + u * TB, src, TB, bar);
     }
   }
+  // stage_tile is copy u of copy_stage (0-3 Q hi, lo, dO hi, lo by rows, 4-7 by columns) of
+  // query tile t of head bh.
+  __device__ __forceinline__ const char* stage_tile(int u, int64_t bh, int t) const {
+    return qtile(u & 2 ? dout : q, (u & 1) + (u & 4 ? 2 : 0), bh, t);
+  }
+  // copy_half starts half of copy_stage, the rows (COLS false: copies 0-3) or the columns
+  // (COLS: 4-7), into 4 tiles at st, counted on bar (one thread).
+  template <bool COLS> __device__ __forceinline__ void copy_half(uint32_t st, uint32_t bar, int64_t bh, int t) const {
+    fg_mbar_expect(bar, 4 * TB);
+#pragma unroll
+    for (int v = 0; v < 4; ++v) fg_bulk_copy(st + v * TB, stage_tile(v + (COLS ? 4 : 0), bh, t), TB, bar);
+  }
   // load_kv starts the copies (cp.async, THREADS threads; not committed) of keys n0 .. n0 + BN - 1
   // of key head bh, K hi, K lo, V hi, V lo (by rows), into swizzled tiles of BN rows at s,
   // BN D 4 bytes apart; tiles past the head's are zero-filled without a read.
   template <int BN, int THREADS> __device__ __forceinline__ void load_kv(uint32_t s, int64_t bh, int n0) const {
+    constexpr uint32_t KB = BN * D * 4;
+    load_kv<BN, THREADS>(s, s + KB, s + 2 * KB, s + 3 * KB, bh, n0);
+  }
+  // (the same with each part's own tile: K hi at kh, K lo at kl, V hi at vh, V lo at vl)
+  template <int BN, int THREADS>
+  __device__ __forceinline__ void load_kv(uint32_t kh, uint32_t kl, uint32_t vh, uint32_t vl, int64_t bh, int n0) const {
     for (int i = threadIdx.x; i < 4 * BN * (D / 4); i += THREADS) {
       const int part = i / (BN * (D / 4)), r = i / (D / 4) % BN, c = i % (D / 4);
       const int tile = n0 / T + r / T;
       const bool ok = tile < ntk;
       const char* src = ktile(part < 2 ? k : v, part & 1, bh, ok ? tile : 0) + fg_sw128<T>(r % T, c);
-      fg_cp_async16_s(s + part * (BN * D * 4) + fg_sw128<BN>(r, c), src, ok);
+      fg_cp_async16_s((part == 0 ? kh : part == 1 ? kl : part == 2 ? vh : vl) + fg_sw128<BN>(r, c), src, ok);
     }
   }
 };
@@ -237,6 +259,30 @@ __device__ __forceinline__ void fg_exact_frags(const float (&x)[KS][4], uint32_t
   }
 }
 
+// fg_ws_put writes P^T (s) and dS^T (dp) as floats to the handover buffer of the two-warpgroup
+// dK/dV kernels (RAW): pb this thread's first 16 bytes, block k at pb[128 k] (P^T 0 .. NB - 1,
+// dS^T NB .. 2 NB - 1). fg_ws_get reads NB blocks from block k0 on into x.
+template <int NB> __device__ __forceinline__ void fg_ws_put(uint4* pb, const float (&s)[NB][4], const float (&dp)[NB][4]) {
+#pragma unroll
+  for (int k = 0; k < 2 * NB; ++k) {
+    const float(&x)[4] = k < NB ? s[k] : dp[k - NB];
+    pb[128 * k] = make_uint4(__float_as_uint(x[0]), __float_as_uint(x[1]), __float_as_uint(x[2]), __float_as_uint(x[3]));
+  }
+}
+template <int NB> __device__ __forceinline__ void fg_ws_get(const uint4* pb, float (&x)[NB][4], int k0) {
+#pragma unroll
+  for (int k = 0; k < NB; ++k) {
+    const uint4 y = pb[128 * (k0 + k)];
+    x[k][0] = __uint_as_float(y.x), x[k][1] = __uint_as_float(y.y), x[k][2] = __uint_as_float(y.z), x[k][3] = __uint_as_float(y.w);
+  }
+}
+
+// fg_dkdv_masked reports whether the tile of BM queries from m0 and BN keys from n0 needs
+// fg_bwd_pds_t's masks (rows past Nq, keys past the batch's length klen, the causal limit).
+template <int BM, int BN> __device__ __forceinline__ bool fg_dkdv_masked(const fg_attn_params& p, int m0, int n0, int klen) {
+  return m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+}
+
 }  // namespace
 
 // fg_attn_bwd_wgmma_exact_dkdv: grid (ceil(Nk / 64) rounded up to even, Hkv, B) in clusters of
@@ -311,8 +357,7 @@ template <int D, bool CL> __device__ void fg_attn_bwd_wgmma_exact_dkdv(const fg_
       const uint32_t a = c < 4 ? sK : sV, bq = st + (c < 4 ? 0 : 2) * TB;
       fg_wgmma_tf32_ss3<BM, 2, BN, BM>(d, a, a + KH, bq, bq + TB, 2 * (c % 4));
     });
-    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
-    fg_bwd_pds_t<false>(s, dp, sLD + sg * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+    fg_bwd_pds_t<false>(s, dp, sLD + sg * BM, 0, m0, n0, kr, t, klen, fg_dkdv_masked<BM, BN>(p, m0, n0, klen), sl2, scale, p);
     uint32_t ph[NB][4], plo[NB][4], dh[NB][4], dl[NB][4];
     fg_exact_frags(s, ph, plo);
     fg_exact_frags(dp, dh, dl);
@@ -443,15 +488,10 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
     // hand computes P^T and dS^T of step it from S^T and dP^T and hands them to warpgroup 1.
     const auto hand = [&](float (&s)[NB][4], float (&dp)[NB][4], int it) {
       const int m0 = walk.m0(it);
-      const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
-      fg_bwd_pds_t<false>(s, dp, sLD + (it & 1) * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      fg_bwd_pds_t<false>(s, dp, sLD + (it & 1) * BM, 0, m0, n0, kr, t, klen, fg_dkdv_masked<BM, BN>(p, m0, n0, klen), sl2, scale, p);
       if constexpr (RAW) {  // P^T, dS^T as they are
         if (it > 0) fg_mbar_wait(pempty, (it - 1) & 1);  // warpgroup 1 has read step it - 1's
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          const float(&x)[4] = k < 4 ? s[k] : dp[k - 4];
-          pb[128 * k] = make_uint4(__float_as_uint(x[0]), __float_as_uint(x[1]), __float_as_uint(x[2]), __float_as_uint(x[3]));
-        }
+        fg_ws_put(pb, s, dp);
       } else {
         uint32_t f[4][NB][4];  // P^T hi, lo, dS^T hi, lo
         fg_exact_frags(s, f[0], f[1]);
@@ -484,12 +524,8 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
     uint32_t f[4][NB][4];  // P^T hi, lo, dS^T hi, lo
     if constexpr (RAW) {
       float x[2][NB][4];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const uint4 y = pb[128 * k];
-        x[k / 4][k % 4][0] = __uint_as_float(y.x), x[k / 4][k % 4][1] = __uint_as_float(y.y);
-        x[k / 4][k % 4][2] = __uint_as_float(y.z), x[k / 4][k % 4][3] = __uint_as_float(y.w);
-      }
+      fg_ws_get(pb, x[0], 0);
+      fg_ws_get(pb, x[1], NB);
       fg_mbar_arrive(pempty);
       fg_exact_frags(x[0], f[0], f[1]);
       fg_exact_frags(x[1], f[2], f[3]);
@@ -515,6 +551,149 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
   float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
   fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
   fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, dv, kr, p.nk - n0, klen - n0, t);
+}
+
+// fg_attn_bwd_wgmma_exact_dkdv_ws1: fg_attn_bwd_wgmma_exact_dkdv_ws<D, false, true> (two
+// warpgroups, P^T and dS^T handed over as floats) with one stage of the query tile, for d = 128,
+// where two stages (8 tiles [32][128], 128 KiB each) and K, V hi and lo (128 KiB) would not fit
+// 227 KiB. The stage's halves are filled and released separately: the rows buffer R (Q hi, lo,
+// dO hi, lo [32][D], copies 0-3 of copy_stage), which only warpgroup 0's S^T and dP^T read, and
+// the columns buffer C (Q^T hi, lo, dO^T hi, lo [D][32], copies 4-7), which only warpgroup 1's
+// dV and dK read, each with its full mbarrier (one arrival expecting 4 tiles' bytes, once per
+// tile: parity it & 1). Once S^T and dP^T of tile it have completed in all of warpgroup 0
+// (named barrier 2), its thread 0 copies R of tile it + 1, under warpgroup 0's exponentials and
+// warpgroup 1's products; once dV and dK of tile it have completed in warpgroup 1 (named
+// barrier 1), its thread 0 copies C of tile it + 1, under warpgroup 0's S^T and dP^T of tile
+// it + 1. K hi and V hi live only in warpgroup 0's registers (A fragments, 64 each): they are
+// copied first into C's place, read from there, and C's first copy starts after a block-wide
+// barrier. K lo and V lo stay in shared memory (A of the lo·hi products).
+// Warpgroup 1 adds dV and dK in column halves of 64 (m64n64k8: B rows 64 .. 127 of a columns
+// tile start 64 x 128 bytes further), P^T split first and dV's 4 chains run, then dS^T split
+// and dK's 4 chains, so that one split pair is live; the order of the float32 sums is
+// fg_attn_bwd_wgmma_exact_dkdv_ws's (each chain from zero, hi·hi last, chains added in order).
+// Shared memory: K lo, V lo [64][D] (fg_sw128<64>), R, C, PB (16 KiB), (L2, delta) of two
+// tiles, 4 mbarriers (R full, C full, PB full, PB empty): 209.5 KiB at d = 128.
+template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_prep_params& pp) {
+  using P = FgTf32Planes<D>;
+  constexpr int BN = 64, BM = P::T, NB = BM / 8, HB = 64 / 8;  // HB: blocks of a column half
+  constexpr uint32_t TB = P::TB, KH = BN * D * 4, HALF = 4 * TB, PB = 8 * 128 * 16;
+  constexpr unsigned SMEM = 2 * KH + 2 * HALF + PB + 2 * BM * 8 + 32 + 1024;
+  static_assert(D == 128, "d = 128 only (d = 64 has fg_attn_bwd_wgmma_exact_dkdv_ws)");
+  static_assert(2 * KH <= HALF, "K hi and V hi are first copied into C's place");
+  const fg_attn_params& p = pp.src;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  const uint32_t sKl = (sbase + 1023) & ~1023u, sVl = sKl + KH, sR = sKl + 2 * KH, sC = sR + HALF, sP = sC + HALF;
+  float2* const sLD = (float2*)(fg_smem + (sP + PB - sbase));  // tile it's rows at sLD + BM (it % 2)
+  const uint32_t bars = sP + PB + 2 * BM * 8;                    // R full, C full, PB full, PB empty
+  const uint32_t rfull = bars, cfull = bars + 8, pfull = bars + 16, pempty = bars + 24;
+  const P pl(p, pp.dst);
+
+  const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool wg0 = threadIdx.x < 128;
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const FgKvWalk<BM> walk(p, b, hk, n0, p.h / p.hkv);
+  const int klen = walk.klen, total = walk.total;
+  const int kr = 16 * warp + g;  // this lane's keys n0 + kr, + 8
+  // copy_half copies one half (COLS: the columns into C, else the rows into R) of step it's
+  // query tile (one thread).
+  const auto copy_half = [&](bool cols, int it) {
+    const int64_t bh = (int64_t)b * p.h + walk.hq(it);
+    if (cols)
+      pl.template copy_half<true>(sC, cfull, bh, walk.m0(it) / BM);
+    else
+      pl.template copy_half<false>(sR, rfull, bh, walk.m0(it) / BM);
+  };
+  if (threadIdx.x == 0) {
+    fg_mbar_init(rfull, 1), fg_mbar_init(cfull, 1), fg_mbar_init(pfull, 128), fg_mbar_init(pempty, 128);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  uint32_t kh[D / 8][4], vh[D / 8][4];
+  if (total > 0) {
+    if (threadIdx.x == 0) copy_half(false, 0);
+    pl.template load_kv<BN, 256>(sC, sKl, sC + KH, sVl, (int64_t)b * p.hkv + hk, n0);  // K hi, V hi into C's place
+    fg_cp_async_commit();
+    fg_cp_async_wait<0>();
+    fg_fence_async();
+    __syncthreads();  // K and V landed
+    if (wg0) {
+      fg_wgmma_load_a<BN, D / 8>(kh, sC, 16 * warp, lane);
+      fg_wgmma_load_a<BN, D / 8>(vh, sC + KH, 16 * warp, lane);
+    }
+    fg_fence_async();  // (the reads of C's place before the bulk copy's writes)
+    __syncthreads();
+    if (threadIdx.x == 0) copy_half(true, 0);
+  }
+
+  uint4* const pb = (uint4*)(fg_smem + (sP - sbase)) + tid;  // this thread's floats: pb[128 k]
+  if (wg0) {
+    const auto copy_ld = [&](int it) {  // (L2, delta) of step it's rows
+      if (it < total) {
+        const int64_t bh = (int64_t)b * p.h + walk.hq(it);
+        fg_bwd_copy_ld<BM, 128>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * (bh * p.nq + walk.m0(it)),
+                                p.nq - walk.m0(it));
+      }
+      fg_cp_async_commit();
+    };
+    copy_ld(0);
+    float tmp[2][NB][4];
+    for (int it = 0; it < total; ++it) {
+      fg_cp_async_wait<0>();
+      asm volatile("bar.sync 4, 128;\n" ::: "memory");  // (L2, delta) of step it landed
+      copy_ld(it + 1);
+      fg_mbar_wait(rfull, it & 1);
+      // S^T = K Q^T (chains 0-7), dP^T = V dO^T (8-15), 16 head columns each.
+      float s[NB][4], dp[NB][4];
+      fg_exact_chains<false, 2 * D / 16>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
+        constexpr int C = D / 16;
+        const uint32_t bq = sR + (c < C ? 0 : 2) * TB;
+        fg_wgmma_tf32_x<BM, 2, true, false, BN, BM, true>(d, (c < C ? kh : vh) + 2 * (c % C), nullptr, c < C ? sKl : sVl, bq,
+                                                          bq + TB, 2 * (c % C));
+      });
+      asm volatile("bar.sync 2, 128;\n" ::: "memory");  // warpgroup 0 is done with R
+      if (threadIdx.x == 0 && it + 1 < total) copy_half(false, it + 1);
+      const int m0 = walk.m0(it);
+      fg_bwd_pds_t<false>(s, dp, sLD + (it & 1) * BM, 0, m0, n0, kr, t, klen, fg_dkdv_masked<BM, BN>(p, m0, n0, klen), sl2, scale, p);
+      if (it > 0) fg_mbar_wait(pempty, (it - 1) & 1);  // warpgroup 1 has read step it - 1's
+      fg_ws_put(pb, s, dp);
+      fg_mbar_arrive(pfull);
+    }
+    return;
+  }
+
+  float dk[2][HB][4], dv[2][HB][4];  // column halves
+  fg_bwd_zero(dk[0]), fg_bwd_zero(dk[1]);
+  fg_bwd_zero(dv[0]), fg_bwd_zero(dv[1]);
+  for (int it = 0; it < total; ++it) {
+    fg_mbar_wait(pfull, it & 1);  // step it's floats are in the buffer
+    float x[NB][4];
+    uint32_t fh[NB][4], fl[NB][4];
+    float ot[2][HB][4];
+    fg_ws_get(pb, x, 0);  // P^T
+    fg_exact_frags(x, fh, fl);
+    fg_mbar_wait(cfull, it & 1);
+    // dV += P^T dO (chains 0, 1: columns 0-63; 2, 3: 64-127), 16 queries each; B dO^T.
+    fg_exact_chains<true, 4>(dv[0], dv[1], ot, [&](float (&d)[HB][4], int c) {
+      const uint32_t bt = sC + 2 * TB + (c / 2) * 64 * 128;
+      fg_wgmma_tf32_x<64, 2, true, true, 0, D, true>(d, fh + 2 * (c % 2), fl + 2 * (c % 2), 0, bt, bt + TB, 2 * (c % 2));
+    });
+    fg_ws_get(pb, x, NB);  // dS^T
+    fg_mbar_arrive(pempty);
+    fg_exact_frags(x, fh, fl);
+    // dK += dS^T Q, the same; B Q^T.
+    fg_exact_chains<true, 4>(dk[0], dk[1], ot, [&](float (&d)[HB][4], int c) {
+      const uint32_t bt = sC + (c / 2) * 64 * 128;
+      fg_wgmma_tf32_x<64, 2, true, true, 0, D, true>(d, fh + 2 * (c % 2), fl + 2 * (c % 2), 0, bt, bt + TB, 2 * (c % 2));
+    });
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");  // warpgroup 1 is done with C
+    if (tid == 0 && it + 1 < total) copy_half(true, it + 1);
+  }
+  float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
+  float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
+  fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, reinterpret_cast<float(&)[D / 8][4]>(dk), kr, p.nk - n0, klen - n0, t);
+  fg_bwd_store<D>(dV + (int64_t)n0 * p.v_row, p.v_row, reinterpret_cast<float(&)[D / 8][4]>(dv), kr, p.nk - n0, klen - n0, t);
 }
 
 // fg_attn_bwd_wgmma_exact_dq: grid (ceil(Nq / 128), H, B), 384 threads (two consumer warpgroups
@@ -607,10 +786,13 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
 // ---- entry points (names built by cuda/attention_mma_bwd.go's mmaBwdCfg.name and
 // exactBwdPrep) ----------------------------------------------------------------------------------
 
-#define FG_BWD_WGMMA_EXACT(D)                                                                          \
+#define FG_BWD_EXACT_PREP(D)                                                                           \
   extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_exact_prep_d##D(const fg_mma_prep_params pp) { \
     fg_attn_bwd_exact_prep<D>(pp);                                                                     \
-  }                                                                                                    \
+  }
+// d = 64: the pre-pass, five dK/dV kernels and the dQ kernel.
+#define FG_BWD_WGMMA_EXACT(D)                                                                          \
+  FG_BWD_EXACT_PREP(D)                                                                                 \
   extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)                         \
       fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_cl(const fg_mma_prep_params pp) {                    \
     fg_attn_bwd_wgmma_exact_dkdv<D, true>(pp);                                                         \
@@ -636,3 +818,11 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
     fg_attn_bwd_wgmma_exact_dq<D>(pp);                                                                 \
   }
 FG_BWD_WGMMA_EXACT(64)
+// d = 128: the pre-pass and the one-stage dK/dV kernel (its dQ kernel is attention_mma_bwd.cu's).
+#define FG_BWD_WGMMA_EXACT_ONE(D)                                                                      \
+  FG_BWD_EXACT_PREP(D)                                                                                 \
+  extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws_raw_one( \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dkdv_ws1<D>(pp);                                                           \
+  }
+FG_BWD_WGMMA_EXACT_ONE(128)
