@@ -567,15 +567,20 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
 // it + 1. K hi and V hi live only in warpgroup 0's registers (A fragments, 64 each): they are
 // copied first into C's place, read from there, and C's first copy starts after a block-wide
 // barrier. K lo and V lo stay in shared memory (A of the lo·hi products).
-// Warpgroup 1 adds dV and dK in column halves of 64 (m64n64k8: B rows 64 .. 127 of a columns
-// tile start 64 x 128 bytes further), P^T split first and dV's 4 chains run, then dS^T split
-// and dK's 4 chains, so that one split pair is live; the order of the float32 sums is
-// fg_attn_bwd_wgmma_exact_dkdv_ws's (each chain from zero, hi·hi last, chains added in order).
+// Warpgroup 1 adds dV and dK in column quarters of 32 (m64n32k8: B rows 32 q .. 32 q + 31 of a
+// columns tile start 32 q x 128 bytes further; the chain temporaries are then 32 registers), P^T
+// split first and dV's 8 chains run, then dS^T split and dK's 8 chains, so that one split pair is
+// live; the order of the float32 sums is fg_attn_bwd_wgmma_exact_dkdv_ws's (each chain from zero,
+// hi·hi last, chains added in order). (In halves of 64, m64n64k8, the kernel took 255 registers and
+// spilled 1108 bytes, and its dK/dV ran 1.35-1.40x as long (results/h100-2026-11-24-s14, call C);
+// in quarters it still spills 696 bytes (ptxas, call C), and passing the one-stage tiles' base
+// addresses through an empty asm, so that their descriptors are not hoisted out of the loop, left
+// 692 (call D).)
 // Shared memory: K lo, V lo [64][D] (fg_sw128<64>), R, C, PB (16 KiB), (L2, delta) of two
 // tiles, 4 mbarriers (R full, C full, PB full, PB empty): 209.5 KiB at d = 128.
 template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_prep_params& pp) {
   using P = FgTf32Planes<D>;
-  constexpr int BN = 64, BM = P::T, NB = BM / 8, HB = 64 / 8;  // HB: blocks of a column half
+  constexpr int BN = 64, BM = P::T, NB = BM / 8, QB = 32 / 8;  // QB: blocks of a column quarter
   constexpr uint32_t TB = P::TB, KH = BN * D * 4, HALF = 4 * TB, PB = 8 * 128 * 16;
   constexpr unsigned SMEM = 2 * KH + 2 * HALF + PB + 2 * BM * 8 + 32 + 1024;
   static_assert(D == 128, "d = 128 only (d = 64 has fg_attn_bwd_wgmma_exact_dkdv_ws)");
@@ -663,30 +668,30 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_p
     return;
   }
 
-  float dk[2][HB][4], dv[2][HB][4];  // column halves
-  fg_bwd_zero(dk[0]), fg_bwd_zero(dk[1]);
-  fg_bwd_zero(dv[0]), fg_bwd_zero(dv[1]);
+  float dk[4][QB][4], dv[4][QB][4];  // column quarters
+#pragma unroll
+  for (int q = 0; q < 4; ++q) fg_bwd_zero(dk[q]), fg_bwd_zero(dv[q]);
   for (int it = 0; it < total; ++it) {
     fg_mbar_wait(pfull, it & 1);  // step it's floats are in the buffer
     float x[NB][4];
     uint32_t fh[NB][4], fl[NB][4];
-    float ot[2][HB][4];
+    float ot[2][QB][4];
+    // acc adds A B into the column quarters 2 h and 2 h + 1 of x (chains 0, 1 and 2, 3: 16
+    // queries each), B the columns tile at bt (quarter q's rows start q 32 x 128 bytes further).
+    const auto acc = [&](float (&x)[4][QB][4], uint32_t bt, int h) {
+      fg_exact_chains<true, 4>(x[2 * h], x[2 * h + 1], ot, [&](float (&d)[QB][4], int c) {
+        const uint32_t bq = bt + (2 * h + c / 2) * 32 * 128;
+        fg_wgmma_tf32_x<32, 2, true, true, 0, D, true>(d, fh + 2 * (c % 2), fl + 2 * (c % 2), 0, bq, bq + TB, 2 * (c % 2));
+      });
+    };
     fg_ws_get(pb, x, 0);  // P^T
     fg_exact_frags(x, fh, fl);
     fg_mbar_wait(cfull, it & 1);
-    // dV += P^T dO (chains 0, 1: columns 0-63; 2, 3: 64-127), 16 queries each; B dO^T.
-    fg_exact_chains<true, 4>(dv[0], dv[1], ot, [&](float (&d)[HB][4], int c) {
-      const uint32_t bt = sC + 2 * TB + (c / 2) * 64 * 128;
-      fg_wgmma_tf32_x<64, 2, true, true, 0, D, true>(d, fh + 2 * (c % 2), fl + 2 * (c % 2), 0, bt, bt + TB, 2 * (c % 2));
-    });
-    fg_ws_get(pb, x, NB);  // dS^T
+    acc(dv, sC + 2 * TB, 0), acc(dv, sC + 2 * TB, 1);  // dV += P^T dO; B dO^T
+    fg_ws_get(pb, x, NB);                              // dS^T
     fg_mbar_arrive(pempty);
     fg_exact_frags(x, fh, fl);
-    // dK += dS^T Q, the same; B Q^T.
-    fg_exact_chains<true, 4>(dk[0], dk[1], ot, [&](float (&d)[HB][4], int c) {
-      const uint32_t bt = sC + (c / 2) * 64 * 128;
-      fg_wgmma_tf32_x<64, 2, true, true, 0, D, true>(d, fh + 2 * (c % 2), fl + 2 * (c % 2), 0, bt, bt + TB, 2 * (c % 2));
-    });
+    acc(dk, sC, 0), acc(dk, sC, 1);  // dK += dS^T Q; B Q^T
     asm volatile("bar.sync 1, 128;\n" ::: "memory");  // warpgroup 1 is done with C
     if (tid == 0 && it + 1 < total) copy_half(true, it + 1);
   }
