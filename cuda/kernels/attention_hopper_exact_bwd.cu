@@ -1,13 +1,13 @@
 // attention_hopper_exact_bwd.cu: the Exact attention backward on Hopper (sm_90a): the 3xTF32
-// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64 (and the dK/dV kernel
-// for d = 128, fg_attn_bwd_wgmma_exact_dkdv_ws1, beside attention_mma_bwd.cu's dQ). The problem, masks,
+// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64 (and for d = 128
+// fg_attn_bwd_wgmma_exact_dkdv_ws1 and fg_attn_bwd_wgmma_exact_dq1). The problem, masks,
 // outputs and the order of the float32 sums are attention_mma_bwd.cu's; with
 // P_ij = exp2(s_ij scale log2 e - L2_i), s_ij = q_i . k_j, 0 where key j is not visible from
 // row i (fg_key_limit), and (L2, delta) per query row from fg_attn_bwd_mma_pre:
 //   dV_j = sum_i P_ij dO_i,  dS_ij = scale P_ij (dO_i . V_j - delta_i),
 //   dK_j = sum_i dS_ij Q_i,  dQ_i = sum_j dS_ij K_j,
 // dK and dV summed over the query heads of the key/value head's group (GQA). Two kernels, no
-// atomics (the bits are the same on every run): dK/dV per 64 keys, dQ per 128 query rows.
+// atomics (the bits are the same on every run): dK/dV per 64 keys, dQ per 128 query rows (d = 128: 64).
 //
 // Precision (as the Exact forward, attention_hopper_exact.cu): every operand x is split as
 // hi = tf32(x), lo = tf32(x - hi) and a b = a_lo b_hi + a_hi b_lo + a_hi b_hi; the tensor
@@ -49,10 +49,13 @@
 //     dS = scale P (dP - delta)        (FgDqRows.ds)
 //     dQ += dS K                       wgmma m64nDk8, A = dS split in registers, B = K^T
 //
+//   fg_attn_bwd_wgmma_exact_dq1 (d = 128): one warpgroup of 64 query rows, Q lo, dO hi and lo in
+//   shared memory (Q hi in registers, or there too), one stage of the key tile in two halves.
+//
 // Shared memory: swizzled tf32 tiles (fg_sw128 with 16-byte chunks of 4 floats, blocks of 32
 // columns, 1024-byte aligned); dK/dV 192 KiB, dQ 192 KiB at d = 64 (d = 128 would need twice:
-// its dK/dV kernel keeps one stage of the query tile, 209.5 KiB, and its dQ kernel is
-// attention_mma_bwd.cu's).
+// its dK/dV kernel keeps one stage of the query tile, 209.5 KiB, and its dQ kernel one warpgroup
+// and one stage of the key tile, 192 or 224 KiB).
 #include "mma_bwd.cuh"
 #include "wgmma.cuh"
 
