@@ -103,7 +103,7 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// d = 128 (fourteenth session): the dK/dV kernel of Ws and Raw with one stage of the query
 	// tile (One; K hi and V hi in registers, K lo and V lo, the query tile's rows and columns
 	// halves, each refilled as soon as its warpgroup is done with it, in 209.5 KiB), paired
-	// with the dQ kernel below (the mma.sync Exact dQ kernel before it had one).
+	// with the wgmma dQ kernel below (until it came, with the mma.sync Exact dQ kernel).
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
 	// The dQ kernel at d = 128 (One: one warpgroup of 64 query rows, Q lo, dO hi and lo in
 	// shared memory, one stage of the key tile of 32 whose rows and columns halves are
