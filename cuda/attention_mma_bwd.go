@@ -107,8 +107,9 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
 	// The dQ kernel at d = 128 (One: one warpgroup of 64 query rows, Q lo, dO hi and lo in
 	// shared memory, one stage of the key tile of 32 whose rows and columns halves are
-	// refilled separately; dQ in column halves; Reg: Q hi as A fragments in registers, else in
-	// shared memory too), before the mma.sync one below, which stays as the pair without it
+	// refilled separately; Reg: Q hi as A fragments in registers and dQ in column quarters
+	// (m64n32k8: chain temporaries of 32 registers), else Q hi in shared memory too and dQ in
+	// column halves), before the mma.sync one below, which stays as the pair without it
 	// (mmaBwdPairs).
 	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 32, Hopper: true, Split: true, One: true, Reg: true},
 	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 32, Hopper: true, Split: true, One: true},

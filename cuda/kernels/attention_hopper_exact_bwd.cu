@@ -803,13 +803,16 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
 //   S = Q K^T, dP = dO V^T          wgmma m64n32k8, 16 chains of 16 head columns (dP, and S
 //                                   without QREG: A and B from shared memory, fg_wgmma_tf32_ss3)
 //   dS = scale P (dP - delta)        (FgDqRows.ds)
-//   dQ += dS K                       wgmma m64n64k8 in column halves, A = dS split in registers,
-//                                    B = K^T [D][32]
+//   dQ += dS K                       wgmma m64nWk8 in column parts of W, A = dS split in
+//                                    registers, B = K^T [D][32]; W = 64 (halves), with QREG 32
+//                                    (quarters: its chain temporaries take 32 registers, not 64,
+//                                    beside Q hi's 64)
 // The sums in fg_attn_bwd_wgmma_exact_dq's order (each chain from zero, hi·hi last, the chains
 // of 16 keys added to dQ in float32 in order).
 template <int D, bool QREG> __device__ void fg_attn_bwd_wgmma_exact_dq1(const fg_mma_prep_params& pp) {
   using P = FgTf32Planes<D>;
-  constexpr int BM = 64, BN = P::T, NB = BN / 8, KS = D / 8, HB = 64 / 8;  // HB: blocks of a column half
+  constexpr int BM = 64, BN = P::T, NB = BN / 8, KS = D / 8;
+  constexpr int W = QREG ? 32 : 64, NP = D / W, WB = W / 8;  // dQ's column parts: NP of W columns, WB blocks
   constexpr uint32_t TB = P::TB, QB = BM * D * 4;
   constexpr unsigned SMEM = (QREG ? 3 : 4) * QB + 6 * TB + 16 + 1024;
   static_assert(D == 128, "d = 128 only (d = 64 has fg_attn_bwd_wgmma_exact_dq)");
@@ -836,8 +839,9 @@ template <int D, bool QREG> __device__ void fg_attn_bwd_wgmma_exact_dq1(const fg
   __syncthreads();
   const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
   const int m0 = blk.m0, h = blk.h, b = blk.b;
-  float dq[2][HB][4];  // column halves
-  fg_bwd_zero(dq[0]), fg_bwd_zero(dq[1]);
+  float dq[NP][WB][4];  // column parts
+#pragma unroll
+  for (int u = 0; u < NP; ++u) fg_bwd_zero(dq[u]);
   if (blk.tiles > 0) {
     if (threadIdx.x == 0) copy_half(false, 0), copy_half(true, 0);
     // Q lo (and without QREG Q hi), dO hi and lo into shared memory, QREG: Q hi as A fragments
@@ -876,12 +880,15 @@ template <int D, bool QREG> __device__ void fg_attn_bwd_wgmma_exact_dq1(const fg
       uint32_t dh[NB][4], dl[NB][4];
       fg_exact_frags(dp, dh, dl);
       fg_mbar_wait(cfull, j & 1);
-      // dQ += dS K: chains 0, 1 columns 0-63, 2, 3 columns 64-127, 16 keys each; B = K^T [D][32].
-      float ot[2][HB][4];
-      fg_exact_chains<true, 4>(dq[0], dq[1], ot, [&](float (&d)[HB][4], int c) {
-        const uint32_t bt = sC + (c / 2) * 64 * 128;
-        fg_wgmma_tf32_x<64, 2, true, true, 0, D, true>(d, dh + 2 * (c % 2), dl + 2 * (c % 2), 0, bt, bt + TB, 2 * (c % 2));
-      });
+      // dQ += dS K, two column parts at a time: chains 0, 1 part u, 2, 3 part u + 1, 16 keys
+      // each; B = K^T [D][32], part u's rows from u W on.
+      float ot[2][WB][4];
+#pragma unroll
+      for (int u = 0; u < NP; u += 2)
+        fg_exact_chains<true, 4>(dq[u], dq[u + 1], ot, [&](float (&d)[WB][4], int c) {
+          const uint32_t bt = sC + (u + c / 2) * W * 128;
+          fg_wgmma_tf32_x<W, 2, true, true, 0, D, true>(d, dh + 2 * (c % 2), dl + 2 * (c % 2), 0, bt, bt + TB, 2 * (c % 2));
+        });
       asm volatile("bar.sync 1, 128;\n" ::: "memory");  // every warp is done with C
       if (threadIdx.x == 0 && j + 1 < blk.tiles) copy_half(true, j + 1);
     }
