@@ -43,9 +43,11 @@ import (
 //	  into tf32 hi and lo by the second; Reg with Raw: K lo and V lo as register fragments
 //	  too; Cl: clusters of two blocks sharing each query tile's copies); dQ two warpgroups of
 //	  64 rows (BM = 128) and a producer warpgroup, key tiles of BN = 32. D = 128: the dK/dV
-//	  kernel alone (One: Ws and Raw with one stage of the query tile, whose rows and columns
-//	  halves are refilled separately: two stages do not fit), paired with the mma.sync dQ
-//	  kernel.
+//	  kernel with One (Ws and Raw with one stage of the query tile, whose rows and columns
+//	  halves are refilled separately: two stages do not fit), and the dQ kernel with One (a
+//	  warpgroup of BM = 64 query rows, 128 threads, thread 0 issuing the bulk copies; one
+//	  stage of the key tile, its rows and columns halves refilled separately; Reg: Q hi in
+//	  registers).
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -62,7 +64,7 @@ type mmaBwdCfg struct {
 	Cl        bool // Split dK/dV: clusters of two blocks (adjacent keys) sharing each query tile's copies (multicast)
 	Ws        bool // Split dK/dV: two warpgroups, S^T, dP^T, P^T, dS^T on one, dV and dK on the other
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
-	One       bool // Ws with Raw, D = 128: one stage of the query tile, its rows and columns halves refilled separately
+	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -101,8 +103,16 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// d = 128 (fourteenth session): the dK/dV kernel of Ws and Raw with one stage of the query
 	// tile (One; K hi and V hi in registers, K lo and V lo, the query tile's rows and columns
 	// halves, each refilled as soon as its warpgroup is done with it, in 209.5 KiB), paired
-	// with the mma.sync Exact dQ kernel below (there is no wgmma dQ kernel at d = 128).
+	// with the wgmma dQ kernel below (until it came, with the mma.sync Exact dQ kernel).
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
+	// The dQ kernel at d = 128 (One: one warpgroup of 64 query rows, Q lo, dO hi and lo in
+	// shared memory, one stage of the key tile of 32 whose rows and columns halves are
+	// refilled separately; Reg: Q hi as A fragments in registers and dQ in column quarters
+	// (m64n32k8: chain temporaries of 32 registers), else Q hi in shared memory too and dQ in
+	// column halves), before the mma.sync one below, which stays as the pair without it
+	// (mmaBwdPairs).
+	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 32, Hopper: true, Split: true, One: true, Reg: true},
+	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 32, Hopper: true, Split: true, One: true},
 	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
 	// pair of each D is the fastest measured on the H100 (TestAttentionMMABwdTiming with
 	// -mmabwd.cross after the tests checked every kernel, results/h100-2026-11-23-s7-bwd64,
@@ -260,6 +270,9 @@ func (c mmaBwdCfg) module() string {
 // threads is the block size: two threads per tile row of the block's own operand (Hopper: a
 // warpgroup of 128 threads per 64 rows).
 func (c mmaBwdCfg) threads() int {
+	if c.Split && c.DQ && c.One { // one warpgroup, which issues the bulk copies too
+		return 2 * c.BM
+	}
 	if c.Split && c.DQ { // and a producer warpgroup
 		return 2*c.BM + 128
 	}
@@ -282,6 +295,8 @@ func (c mmaBwdCfg) threads() int {
 func (c mmaBwdCfg) smem() int {
 	h := (2*c.BM + 2*c.BN) * (c.D + 8) * 2
 	switch {
+	case c.Split && c.DQ && c.One: // Q lo, dO hi, dO lo (and without Reg Q hi) [BM][D]; one stage of K, V hi, lo [BN][D] and K^T hi, lo; 2 mbarriers
+		return map[bool]int{false: 4, true: 3}[c.Reg]*c.BM*c.D*4 + 6*c.BN*c.D*4 + 16 + 1024
 	case c.Split && c.DQ: // Q lo, dO lo [BM][D]; two stages of K, V hi, lo [BN][D] and K^T hi, lo; 4 mbarriers
 		return 2*c.BM*c.D*4 + 2*6*c.BN*c.D*4 + 32 + 1024
 	case c.One: // K lo, V lo [BN][D]; one stage of Q, dO hi, lo by rows and by columns; PB (Raw); (L2, delta) of two tiles; 4 mbarriers
@@ -443,8 +458,8 @@ var bwdStageMark func(stage int) error
 //     forward kept, AttentionBuffers.Planes), the preprocess converts dO alone and the
 //     kernels, which must share them (sharesPlanes), read Q's plane and the K and V tiles there.
 //   - Split (the Exact kernels on Hopper, kernels/attention_hopper_exact_bwd.cu; a Split dQ
-//     kernel only with a Split dK/dV kernel, which may pair with the mma.sync dQ kernel, as at
-//     d = 128): fg_attn_bwd_mma_pre, then fg_attn_bwd_exact_prep_d* writes the tf32 planes
+//     kernel only with a Split dK/dV kernel, which may also pair with the mma.sync dQ kernel, as
+//     the tests do at d = 128): fg_attn_bwd_mma_pre, then fg_attn_bwd_exact_prep_d* writes the tf32 planes
 //     into exactBwdPlaneBytes(kp) bytes from scratch (grid (G, 4): a column of blocks per
 //     tensor, a tile of 32 rows at a time), and the Split kernels take the problem and the
 //     planes (fg_mma_prep_params), a non-Split dQ kernel the problem (kp).

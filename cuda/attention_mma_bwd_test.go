@@ -144,8 +144,9 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 		return nil
 	}
 	// A kernel on the tf32 planes (Split) pairs only with its own kind's first, as the others
-	// with theirs (one pre-pass serves a pair); a Split dK/dV kernel where there is no Split dQ
-	// kernel (d = 128) with the first dQ kernel (startMMABwd runs the pre-pass for it alone).
+	// with theirs (one pre-pass serves a pair); and the one-stage Split dK/dV kernel (One,
+	// d = 128) also with the first mma.sync dQ kernel, its pair before the Split dQ kernel at
+	// d = 128 (startMMABwd runs the pre-pass for it alone).
 	first := func(list []int, split bool) int {
 		for _, i := range list {
 			if mmaBwdCfgs[i].Split == split {
@@ -153,12 +154,6 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 			}
 		}
 		return -1
-	}
-	firstQ := func(split bool) int {
-		if i := first(qs, split); i >= 0 || !split {
-			return i
-		}
-		return first(qs, false)
 	}
 	pairs := [][2]int{{kvs[0], qs[0]}}
 	seen := map[[2]int]bool{pairs[0]: true}
@@ -169,10 +164,13 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 		}
 	}
 	for _, i := range kvs[1:] {
-		add([2]int{i, firstQ(mmaBwdCfgs[i].Split)})
+		add([2]int{i, first(qs, mmaBwdCfgs[i].Split)})
 	}
 	for _, i := range qs[1:] {
 		add([2]int{first(kvs, mmaBwdCfgs[i].Split), i})
+	}
+	if kv := first(kvs, true); kv >= 0 && mmaBwdCfgs[kv].One {
+		add([2]int{kv, first(qs, false)})
 	}
 	if *mmaBwdOnly == "" {
 		return pairs
@@ -534,7 +532,7 @@ func TestBackwardScratch(t *testing.T) {
 			t.Errorf("%v d=%d: BackwardScratch = %d, want %d", q.Precision, q.D, got, want)
 		}
 	}
-	// Exact at d = 128: the tf32 planes as well on compute capability 9.0 (the one-stage dK/dV kernel).
+	// Exact at d = 128: the tf32 planes as well on compute capability 9.0 (the one-stage dK/dV and dQ kernels).
 	e128 := AttentionBuffers{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 128, Scale: 1, Precision: PrecisionExact}
 	want128 := 0
 	if deviceSM() == 90 {
@@ -577,7 +575,7 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
 		{"exact-d128", PrecisionExact, 128, f32, true, 89, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
-		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n64_m32_ws_raw_one", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
+		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n64_m32_ws_raw_one", "fg_attn_bwd_wgmma_dq_exact_d128_m64_n32_reg_one"},
 		{"exact-d128-hopper-noscratch", PrecisionExact, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"exact-d128-sm80", PrecisionExact, 128, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
@@ -610,12 +608,20 @@ func TestPickMMABwd(t *testing.T) {
 		t.Errorf("pickMMABwd with K rows of 68 elements = %q, %q, %v, want kernels without a pre-pass", kv.name(), q.name(), ok)
 	}
 	// The pairs the device tests run: a Split dQ kernel only with a Split dK/dV kernel, a
-	// Split dK/dV kernel with a non-Split dQ kernel only where there is no Split one (d = 128).
+	// Split dK/dV kernel with a non-Split dQ kernel only at d = 128 (One); there (on compute
+	// capability 9.0) both the One pair and the One dK/dV kernel with the mma.sync dQ kernel.
 	for _, d := range []int{64, 128} {
+		mixed, one := false, false
 		for _, pr := range mmaBwdPairs(PrecisionExact, d) {
-			if kv, q := mmaBwdCfgs[pr[0]], mmaBwdCfgs[pr[1]]; q.Split && !kv.Split || kv.Split && !q.Split && d == 64 {
+			kv, q := mmaBwdCfgs[pr[0]], mmaBwdCfgs[pr[1]]
+			if q.Split && !kv.Split || kv.Split && !q.Split && !kv.One {
 				t.Errorf("mmaBwdPairs pairs %s with %s", kv.name(), q.name())
 			}
+			mixed = mixed || kv.One && !q.Split
+			one = one || kv.One && q.One
+		}
+		if want := d == 128 && deviceSM() == 90; mixed != want || one != want {
+			t.Errorf("mmaBwdPairs(Exact, d=%d): the One pair %v, One dK/dV with the mma.sync dQ %v; want %v", d, one, mixed, want)
 		}
 	}
 	// Every Hopper kernel by index on compute capability 9.0, none elsewhere.
@@ -663,13 +669,13 @@ func TestPickMMABwd(t *testing.T) {
 			c.B3 && !(c.Hopper && !c.DQ) {
 			t.Errorf("%s: Ovl or Fx without Hopper, or Pipe outside the Hopper dQ kernel with Ovl", c.name())
 		}
-		if c.Split && (!c.Hopper || c.Prec != PrecisionExact || c.D != map[bool]int{false: 64, true: 128}[c.One] || c.Pre || c.Reg && !c.Raw || c.Ovl || c.Fx || c.Pipe || c.B3 ||
-			c.threads() != map[bool]int{false: map[bool]int{false: 2, true: 4}[c.Ws] * c.BN, true: 2*c.BM + 128}[c.DQ] || c.BM != map[bool]int{false: 32, true: 128}[c.DQ] ||
-			c.BN != map[bool]int{false: 64, true: 32}[c.DQ]) {
-			t.Errorf("%s: not a Split configuration (Hopper Exact d = 64: dK/dV n64 m32, 128 threads; dQ m128 n32, 384)", c.name())
+		if c.Split && (!c.Hopper || c.Prec != PrecisionExact || c.D != map[bool]int{false: 64, true: 128}[c.One] || c.Pre || c.Reg && !c.Raw && !(c.DQ && c.One) || c.Ovl || c.Fx || c.Pipe || c.B3 ||
+			c.threads() != map[bool]int{false: map[bool]int{false: 2, true: 4}[c.Ws] * c.BN, true: 2*c.BM + map[bool]int{false: 128}[c.One]}[c.DQ] ||
+			c.BM != map[bool]int{false: 32, true: map[bool]int{false: 128, true: 64}[c.One]}[c.DQ] || c.BN != map[bool]int{false: 64, true: 32}[c.DQ]) {
+			t.Errorf("%s: not a Split configuration (Hopper Exact d = 64: dK/dV n64 m32, 128 threads; dQ m128 n32, 384; One: d = 128, dQ m64 n32, 128)", c.name())
 		}
-		if c.One && (!c.Split || !c.Ws || !c.Raw || c.Reg || c.DQ || c.D != 128) {
-			t.Errorf("%s: One (one stage of the query tile) is a d = 128 form of the Split dK/dV kernel with Ws and Raw, without Reg", c.name())
+		if c.One && (!c.Split || !c.DQ && (!c.Ws || !c.Raw || c.Reg) || c.D != 128) {
+			t.Errorf("%s: One (one stage of the streamed tile) is a d = 128 form of the Split kernels (dK/dV: with Ws and Raw, without Reg)", c.name())
 		}
 		if (c.Cl || c.Ws) && (!c.Split || c.DQ) || c.Cl && c.Ws || c.Raw && !c.Ws {
 			t.Errorf("%s: clusters (Cl) or two warpgroups (Ws) in the Split dK/dV kernel only, not both; Raw with Ws only", c.name())
@@ -703,9 +709,9 @@ func TestPickMMABwd(t *testing.T) {
 		if m == "attention_hopper_exact_bwd" {
 			// five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg
 			// and Raw) and a dQ kernel per head dimension; FG_BWD_WGMMA_EXACT_ONE the one-stage
-			// dK/dV kernel alone (d = 128)
+			// dK/dV kernel and the two dQ kernels (Q hi in registers or not; d = 128)
 			n *= 6
-			n += len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
+			n += 3 * len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
 		}
 		if n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])

@@ -1,13 +1,13 @@
 // attention_hopper_exact_bwd.cu: the Exact attention backward on Hopper (sm_90a): the 3xTF32
-// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64 (and the dK/dV kernel
-// for d = 128, fg_attn_bwd_wgmma_exact_dkdv_ws1, beside attention_mma_bwd.cu's dQ). The problem, masks,
+// products of attention_mma_bwd.cu's Exact kernels on wgmma, for d = 64 (and for d = 128
+// fg_attn_bwd_wgmma_exact_dkdv_ws1 and fg_attn_bwd_wgmma_exact_dq1). The problem, masks,
 // outputs and the order of the float32 sums are attention_mma_bwd.cu's; with
 // P_ij = exp2(s_ij scale log2 e - L2_i), s_ij = q_i . k_j, 0 where key j is not visible from
 // row i (fg_key_limit), and (L2, delta) per query row from fg_attn_bwd_mma_pre:
 //   dV_j = sum_i P_ij dO_i,  dS_ij = scale P_ij (dO_i . V_j - delta_i),
 //   dK_j = sum_i dS_ij Q_i,  dQ_i = sum_j dS_ij K_j,
 // dK and dV summed over the query heads of the key/value head's group (GQA). Two kernels, no
-// atomics (the bits are the same on every run): dK/dV per 64 keys, dQ per 128 query rows.
+// atomics (the bits are the same on every run): dK/dV per 64 keys, dQ per 128 query rows (d = 128: 64).
 //
 // Precision (as the Exact forward, attention_hopper_exact.cu): every operand x is split as
 // hi = tf32(x), lo = tf32(x - hi) and a b = a_lo b_hi + a_hi b_lo + a_hi b_hi; the tensor
@@ -49,10 +49,13 @@
 //     dS = scale P (dP - delta)        (FgDqRows.ds)
 //     dQ += dS K                       wgmma m64nDk8, A = dS split in registers, B = K^T
 //
+//   fg_attn_bwd_wgmma_exact_dq1 (d = 128): one warpgroup of 64 query rows, Q lo, dO hi and lo in
+//   shared memory (Q hi in registers, or there too), one stage of the key tile in two halves.
+//
 // Shared memory: swizzled tf32 tiles (fg_sw128 with 16-byte chunks of 4 floats, blocks of 32
 // columns, 1024-byte aligned); dK/dV 192 KiB, dQ 192 KiB at d = 64 (d = 128 would need twice:
-// its dK/dV kernel keeps one stage of the query tile, 209.5 KiB, and its dQ kernel is
-// attention_mma_bwd.cu's).
+// its dK/dV kernel keeps one stage of the query tile, 209.5 KiB, and its dQ kernel one warpgroup
+// and one stage of the key tile, 192 or 224 KiB).
 #include "mma_bwd.cuh"
 #include "wgmma.cuh"
 
@@ -113,6 +116,11 @@ template <int D> struct FgTf32Planes {
     fg_mbar_expect(bar, 4 * TB);
 #pragma unroll
     for (int v = 0; v < 4; ++v) fg_bulk_copy(st + v * TB, stage_tile(v + (COLS ? 4 : 0), bh, t), TB, bar);
+  }
+  // key_tile is copy u of a dQ kernel's key tile j of key head bh: 0-3 K hi, lo, V hi, lo by
+  // rows, 4-5 K hi, lo by columns (K^T).
+  __device__ __forceinline__ const char* key_tile(int u, int64_t bh, int j) const {
+    return ktile(u == 2 || u == 3 ? v : k, (u & 1) + (u >= 4 ? 2 : 0), bh, j);
   }
   // load_kv starts the copies (cp.async, THREADS threads; not committed) of keys n0 .. n0 + BN - 1
   // of key head bh, K hi, K lo, V hi, V lo (by rows), into swizzled tiles of BN rows at s,
@@ -736,7 +744,7 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
       const uint32_t st = sR + sg * STAGE, bar = bars + 8 * sg;
 #pragma unroll
       for (int u = 0; u < 6; ++u)  // K hi, lo, V hi, lo (by rows), K hi, lo (by columns)
-        fg_bulk_load(st + u * TB, pl.ktile(u == 2 || u == 3 ? pl.v : pl.k, (u & 1) + (u >= 4 ? 2 : 0), bh, j), TB, bar);
+        fg_bulk_load(st + u * TB, pl.key_tile(u, bh, j), TB, bar);
     }
     return;
   }
@@ -788,6 +796,113 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
   fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + g, p.nq - m0, p.nq - m0, t);
 }
 
+// fg_attn_bwd_wgmma_exact_dq1: the dQ kernel at d = 128, where fg_attn_bwd_wgmma_exact_dq's tiles
+// do not fit: grid (ceil(Nq / 64), H, B), one warpgroup of 64 query rows (128 threads; thread 0
+// issues the bulk copies, as fg_attn_bwd_wgmma_exact_dkdv_ws1); pp.src the problem, pp.dst the
+// pre-pass's planes. QREG: Q hi as A fragments in registers (64 of them), Q lo, dO hi, dO lo [64][D]
+// in shared memory (fg_sw128<64>, split from the float32 inputs); else Q hi there too (A of S
+// from shared memory, as dP's); one stage of the key tile of 32 in two halves
+// with their own full mbarriers: R = K hi, lo, V hi, lo by rows (read by S and dP), refilled for
+// tile j + 1 as soon as S and dP of tile j completed, and C = K^T hi, lo (read by dQ += dS K),
+// refilled once dQ's chains completed. 192 KiB (224 without QREG) + 1 KiB alignment.
+//   S = Q K^T, dP = dO V^T          wgmma m64n32k8, 16 chains of 16 head columns (dP, and S
+//                                   without QREG: A and B from shared memory, fg_wgmma_tf32_ss3)
+//   dS = scale P (dP - delta)        (FgDqRows.ds)
+//   dQ += dS K                       wgmma m64nWk8 in column parts of W, A = dS split in
+//                                    registers, B = K^T [D][32]; W = 64 (halves), with QREG 32
+//                                    (quarters: its chain temporaries take 32 registers, not 64,
+//                                    beside Q hi's 64)
+// The sums in fg_attn_bwd_wgmma_exact_dq's order (each chain from zero, hi·hi last, the chains
+// of 16 keys added to dQ in float32 in order).
+template <int D, bool QREG> __device__ void fg_attn_bwd_wgmma_exact_dq1(const fg_mma_prep_params& pp) {
+  using P = FgTf32Planes<D>;
+  constexpr int BM = 64, BN = P::T, NB = BN / 8, KS = D / 8;
+  constexpr int W = QREG ? 32 : 64, NP = D / W, WB = W / 8;  // dQ's column parts: NP of W columns, WB blocks
+  constexpr uint32_t TB = P::TB, QB = BM * D * 4;
+  constexpr unsigned SMEM = (QREG ? 3 : 4) * QB + 6 * TB + 16 + 1024;
+  static_assert(D == 128, "d = 128 only (d = 64 has fg_attn_bwd_wgmma_exact_dq)");
+  const fg_attn_params& p = pp.src;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sQl = ((uint32_t)__cvta_generic_to_shared(fg_smem) + 1023) & ~1023u;
+  const uint32_t sDh = sQl + QB, sDl = sDh + QB, sQh = sDl + QB, sR = sQh + (QREG ? 0 : QB), sC = sR + 4 * TB;
+  const uint32_t rfull = sC + 2 * TB, cfull = rfull + 8;
+  const P pl(p, pp.dst);
+  const FgItem blk = FgItem::block(p, BM, BN);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int64_t bhk = (int64_t)blk.b * p.hkv + blk.hk;
+  // copy_half starts the copies of key tile j's rows (R: 4 tiles) or columns (C: 2), one thread.
+  const auto copy_half = [&](bool cols, int j) {
+    const uint32_t bar = cols ? cfull : rfull, st = cols ? sC : sR;
+    const int u0 = cols ? 4 : 0, n = cols ? 2 : 4;
+    fg_mbar_expect(bar, n * TB);
+    for (int u = 0; u < n; ++u) fg_bulk_copy(st + u * TB, pl.key_tile(u0 + u, bhk, j), TB, bar);
+  };
+  if (threadIdx.x == 0) {
+    fg_mbar_init(rfull, 1), fg_mbar_init(cfull, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const float sl2 = (float)(p.scale * 1.4426950408889634), scale = (float)p.scale;
+  const int m0 = blk.m0, h = blk.h, b = blk.b;
+  float dq[NP][WB][4];  // column parts
+#pragma unroll
+  for (int u = 0; u < NP; ++u) fg_bwd_zero(dq[u]);
+  if (blk.tiles > 0) {
+    if (threadIdx.x == 0) copy_half(false, 0), copy_half(true, 0);
+    // Q lo (and without QREG Q hi), dO hi and lo into shared memory, QREG: Q hi as A fragments
+    // (rows r0, r0 + 8 of the warp, columns 8 kk + t, + 4); then the writes fenced for the async
+    // proxy.
+    const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+    const float* dout = (const float*)p.do_ + b * p.o_batch + h * p.o_head;
+    fg_exact_put_split<D, BM, !QREG>(sQh, sQl, q, p.q_row, m0, p.nq);
+    fg_exact_put_split<D, BM, true>(sDh, sDl, dout, p.o_row, m0, p.nq);
+    uint32_t qh[QREG ? KS : 1][4];
+    const int r0 = m0 + 16 * warp + g;
+    if constexpr (QREG) fg_exact_load_hi(qh, q, p.q_row, r0, p.nq, t);
+    fg_fence_async();
+    __syncthreads();
+
+    const FgDqRows rows(p, b, h, r0, t);
+    for (int j = 0; j < blk.tiles; ++j) {
+      fg_mbar_wait(rfull, j & 1);
+      float s[NB][4], dp[NB][4];
+      {
+        float tmp[2][NB][4];
+        // S = Q K^T (chains 0-7), dP = dO V^T (8-15), 16 head columns each.
+        fg_exact_chains<false, 2 * D / 16>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
+          constexpr int C = D / 16;
+          if (c < C && QREG)
+            fg_wgmma_tf32_x<BN, 2, true, false, BM, BN, true>(d, qh + 2 * c, nullptr, sQl, sR, sR + TB, 2 * c);
+          else if (c < C)
+            fg_wgmma_tf32_ss3<BN, 2, BM, BN>(d, sQh, sQl, sR, sR + TB, 2 * c);
+          else
+            fg_wgmma_tf32_ss3<BN, 2, BM, BN>(d, sDh, sDl, sR + 2 * TB, sR + 3 * TB, 2 * (c - C));
+        });
+      }
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");  // every warp is done with R
+      if (threadIdx.x == 0 && j + 1 < blk.tiles) copy_half(false, j + 1);
+      rows.ds<false>(s, dp, j * BN, sl2, scale);  // dS in dp
+      uint32_t dh[NB][4], dl[NB][4];
+      fg_exact_frags(dp, dh, dl);
+      fg_mbar_wait(cfull, j & 1);
+      // dQ += dS K, two column parts at a time: chains 0, 1 part u, 2, 3 part u + 1, 16 keys
+      // each; B = K^T [D][32], part u's rows from u W on.
+      float ot[2][WB][4];
+#pragma unroll
+      for (int u = 0; u < NP; u += 2)
+        fg_exact_chains<true, 4>(dq[u], dq[u + 1], ot, [&](float (&d)[WB][4], int c) {
+          const uint32_t bt = sC + (u + c / 2) * W * 128;
+          fg_wgmma_tf32_x<W, 2, true, true, 0, D, true>(d, dh + 2 * (c % 2), dl + 2 * (c % 2), 0, bt, bt + TB, 2 * (c % 2));
+        });
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");  // every warp is done with C
+      if (threadIdx.x == 0 && j + 1 < blk.tiles) copy_half(true, j + 1);
+    }
+  }
+  float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
+  fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, reinterpret_cast<float(&)[D / 8][4]>(dq), 16 * warp + g, p.nq - m0,
+                  p.nq - m0, t);
+}
+
 // ---- entry points (names built by cuda/attention_mma_bwd.go's mmaBwdCfg.name and
 // exactBwdPrep) ----------------------------------------------------------------------------------
 
@@ -823,11 +938,20 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dq(const fg_mma_prep_pa
     fg_attn_bwd_wgmma_exact_dq<D>(pp);                                                                 \
   }
 FG_BWD_WGMMA_EXACT(64)
-// d = 128: the pre-pass and the one-stage dK/dV kernel (its dQ kernel is attention_mma_bwd.cu's).
+// d = 128: the pre-pass, the one-stage dK/dV kernel and the one-warpgroup dQ kernel (Q hi in
+// registers, _reg, or in shared memory).
 #define FG_BWD_WGMMA_EXACT_ONE(D)                                                                      \
   FG_BWD_EXACT_PREP(D)                                                                                 \
   extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws_raw_one( \
       const fg_mma_prep_params pp) {                                                                   \
     fg_attn_bwd_wgmma_exact_dkdv_ws1<D>(pp);                                                           \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(128, 1) fg_attn_bwd_wgmma_dq_exact_d##D##_m64_n32_reg_one(  \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dq1<D, true>(pp);                                                          \
+  }                                                                                                    \
+  extern "C" __global__ void __launch_bounds__(128, 1) fg_attn_bwd_wgmma_dq_exact_d##D##_m64_n32_one(      \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dq1<D, false>(pp);                                                         \
   }
 FG_BWD_WGMMA_EXACT_ONE(128)
