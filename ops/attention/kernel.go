@@ -248,7 +248,7 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 			if w.rowLim[r1-1] <= j0 {
 				continue // no row of this query block sees these keys
 			}
-			forwardTile(p, w, q, kt, v, o, b, h, i0+r0, i0+r1, r0, j0, min(blockK, lim-j0), kvOff)
+			forwardBlockTile(p, w, q, kt, v, o, b, h, i0, r0, r1, j0, min(blockK, lim-j0), kvOff)
 		}
 	}
 
@@ -270,10 +270,51 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 	}
 }
 
-// forwardTile applies keys [j0, j0+bc) (one key block, or its part below the
-// group's key limit) to query rows [i0, i1) of head (b, h), whose row state
-// starts at w's row rs: the online-softmax step of flashForward.
-func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0, i1, rs, j0, bc, kvOff int) {
+// forwardBlockTile applies keys [j0, j0+bc) of the key block at j0 to the
+// query block of rows [i0+r0, i0+r1) (row state from w's row r0). A tile
+// that a causal mask's diagonal crosses (its rows see different numbers of
+// its keys) goes as sub-tiles of 64 rows and 64 keys instead, each row's
+// keys still in increasing order: a half of the rows sees the first
+// keysSplit keys it all sees on its own (the one-pass gemm.ScoreExp), and
+// the rest of the keys it sees (the two passes of scoreSoftmaxTile, which
+// computes 3/4 of a 64×64 diagonal sub-tile, against 3/4 of the whole
+// 128×128 tile, half of it in the slower two passes, before: 1–3% off the
+// causal N = 1024 forward on one core of the development Xeon). Every other
+// tile, and every tile where ScoreExp does not run (float64, AVX2), is one
+// forwardTile.
+func forwardBlockTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0, r0, r1, j0, bc, kvOff int) {
+	rowLim := w.rowLim
+	seen := func(r int) int { return min(max(rowLim[r]-j0, 0), bc) } // keys of the tile row r sees
+	_, f32 := any(w.s).([]float32)
+	if r1-r0 <= keysSplit || seen(r0) == seen(r1-1) || !f32 || !gemm.HasScoreExp(p.D) {
+		forwardTile(p, w, q, kt, v, o, b, h, i0+r0, i0+r1, r0, j0, 0, bc, kvOff)
+		return
+	}
+	for h0 := r0; h0 < r1; h0 += keysSplit {
+		h1 := min(h0+keysSplit, r1)
+		first, last := seen(h0), seen(h1-1) // (the limits grow with the row)
+		c0 := 0
+		if first >= keysSplit && last > keysSplit { // every row sees the first keysSplit keys
+			forwardTile(p, w, q, kt, v, o, b, h, i0+h0, i0+h1, h0, j0, 0, keysSplit, kvOff)
+			c0 = keysSplit
+		}
+		if last > c0 {
+			// The keys from c0 the half's rows see, in whole strips of 64.
+			n := min((last-c0+keysSplit-1)/keysSplit*keysSplit, bc-c0)
+			forwardTile(p, w, q, kt, v, o, b, h, i0+h0, i0+h1, h0, j0, c0, n, kvOff)
+		}
+	}
+}
+
+// keysSplit is forwardBlockTile's sub-tile: rows and keys (the AVX-512
+// score kernel's strip of 64 keys).
+const keysSplit = 64
+
+// forwardTile applies keys [j0+c0, j0+c0+bc) (of the key block at j0, or its
+// part below the group's key limit) to query rows [i0, i1) of head (b, h),
+// whose row state starts at w's row rs: the online-softmax step of
+// flashForward.
+func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0, i1, rs, j0, c0, bc, kvOff int) {
 	d, br := p.D, i1-i0
 	qOff := ((b*p.H+h)*p.Nq + i0) * d
 	qT := q[qOff : qOff+br*d]
@@ -281,13 +322,14 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	m, l, rowLim := w.m[rs:rs+br], w.l[rs:rs+br], w.rowLim[rs:rs+br]
 	nv := w.nv[:br]
 	for r := range nv {
-		nv[r] = min(max(rowLim[r]-j0, 0), bc)
+		nv[r] = min(max(rowLim[r]-j0-c0, 0), bc)
 	}
+	// Kᵀ's block: d rows of the block's `full` keys, from column c0.
 	full := min(blockK, p.Nk-j0)
-	ktB := kt[kvOff+j0*d : kvOff+(j0+full)*d]
+	ktB := kt[kvOff+j0*d+c0 : kvOff+(j0+full)*d]
 	alpha := T(p.Scale * log2e)
 	// P in w.s, ld apart.
-	ld, ok := scoreExpTile(w, qT, ktB, full, br, bc, d, alpha, nv, rs, oT)
+	ld, ok := scoreExpTile(w, qT, ktB, full, full-c0, br, bc, d, alpha, nv, rs, oT)
 	if !ok {
 		ld = bc
 		scoreSoftmaxTile(w, qT, ktB, full, w.s[:br*bc], br, bc, d, alpha, nv, rs, m, l, oT)
@@ -295,11 +337,13 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
 	// a NaN in a key that the causal mask hides from the row must not
 	// reach it as 0·NaN).
-	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, w.s, ld, v[kvOff+j0*d:kvOff+(j0+bc)*d], d, false, oT, d)
+	k0 := j0 + c0
+	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, w.s, ld, v[kvOff+k0*d:kvOff+(k0+bc)*d], d, false, oT, d)
 }
 
 // scoreExpTile computes P = 2^(S − m) with S = alpha·Q·Kᵀ (qT's br rows
-// of d values, ktB the block of Kᵀ, d rows of `full` keys) into w.s, ld
+// of d values; ktB Kᵀ's block from the tile's first key: d rows `full`
+// apart, of which avail keys are the block's) into w.s, ld
 // apart, in one pass on gemm.ScoreExp, where the exponentials are taken
 // while the scores are in the micro-kernel's registers: the
 // online-softmax step of forwardTile for the tile of rows from w's row
@@ -324,9 +368,9 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 // OnlineExp2Rows takes those of the visible half), and 6–8% faster on a
 // tile whose rows all see 100 of its 128 keys (alternating in one
 // process, d = 64 and 128).
-func scoreExpTile[T Float](w *fwdScratch[T], qT, ktB []T, full, br, bc, d int, alpha T, nv []int, rs int, oT []T) (ld int, ok bool) {
+func scoreExpTile[T Float](w *fwdScratch[T], qT, ktB []T, full, avail, br, bc, d int, alpha T, nv []int, rs int, oT []T) (ld int, ok bool) {
 	ld = (bc + gemm.ScoreExpStrip - 1) / gemm.ScoreExpStrip * gemm.ScoreExpStrip
-	if ld > full || nv[0] != nv[br-1] || !(alpha > 0) || !gemm.HasScoreExp(d) {
+	if ld > avail || nv[0] != nv[br-1] || !(alpha > 0) || !gemm.HasScoreExp(d) {
 		return 0, false
 	}
 	s32, ok := any(w.s[:br*ld]).([]float32)
