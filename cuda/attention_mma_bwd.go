@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -65,6 +66,10 @@ type mmaBwdCfg struct {
 	Ws        bool // Split dK/dV: two warpgroups, S^T, dP^T, P^T, dS^T on one, dV and dK on the other
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
 	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
+
+	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's w1, w0, w01,
+	// vs and vsw1 (kernels' FgWs1; vs: 16 KiB more shared memory).
+	Var string
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -105,6 +110,15 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// halves, each refilled as soon as its warpgroup is done with it, in 209.5 KiB), paired
 	// with the wgmma dQ kernel below (until it came, with the mma.sync Exact dQ kernel).
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
+	// Its forms against ptxas's spills (255 registers, 696 bytes; helper x128s): w1, warpgroup 1's
+	// chains one in flight, not two; w0, warpgroup 0's; w01, both; vs, V hi's columns 64-127 in
+	// shared memory (warpgroup 0 holds 32 registers of V hi, not 64); vsw1, vs and w1 (the same
+	// sums in every form).
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w1"},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w0"},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w01"},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vs"},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vsw1"},
 	// The dQ kernel at d = 128 (One: one warpgroup of 64 query rows, Q lo, dO hi and lo in
 	// shared memory, one stage of the key tile of 32 whose rows and columns halves are
 	// refilled separately; Reg: Q hi as A fragments in registers and dQ in column quarters
@@ -229,6 +243,9 @@ func (c mmaBwdCfg) name() string {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
 			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws] +
 			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One]
+		if c.Var != "" {
+			sfx += "_" + c.Var
+		}
 		if c.DQ {
 			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
@@ -299,8 +316,12 @@ func (c mmaBwdCfg) smem() int {
 		return map[bool]int{false: 4, true: 3}[c.Reg]*c.BM*c.D*4 + 6*c.BN*c.D*4 + 16 + 1024
 	case c.Split && c.DQ: // Q lo, dO lo [BM][D]; two stages of K, V hi, lo [BN][D] and K^T hi, lo; 4 mbarriers
 		return 2*c.BM*c.D*4 + 2*6*c.BN*c.D*4 + 32 + 1024
-	case c.One: // K lo, V lo [BN][D]; one stage of Q, dO hi, lo by rows and by columns; PB (Raw); (L2, delta) of two tiles; 4 mbarriers
-		return 2*c.BN*c.D*4 + 8*c.BM*c.D*4 + 128*32*4 + 2*c.BM*8 + 32 + 1024
+	case c.One: // K lo, V lo [BN][D]; one stage of Q, dO hi, lo by rows and by columns; PB (Raw); (vs: V hi's second half;) (L2, delta) of two tiles; 4 mbarriers
+		vh := 0
+		if strings.HasPrefix(c.Var, "vs") {
+			vh = c.BN * c.D * 4 / 2
+		}
+		return 2*c.BN*c.D*4 + 8*c.BM*c.D*4 + 128*32*4 + vh + 2*c.BM*8 + 32 + 1024
 	case c.Ws: // as Split's, the fragment buffer (128 threads × 64 registers; Raw 32 floats) and its 2 mbarriers
 		pb := 128 * 64 * 4
 		if c.Raw {

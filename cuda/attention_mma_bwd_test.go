@@ -232,6 +232,9 @@ func (c mmaBwdCfg) short() string {
 	case c.Hopper:
 		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
 			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw] + map[bool]string{true: "one "}[c.One]
+		if c.Var != "" {
+			form += c.Var + " "
+		}
 	case c.Fused && c.Reg:
 		form = "fused reg "
 	case c.Fused:
@@ -709,9 +712,10 @@ func TestPickMMABwd(t *testing.T) {
 		if m == "attention_hopper_exact_bwd" {
 			// five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg
 			// and Raw) and a dQ kernel per head dimension; FG_BWD_WGMMA_EXACT_ONE the one-stage
-			// dK/dV kernel and the two dQ kernels (Q hi in registers or not; d = 128)
+			// dK/dV kernel (its default and five forms, FgWs1) and the two dQ kernels (Q hi in
+			// registers or not; d = 128)
 			n *= 6
-			n += 3 * len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
+			n += 8 * len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
 		}
 		if n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])
