@@ -967,8 +967,8 @@ template <int D, bool QREG> __device__ void fg_attn_bwd_wgmma_exact_dq1(const fg
     fg_attn_bwd_wgmma_exact_dq<D>(pp);                                                                 \
   }
 FG_BWD_WGMMA_EXACT(64)
-// d = 128: the pre-pass, the one-stage dK/dV kernel (and its forms _w1, _w0, _w01, _vs, _vsw1:
-// FgWs1) and the one-warpgroup dQ kernel (Q hi in registers, _reg, or in shared memory).
+// d = 128: the pre-pass, the one-stage dK/dV kernel (and its forms _w1, _w0, _w01, _vs, _vsw1,
+// _vsw01: FgWs1) and the one-warpgroup dQ kernel (Q hi in registers, _reg, or in shared memory).
 #define FG_BWD_WGMMA_EXACT_WS1(D, SFX, V)                                                              \
   extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws_raw_one##SFX( \
       const fg_mma_prep_params pp) {                                                                   \
@@ -982,6 +982,7 @@ FG_BWD_WGMMA_EXACT(64)
   FG_BWD_WGMMA_EXACT_WS1(D, _w01, FG_WS1_W0 + FG_WS1_W1)                                               \
   FG_BWD_WGMMA_EXACT_WS1(D, _vs, FG_WS1_VS)                                                            \
   FG_BWD_WGMMA_EXACT_WS1(D, _vsw1, FG_WS1_VS + FG_WS1_W1)                                              \
+  FG_BWD_WGMMA_EXACT_WS1(D, _vsw01, FG_WS1_VS + FG_WS1_W1 + FG_WS1_W0)                                 \
   extern "C" __global__ void __launch_bounds__(128, 1) fg_attn_bwd_wgmma_dq_exact_d##D##_m64_n32_reg_one(  \
       const fg_mma_prep_params pp) {                                                                   \
     fg_attn_bwd_wgmma_exact_dq1<D, true>(pp);                                                          \
