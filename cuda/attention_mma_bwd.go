@@ -68,7 +68,7 @@ type mmaBwdCfg struct {
 	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
 
 	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's w1, w0, w01,
-	// vs, vsw1 and vsw01 (kernels' FgWs1; vs...: 16 KiB more shared memory).
+	// vs, vsw1, vsw01, kr and vskr (kernels' FgWs1; vs...: 16 KiB more shared memory).
 	Var string
 }
 
@@ -112,14 +112,17 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
 	// Its forms against ptxas's spills (255 registers, 696 bytes; helper x128s): w1, warpgroup 1's
 	// chains one in flight, not two; w0, warpgroup 0's; w01, both; vs, V hi's columns 64-127 in
-	// shared memory (warpgroup 0 holds 32 registers of V hi, not 64); vsw1, vs and w1; vsw01, all
-	// three (the same sums in every form).
+	// shared memory (warpgroup 0 holds 32 registers of V hi, not 64); vsw1, vs and w1; vsw01, vs,
+	// w1 and w0; kr, warpgroup 1 in k rounds (its A fragments split 16 queries at a time: 16
+	// registers fewer, two chains in flight kept); vskr, vs and kr (the same sums in every form).
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w1"},
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w0"},
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w01"},
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vs"},
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vsw1"},
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vsw01"},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "kr"},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vskr"},
 	// The dQ kernel at d = 128 (One: one warpgroup of 64 query rows, Q lo, dO hi and lo in
 	// shared memory, one stage of the key tile of 32 whose rows and columns halves are
 	// refilled separately; Reg: Q hi as A fragments in registers and dQ in column quarters

@@ -712,10 +712,10 @@ func TestPickMMABwd(t *testing.T) {
 		if m == "attention_hopper_exact_bwd" {
 			// five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg
 			// and Raw) and a dQ kernel per head dimension; FG_BWD_WGMMA_EXACT_ONE the one-stage
-			// dK/dV kernel (its default and six forms, FgWs1) and the two dQ kernels (Q hi in
+			// dK/dV kernel (its default and eight forms, FgWs1) and the two dQ kernels (Q hi in
 			// registers or not; d = 128)
 			n *= 6
-			n += 9 * len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
+			n += 11 * len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
 		}
 		if n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])
