@@ -67,8 +67,8 @@ type mmaBwdCfg struct {
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
 	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
 
-	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's w1, w0, w01,
-	// vs, vsw1, vsw01, kr and vskr (kernels' FgWs1; vs...: 16 KiB more shared memory).
+	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's vs and vsw1
+	// (the kernel's FgWs1; 16 KiB more shared memory).
 	Var string
 }
 
@@ -107,22 +107,17 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Cl: true},
 	// d = 128 (fourteenth session): the dK/dV kernel of Ws and Raw with one stage of the query
 	// tile (One; K hi and V hi in registers, K lo and V lo, the query tile's rows and columns
-	// halves, each refilled as soon as its warpgroup is done with it, in 209.5 KiB), paired
-	// with the wgmma dQ kernel below (until it came, with the mma.sync Exact dQ kernel).
-	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
-	// Its forms against ptxas's spills (255 registers, 696 bytes; helper x128s): w1, warpgroup 1's
-	// chains one in flight, not two; w0, warpgroup 0's; w01, both; vs, V hi's columns 64-127 in
-	// shared memory (warpgroup 0 holds 32 registers of V hi, not 64); vsw1, vs and w1; vsw01, vs,
-	// w1 and w0; kr, warpgroup 1 in k rounds (its A fragments split 16 queries at a time: 16
-	// registers fewer, two chains in flight kept); vskr, vs and kr (the same sums in every form).
-	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w1"},
-	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w0"},
-	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "w01"},
-	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vs"},
+	// halves, each refilled as soon as its warpgroup is done with it), paired with the wgmma dQ
+	// kernel below (until it came, with the mma.sync Exact dQ kernel). The default, vsw1: V hi's
+	// columns 64-127 in shared memory (225.5 KiB; warpgroup 0 then holds 32 registers of V hi,
+	// not 64) and warpgroup 1's chains one in flight, not two: ptxas spills 252 bytes, not 696,
+	// and dK/dV takes 0.74-0.83 of the plain form's time (results/h100-2026-11-24-s14, calls
+	// x128s and x128s-2; helper x128s measured eight forms: the one-chain forms alone, w0 and
+	// w1, and warpgroup 1 in k rounds spilled as much or more and ran as fast or slower). Kept
+	// for comparison: the plain form (209.5 KiB) and vs alone.
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vsw1"},
-	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vsw01"},
-	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "kr"},
-	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vskr"},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vs"},
 	// The dQ kernel at d = 128 (One: one warpgroup of 64 query rows, Q lo, dO hi and lo in
 	// shared memory, one stage of the key tile of 32 whose rows and columns halves are
 	// refilled separately; Reg: Q hi as A fragments in registers and dQ in column quarters

@@ -600,15 +600,15 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
 // 692 (call D).)
 // Shared memory: K lo, V lo [64][D] (fg_sw128<64>), R, C, PB (16 KiB), (L2, delta) of two
 // tiles, 4 mbarriers (R full, C full, PB full, PB empty): 209.5 KiB at d = 128.
-// V selects forms measured against the spills (a sum of FgWs1; 0 the default): W1, warpgroup 1's
-// chains one in flight (fg_exact_chains' DEPTH 1: 16 registers fewer); W0, warpgroup 0's; VS,
-// V hi's columns D/2 .. D - 1 in shared memory (16 KiB more, 225.5 KiB; warpgroup 1 copies them
-// there from C's place), read by dP^T's last 4 chains as A (fg_wgmma_tf32_ss3), so that warpgroup
-// 0 holds 32 registers of V hi, not 64; KR, warpgroup 1 in k rounds (each quarter's two chains
-// of 16 queries in two rounds over the four quarters, each round's A read from PB and split
-// then: 16 registers of fragments, not 32, and no raw floats held). The sums are the same in
-// every form.
-enum FgWs1 : int { FG_WS1_W1 = 1, FG_WS1_W0 = 2, FG_WS1_VS = 4, FG_WS1_KR = 8 };
+// V selects the form (a sum of FgWs1): VS, V hi's columns D/2 .. D - 1 in shared memory (16 KiB
+// more, 225.5 KiB; warpgroup 1 copies them there from C's place), read by dP^T's last 4 chains
+// as A (fg_wgmma_tf32_ss3), so that warpgroup 0 holds 32 registers of V hi, not 64; W1,
+// warpgroup 1's chains one in flight (fg_exact_chains' DEPTH 1: 16 registers fewer). With both
+// (the default) ptxas spills 252 bytes instead of 696 and dK/dV takes 0.74-0.83 of the plain
+// form's time on the H100 (results/h100-2026-11-24-s14, call x128s-2; warpgroup 0's chains one
+// in flight, and warpgroup 1 splitting its A fragments 16 queries at a time, were measured
+// there and were no better). The sums are the same in every form.
+enum FgWs1 : int { FG_WS1_W1 = 1, FG_WS1_VS = 2 };
 template <int D, int V> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_prep_params& pp) {
   using P = FgTf32Planes<D>;
   constexpr int BN = 64, BM = P::T, NB = BM / 8, QB = 32 / 8;  // QB: blocks of a column quarter
@@ -688,7 +688,7 @@ template <int D, int V> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const f
       fg_mbar_wait(rfull, it & 1);
       // S^T = K Q^T (chains 0-7), dP^T = V dO^T (8-15), 16 head columns each.
       float s[NB][4], dp[NB][4];
-      fg_exact_chains<false, 2 * D / 16, V & FG_WS1_W0 ? 1 : 2>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
+      fg_exact_chains<false, 2 * D / 16>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
         constexpr int C = D / 16;
         const uint32_t bq = sR + (c < C ? 0 : 2) * TB;
         if (VS && c >= C + C / 2)  // V hi's k steps from D/16 on in shared memory (sVh holds its blocks from D/64 on)
@@ -724,39 +724,14 @@ template <int D, int V> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const f
         fg_wgmma_tf32_x<32, 2, true, true, 0, D, true>(d, fh + 2 * (c % 2), fl + 2 * (c % 2), 0, bq, bq + TB, 2 * (c % 2));
       });
     };
-    if constexpr (V & FG_WS1_KR) {
-      // KR: in k rounds: dV (P^T, blocks 0 .. NB - 1), then dK (dS^T, NB ..), each in two rounds r
-      // of 16 queries (k steps 2 r, 2 r + 1: their two blocks read from PB and split), a chain
-      // per column quarter, quarters in pairs; each quarter adds round 0's chain, then round 1's.
-      fg_mbar_wait(cfull, it & 1);
-#pragma unroll
-      for (int op = 0; op < 2; ++op)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float y[2][4];
-          uint32_t yh[2][4], yl[2][4];
-          fg_ws_get(pb, y, op * NB + 2 * r);
-          if (op == 1 && r == 1) fg_mbar_arrive(pempty);
-          fg_exact_frags(y, yh, yl);
-          const uint32_t bt = op == 0 ? sC + 2 * TB : sC;  // B dO^T (dV), Q^T (dK)
-#pragma unroll
-          for (int q = 0; q < 4; q += 2)
-            fg_exact_chains<true, 2, V & FG_WS1_W1 ? 1 : 2>(op == 0 ? dv[q] : dk[q], op == 0 ? dv[q + 1] : dk[q + 1], ot,
-                                                            [&](float (&d)[QB][4], int c) {
-                                                              const uint32_t bq = bt + (q + c) * 32 * 128;
-                                                              fg_wgmma_tf32_x<32, 2, true, true, 0, D, true>(d, yh, yl, 0, bq, bq + TB, 2 * r);
-                                                            });
-        }
-    } else {
-      fg_ws_get(pb, x, 0);  // P^T
-      fg_exact_frags(x, fh, fl);
-      fg_mbar_wait(cfull, it & 1);
-      acc(dv, sC + 2 * TB, 0), acc(dv, sC + 2 * TB, 1);  // dV += P^T dO; B dO^T
-      fg_ws_get(pb, x, NB);                              // dS^T
-      fg_mbar_arrive(pempty);
-      fg_exact_frags(x, fh, fl);
-      acc(dk, sC, 0), acc(dk, sC, 1);  // dK += dS^T Q; B Q^T
-    }
+    fg_ws_get(pb, x, 0);  // P^T
+    fg_exact_frags(x, fh, fl);
+    fg_mbar_wait(cfull, it & 1);
+    acc(dv, sC + 2 * TB, 0), acc(dv, sC + 2 * TB, 1);  // dV += P^T dO; B dO^T
+    fg_ws_get(pb, x, NB);                              // dS^T
+    fg_mbar_arrive(pempty);
+    fg_exact_frags(x, fh, fl);
+    acc(dk, sC, 0), acc(dk, sC, 1);  // dK += dS^T Q; B Q^T
     asm volatile("bar.sync 1, 128;\n" ::: "memory");  // warpgroup 1 is done with C
     if (tid == 0 && it + 1 < total) copy_half(true, it + 1);
   }
@@ -995,8 +970,8 @@ template <int D, bool QREG> __device__ void fg_attn_bwd_wgmma_exact_dq1(const fg
     fg_attn_bwd_wgmma_exact_dq<D>(pp);                                                                 \
   }
 FG_BWD_WGMMA_EXACT(64)
-// d = 128: the pre-pass, the one-stage dK/dV kernel (and its forms _w1, _w0, _w01, _vs, _vsw1,
-// _vsw01, _kr, _vskr: FgWs1) and the one-warpgroup dQ kernel (Q hi in registers, _reg, or in
+// d = 128: the pre-pass, the one-stage dK/dV kernel (its forms: plain, _vs, _vsw1; FgWs1) and
+// the one-warpgroup dQ kernel (Q hi in registers, _reg, or in
 // shared memory).
 #define FG_BWD_WGMMA_EXACT_WS1(D, SFX, V)                                                              \
   extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws_raw_one##SFX( \
@@ -1006,14 +981,8 @@ FG_BWD_WGMMA_EXACT(64)
 #define FG_BWD_WGMMA_EXACT_ONE(D)                                                                      \
   FG_BWD_EXACT_PREP(D)                                                                                 \
   FG_BWD_WGMMA_EXACT_WS1(D, , 0)                                                                       \
-  FG_BWD_WGMMA_EXACT_WS1(D, _w1, FG_WS1_W1)                                                            \
-  FG_BWD_WGMMA_EXACT_WS1(D, _w0, FG_WS1_W0)                                                            \
-  FG_BWD_WGMMA_EXACT_WS1(D, _w01, FG_WS1_W0 + FG_WS1_W1)                                               \
   FG_BWD_WGMMA_EXACT_WS1(D, _vs, FG_WS1_VS)                                                            \
   FG_BWD_WGMMA_EXACT_WS1(D, _vsw1, FG_WS1_VS + FG_WS1_W1)                                              \
-  FG_BWD_WGMMA_EXACT_WS1(D, _vsw01, FG_WS1_VS + FG_WS1_W1 + FG_WS1_W0)                                 \
-  FG_BWD_WGMMA_EXACT_WS1(D, _kr, FG_WS1_KR)                                                            \
-  FG_BWD_WGMMA_EXACT_WS1(D, _vskr, FG_WS1_VS + FG_WS1_KR)                                              \
   extern "C" __global__ void __launch_bounds__(128, 1) fg_attn_bwd_wgmma_dq_exact_d##D##_m64_n32_reg_one(  \
       const fg_mma_prep_params pp) {                                                                   \
     fg_attn_bwd_wgmma_exact_dq1<D, true>(pp);                                                          \
