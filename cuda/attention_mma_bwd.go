@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -65,6 +66,10 @@ type mmaBwdCfg struct {
 	Ws        bool // Split dK/dV: two warpgroups, S^T, dP^T, P^T, dS^T on one, dV and dK on the other
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
 	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
+
+	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's vs and vsw1
+	// (the kernel's FgWs1; 16 KiB more shared memory).
+	Var string
 }
 
 // mmaBwdCfgs lists the kernels instantiated in kernels/attention_mma_bwd.cu and (Hopper)
@@ -102,9 +107,17 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Cl: true},
 	// d = 128 (fourteenth session): the dK/dV kernel of Ws and Raw with one stage of the query
 	// tile (One; K hi and V hi in registers, K lo and V lo, the query tile's rows and columns
-	// halves, each refilled as soon as its warpgroup is done with it, in 209.5 KiB), paired
-	// with the wgmma dQ kernel below (until it came, with the mma.sync Exact dQ kernel).
+	// halves, each refilled as soon as its warpgroup is done with it), paired with the wgmma dQ
+	// kernel below (until it came, with the mma.sync Exact dQ kernel). The default, vsw1: V hi's
+	// columns 64-127 in shared memory (225.5 KiB; warpgroup 0 then holds 32 registers of V hi,
+	// not 64) and warpgroup 1's chains one in flight, not two: ptxas spills 252 bytes, not 696,
+	// and dK/dV takes 0.74-0.83 of the plain form's time (results/h100-2026-11-24-s14, calls
+	// x128s and x128s-2; helper x128s measured eight forms: the one-chain forms alone, w0 and
+	// w1, and warpgroup 1 in k rounds spilled as much or more and ran as fast or slower). Kept
+	// for comparison: the plain form (209.5 KiB) and vs alone.
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vsw1"},
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true, One: true, Var: "vs"},
 	// The dQ kernel at d = 128 (One: one warpgroup of 64 query rows, Q lo, dO hi and lo in
 	// shared memory, one stage of the key tile of 32 whose rows and columns halves are
 	// refilled separately; Reg: Q hi as A fragments in registers and dQ in column quarters
@@ -229,6 +242,9 @@ func (c mmaBwdCfg) name() string {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
 			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws] +
 			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One]
+		if c.Var != "" {
+			sfx += "_" + c.Var
+		}
 		if c.DQ {
 			return fmt.Sprintf("fg_attn_bwd_wgmma_dq_%s_d%d_m%d_n%d%s", c.Prec, c.D, c.BM, c.BN, sfx)
 		}
@@ -299,8 +315,12 @@ func (c mmaBwdCfg) smem() int {
 		return map[bool]int{false: 4, true: 3}[c.Reg]*c.BM*c.D*4 + 6*c.BN*c.D*4 + 16 + 1024
 	case c.Split && c.DQ: // Q lo, dO lo [BM][D]; two stages of K, V hi, lo [BN][D] and K^T hi, lo; 4 mbarriers
 		return 2*c.BM*c.D*4 + 2*6*c.BN*c.D*4 + 32 + 1024
-	case c.One: // K lo, V lo [BN][D]; one stage of Q, dO hi, lo by rows and by columns; PB (Raw); (L2, delta) of two tiles; 4 mbarriers
-		return 2*c.BN*c.D*4 + 8*c.BM*c.D*4 + 128*32*4 + 2*c.BM*8 + 32 + 1024
+	case c.One: // K lo, V lo [BN][D]; one stage of Q, dO hi, lo by rows and by columns; PB (Raw); (vs: V hi's second half;) (L2, delta) of two tiles; 4 mbarriers
+		vh := 0
+		if strings.HasPrefix(c.Var, "vs") {
+			vh = c.BN * c.D * 4 / 2
+		}
+		return 2*c.BN*c.D*4 + 8*c.BM*c.D*4 + 128*32*4 + vh + 2*c.BM*8 + 32 + 1024
 	case c.Ws: // as Split's, the fragment buffer (128 threads × 64 registers; Raw 32 floats) and its 2 mbarriers
 		pb := 128 * 64 * 4
 		if c.Raw {

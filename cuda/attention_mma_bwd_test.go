@@ -232,6 +232,9 @@ func (c mmaBwdCfg) short() string {
 	case c.Hopper:
 		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
 			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw] + map[bool]string{true: "one "}[c.One]
+		if c.Var != "" {
+			form += c.Var + " "
+		}
 	case c.Fused && c.Reg:
 		form = "fused reg "
 	case c.Fused:
@@ -575,7 +578,7 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
 		{"exact-d128", PrecisionExact, 128, f32, true, 89, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
-		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n64_m32_ws_raw_one", "fg_attn_bwd_wgmma_dq_exact_d128_m64_n32_reg_one"},
+		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n64_m32_ws_raw_one_vsw1", "fg_attn_bwd_wgmma_dq_exact_d128_m64_n32_reg_one"},
 		{"exact-d128-hopper-noscratch", PrecisionExact, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"exact-d128-sm80", PrecisionExact, 128, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
@@ -710,9 +713,10 @@ func TestPickMMABwd(t *testing.T) {
 		if m == "attention_hopper_exact_bwd" {
 			// five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg
 			// and Raw) and a dQ kernel per head dimension; FG_BWD_WGMMA_EXACT_ONE the one-stage
-			// dK/dV kernel and the two dQ kernels (Q hi in registers or not; d = 128)
+			// dK/dV kernel (its three forms, FgWs1) and the two dQ kernels (Q hi in registers or
+			// not; d = 128)
 			n *= 6
-			n += 3 * len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
+			n += 5 * len(regexp.MustCompile(`(?m)^FG_BWD_WGMMA_EXACT_ONE\(`).FindAll(src[m], -1))
 		}
 		if n != count[m] {
 			t.Errorf("%s.cu instantiates %d kernels, mmaBwdCfgs lists %d", m, n, count[m])

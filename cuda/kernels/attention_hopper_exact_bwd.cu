@@ -219,24 +219,38 @@ namespace {
 
 // fg_exact_chains issues NC chains (chain c: issue(dest, c)), C = NC / 2 of them for each of two
 // accumulators x0, x1 (chains 0 .. C - 1 sum into x0, C .. NC - 1 into x1; x0 and x1 may be
-// one), two in flight. ADD false: the first chain of each accumulator writes it, the others
-// go to the temporaries tmp and are added once complete, in order; ADD true: every chain goes
-// to tmp and is added to what x0 and x1 hold.
-template <bool ADD, int NC, int NB, typename Issue>
+// one), DEPTH (2 or 1) in flight. ADD false: the first chain of each accumulator writes it, the
+// others go to the temporaries tmp and are added once complete, in order; ADD true: every chain
+// goes to tmp and is added to what x0 and x1 hold. (DEPTH 1 uses tmp[0] alone: the same sums,
+// NB x 4 registers fewer, no chain's product under another's addition.)
+template <bool ADD, int NC, int DEPTH = 2, int NB, typename Issue>
 __device__ __forceinline__ void fg_exact_chains(float (&x0)[NB][4], float (&x1)[NB][4], float (&tmp)[2][NB][4],
                                                 const Issue& issue) {
   constexpr int C = NC / 2;
-  const auto dest = [&](int c) -> float(&)[NB][4] { return ADD ? tmp[c % 2] : c == 0 ? x0 : c == C ? x1 : tmp[c % 2]; };
+  static_assert(DEPTH == 1 || DEPTH == 2, "one or two chains in flight");
+  const auto slot = [&](int c) -> float(&)[NB][4] { return tmp[DEPTH == 1 ? 0 : c % 2]; };
+  const auto dest = [&](int c) -> float(&)[NB][4] { return ADD ? slot(c) : c == 0 ? x0 : c == C ? x1 : slot(c); };
   const auto done = [&](int c) {  // chain c has completed
     if (!ADD && c == 0)
       fg_reg_fence(x0);
     else if (!ADD && c == C)
       fg_reg_fence(x1);
     else if (c < C)
-      fg_add(x0, tmp[c % 2]);
+      fg_add(x0, slot(c));
     else
-      fg_add(x1, tmp[c % 2]);
+      fg_add(x1, slot(c));
   };
+  if constexpr (DEPTH == 1) {
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      fg_wgmma_fence();
+      issue(dest(c), c);
+      fg_wgmma_commit();
+      fg_wgmma_wait<0>();
+      done(c);
+    }
+    return;
+  }
   fg_wgmma_fence();
   issue(dest(0), 0);
   fg_wgmma_commit();
@@ -586,19 +600,31 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
 // 692 (call D).)
 // Shared memory: K lo, V lo [64][D] (fg_sw128<64>), R, C, PB (16 KiB), (L2, delta) of two
 // tiles, 4 mbarriers (R full, C full, PB full, PB empty): 209.5 KiB at d = 128.
-template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_prep_params& pp) {
+// V selects the form (a sum of FgWs1): VS, V hi's columns D/2 .. D - 1 in shared memory (16 KiB
+// more, 225.5 KiB; warpgroup 1 copies them there from C's place), read by dP^T's last 4 chains
+// as A (fg_wgmma_tf32_ss3), so that warpgroup 0 holds 32 registers of V hi, not 64; W1,
+// warpgroup 1's chains one in flight (fg_exact_chains' DEPTH 1: 16 registers fewer). With both
+// (the default) ptxas spills 252 bytes instead of 696 and dK/dV takes 0.74-0.83 of the plain
+// form's time on the H100 (results/h100-2026-11-24-s14, call x128s-2; warpgroup 0's chains one
+// in flight, and warpgroup 1 splitting its A fragments 16 queries at a time, were measured
+// there and were no better). The sums are the same in every form.
+enum FgWs1 : int { FG_WS1_W1 = 1, FG_WS1_VS = 2 };
+template <int D, int V> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_prep_params& pp) {
   using P = FgTf32Planes<D>;
   constexpr int BN = 64, BM = P::T, NB = BM / 8, QB = 32 / 8;  // QB: blocks of a column quarter
-  constexpr uint32_t TB = P::TB, KH = BN * D * 4, HALF = 4 * TB, PB = 8 * 128 * 16;
-  constexpr unsigned SMEM = 2 * KH + 2 * HALF + PB + 2 * BM * 8 + 32 + 1024;
+  constexpr bool VS = V & FG_WS1_VS;
+  constexpr int VK = VS ? D / 16 : D / 8;  // V hi's k steps in registers
+  constexpr uint32_t TB = P::TB, KH = BN * D * 4, HALF = 4 * TB, PB = 8 * 128 * 16, VH = VS ? KH / 2 : 0;
+  constexpr unsigned SMEM = 2 * KH + 2 * HALF + PB + VH + 2 * BM * 8 + 32 + 1024;
   static_assert(D == 128, "d = 128 only (d = 64 has fg_attn_bwd_wgmma_exact_dkdv_ws)");
   static_assert(2 * KH <= HALF, "K hi and V hi are first copied into C's place");
   const fg_attn_params& p = pp.src;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
   const uint32_t sKl = (sbase + 1023) & ~1023u, sVl = sKl + KH, sR = sKl + 2 * KH, sC = sR + HALF, sP = sC + HALF;
-  float2* const sLD = (float2*)(fg_smem + (sP + PB - sbase));  // tile it's rows at sLD + BM (it % 2)
-  const uint32_t bars = sP + PB + 2 * BM * 8;                    // R full, C full, PB full, PB empty
+  const uint32_t sVh = sP + PB;                                     // (VS) V hi's blocks of 32 columns D/64 .. D/32 - 1
+  float2* const sLD = (float2*)(fg_smem + (sVh + VH - sbase));  // tile it's rows at sLD + BM (it % 2)
+  const uint32_t bars = sVh + VH + 2 * BM * 8;                    // R full, C full, PB full, PB empty
   const uint32_t rfull = bars, cfull = bars + 8, pfull = bars + 16, pempty = bars + 24;
   const P pl(p, pp.dst);
 
@@ -623,7 +649,7 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_p
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  uint32_t kh[D / 8][4], vh[D / 8][4];
+  uint32_t kh[D / 8][4], vh[VK][4];
   if (total > 0) {
     if (threadIdx.x == 0) copy_half(false, 0);
     pl.template load_kv<BN, 256>(sC, sKl, sC + KH, sVl, (int64_t)b * p.hkv + hk, n0);  // K hi, V hi into C's place
@@ -633,9 +659,12 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_p
     __syncthreads();  // K and V landed
     if (wg0) {
       fg_wgmma_load_a<BN, D / 8>(kh, sC, 16 * warp, lane);
-      fg_wgmma_load_a<BN, D / 8>(vh, sC + KH, 16 * warp, lane);
+      fg_wgmma_load_a<BN, VK>(vh, sC + KH, 16 * warp, lane);
+    } else if constexpr (VS) {  // V hi's second half (its last KH / 2 bytes) to sVh
+      for (int i = tid; i < (int)(VH / 16); i += 128)
+        fg_st_shared16(sVh + 16 * i, *(const uint4*)(fg_smem + (sC + KH + VH + 16 * i - sbase)));
     }
-    fg_fence_async();  // (the reads of C's place before the bulk copy's writes)
+    fg_fence_async();  // (the reads of C's place before the bulk copy's writes; VS: sVh's writes before wgmma's reads)
     __syncthreads();
     if (threadIdx.x == 0) copy_half(true, 0);
   }
@@ -662,8 +691,11 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_p
       fg_exact_chains<false, 2 * D / 16>(s, dp, tmp, [&](float (&d)[NB][4], int c) {
         constexpr int C = D / 16;
         const uint32_t bq = sR + (c < C ? 0 : 2) * TB;
-        fg_wgmma_tf32_x<BM, 2, true, false, BN, BM, true>(d, (c < C ? kh : vh) + 2 * (c % C), nullptr, c < C ? sKl : sVl, bq,
-                                                          bq + TB, 2 * (c % C));
+        if (VS && c >= C + C / 2)  // V hi's k steps from D/16 on in shared memory (sVh holds its blocks from D/64 on)
+          fg_wgmma_tf32_ss3<BM, 2, BN, BM>(d, sVh - VH, sVl, bq, bq + TB, 2 * (c % C));
+        else
+          fg_wgmma_tf32_x<BM, 2, true, false, BN, BM, true>(d, (c < C ? kh : vh) + 2 * (c % C), nullptr, c < C ? sKl : sVl, bq,
+                                                            bq + TB, 2 * (c % C));
       });
       asm volatile("bar.sync 2, 128;\n" ::: "memory");  // warpgroup 0 is done with R
       if (threadIdx.x == 0 && it + 1 < total) copy_half(false, it + 1);
@@ -687,7 +719,7 @@ template <int D> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const fg_mma_p
     // acc adds A B into the column quarters 2 h and 2 h + 1 of x (chains 0, 1 and 2, 3: 16
     // queries each), B the columns tile at bt (quarter q's rows start q 32 x 128 bytes further).
     const auto acc = [&](float (&x)[4][QB][4], uint32_t bt, int h) {
-      fg_exact_chains<true, 4>(x[2 * h], x[2 * h + 1], ot, [&](float (&d)[QB][4], int c) {
+      fg_exact_chains<true, 4, V & FG_WS1_W1 ? 1 : 2>(x[2 * h], x[2 * h + 1], ot, [&](float (&d)[QB][4], int c) {
         const uint32_t bq = bt + (2 * h + c / 2) * 32 * 128;
         fg_wgmma_tf32_x<32, 2, true, true, 0, D, true>(d, fh + 2 * (c % 2), fl + 2 * (c % 2), 0, bq, bq + TB, 2 * (c % 2));
       });
@@ -938,14 +970,19 @@ template <int D, bool QREG> __device__ void fg_attn_bwd_wgmma_exact_dq1(const fg
     fg_attn_bwd_wgmma_exact_dq<D>(pp);                                                                 \
   }
 FG_BWD_WGMMA_EXACT(64)
-// d = 128: the pre-pass, the one-stage dK/dV kernel and the one-warpgroup dQ kernel (Q hi in
-// registers, _reg, or in shared memory).
+// d = 128: the pre-pass, the one-stage dK/dV kernel (its forms: plain, _vs, _vsw1; FgWs1) and
+// the one-warpgroup dQ kernel (Q hi in registers, _reg, or in
+// shared memory).
+#define FG_BWD_WGMMA_EXACT_WS1(D, SFX, V)                                                              \
+  extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws_raw_one##SFX( \
+      const fg_mma_prep_params pp) {                                                                   \
+    fg_attn_bwd_wgmma_exact_dkdv_ws1<D, V>(pp);                                                        \
+  }
 #define FG_BWD_WGMMA_EXACT_ONE(D)                                                                      \
   FG_BWD_EXACT_PREP(D)                                                                                 \
-  extern "C" __global__ void __launch_bounds__(256, 1) fg_attn_bwd_wgmma_dkdv_exact_d##D##_n64_m32_ws_raw_one( \
-      const fg_mma_prep_params pp) {                                                                   \
-    fg_attn_bwd_wgmma_exact_dkdv_ws1<D>(pp);                                                           \
-  }                                                                                                    \
+  FG_BWD_WGMMA_EXACT_WS1(D, , 0)                                                                       \
+  FG_BWD_WGMMA_EXACT_WS1(D, _vs, FG_WS1_VS)                                                            \
+  FG_BWD_WGMMA_EXACT_WS1(D, _vsw1, FG_WS1_VS + FG_WS1_W1)                                              \
   extern "C" __global__ void __launch_bounds__(128, 1) fg_attn_bwd_wgmma_dq_exact_d##D##_m64_n32_reg_one(  \
       const fg_mma_prep_params pp) {                                                                   \
     fg_attn_bwd_wgmma_exact_dq1<D, true>(pp);                                                          \
