@@ -305,6 +305,20 @@ template <int BM, int BN> __device__ __forceinline__ bool fg_dkdv_masked(const f
   return m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
 }
 
+// fg_dkdv_copy_ld starts the two-warpgroup dK/dV kernels' copy (cp.async, warpgroup 0's 128
+// threads) of (L2, delta) of step it's BM query rows into slot it % 2 of sLD (zeros past Nq;
+// nothing past the walk's last step) and commits a cp.async group, empty or not, so that
+// waiting for all groups at step it finds its rows landed.
+template <int BM>
+__device__ __forceinline__ void fg_dkdv_copy_ld(float2* sLD, const fg_attn_params& p, int b, const FgKvWalk<BM>& walk, int it) {
+  if (it < walk.total) {
+    const int64_t bh = (int64_t)b * p.h + walk.hq(it);
+    fg_bwd_copy_ld<BM, 128>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * (bh * p.nq + walk.m0(it)),
+                            p.nq - walk.m0(it));
+  }
+  fg_cp_async_commit();
+}
+
 }  // namespace
 
 // fg_attn_bwd_wgmma_exact_dkdv: grid (ceil(Nk / 64) rounded up to even, Hkv, B) in clusters of
@@ -453,14 +467,7 @@ template <int D, bool REG, bool RAW> __device__ void fg_attn_bwd_wgmma_exact_dkd
   const auto copy_tile = [&](int it) {  // one thread: the 8 tiles of step it into its stage
     pl.template copy_stage<false>(sS + (it & 1) * STAGE, bars + 8 * (it & 1), (int64_t)b * p.h + walk.hq(it), walk.m0(it) / BM, 0);
   };
-  const auto copy_ld = [&](int it) {  // warpgroup 0: (L2, delta) of step it's rows
-    if (it < total) {
-      const int64_t bh = (int64_t)b * p.h + walk.hq(it);
-      fg_bwd_copy_ld<BM, 128>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * (bh * p.nq + walk.m0(it)),
-                              p.nq - walk.m0(it));
-    }
-    fg_cp_async_commit();
-  };
+  const auto copy_ld = [&](int it) { fg_dkdv_copy_ld(sLD, p, b, walk, it); };  // warpgroup 0
   if (threadIdx.x == 0) {
     fg_mbar_init(bars, 1), fg_mbar_init(bars + 8, 1), fg_mbar_init(pfull, 128), fg_mbar_init(pempty, 128);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -671,14 +678,7 @@ template <int D, int V> __device__ void fg_attn_bwd_wgmma_exact_dkdv_ws1(const f
 
   uint4* const pb = (uint4*)(fg_smem + (sP - sbase)) + tid;  // this thread's floats: pb[128 k]
   if (wg0) {
-    const auto copy_ld = [&](int it) {  // (L2, delta) of step it's rows
-      if (it < total) {
-        const int64_t bh = (int64_t)b * p.h + walk.hq(it);
-        fg_bwd_copy_ld<BM, 128>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * (bh * p.nq + walk.m0(it)),
-                                p.nq - walk.m0(it));
-      }
-      fg_cp_async_commit();
-    };
+    const auto copy_ld = [&](int it) { fg_dkdv_copy_ld(sLD, p, b, walk, it); };
     copy_ld(0);
     float tmp[2][NB][4];
     for (int it = 0; it < total; ++it) {

@@ -285,8 +285,7 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 func forwardBlockTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0, r0, r1, j0, bc, kvOff int) {
 	rowLim := w.rowLim
 	seen := func(r int) int { return min(max(rowLim[r]-j0, 0), bc) } // keys of the tile row r sees
-	_, f32 := any(w.s).([]float32)
-	if r1-r0 <= keysSplit || seen(r0) == seen(r1-1) || !f32 || !gemm.HasScoreExp(p.D) {
+	if r1-r0 <= keysSplit || seen(r0) == seen(r1-1) || !scoreExpRuns[T](p.D, T(p.Scale*log2e)) {
 		forwardTile(p, w, q, kt, v, o, b, h, i0+r0, i0+r1, r0, j0, 0, bc, kvOff)
 		return
 	}
@@ -370,13 +369,10 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 // process, d = 64 and 128).
 func scoreExpTile[T Float](w *fwdScratch[T], qT, ktB []T, full, avail, br, bc, d int, alpha T, nv []int, rs int, oT []T) (ld int, ok bool) {
 	ld = (bc + gemm.ScoreExpStrip - 1) / gemm.ScoreExpStrip * gemm.ScoreExpStrip
-	if ld > avail || nv[0] != nv[br-1] || !(alpha > 0) || !gemm.HasScoreExp(d) {
+	if ld > avail || nv[0] != nv[br-1] || !scoreExpRuns[T](d, alpha) {
 		return 0, false
 	}
-	s32, ok := any(w.s[:br*ld]).([]float32)
-	if !ok {
-		return 0, false
-	}
+	s32 := any(w.s[:br*ld]).([]float32)
 	w.tileO, w.tileRS, w.d = oT, rs, d
 	q32, kt32, m32, lv := any(qT).([]float32), any(ktB).([]float32), any(w.m[rs:rs+br]).([]float32), w.lv[8*rs:8*(rs+br)]
 	var err error
@@ -389,6 +385,15 @@ func scoreExpTile[T Float](w *fwdScratch[T], qT, ktB []T, full, avail, br, bc, d
 		panic("attention: score tile: " + err.Error())
 	}
 	return ld, true
+}
+
+// scoreExpRuns reports whether gemm.ScoreExp serves the scores of
+// element type T at head dimension d with alpha = scale·log₂e: float32 on
+// AVX-512 with d ≤ 128 and alpha > 0 (scoreExpTile's kernel, and the
+// condition under which forwardBlockTile splits a diagonal tile for it).
+func scoreExpRuns[T Float](d int, alpha T) bool {
+	_, f32 := any(alpha).(float32)
+	return f32 && alpha > 0 && gemm.HasScoreExp(d)
 }
 
 // scoreSoftmaxTile is forwardTile's online-softmax step in two passes: S =
