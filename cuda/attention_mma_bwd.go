@@ -49,6 +49,13 @@ import (
 //	  warpgroup of BM = 64 query rows, 128 threads, thread 0 issuing the bulk copies; one
 //	  stage of the key tile, its rows and columns halves refilled separately; Reg: Q hi in
 //	  registers).
+//	X3 (Hopper, Exact, with Pre): the BF16 Hopper kernels' work split and tiles with every
+//	  product as three IEEE half products (hi·hi + hi·lo + lo·hi, 3xF16, which the H100 runs
+//	  at twice tf32's rate: 1.5 tf32 products where 3xTF32 takes 3). Two pre-passes:
+//	  fg_attn_bwd_x3_max finds the largest magnitude of Q, dO, K and V per (b, key/value
+//	  head), and fg_attn_bwd_x3_prep4 writes each scaled by a power of two (so that half's
+//	  range holds it, mma_bwd.cuh's FgX3Scales) as half hi and lo planes; TS: each query (dK/dV)
+//	  or key (dQ) tile's products summed from zero and added in float32.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -66,6 +73,8 @@ type mmaBwdCfg struct {
 	Ws        bool // Split dK/dV: two warpgroups, S^T, dP^T, P^T, dS^T on one, dV and dK on the other
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
 	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
+	X3        bool // Hopper Exact with Pre: 3xF16, every product as three half products on the hi and lo planes of fg_attn_bwd_x3_prep4
+	TS        bool // X3: each tile's products summed from zero, then added to dK, dV or dQ in float32 (the accumulator truncates)
 
 	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's vs and vsw1
 	// (the kernel's FgWs1; 16 KiB more shared memory).
@@ -99,6 +108,15 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// the default hands P^T and dS^T over as floats, which the second warpgroup splits (Raw:
 	// half the handover's shared-memory bytes), 7-10% faster than the fragments (Ws alone);
 	// K lo and V lo as register fragments as well (Reg) were within -4% to +1% of Raw alone.
+	// 3xF16 (fifteenth session; with a scratch buffer and contiguous layouts, else the 3xTF32
+	// kernels below): the BF16 kernels' tiles, one warpgroup of 64 keys with query tiles of 64
+	// (dK/dV) and two warpgroups of 64 rows with key tiles of 64 (dQ), with tile sums (TS) and
+	// without.
+	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true, TS: true},
+	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true, TS: true},
+	{Prec: PrecisionExact, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, X3: true, TS: true},
+	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},
+	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true},
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 32, Hopper: true, Split: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true},
@@ -241,7 +259,8 @@ func (c mmaBwdCfg) name() string {
 	if c.Hopper {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
 			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws] +
-			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One]
+			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One] + map[bool]string{true: "_x3"}[c.X3] +
+			map[bool]string{true: "_ts"}[c.TS]
 		if c.Var != "" {
 			sfx += "_" + c.Var
 		}
@@ -329,6 +348,10 @@ func (c mmaBwdCfg) smem() int {
 		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + pb + 32 + 1024
 	case c.Split: // K, V hi, lo [BN][D]; two stages of Q, dO hi, lo by rows and by columns and (L2, delta); 2 mbarriers
 		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + 16 + 1024
+	case c.X3 && c.DQ: // Q, dO hi and lo [BM][D]; two stages of K, V hi and lo [BN][D], half
+		return (4*c.BM+8*c.BN)*c.D*2 + 1024
+	case c.X3: // K, V hi and lo [BN][D]; two stages of Q, dO hi and lo [BM][D] and (L2, delta)
+		return (4*c.BN+8*c.BM)*c.D*2 + 2*c.BM*8 + 1024
 	case c.Hopper && c.DQ && c.Pipe:
 		return (2*c.BM+6*c.BN)*c.D*2 + 1024
 	case c.Hopper && c.DQ:
@@ -430,6 +453,8 @@ func bwdScratchFor(kp *attnParams, kv, q mmaBwdCfg, kept bool) int64 {
 	switch {
 	case kv.Split || q.Split:
 		return exactBwdPlaneBytes(kp)
+	case kv.X3:
+		return x3ScratchBytes(kp)
 	case kv.Pre || q.Pre:
 		return bwdScratchBytes(kp, kept)
 	}
@@ -489,6 +514,9 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 	if planes != nil && !readsPlanes(kv, q) {
 		return fmt.Errorf("cuda: attention backward: %s and %s do not read the forward's bfloat16 planes (Planes)", kv.name(), q.name())
 	}
+	if kv.X3 != q.X3 || kv.X3 && planes != nil {
+		return fmt.Errorf("cuda: attention backward: %s and %s are not a pair of the 3xF16 Exact kernels on their own planes", kv.name(), q.name())
+	}
 	if (kv.Split || q.Split) && (!kv.Split || kv.D != int(kp.d) || q.D != int(kp.d)) {
 		return fmt.Errorf("cuda: attention backward: %s and %s are not a pair of the Exact Hopper kernels for d=%d", kv.name(), q.name(), kp.d)
 	}
@@ -514,14 +542,22 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		return unsafe.Pointer(kp)
 	}
 	if kv.Pre || q.Pre {
-		dst, err := scratch(bwdScratchBytes(kp, planes != nil))
+		dst, err := scratch(bwdScratchFor(kp, kv, q, planes != nil))
 		if err != nil {
 			return err
 		}
 		pp = &mmaPrepParams{src: *kp, dst: dst}
+		if kv.X3 { // the maxima the planes' factors come from: a block per (b, key/value head) and tensor
+			if err := s.start(mod, "fg_attn_bwd_x3_max", [3]int{int(kp.b) * int(kp.hkv), 4, 1}, 512, 0, unsafe.Pointer(pp)); err != nil {
+				return err
+			}
+		}
 		// A warp per query row and per key row (prep4: per two rows where d <= 64), 8 warps a
 		// block, grid-stride; query rows only with kept planes.
 		prep, perWarp := bwdPrepKernel(kp, planes != nil)
+		if kv.X3 {
+			prep = "fg_attn_bwd_x3_prep4"
+		}
 		work := rows + int(kp.b)*int(kp.hkv)*int(kp.nk)
 		if planes != nil {
 			work = rows
@@ -533,6 +569,9 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		qn := devptr(2 * int64(rows) * int64(kp.d))
 		kn := devptr(2 * int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d))
 		m.q, m.do, m.k, m.v = dst, dst+qn, dst+2*qn, dst+2*qn+kn
+		if kv.X3 { // hi planes, each followed by its lo plane
+			m.q, m.do, m.k, m.v = dst, dst+2*qn, dst+4*qn, dst+4*qn+2*kn
+		}
 		if planes != nil { // Q's plane and the K, V tiles of the forward (kv_tiles), dO from the pre-pass
 			m.q, m.do, m.k, m.v = planes.q, dst, planes.k, planes.v
 			m.kvTiles = 1
@@ -570,6 +609,15 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		}
 	}
 	return nil
+}
+
+// x3ScratchBytes is the size of fg_attn_bwd_x3_prep4's output (FgX3Planes): half hi and lo
+// planes of Q, dO [B, H, Nq, d] and K, V [B, Hkv, Nk, d], then 8 floats per (b, key/value
+// head) for the maxima of fg_attn_bwd_x3_max and delta.
+func x3ScratchBytes(kp *attnParams) int64 {
+	q := int64(kp.b) * int64(kp.h) * int64(kp.nq) * int64(kp.d)
+	k := int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
+	return 2*2*2*(q+k) + 32*int64(kp.b)*int64(kp.hkv)
 }
 
 // exactBwdPlaneBytes is the size of fg_attn_bwd_exact_prep's planes (kernels/

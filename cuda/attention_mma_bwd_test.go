@@ -143,13 +143,13 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 	if len(kvs) == 0 || len(qs) == 0 {
 		return nil
 	}
-	// A kernel on the tf32 planes (Split) pairs only with its own kind's first, as the others
-	// with theirs (one pre-pass serves a pair); and the one-stage Split dK/dV kernel (One,
-	// d = 128) also with the first mma.sync dQ kernel, its pair before the Split dQ kernel at
-	// d = 128 (startMMABwd runs the pre-pass for it alone).
-	first := func(list []int, split bool) int {
+	// A kernel on the tf32 planes (Split) or on the half planes (X3) pairs only with its own
+	// kind's first, as the others with theirs (one pre-pass serves a pair); and the one-stage
+	// Split dK/dV kernel (One, d = 128) also with the first mma.sync dQ kernel, its pair before
+	// the Split dQ kernel at d = 128 (startMMABwd runs the pre-pass for it alone).
+	first := func(list []int, kind int) int {
 		for _, i := range list {
-			if mmaBwdCfgs[i].Split == split {
+			if mmaBwdCfgs[i].kind() == kind {
 				return i
 			}
 		}
@@ -164,18 +164,30 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 		}
 	}
 	for _, i := range kvs[1:] {
-		add([2]int{i, first(qs, mmaBwdCfgs[i].Split)})
+		add([2]int{i, first(qs, mmaBwdCfgs[i].kind())})
 	}
 	for _, i := range qs[1:] {
-		add([2]int{first(kvs, mmaBwdCfgs[i].Split), i})
+		add([2]int{first(kvs, mmaBwdCfgs[i].kind()), i})
 	}
-	if kv := first(kvs, true); kv >= 0 && mmaBwdCfgs[kv].One {
-		add([2]int{kv, first(qs, false)})
+	if kv := first(kvs, 1); kv >= 0 && mmaBwdCfgs[kv].One {
+		add([2]int{kv, first(qs, 0)})
 	}
 	if *mmaBwdOnly == "" {
 		return pairs
 	}
 	return onlyPairs(pairs)
+}
+
+// kind is the planes a kernel reads, which the two kernels of a pair share: 1 the tf32 planes
+// (Split), 2 the half planes (X3), 0 the others'.
+func (c mmaBwdCfg) kind() int {
+	switch {
+	case c.Split:
+		return 1
+	case c.X3:
+		return 2
+	}
+	return 0
 }
 
 // onlyPairs keeps pairs[0] (the default pair) and those of the others whose names match
@@ -213,7 +225,7 @@ func mmaBwdCross(prec Precision, d int) [][2]int {
 	out := [][2]int{def}
 	for _, kv := range kvs {
 		for _, q := range qs {
-			if pr := [2]int{kv, q}; pr != def {
+			if pr := [2]int{kv, q}; pr != def && mmaBwdCfgs[kv].X3 == mmaBwdCfgs[q].X3 {
 				out = append(out, pr)
 			}
 		}
@@ -231,7 +243,8 @@ func (c mmaBwdCfg) short() string {
 	switch {
 	case c.Hopper:
 		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
-			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw] + map[bool]string{true: "one "}[c.One]
+			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw] + map[bool]string{true: "one "}[c.One] +
+			map[bool]string{true: "x3 "}[c.X3] + map[bool]string{true: "ts "}[c.TS]
 		if c.Var != "" {
 			form += c.Var + " "
 		}
@@ -513,7 +526,8 @@ func testAttentionMMABwdBuffersScratch(t *testing.T, d int) {
 // TestBackwardScratch checks the size of the BF16 backward's pre-pass buffer (no GPU): Q, dO
 // [B, H, Nq, D] and K, V [B, Hkv, Nk, D] in bfloat16 and an int32 per 16 query rows of every
 // (b, h), in float32 elements; Exact's at d = 64 on compute capability 9.0, the tf32 planes
-// (Q, dO in 4 parts, K in 4, V in 2, each [B, heads, N rounded up to 32, D] float32); 0 for
+// (Q, dO in 4 parts, K in 4, V in 2, each [B, heads, N rounded up to 32, D] float32), at d = 64
+// the half planes (hi and lo of Q, dO, K, V, and 8 floats per (b, key/value head)); 0 for
 // the precisions whose backward has no pre-pass.
 func TestBackwardScratch(t *testing.T) {
 	p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: PrecisionBF16}
@@ -529,7 +543,7 @@ func TestBackwardScratch(t *testing.T) {
 	} {
 		want := 0
 		if q.Precision == PrecisionExact && deviceSM() == 90 {
-			want = (8*1*1*32 + 6*1*1*32) * 64 // Nq = Nk = 5: one tile of 32 rows
+			want = (2*2*2*(5+5)*64 + 32) / 4 // the half hi and lo planes of Q, dO, K, V and 8 floats
 		}
 		if got := q.BackwardScratch(); got != want {
 			t.Errorf("%v d=%d: BackwardScratch = %d, want %d", q.Precision, q.D, got, want)
@@ -548,6 +562,9 @@ func TestBackwardScratch(t *testing.T) {
 	e := eb.sizing()
 	if got, want := exactBwdPlaneBytes(&e), int64(8*3*4*64*64*4+6*3*2*128*64*4); got != want {
 		t.Errorf("exactBwdPlaneBytes = %d, want %d", got, want)
+	}
+	if got, want := x3ScratchBytes(&e), int64(8*(3*4*50*64+3*2*100*64)+32*3*2); got != want {
+		t.Errorf("x3ScratchBytes = %d, want %d", got, want)
 	}
 }
 
@@ -582,7 +599,7 @@ func TestPickMMABwd(t *testing.T) {
 		{"exact-d128-hopper-noscratch", PrecisionExact, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"exact-d128-sm80", PrecisionExact, 128, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
-		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n64_m32_ws_raw", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n32"},
+		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n64_m64_x3_ts", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n64_x3_ts"},
 		{"exact-d64-hopper-noscratch", PrecisionExact, 64, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 		{"exact-d64-sm80", PrecisionExact, 64, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 	} {
@@ -603,6 +620,12 @@ func TestPickMMABwd(t *testing.T) {
 	if _, _, ok := pickMMABwd(&kp, f32, -1, -1, true, 90); ok {
 		t.Errorf("pickMMABwd accepts a Q row stride of 66 elements")
 	}
+	// Not contiguous, Exact at d = 64 on Hopper takes the tf32 planes (whose layout is their own).
+	kp = (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionExact}).kernelParams()
+	kp.kRow = 68
+	if kv, q, ok := pickMMABwd(&kp, f32, -1, -1, true, 90); !ok || !kv.Split || !q.Split {
+		t.Errorf("pickMMABwd, Exact with K rows of 68 elements = %q, %q, %v, want the Split kernels", kv.name(), q.name(), ok)
+	}
 	// A layout that is not contiguous (rows of 68 elements): the bfloat16 planes, which share
 	// the operands' strides, would not fit; the kernels without a pre-pass run (on Hopper too).
 	kp = (&AttentionParams{B: 1, H: 1, Hkv: 1, Nq: 3, Nk: 3, D: 64, Scale: 1, Precision: PrecisionBF16}).kernelParams()
@@ -617,7 +640,7 @@ func TestPickMMABwd(t *testing.T) {
 		mixed, one := false, false
 		for _, pr := range mmaBwdPairs(PrecisionExact, d) {
 			kv, q := mmaBwdCfgs[pr[0]], mmaBwdCfgs[pr[1]]
-			if q.Split && !kv.Split || kv.Split && !q.Split && !kv.One {
+			if q.Split && !kv.Split || kv.Split && !q.Split && !kv.One || kv.X3 != q.X3 {
 				t.Errorf("mmaBwdPairs pairs %s with %s", kv.name(), q.name())
 			}
 			mixed = mixed || kv.One && !q.Split
@@ -690,7 +713,10 @@ func TestPickMMABwd(t *testing.T) {
 				t.Errorf("%s: its pre-pass %s is not in ptx/%s.ptx", c.name(), prep, c.module())
 			}
 		}
-		if c.Hopper && !c.Split && (c.Prec != PrecisionBF16 || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
+		if c.X3 && (!c.Hopper || c.Prec != PrecisionExact || !c.Pre || c.Reg || c.Ovl || c.Fx || c.Pipe || c.B3 || c.D != 64) || c.TS && !c.X3 {
+			t.Errorf("%s: X3 is a Hopper Exact form on its own planes (Pre) at d = 64, without Reg, Ovl, Fx, Pipe, B3; TS with X3 only", c.name())
+		}
+		if c.Hopper && !c.Split && (c.Prec != map[bool]Precision{false: PrecisionBF16, true: PrecisionExact}[c.X3] || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
 			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
 			t.Errorf("%s: not a Hopper configuration (BF16 on the planes, SB = BM, tiles of 64s, Reg in dQ only)", c.name())
 		}
@@ -700,7 +726,7 @@ func TestPickMMABwd(t *testing.T) {
 		if !c.DQ && c.BM%c.SB != 0 {
 			t.Errorf("%s: BM %d is not a multiple of SB %d", c.name(), c.BM, c.SB)
 		}
-		if (c.LDM || c.Pre) && c.Prec != PrecisionBF16 || c.LDM && c.Pre || c.Reg && !c.Pre && !c.Split || c.Fused && (!c.Pre || c.DQ) {
+		if (c.LDM || c.Pre && !c.X3) && c.Prec != PrecisionBF16 || c.LDM && c.Pre || c.Reg && !c.Pre && !c.Split || c.Fused && (!c.Pre || c.DQ) {
 			t.Errorf("%s: form LDM %v, Pre %v, Reg %v, Fused %v for %v", c.name(), c.LDM, c.Pre, c.Reg, c.Fused, c.Prec)
 		}
 		if c.Fused && ((c.BN/16)%(c.BM/16) != 0 || c.D/((c.BN/16)/(c.BM/16))%16 != 0) {
@@ -708,7 +734,7 @@ func TestPickMMABwd(t *testing.T) {
 		}
 	}
 	for m, re := range map[string]string{"attention_mma_bwd": `(?m)^FG_BWD_MMA_(LDM_|PRE_|FUSED_)?(DKDV|DQ)\(`,
-		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B)\(`, "attention_hopper_exact_bwd": `(?m)^FG_BWD_WGMMA_EXACT\(`} {
+		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B|DKDV_X3|DQ_X3)\(`, "attention_hopper_exact_bwd": `(?m)^FG_BWD_WGMMA_EXACT\(`} {
 		n := len(regexp.MustCompile(re).FindAll(src[m], -1))
 		if m == "attention_hopper_exact_bwd" {
 			// five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg

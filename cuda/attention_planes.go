@@ -27,8 +27,11 @@ func sharesPlanes(c mmaCfg, kv, q mmaBwdCfg) bool { return c.keeps() && readsPla
 
 // readsPlanes reports whether backward kv, q can read the planes a forward kept: the Hopper
 // kernels, which take K and V as tiles by kv_tiles (the dK/dV kernel that also computes dQ
-// reads the pre-pass's semaphores and is not one of them).
-func readsPlanes(kv, q mmaBwdCfg) bool { return kv.Hopper && q.Hopper && kv.Pre && q.Pre && !kv.Fused }
+// reads the pre-pass's semaphores and is not one of them, nor are the 3xF16 kernels, X3, which
+// read half planes of their own).
+func readsPlanes(kv, q mmaBwdCfg) bool {
+	return kv.Hopper && q.Hopper && kv.Pre && q.Pre && !kv.Fused && !kv.X3 && !q.X3
+}
 
 // keptLayout returns the byte offsets of the K tiles, V tiles and Q plane in Planes, and its
 // size, for kp's problem (see above).

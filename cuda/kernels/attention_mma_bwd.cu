@@ -338,7 +338,8 @@ __device__ __forceinline__ FgBwdRowIn fg_bwd_row_in(const fg_attn_params& p, int
 // fg_bwd_row_ld writes the workspace entry (L2, delta) of query row `row` ((b H + h) Nq + i)
 // from s = rowsum(dO * O): L2 = (L + lres) log2 e (0 for a row without a visible key, L = -Inf)
 // and delta = s - dL, rounded to float.
-__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s, FgBwdRowIn in) {
+// It returns delta.
+__device__ __forceinline__ float fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s, FgBwdRowIn in) {
   float l2 = 0;
   if (!fg_is_neg_inf(in.L)) {
     if (p.dlse) s -= (double)in.dl;
@@ -346,6 +347,7 @@ __device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t r
     l2 = (float)(full * 1.4426950408889634);
   }
   ((float2*)p.delta)[row] = make_float2(l2, (float)s);
+  return (float)s;
 }
 __device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s) {
   fg_bwd_row_ld(p, row, s, fg_bwd_row_in(p, row));
@@ -478,19 +480,39 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
 // With QKV false (fg_attn_bwd_bf16_prep4_do: Q, K and V are the planes the forward kept) it
 // converts dO only, into dst, and writes no semaphores (the kernels that read them do not run
 // on those planes).
-template <int LPR, bool QKV> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mma_prep_params& pp) {
+//
+// With X3 (fg_attn_bwd_x3_prep4, the Exact 3xF16 kernels) it writes half hi and lo planes
+// instead (FgX3Planes: each lo plane right after its hi plane, Q, K and V scaled by the
+// factors of FgX3Scales from fg_attn_bwd_x3_max's maxima, which ran before it) and adds each
+// row's |delta| to its (b, key/value head)'s largest (an atomic max: the same bits in any order).
+template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mma_prep_params& pp) {
   constexpr int RPW = 32 / LPR;  // rows per warp step
+  constexpr int PL = X3 ? 2 : 1;  // planes per tensor
   const fg_attn_params& p = pp.src;
   const int lane = threadIdx.x % 32, sub = lane % LPR;
   const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
   const int64_t total = QKV ? qrows + krows : qrows;
   uint16_t* qh = (uint16_t*)pp.dst;
-  uint16_t* doh = QKV ? qh + qrows * p.d : qh;
-  uint16_t* kh = doh + qrows * p.d;
-  uint16_t* vh = kh + krows * p.d;
-  int* sem = (int*)(vh + krows * p.d);
+  uint16_t* doh = QKV ? qh + PL * qrows * p.d : qh;
+  uint16_t* kh = doh + PL * qrows * p.d;
+  uint16_t* vh = kh + PL * krows * p.d;
+  int* sem = (int*)(vh + PL * krows * p.d);  // X3: FgX3Scales' maxima
   const int64_t step = (int64_t)gridDim.x * (blockDim.x / 32) * RPW;
-  const auto st8 = [](uint16_t* d, float4 x) { *(uint2*)d = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w)); };
+  // st8 writes x (times f, X3: the hi plane at d, the lo plane lo elements after it).
+  const auto st8 = [](uint16_t* d, float4 x, float f = 1.f, int64_t lo = 0) {
+    if constexpr (X3) {
+      uint32_t h0, l0, h1, l1;
+      fg_f16_split2(x.x, x.y, f, h0, l0);
+      fg_f16_split2(x.z, x.w, f, h1, l1);
+      *(uint2*)d = make_uint2(h0, h1);
+      *(uint2*)(d + lo) = make_uint2(l0, l1);
+    } else {
+      *(uint2*)d = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
+    }
+  };
+  const int group = p.h / p.hkv;
+  float* mx = (float*)sem;
+  const auto fac = [&](int b, int hk, int t) { return X3 ? ldexpf(1.f, fg_x3_exp(mx[8 * ((int64_t)b * p.hkv + hk) + t])) : 1.f; };
   for (int64_t base = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32 * RPW; base < total; base += step) {
     const int64_t row = base + lane / LPR;  // warp-uniform loop: every lane reaches the sum below
     const bool isq = row < qrows;
@@ -503,10 +525,11 @@ template <int LPR, bool QKV> __device__ __forceinline__ void fg_bwd_bf16_prep4(c
       const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
       const float* o = (const float*)p.o + off;
       const float* dO = (const float*)p.do_ + off;
+      const float fq = fac(b, h / group, 0), fo = fac(b, h / group, 1);
       for (int c = 4 * sub; c < p.d; c += 4 * LPR) {
         const float4 y = *(const float4*)(dO + c), z = *(const float4*)(o + c);
-        if constexpr (QKV) st8(qh + row * p.d + c, *(const float4*)(q + c));
-        st8(doh + row * p.d + c, y);
+        if constexpr (QKV) st8(qh + row * p.d + c, *(const float4*)(q + c), fq, qrows * p.d);
+        st8(doh + row * p.d + c, y, fo, qrows * p.d);
         s = fma((double)y.x, (double)z.x, s);
         s = fma((double)y.y, (double)z.y, s);
         s = fma((double)y.z, (double)z.z, s);
@@ -518,10 +541,11 @@ template <int LPR, bool QKV> __device__ __forceinline__ void fg_bwd_bf16_prep4(c
       if (!p.key_lengths || j < ((const int32_t*)p.key_lengths)[b]) {  // padding: never read
         const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j * p.k_row;
         const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j * p.v_row;
+        const float fk = fac(b, hk, 2), fv = fac(b, hk, 3);
         for (int c = 4 * sub; c < p.d; c += 4 * LPR) {
           const float4 x = *(const float4*)(k + c), y = *(const float4*)(v + c);
-          st8(kh + kr * p.d + c, x);
-          st8(vh + kr * p.d + c, y);
+          st8(kh + kr * p.d + c, x, fk, krows * p.d);
+          st8(vh + kr * p.d + c, y, fv, krows * p.d);
         }
       }
     }
@@ -529,8 +553,11 @@ template <int LPR, bool QKV> __device__ __forceinline__ void fg_bwd_bf16_prep4(c
     if (isq) {
       const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
       if (sub == 0) {
-        fg_bwd_row_ld(p, row, s, in);
-        if (QKV && i % 16 == 0) sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
+        const float delta = fg_bwd_row_ld(p, row, s, in);
+        if constexpr (X3)
+          atomicMax((unsigned*)mx + 8 * ((int64_t)b * p.hkv + h / group) + 4, __float_as_uint(fabsf(delta)));
+        else if (QKV && i % 16 == 0)
+          sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
       }
       if (fg_is_neg_inf(in.L)) {
         float* dq = (float*)p.dq + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
@@ -551,6 +578,54 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep4_do(cons
     fg_bwd_bf16_prep4<16, false>(pp);
   else
     fg_bwd_bf16_prep4<32, false>(pp);
+}
+extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_x3_prep4(const fg_mma_prep_params pp) {
+  if (pp.src.d <= 64)
+    fg_bwd_bf16_prep4<16, true, true>(pp);
+  else
+    fg_bwd_bf16_prep4<32, true, true>(pp);
+}
+
+// fg_attn_bwd_x3_max: grid (B Hkv, 4), 512 threads. Block (bh, t) writes the largest magnitude
+// of tensor t (Q, dO: the rows of the group's query heads; K, V: the keys below the batch's key
+// length, padding never read) of (b, key/value head) bh = b Hkv + hk into FgX3Scales' maxima
+// (pp.dst as fg_attn_bwd_x3_prep4's, FgX3Planes), as the largest float bits of |x| (NaN above
+// every number); block (bh, 0) also clears delta's slot and the unused three for the pre-pass.
+extern "C" __global__ void __launch_bounds__(512) fg_attn_bwd_x3_max(const fg_mma_prep_params pp) {
+  const fg_attn_params& p = pp.src;
+  const int bh = blockIdx.x, tn = blockIdx.y, b = bh / p.hkv, hk = bh % p.hkv, group = p.h / p.hkv;
+  const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
+  unsigned* mx = (unsigned*)((uint16_t*)pp.dst + 4 * (qrows + krows) * p.d) + 8 * (int64_t)bh;
+  const bool isq = tn < 2;
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const int nr = isq ? group * p.nq : max(klen, 0), c4 = p.d / 4;
+  const float* base;
+  int64_t head, row;
+  switch (tn) {
+    case 0: base = (const float*)p.q + b * p.q_batch + hk * group * p.q_head, head = p.q_head, row = p.q_row; break;
+    case 1: base = (const float*)p.do_ + b * p.o_batch + hk * group * p.o_head, head = p.o_head, row = p.o_row; break;
+    case 2: base = (const float*)p.k + b * p.k_batch + hk * p.k_head, head = 0, row = p.k_row; break;
+    default: base = (const float*)p.v + b * p.v_batch + hk * p.v_head, head = 0, row = p.v_row; break;
+  }
+  unsigned m = 0;
+  for (int64_t idx = threadIdx.x; idx < (int64_t)nr * c4; idx += blockDim.x) {
+    const int r = (int)(idx / c4), c = (int)(idx % c4);
+    const float* x = isq ? base + (r / p.nq) * head + (int64_t)(r % p.nq) * row : base + (int64_t)r * row;
+    const float4 y = ((const float4*)x)[c];
+    m = max(m, max(max(__float_as_uint(fabsf(y.x)), __float_as_uint(fabsf(y.y))),
+                   max(__float_as_uint(fabsf(y.z)), __float_as_uint(fabsf(y.w)))));
+  }
+  __shared__ unsigned part[16];
+  m = __reduce_max_sync(0xffffffffu, m);
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    m = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0u;
+    m = __reduce_max_sync(0xffffffffu, m);
+    if (threadIdx.x == 0) mx[tn] = m;
+    if (tn == 0 && threadIdx.x < 4) mx[4 + threadIdx.x] = 0u;
+  }
 }
 
 // fg_attn_bwd_mma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN/16 warps). D: the head

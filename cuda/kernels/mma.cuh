@@ -48,6 +48,25 @@ __device__ __forceinline__ uint32_t fg_bf16x2(float lo, float hi) {  // lo in th
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+// fg_f16x2 and fg_f16x2_float: IEEE half pairs (the Exact backward's 3xF16, mma_bwd.cuh).
+__device__ __forceinline__ uint32_t fg_f16x2(float lo, float hi) {  // lo in the lower half
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ float2 fg_f16x2_float(uint32_t x) {
+  float lo, hi;
+  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n" : "=f"(lo), "=f"(hi) : "r"(x));
+  return make_float2(lo, hi);
+}
+// fg_f16_split2 splits (f a, f b) into half hi and lo pairs (a in the lower halves).
+__device__ __forceinline__ void fg_f16_split2(float a, float b, float f, uint32_t& hi, uint32_t& lo) {
+  a *= f, b *= f;
+  hi = fg_f16x2(a, b);
+  const float2 h = fg_f16x2_float(hi);
+  lo = fg_f16x2(a - h.x, b - h.y);
+}
+
 // fg_bf16x8v returns s (a, e) (8 values) rounded to bfloat16, packed in 16 bytes: a chunk of
 // 8 columns of a (scaled) row for the bfloat16 tiles and planes.
 __device__ __forceinline__ uint4 fg_bf16x8v(float4 a, float4 e, float s = 1.f) {

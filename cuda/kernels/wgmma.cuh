@@ -69,54 +69,83 @@ template <int NB> __device__ __forceinline__ void fg_reg_fence(float (&d)[NB][4]
   "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
   "%59, %60, %61, %62, %63}"
 
+// The four products below take bfloat16 operands, or with F16 IEEE half (the Exact backward's
+// 3xF16 planes, attention_hopper_bwd.cu): the same shapes, layouts and float32 accumulator.
+
 // fg_wgmma_ss_n64: d = A B (accumulate 0) or d += A B (accumulate 1) for A [64 x 16] and
-// B [16 x 64] bfloat16 in shared memory (descriptors da, db, both K-major), d [64 x 64] float32.
+// B [16 x 64] bfloat16 (F16: half) in shared memory (descriptors da, db, both K-major),
+// d [64 x 64] float32.
+template <bool F16 = false>
 __device__ __forceinline__ void fg_wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FG_WG_R64 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-               : FG_WG_D64
-               : "l"(da), "l"(db), "r"(accumulate));
+  if constexpr (F16)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FG_WG_R64 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : FG_WG_D64
+                 : "l"(da), "l"(db), "r"(accumulate));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FG_WG_R64 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : FG_WG_D64
+                 : "l"(da), "l"(db), "r"(accumulate));
 }
 
-// fg_wgmma_rs_n64: d += A B (accumulate 1) or d = A B (0) for A [64 x 16] bfloat16 in
-// registers (a: each warp's m16n8k16 A fragment of its 16 rows) and B [16 x 64] bfloat16 in
-// shared memory (descriptor db), N-major (TB = 1: the instruction transposes it) or K-major
-// (TB = 0).
-template <int TB>
+// fg_wgmma_rs_n64: d += A B (accumulate 1) or d = A B (0) for A [64 x 16] bfloat16 (F16: half)
+// in registers (a: each warp's m16n8k16 A fragment of its 16 rows) and B [16 x 64] in shared
+// memory (descriptor db), N-major (TB = 1: the instruction transposes it) or K-major (TB = 0).
+template <int TB, bool F16 = false>
 __device__ __forceinline__ void fg_wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FG_WG_R64 ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-               : FG_WG_D64
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
+  if constexpr (F16)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FG_WG_R64 ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                 : FG_WG_D64
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FG_WG_R64 ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                 : FG_WG_D64
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
 }
 
 // fg_wgmma_ss_n128: as fg_wgmma_ss_n64 with B [16 x 128] and d [64 x 128].
+template <bool F16 = false>
 __device__ __forceinline__ void fg_wgmma_ss_n128(float (&d)[16][4], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FG_WG_R128 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-               : FG_WG_D128
-               : "l"(da), "l"(db), "r"(accumulate));
+  if constexpr (F16)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FG_WG_R128 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : FG_WG_D128
+                 : "l"(da), "l"(db), "r"(accumulate));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FG_WG_R128 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : FG_WG_D128
+                 : "l"(da), "l"(db), "r"(accumulate));
 }
 
 // fg_wgmma_rs_n128: as fg_wgmma_rs_n64 with B [16 x 128] and d [64 x 128].
-template <int TB>
+template <int TB, bool F16 = false>
 __device__ __forceinline__ void fg_wgmma_rs_n128(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-               : FG_WG_D128
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
+  if constexpr (F16)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+                 : FG_WG_D128
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+                 : FG_WG_D128
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
 }
 
-template <int N> struct FgWgmma;
-template <> struct FgWgmma<64> {
-  static __device__ __forceinline__ void ss(float (&d)[8][4], uint64_t da, uint64_t db, int acc) { fg_wgmma_ss_n64(d, da, db, acc); }
-  static __device__ __forceinline__ void rs(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db) { fg_wgmma_rs_n64<1>(d, a, db, 1); }
-  static __device__ __forceinline__ void rs_k(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int acc) { fg_wgmma_rs_n64<0>(d, a, db, acc); }
+template <int N, bool F16 = false> struct FgWgmma;
+template <bool F16> struct FgWgmma<64, F16> {
+  static __device__ __forceinline__ void ss(float (&d)[8][4], uint64_t da, uint64_t db, int acc) { fg_wgmma_ss_n64<F16>(d, da, db, acc); }
+  static __device__ __forceinline__ void rs(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int acc = 1) { fg_wgmma_rs_n64<1, F16>(d, a, db, acc); }
+  static __device__ __forceinline__ void rs_k(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int acc) { fg_wgmma_rs_n64<0, F16>(d, a, db, acc); }
 };
-template <> struct FgWgmma<128> {
-  static __device__ __forceinline__ void ss(float (&d)[16][4], uint64_t da, uint64_t db, int acc) { fg_wgmma_ss_n128(d, da, db, acc); }
-  static __device__ __forceinline__ void rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db) { fg_wgmma_rs_n128<1>(d, a, db, 1); }
-  static __device__ __forceinline__ void rs_k(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int acc) { fg_wgmma_rs_n128<0>(d, a, db, acc); }
+template <bool F16> struct FgWgmma<128, F16> {
+  static __device__ __forceinline__ void ss(float (&d)[16][4], uint64_t da, uint64_t db, int acc) { fg_wgmma_ss_n128<F16>(d, da, db, acc); }
+  static __device__ __forceinline__ void rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int acc = 1) { fg_wgmma_rs_n128<1, F16>(d, a, db, acc); }
+  static __device__ __forceinline__ void rs_k(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int acc) { fg_wgmma_rs_n128<0, F16>(d, a, db, acc); }
 };
 
 // ---- wgmma m64nNk8 tf32 -> f32 (the Exact forward, attention_hopper_exact.cu) -----------------
@@ -335,13 +364,14 @@ __device__ __forceinline__ void fg_load_kv_sw128(uint32_t s, const uint16_t* hea
 // rows (a = tile + 128 x the first row), B the whole swizzled tile b of N rows, both read along
 // their rows (K-major). The forward's S = Q K^T; the backward's S^T = K Q^T, dP^T = V dO^T,
 // S = Q K^T and dP = dO V^T.
-template <int N, int KS, int AR>
-__device__ __forceinline__ void fg_wgmma_abt(float (&d)[N / 8][4], uint32_t a, uint32_t b) {
+// With acc set the first step adds to d too (F16: half operands, fg_wgmma_ss_n64).
+template <int N, int KS, int AR, bool F16 = false>
+__device__ __forceinline__ void fg_wgmma_abt(float (&d)[N / 8][4], uint32_t a, uint32_t b, bool acc = false) {
 #pragma unroll
   for (int kk = 0; kk < KS; ++kk) {
     const uint32_t off = (kk % 4) * 32;  // the k16 step inside a 128-byte row
-    FgWgmma<N>::ss(d, fg_wgmma_desc(a + (kk / 4) * AR * 128 + off, 16, 1024),
-                   fg_wgmma_desc(b + (kk / 4) * N * 128 + off, 16, 1024), kk > 0);
+    FgWgmma<N, F16>::ss(d, fg_wgmma_desc(a + (kk / 4) * AR * 128 + off, 16, 1024),
+                        fg_wgmma_desc(b + (kk / 4) * N * 128 + off, 16, 1024), acc || kk > 0);
   }
 }
 
@@ -375,10 +405,12 @@ __device__ __forceinline__ void fg_wgmma_load_a(uint32_t (&a)[KS][4], uint32_t t
 // from registers (fg_wgmma_pack's fragments), B [K x N] the swizzled tile b of K rows, read
 // down its columns (N-major). The forward's O += P V; the backward's dV += P^T dO,
 // dK += dS^T Q and dQ += dS K.
-template <int N, int K>
-__device__ __forceinline__ void fg_wgmma_ab(float (&d)[N / 8][4], const uint32_t (&a)[K / 16][4], uint32_t b) {
+// With acc false the first step overwrites d (d = A B).
+template <int N, int K, bool F16 = false>
+__device__ __forceinline__ void fg_wgmma_ab(float (&d)[N / 8][4], const uint32_t (&a)[K / 16][4], uint32_t b, bool acc = true) {
 #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) FgWgmma<N>::rs(d, a[kk], fg_wgmma_desc(b + kk * 16 * 128, K * 128, 1024));
+  for (int kk = 0; kk < K / 16; ++kk)
+    FgWgmma<N, F16>::rs(d, a[kk], fg_wgmma_desc(b + kk * 16 * 128, K * 128, 1024), acc || kk > 0);
 }
 
 // fg_wgmma_pack rounds the accumulator s [64 x K] to bfloat16 A fragments of fg_wgmma_ab (a
@@ -388,6 +420,20 @@ template <int K> __device__ __forceinline__ void fg_wgmma_pack(uint32_t (&a)[K /
   for (int kk = 0; kk < K / 16; ++kk) {
     a[kk][0] = fg_bf16x2(s[2 * kk][0], s[2 * kk][1]), a[kk][1] = fg_bf16x2(s[2 * kk][2], s[2 * kk][3]);
     a[kk][2] = fg_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), a[kk][3] = fg_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
+
+// fg_wgmma_pack_x3 is fg_wgmma_pack for 3xF16: the accumulator s [64 x K] times f split into
+// the half hi and lo A fragments of fg_wgmma_ab.
+template <int K>
+__device__ __forceinline__ void fg_wgmma_pack_x3(uint32_t (&hi)[K / 16][4], uint32_t (&lo)[K / 16][4],
+                                                 const float (&s)[K / 8][4], float f) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    fg_f16_split2(s[2 * kk][0], s[2 * kk][1], f, hi[kk][0], lo[kk][0]);
+    fg_f16_split2(s[2 * kk][2], s[2 * kk][3], f, hi[kk][1], lo[kk][1]);
+    fg_f16_split2(s[2 * kk + 1][0], s[2 * kk + 1][1], f, hi[kk][2], lo[kk][2]);
+    fg_f16_split2(s[2 * kk + 1][2], s[2 * kk + 1][3], f, hi[kk][3], lo[kk][3]);
   }
 }
 
