@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"github.com/flashgorgon/flashgorgon/internal/attnspec"
 )
 
@@ -110,7 +112,13 @@ func (p *AttentionBuffers) scratch() func(int64) (devptr, error) {
 	if p.Scratch == nil {
 		return nil
 	}
-	return func(int64) (devptr, error) { return p.Scratch.ptr, nil }
+	return func(bytes int64) (devptr, error) {
+		// check sized it for the default kernels; a pair picked by index (the tests') may need more.
+		if have := 4 * int64(p.Scratch.n); bytes > have {
+			return 0, fmt.Errorf("cuda: attention: Scratch of %d Float32 elements, the kernels need %d", p.Scratch.n, (bytes+3)/4)
+		}
+		return p.Scratch.ptr, nil
+	}
 }
 
 // planesSize is PlanesSize for element type dt, 0 when p.Planes is nil.
@@ -213,6 +221,9 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 		}
 		if kv.Split {
 			pre += "+" + exactBwdPrep(&kp)
+		}
+		if kv.X3 {
+			pre = "fg_attn_bwd_x3_max+fg_attn_bwd_x3_prep4"
 		}
 		if kv.Fused {
 			return []string{fwd, pre, kv.name()}, nil

@@ -54,8 +54,8 @@ import (
 //	  at twice tf32's rate: 1.5 tf32 products where 3xTF32 takes 3). Two pre-passes:
 //	  fg_attn_bwd_x3_max finds the largest magnitude of Q, dO, K and V per (b, key/value
 //	  head), and fg_attn_bwd_x3_prep4 writes each scaled by a power of two (so that half's
-//	  range holds it, mma_bwd.cuh's FgX3Scales) as half hi and lo planes; TS: each query (dK/dV)
-//	  or key (dQ) tile's products summed from zero and added in float32.
+//	  range holds it, mma_bwd.cuh's FgX3Scales) as half hi and lo planes; P and dS are split
+//	  per row of each tile, and each tile's products are summed from zero and added in float32.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -74,7 +74,6 @@ type mmaBwdCfg struct {
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
 	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
 	X3        bool // Hopper Exact with Pre: 3xF16, every product as three half products on the hi and lo planes of fg_attn_bwd_x3_prep4
-	TS        bool // X3: each tile's products summed from zero, then added to dK, dV or dQ in float32 (the accumulator truncates)
 
 	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's vs and vsw1
 	// (the kernel's FgWs1; 16 KiB more shared memory).
@@ -109,14 +108,19 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// half the handover's shared-memory bytes), 7-10% faster than the fragments (Ws alone);
 	// K lo and V lo as register fragments as well (Reg) were within -4% to +1% of Raw alone.
 	// 3xF16 (fifteenth session; with a scratch buffer and contiguous layouts, else the 3xTF32
-	// kernels below): the BF16 kernels' tiles, one warpgroup of 64 keys with query tiles of 64
-	// (dK/dV) and two warpgroups of 64 rows with key tiles of 64 (dQ), with tile sums (TS) and
-	// without.
-	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true, TS: true},
-	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true, TS: true},
-	{Prec: PrecisionExact, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, X3: true, TS: true},
+	// kernels below): the BF16 kernels' tiles, one warpgroup of 64 keys (or two: 128) with query
+	// tiles of 64 (dK/dV), two warpgroups of 64 rows with key tiles of 64 (dQ).
 	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true},
+	{Prec: PrecisionExact, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, X3: true},
+	// d = 128: K, V hi and lo take 128 KiB for 128 keys, so the query tile has 32 rows (two
+	// warpgroups), or the block one warpgroup of 64 keys; the dQ kernel likewise with key tiles
+	// of 32 (two warpgroups of 64 rows) or one warpgroup with key tiles of 64. dV, dK and dQ
+	// add each tile's products in two halves of 64 columns.
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 128, SB: 32, Pre: true, Hopper: true, X3: true},
+	{DQ: true, Prec: PrecisionExact, D: 128, BM: 128, BN: 32, Pre: true, Hopper: true, X3: true},
+	{Prec: PrecisionExact, D: 128, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},
+	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 64, Pre: true, Hopper: true, X3: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true},
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 32, Hopper: true, Split: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true},
@@ -259,8 +263,7 @@ func (c mmaBwdCfg) name() string {
 	if c.Hopper {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
 			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws] +
-			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One] + map[bool]string{true: "_x3"}[c.X3] +
-			map[bool]string{true: "_ts"}[c.TS]
+			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One] + map[bool]string{true: "_x3"}[c.X3]
 		if c.Var != "" {
 			sfx += "_" + c.Var
 		}
@@ -612,12 +615,12 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 }
 
 // x3ScratchBytes is the size of fg_attn_bwd_x3_prep4's output (FgX3Planes): half hi and lo
-// planes of Q, dO [B, H, Nq, d] and K, V [B, Hkv, Nk, d], then 8 floats per (b, key/value
-// head) for the maxima of fg_attn_bwd_x3_max and delta.
+// planes of Q, dO [B, H, Nq, d] and K, V [B, Hkv, Nk, d], then 4 floats per (b, key/value
+// head), the maxima of fg_attn_bwd_x3_max.
 func x3ScratchBytes(kp *attnParams) int64 {
 	q := int64(kp.b) * int64(kp.h) * int64(kp.nq) * int64(kp.d)
 	k := int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
-	return 2*2*2*(q+k) + 32*int64(kp.b)*int64(kp.hkv)
+	return 2*2*2*(q+k) + 16*int64(kp.b)*int64(kp.hkv)
 }
 
 // exactBwdPlaneBytes is the size of fg_attn_bwd_exact_prep's planes (kernels/

@@ -178,6 +178,17 @@ func mmaBwdPairs(prec Precision, d int) [][2]int {
 	return onlyPairs(pairs)
 }
 
+// hopperTiles reports whether c's tiles suit the Hopper kernels on planes: the block's own
+// rows (dK/dV: BN keys, dQ: BM query rows) in warpgroups of 64, the streamed tile 64 rows or
+// more (X3: also 32, its d = 128 tiles).
+func hopperTiles(c mmaBwdCfg) bool {
+	own, streamed := c.BN, c.BM
+	if c.DQ {
+		own, streamed = c.BM, c.BN
+	}
+	return own%64 == 0 && (streamed%64 == 0 || c.X3 && streamed == 32)
+}
+
 // kind is the planes a kernel reads, which the two kernels of a pair share: 1 the tf32 planes
 // (Split), 2 the half planes (X3), 0 the others'.
 func (c mmaBwdCfg) kind() int {
@@ -244,7 +255,7 @@ func (c mmaBwdCfg) short() string {
 	case c.Hopper:
 		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
 			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw] + map[bool]string{true: "one "}[c.One] +
-			map[bool]string{true: "x3 "}[c.X3] + map[bool]string{true: "ts "}[c.TS]
+			map[bool]string{true: "x3 "}[c.X3]
 		if c.Var != "" {
 			form += c.Var + " "
 		}
@@ -527,7 +538,7 @@ func testAttentionMMABwdBuffersScratch(t *testing.T, d int) {
 // [B, H, Nq, D] and K, V [B, Hkv, Nk, D] in bfloat16 and an int32 per 16 query rows of every
 // (b, h), in float32 elements; Exact's at d = 64 on compute capability 9.0, the tf32 planes
 // (Q, dO in 4 parts, K in 4, V in 2, each [B, heads, N rounded up to 32, D] float32), at d = 64
-// the half planes (hi and lo of Q, dO, K, V, and 8 floats per (b, key/value head)); 0 for
+// the half planes (hi and lo of Q, dO, K, V, and 4 floats per (b, key/value head)); 0 for
 // the precisions whose backward has no pre-pass.
 func TestBackwardScratch(t *testing.T) {
 	p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: PrecisionBF16}
@@ -543,17 +554,17 @@ func TestBackwardScratch(t *testing.T) {
 	} {
 		want := 0
 		if q.Precision == PrecisionExact && deviceSM() == 90 {
-			want = (2*2*2*(5+5)*64 + 32) / 4 // the half hi and lo planes of Q, dO, K, V and 8 floats
+			want = (2*2*2*(5+5)*64 + 16) / 4 // the half hi and lo planes of Q, dO, K, V and 4 floats
 		}
 		if got := q.BackwardScratch(); got != want {
 			t.Errorf("%v d=%d: BackwardScratch = %d, want %d", q.Precision, q.D, got, want)
 		}
 	}
-	// Exact at d = 128: the tf32 planes as well on compute capability 9.0 (the one-stage dK/dV and dQ kernels).
+	// Exact at d = 128: the half planes as well on compute capability 9.0.
 	e128 := AttentionBuffers{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 128, Scale: 1, Precision: PrecisionExact}
 	want128 := 0
 	if deviceSM() == 90 {
-		want128 = (8*1*1*32 + 6*1*1*32) * 128
+		want128 = (2*2*2*(5+5)*128 + 16) / 4
 	}
 	if got := e128.BackwardScratch(); got != want128 {
 		t.Errorf("Exact d=128: BackwardScratch = %d, want %d", got, want128)
@@ -563,7 +574,7 @@ func TestBackwardScratch(t *testing.T) {
 	if got, want := exactBwdPlaneBytes(&e), int64(8*3*4*64*64*4+6*3*2*128*64*4); got != want {
 		t.Errorf("exactBwdPlaneBytes = %d, want %d", got, want)
 	}
-	if got, want := x3ScratchBytes(&e), int64(8*(3*4*50*64+3*2*100*64)+32*3*2); got != want {
+	if got, want := x3ScratchBytes(&e), int64(8*(3*4*50*64+3*2*100*64)+16*3*2); got != want {
 		t.Errorf("x3ScratchBytes = %d, want %d", got, want)
 	}
 }
@@ -595,11 +606,11 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
 		{"exact-d128", PrecisionExact, 128, f32, true, 89, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
-		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n64_m32_ws_raw_one_vsw1", "fg_attn_bwd_wgmma_dq_exact_d128_m64_n32_reg_one"},
+		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n128_m32_x3", "fg_attn_bwd_wgmma_dq_exact_d128_m128_n32_x3"},
 		{"exact-d128-hopper-noscratch", PrecisionExact, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"exact-d128-sm80", PrecisionExact, 128, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
-		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n64_m64_x3_ts", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n64_x3_ts"},
+		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n64_m64_x3", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n64_x3"},
 		{"exact-d64-hopper-noscratch", PrecisionExact, 64, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 		{"exact-d64-sm80", PrecisionExact, 64, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 	} {
@@ -713,11 +724,11 @@ func TestPickMMABwd(t *testing.T) {
 				t.Errorf("%s: its pre-pass %s is not in ptx/%s.ptx", c.name(), prep, c.module())
 			}
 		}
-		if c.X3 && (!c.Hopper || c.Prec != PrecisionExact || !c.Pre || c.Reg || c.Ovl || c.Fx || c.Pipe || c.B3 || c.D != 64) || c.TS && !c.X3 {
-			t.Errorf("%s: X3 is a Hopper Exact form on its own planes (Pre) at d = 64, without Reg, Ovl, Fx, Pipe, B3; TS with X3 only", c.name())
+		if c.X3 && (!c.Hopper || c.Prec != PrecisionExact || !c.Pre || c.Reg || c.Ovl || c.Fx || c.Pipe || c.B3) {
+			t.Errorf("%s: X3 is a Hopper Exact form on its own planes (Pre), without Reg, Ovl, Fx, Pipe, B3", c.name())
 		}
 		if c.Hopper && !c.Split && (c.Prec != map[bool]Precision{false: PrecisionBF16, true: PrecisionExact}[c.X3] || !c.Pre || c.Fused || c.Reg && !c.DQ || c.LDM || !c.DQ && c.SB != c.BM ||
-			c.BM%64 != 0 || c.BN%64 != 0 || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
+			!hopperTiles(c) || c.threads() != 2*map[bool]int{false: c.BN, true: c.BM}[c.DQ]) {
 			t.Errorf("%s: not a Hopper configuration (BF16 on the planes, SB = BM, tiles of 64s, Reg in dQ only)", c.name())
 		}
 		if c.smem() > 227<<10 {
@@ -871,6 +882,10 @@ func TestAttentionMMABwdTiming(t *testing.T) {
 					pp := p
 					pp.Precision = prec
 					scratch = max(scratch, pp.ForwardScratch(), pp.BackwardScratch())
+					kp := pp.sizing() // and every pair the timing runs (the tf32 planes are larger than the half ones)
+					for _, pr := range mmaBwdPairs(prec, d) {
+						scratch = max(scratch, int((bwdScratchFor(&kp, mmaBwdCfgs[pr[0]], mmaBwdCfgs[pr[1]], false)+3)/4))
+					}
 				}
 				if scratch > 0 {
 					p.Scratch = alloc(Float32, scratch)

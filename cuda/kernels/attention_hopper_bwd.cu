@@ -330,13 +330,17 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
 // The two kernels above with every product as three half products on the planes of
 // fg_attn_bwd_x3_prep4 (hi and lo of Q, dO, K, V, each (b, key/value head) scaled by a power
 // of two, FgX3Scales; mma_bwd.cuh has the split and its error): A B = A_lo B_hi + A_hi B_lo +
-// A_hi B_hi, the small products first. S^T and dP^T (S and dP) sum over d in the accumulator;
-// P^T, dS^T (dS) are split from the registers as fg_wgmma_pack_x3's hi and lo fragments. The
-// sums over queries (dV, dK) and keys (dQ) run across the whole walk; the tensor cores'
-// accumulator truncates, so with TS each tile's three products go into a zeroed tile sum
-// that is added to the running sum in float32 (a chain of BM queries or BN keys, as the
-// 3xTF32 kernels' chains of 16). Shared memory as the bfloat16 kernels' with two planes per
-// tile; the elementwise step is the Exact kernels' (exp2f, fg_x3_ds).
+// A_hi B_hi, the small products first. S^T and dP^T (S and dP) sum over d in the accumulator.
+// P^T and dS^T (dS) are split from the registers into fg_wgmma_pack_x3's hi and lo fragments,
+// each row scaled by its own power of two (fg_x3_row_factors: P is far below 1 at long rows,
+// and a fixed factor left dS's lo parts under half's normal range). The tensor cores'
+// accumulator truncates, so the sums over queries (dV, dK) and keys (dQ) are not left in it:
+// each tile's three products go into a zeroed tile sum, which is unscaled by row and added to
+// the running sum in float32 (one FFMA: the product by a power of two is exact), as the
+// 3xTF32 kernels add their chains of 16. (Adding the products in the running accumulators
+// instead failed the tests at N = 1025: dK and dV 3.6e-6 against a naive float32 loop's
+// 7.1e-7, results/h100-2026-11-24-s15 call x3a.) Shared memory as the bfloat16 kernels' with
+// two planes per tile; the elementwise step is the Exact kernels' (exp2f, fg_x3_ds).
 
 // fg_x3_abt issues d = A B^T in three half products: A's hi and lo tiles at a, a + alo, B's
 // at b, b + blo (fg_wgmma_abt's operands).
@@ -346,21 +350,23 @@ __device__ __forceinline__ void fg_x3_abt(float (&d)[N / 8][4], uint32_t a, uint
   fg_wgmma_abt<N, KS, AR, true>(d, a, b + blo, true);
   fg_wgmma_abt<N, KS, AR, true>(d, a, b, true);
 }
-// fg_x3_ab issues d (+)= A B in three half products, A from registers (hi, lo), B's tiles at
-// b, b + blo (fg_wgmma_ab's operands); acc false: d = A B.
+// fg_x3_ab issues d = A B in three half products, A from registers (hi, lo), B's tiles at b,
+// b + blo (fg_wgmma_ab's operands).
 template <int N, int K>
 __device__ __forceinline__ void fg_x3_ab(float (&d)[N / 8][4], const uint32_t (&hi)[K / 16][4],
-                                         const uint32_t (&lo)[K / 16][4], uint32_t b, uint32_t blo, bool acc) {
-  fg_wgmma_ab<N, K, true>(d, lo, b, acc);
+                                         const uint32_t (&lo)[K / 16][4], uint32_t b, uint32_t blo) {
+  fg_wgmma_ab<N, K, true>(d, lo, b, false);
   fg_wgmma_ab<N, K, true>(d, hi, b + blo);
   fg_wgmma_ab<N, K, true>(d, hi, b);
 }
-// fg_x3_add adds a tile sum into the running sum.
-template <int NB> __device__ __forceinline__ void fg_x3_add(float (&acc)[NB][4], const float (&t)[NB][4]) {
+// fg_x3_add adds a tile sum t, rows g and g + 8 times inv[0] and inv[1], into the running sum's
+// 8-column blocks from j0 on.
+template <int NA, int NB>
+__device__ __forceinline__ void fg_x3_add(float (&acc)[NA][4], const float (&t)[NB][4], const float (&inv)[2], int j0) {
 #pragma unroll
   for (int j = 0; j < NB; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[j][e] += t[j][e];
+    for (int e = 0; e < 4; ++e) acc[j0 + j][e] = fmaf(t[j][e], inv[e >> 1], acc[j0 + j][e]);
 }
 // fg_x3_unscale multiplies a warp's accumulator by c 2^n (n may pass float32's exponent range;
 // the product does not).
@@ -370,15 +376,37 @@ template <int NB> __device__ __forceinline__ void fg_x3_unscale(float (&a)[NB][4
 #pragma unroll
     for (int e = 0; e < 4; ++e) a[j][e] = ldexpf(a[j][e] * c, n);
 }
+// fg_x3_tile adds the three products of A B (A's rows the tile sum's: fg_x3_ab) to acc, A
+// given as the accumulator s [64 x K] with its rows' largest magnitudes m (this lane's),
+// scaled by row, split, multiplied into the zeroed tile sum and unscaled by row; N = 128 in
+// two tile sums of 64 columns, one after the other (32 registers, not 64).
+template <int N, int K>
+__device__ __forceinline__ void fg_x3_tile(float (&acc)[N / 8][4], const float (&s)[K / 8][4], float (&m)[2], uint32_t b,
+                                           uint32_t blo) {
+  float f[2], inv[2];
+  fg_x3_row_factors(m, f, inv);
+  uint32_t hi[K / 16][4], lo[K / 16][4];
+  fg_wgmma_pack_x3<K>(hi, lo, s, f);
+#pragma unroll
+  for (int c = 0; c < N / 64; ++c) {
+    float t[8][4];
+    fg_wgmma_fence();
+    fg_x3_ab<64, K>(t, hi, lo, b + c * K * 128, blo);  // columns 64 c .. of the N-major tile of K rows
+    fg_wgmma_commit();
+    fg_wgmma_wait<0>();
+    fg_reg_fence(t);
+    fg_x3_add(acc, t, inv, 8 * c);
+  }
+}
 
 // fg_attn_bwd_wgmma_dkdv_x3: fg_attn_bwd_wgmma_dkdv's grid, threads and walk (D = 64 or 128).
 // Shared memory: K hi, K lo, V hi, V lo [BN][D], two stages of Q hi, Q lo, dO hi, dO lo
 // [BM][D] and of (L2, delta) [BM].
-template <int D, int BN, int BM, bool TS>
+template <int D, int BN, int BM>
 __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16;
   constexpr uint32_t KB = BN * D * 2, QB = BM * D * 2;  // bytes of a K or V plane tile, of a Q or dO one
-  static_assert(D % 64 == 0 && BN % 64 == 0 && BM % 64 == 0, "tile sizes");
+  static_assert(D % 64 == 0 && BN % 64 == 0 && (BM == 32 || BM == 64), "tile sizes");
   constexpr unsigned SMEM = 4 * KB + 2 * 4 * QB + 2 * BM * 8 + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -390,17 +418,16 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4, wg = warp / 4;
   const FgX3Planes pl(p);
-  const FgX3Scales fs = FgX3Scales::of<D>(pl.mx, b, p.hkv, hk);
-  const float sl2 = ldexpf((float)(p.scale * 1.4426950408889634), -(fs.q + fs.k)), u = fs.u(), cd = fs.cd();
+  const FgX3Scales fs(pl.mx, b, p.hkv, hk);
+  const float sl2 = ldexpf((float)(p.scale * 1.4426950408889634), -(fs.q + fs.k)), u = fs.u();
   const FgKvWalk<BM> walk(p, b, hk, n0, group);
   const int klen = walk.klen, total = walk.total;
 
   const auto load_stage = [&](int it) {
     const int hq = walk.hq(it), m0 = walk.m0(it);
     const uint32_t st = sQ + (it & 1) * 4 * QB;
-    const int64_t qo = b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row;
-    const int64_t oo = b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row;
-    const uint16_t *q = (const uint16_t*)p.q + qo, *dO = (const uint16_t*)p.do_ + oo;
+    const uint16_t* q = (const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row;
+    const uint16_t* dO = (const uint16_t*)p.do_ + b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row;
     fg_load_sw128<BM, CH, THREADS>(st, (const uint4*)q, p.nq - m0);
     fg_load_sw128<BM, CH, THREADS>(st + QB, (const uint4*)(q + pl.qlo), p.nq - m0);
     fg_load_sw128<BM, CH, THREADS>(st + 2 * QB, (const uint4*)dO, p.nq - m0);
@@ -444,45 +471,28 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     fg_wgmma_wait<0>();
     fg_reg_fence(st);
     fg_reg_fence(dpt);
+    float mp[2] = {0.f, 0.f}, md[2] = {0.f, 0.f};  // the largest |P^T|, |dS'^T| of this lane's two keys
 #pragma unroll
     for (int j = 0; j < NB; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {  // P^T and 2^s dS^T (a column per query, fg_bwd_pds_t's layout)
+      for (int e = 0; e < 4; ++e) {  // P^T and dS'^T (a column per query, fg_bwd_pds_t's layout)
         const int qi = 8 * j + 2 * t + (e & 1);
         const float2 x = ld[qi];
         const float pv = fg_bwd_p1<false>(st[j][e], sl2, x.x);
-        const float ds = fg_x3_ds(pv, dpt[j][e], x.y, u, cd);
+        const float ds = fg_x3_ds(pv, dpt[j][e], x.y, u);
         const bool seen = !mask || fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen);
         st[j][e] = seen ? pv : 0.f;
         dpt[j][e] = seen ? ds : 0.f;
+        mp[e >> 1] = fmaxf(mp[e >> 1], st[j][e]);
+        md[e >> 1] = fmaxf(md[e >> 1], fabsf(dpt[j][e]));
       }
-    uint32_t ph[BM / 16][4], pl_[BM / 16][4], dh[BM / 16][4], dl[BM / 16][4];
-    fg_wgmma_pack_x3<BM>(ph, pl_, st, 32768.f);
-    fg_wgmma_pack_x3<BM>(dh, dl, dpt, 1.f);
-    if constexpr (TS) {
-      float tv[OB][4], tk[OB][4];
-      fg_wgmma_fence();
-      fg_x3_ab<D, BM>(tv, ph, pl_, sdo, QB, false);
-      fg_x3_ab<D, BM>(tk, dh, dl, sq, QB, false);
-      fg_wgmma_commit();
-      fg_wgmma_wait<0>();
-      fg_reg_fence(tv);
-      fg_reg_fence(tk);
-      fg_x3_add(dv, tv);
-      fg_x3_add(dk, tk);
-    } else {
-      fg_wgmma_fence();
-      fg_x3_ab<D, BM>(dv, ph, pl_, sdo, QB, true);
-      fg_x3_ab<D, BM>(dk, dh, dl, sq, QB, true);
-      fg_wgmma_commit();
-      fg_wgmma_wait<0>();
-      fg_reg_fence(dv);
-      fg_reg_fence(dk);
-    }
+    fg_x3_tile<D, BM>(dv, st, mp, sdo, QB);  // dV += P^T dO
+    fg_x3_tile<D, BM>(dk, dpt, md, sq, QB);  // dK += dS^T Q
   }
 
-  fg_x3_unscale(dv, 1.f, -15 - fs.o);
-  fg_x3_unscale(dk, (float)p.scale, -(fs.s + fs.q));
+  // dV' = 2^o dV, dK' = 2^(v + o + q) dK / scale.
+  fg_x3_unscale(dv, 1.f, -fs.o);
+  fg_x3_unscale(dk, (float)p.scale, -(fs.v + fs.o + fs.q));
   float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
   float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
   fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
@@ -491,11 +501,11 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
 
 // fg_attn_bwd_wgmma_dq_x3: fg_attn_bwd_wgmma_dq's grid and threads (D = 64 or 128). Shared
 // memory: Q hi, Q lo, dO hi, dO lo [BM][D], two stages of K hi, K lo, V hi, V lo [BN][D].
-template <int D, int BM, int BN, bool TS>
+template <int D, int BM, int BN>
 __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
-  static_assert(D % 64 == 0 && BM % 64 == 0 && BN % 64 == 0, "tile sizes");
+  static_assert(D % 64 == 0 && BM % 64 == 0 && (BN == 32 || BN == 64), "tile sizes");
   constexpr unsigned SMEM = 4 * QB + 2 * 4 * KB + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -506,8 +516,8 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
   const int hk = h / (p.h / p.hkv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4, wg = warp / 4;
   const FgX3Planes pl(p);
-  const FgX3Scales fs = FgX3Scales::of<D>(pl.mx, b, p.hkv, hk);
-  const float sl2 = ldexpf((float)(p.scale * 1.4426950408889634), -(fs.q + fs.k)), u = fs.u(), cd = fs.cd();
+  const FgX3Scales fs(pl.mx, b, p.hkv, hk);
+  const float sl2 = ldexpf((float)(p.scale * 1.4426950408889634), -(fs.q + fs.k)), u = fs.u();
   const uint16_t* k = fg_kv_head(p, p.k, p.k_batch, p.k_head, b, hk);
   const uint16_t* v = fg_kv_head(p, p.v, p.v_batch, p.v_head, b, hk);
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
@@ -554,34 +564,21 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
     fg_reg_fence(s);
     fg_reg_fence(dp);
     const bool mask = j * BN + BN > rows.lim_min;
+    float md[2] = {0.f, 0.f};  // the largest |dS'| of this lane's two rows
 #pragma unroll
     for (int jj = 0; jj < NB; ++jj)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {  // 2^s dS (rows r0 + 8 (e / 2), keys j BN + 8 jj + 2 t + e % 2)
+      for (int e = 0; e < 4; ++e) {  // dS' (rows r0 + 8 (e / 2), keys j BN + 8 jj + 2 t + e % 2)
         const int r = e >> 1;
-        const float ds = fg_x3_ds(fg_bwd_p1<false>(s[jj][e], sl2, rows.l2[r]), dp[jj][e], rows.dl[r], u, cd);
+        const float ds = fg_x3_ds(fg_bwd_p1<false>(s[jj][e], sl2, rows.l2[r]), dp[jj][e], rows.dl[r], u);
         dp[jj][e] = mask && j * BN + 8 * jj + 2 * t + (e & 1) >= rows.lim[r] ? 0.f : ds;
+        md[r] = fmaxf(md[r], fabsf(dp[jj][e]));
       }
-    uint32_t dh[BN / 16][4], dl[BN / 16][4];
-    fg_wgmma_pack_x3<BN>(dh, dl, dp, 1.f);
-    if constexpr (TS) {
-      float tq[OB][4];
-      fg_wgmma_fence();
-      fg_x3_ab<D, BN>(tq, dh, dl, kt, KB, false);
-      fg_wgmma_commit();
-      fg_wgmma_wait<0>();
-      fg_reg_fence(tq);
-      fg_x3_add(dq, tq);
-    } else {
-      fg_wgmma_fence();
-      fg_x3_ab<D, BN>(dq, dh, dl, kt, KB, true);
-      fg_wgmma_commit();
-      fg_wgmma_wait<0>();
-      fg_reg_fence(dq);
-    }
+    fg_x3_tile<D, BN>(dq, dp, md, kt, KB);  // dQ += dS K
   }
 
-  fg_x3_unscale(dq, (float)p.scale, -(fs.s + fs.k));
+  // dQ' = 2^(v + o + k) dQ / scale.
+  fg_x3_unscale(dq, (float)p.scale, -(fs.v + fs.o + fs.k));
   float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
   fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + lane / 4, p.nq - m0, p.nq - m0, t);
 }
@@ -640,19 +637,21 @@ FG_BWD_WGMMA_DQ_B(64, 64, 64, true, false, true, false, 3, _ovl_fx)
 FG_BWD_WGMMA_DQ_B(64, 128, 128, true, false, true, true, 1, _ovl_fx_pipe)
 FG_BWD_WGMMA_DQ_B(128, 128, 64, true, false, true, true, 1, _ovl_fx_pipe)
 
-// 3xF16 (Exact): _x3, and _ts with tile sums (TS).
-#define FG_BWD_WGMMA_DKDV_X3(D, BN, BM, TS, SFX)                                              \
-  extern "C" __global__ void __launch_bounds__(2 * BN, 1)                                     \
-      fg_attn_bwd_wgmma_dkdv_exact_d##D##_n##BN##_m##BM##_x3##SFX(const fg_attn_params p) {    \
-    fg_attn_bwd_wgmma_dkdv_x3<D, BN, BM, TS>(p);                                               \
+// 3xF16 (Exact): _x3.
+#define FG_BWD_WGMMA_DKDV_X3(D, BN, BM)                                                \
+  extern "C" __global__ void __launch_bounds__(2 * BN, 1)                              \
+      fg_attn_bwd_wgmma_dkdv_exact_d##D##_n##BN##_m##BM##_x3(const fg_attn_params p) {  \
+    fg_attn_bwd_wgmma_dkdv_x3<D, BN, BM>(p);                                            \
   }
-#define FG_BWD_WGMMA_DQ_X3(D, BM, BN, TS, SFX)                                                \
-  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                                     \
-      fg_attn_bwd_wgmma_dq_exact_d##D##_m##BM##_n##BN##_x3##SFX(const fg_attn_params p) {      \
-    fg_attn_bwd_wgmma_dq_x3<D, BM, BN, TS>(p);                                                 \
+#define FG_BWD_WGMMA_DQ_X3(D, BM, BN)                                                  \
+  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                              \
+      fg_attn_bwd_wgmma_dq_exact_d##D##_m##BM##_n##BN##_x3(const fg_attn_params p) {    \
+    fg_attn_bwd_wgmma_dq_x3<D, BM, BN>(p);                                              \
   }
-FG_BWD_WGMMA_DKDV_X3(64, 64, 64, true, _ts)
-FG_BWD_WGMMA_DKDV_X3(64, 128, 64, true, _ts)
-FG_BWD_WGMMA_DKDV_X3(64, 64, 64, false, )
-FG_BWD_WGMMA_DQ_X3(64, 128, 64, true, _ts)
-FG_BWD_WGMMA_DQ_X3(64, 128, 64, false, )
+FG_BWD_WGMMA_DKDV_X3(64, 64, 64)
+FG_BWD_WGMMA_DKDV_X3(64, 128, 64)
+FG_BWD_WGMMA_DQ_X3(64, 128, 64)
+FG_BWD_WGMMA_DKDV_X3(128, 128, 32)
+FG_BWD_WGMMA_DKDV_X3(128, 64, 64)
+FG_BWD_WGMMA_DQ_X3(128, 128, 32)
+FG_BWD_WGMMA_DQ_X3(128, 64, 64)

@@ -338,8 +338,7 @@ __device__ __forceinline__ FgBwdRowIn fg_bwd_row_in(const fg_attn_params& p, int
 // fg_bwd_row_ld writes the workspace entry (L2, delta) of query row `row` ((b H + h) Nq + i)
 // from s = rowsum(dO * O): L2 = (L + lres) log2 e (0 for a row without a visible key, L = -Inf)
 // and delta = s - dL, rounded to float.
-// It returns delta.
-__device__ __forceinline__ float fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s, FgBwdRowIn in) {
+__device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s, FgBwdRowIn in) {
   float l2 = 0;
   if (!fg_is_neg_inf(in.L)) {
     if (p.dlse) s -= (double)in.dl;
@@ -347,7 +346,6 @@ __device__ __forceinline__ float fg_bwd_row_ld(const fg_attn_params& p, int64_t 
     l2 = (float)(full * 1.4426950408889634);
   }
   ((float2*)p.delta)[row] = make_float2(l2, (float)s);
-  return (float)s;
 }
 __device__ __forceinline__ void fg_bwd_row_ld(const fg_attn_params& p, int64_t row, double s) {
   fg_bwd_row_ld(p, row, s, fg_bwd_row_in(p, row));
@@ -482,9 +480,8 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
 // on those planes).
 //
 // With X3 (fg_attn_bwd_x3_prep4, the Exact 3xF16 kernels) it writes half hi and lo planes
-// instead (FgX3Planes: each lo plane right after its hi plane, Q, K and V scaled by the
-// factors of FgX3Scales from fg_attn_bwd_x3_max's maxima, which ran before it) and adds each
-// row's |delta| to its (b, key/value head)'s largest (an atomic max: the same bits in any order).
+// instead (FgX3Planes: each lo plane right after its hi plane, Q, dO, K and V scaled by the
+// factors of FgX3Scales from fg_attn_bwd_x3_max's maxima, which ran before it).
 template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mma_prep_params& pp) {
   constexpr int RPW = 32 / LPR;  // rows per warp step
   constexpr int PL = X3 ? 2 : 1;  // planes per tensor
@@ -496,7 +493,7 @@ template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg
   uint16_t* doh = QKV ? qh + PL * qrows * p.d : qh;
   uint16_t* kh = doh + PL * qrows * p.d;
   uint16_t* vh = kh + PL * krows * p.d;
-  int* sem = (int*)(vh + PL * krows * p.d);  // X3: FgX3Scales' maxima
+  int* sem = (int*)(vh + PL * krows * p.d);  // X3: FgX3Scales' maxima (float4 per (b, key/value head))
   const int64_t step = (int64_t)gridDim.x * (blockDim.x / 32) * RPW;
   // st8 writes x (times f, X3: the hi plane at d, the lo plane lo elements after it).
   const auto st8 = [](uint16_t* d, float4 x, float f = 1.f, int64_t lo = 0) {
@@ -512,7 +509,7 @@ template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg
   };
   const int group = p.h / p.hkv;
   float* mx = (float*)sem;
-  const auto fac = [&](int b, int hk, int t) { return X3 ? ldexpf(1.f, fg_x3_exp(mx[8 * ((int64_t)b * p.hkv + hk) + t])) : 1.f; };
+  const auto fac = [&](int b, int hk, int t) { return X3 ? ldexpf(1.f, fg_x3_exp(mx[4 * ((int64_t)b * p.hkv + hk) + t])) : 1.f; };
   for (int64_t base = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32 * RPW; base < total; base += step) {
     const int64_t row = base + lane / LPR;  // warp-uniform loop: every lane reaches the sum below
     const bool isq = row < qrows;
@@ -553,11 +550,8 @@ template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg
     if (isq) {
       const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
       if (sub == 0) {
-        const float delta = fg_bwd_row_ld(p, row, s, in);
-        if constexpr (X3)
-          atomicMax((unsigned*)mx + 8 * ((int64_t)b * p.hkv + h / group) + 4, __float_as_uint(fabsf(delta)));
-        else if (QKV && i % 16 == 0)
-          sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
+        fg_bwd_row_ld(p, row, s, in);
+        if (QKV && !X3 && i % 16 == 0) sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
       }
       if (fg_is_neg_inf(in.L)) {
         float* dq = (float*)p.dq + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
@@ -590,12 +584,12 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_x3_prep4(const fg_
 // of tensor t (Q, dO: the rows of the group's query heads; K, V: the keys below the batch's key
 // length, padding never read) of (b, key/value head) bh = b Hkv + hk into FgX3Scales' maxima
 // (pp.dst as fg_attn_bwd_x3_prep4's, FgX3Planes), as the largest float bits of |x| (NaN above
-// every number); block (bh, 0) also clears delta's slot and the unused three for the pre-pass.
+// every number).
 extern "C" __global__ void __launch_bounds__(512) fg_attn_bwd_x3_max(const fg_mma_prep_params pp) {
   const fg_attn_params& p = pp.src;
   const int bh = blockIdx.x, tn = blockIdx.y, b = bh / p.hkv, hk = bh % p.hkv, group = p.h / p.hkv;
   const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
-  unsigned* mx = (unsigned*)((uint16_t*)pp.dst + 4 * (qrows + krows) * p.d) + 8 * (int64_t)bh;
+  unsigned* mx = (unsigned*)((uint16_t*)pp.dst + 4 * (qrows + krows) * p.d) + 4 * (int64_t)bh;
   const bool isq = tn < 2;
   int klen = p.nk;
   if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
@@ -624,7 +618,6 @@ extern "C" __global__ void __launch_bounds__(512) fg_attn_bwd_x3_max(const fg_mm
     m = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0u;
     m = __reduce_max_sync(0xffffffffu, m);
     if (threadIdx.x == 0) mx[tn] = m;
-    if (tn == 0 && threadIdx.x < 4) mx[4 + threadIdx.x] = 0u;
   }
 }
 

@@ -172,16 +172,20 @@ template <int ROWS, int THREADS> __device__ __forceinline__ void fg_bwd_copy_ld(
 // A float32 x, scaled by a power of two f so that |f x| <= 2^15 (fg_x3_exp), is hi + lo with
 // hi = half(f x) and lo = half(f x - hi) (f x - hi is exact in float32): 22 bits of f x, as
 // 3xTF32's tf32 hi and lo, and x y = (hi_x hi_y + hi_x lo_y + lo_x hi_y) / (f_x f_y) up to
-// lo_x lo_y (2^-22 of |x y|). Half's range is the price: |f x| < 2^-14 loses bits of lo, and
-// below 2^-24 of hi, so a tensor's elements under 2^-29 of its largest carry an absolute error
-// of at most 2^-40 of that largest (the tensor: each (b, key/value head)'s Q, dO, K or V).
+// lo_x lo_y (2^-22 of |x y|). Half's range is the price: lo keeps its 11 bits only where
+// |f x| >= 2^-3 (lo's exponent is 11 below hi's, half's smallest normal is 2^-14), and hi only
+// where |f x| >= 2^-14; below, the split's error is at most 2^-25 absolute. So f must put a
+// set's largest near 2^15: its elements within 2^-18 of that largest keep 22 bits, and the
+// smaller ones carry an error under 2^-40 of it. Q, dO, K and V take one factor per (b,
+// key/value head) (FgX3Scales); P^T, dS^T (dS) one per row of each tile (their rows are the
+// rows of dV, dK (dQ), so each tile's sum is unscaled by row before it is added).
 // Half products run at twice tf32's rate on the H100, so the three cost 1.5 tf32 products.
 
-// fg_x3_exp is the exponent e of the plane factor f = 2^e of a tensor whose largest magnitude is
-// m: f m in [2^14, 2^15), e clamped to [-62, 62] (m = 0 or not finite: e = 0). So |f x| <= 2^15
-// for every element (half's largest is 65504), and half keeps 2^29 below the largest normal.
-// The clamp keeps the factors' products in float32's range; elements of 2^77 and more would
-// overflow the half planes (and float32 attention itself long before).
+// fg_x3_exp is the exponent e of the factor f = 2^e for a set whose largest magnitude is m:
+// f m in [2^14, 2^15), e clamped to [-62, 62] (m = 0 or not finite: e = 0). So |f x| <= 2^15 for
+// every element (half's largest is 65504). The clamp keeps the factors' products in float32's
+// range; elements of 2^77 and more would overflow the half planes (float32 attention itself
+// overflows long before).
 __device__ __forceinline__ int fg_x3_exp(float m) {
   if (!(m > 0.f) || !isfinite(m)) return 0;
   int e;
@@ -189,46 +193,42 @@ __device__ __forceinline__ int fg_x3_exp(float m) {
   return max(-62, min(62, 15 - e));
 }
 
-// FgX3Scales are the exponents of the plane factors of one (b, key/value head) from the largest
-// magnitudes of its Q and dO (over the group's query heads), K and V (the keys below the key
-// length) that fg_attn_bwd_x3_max wrote, and of its rows' delta that fg_attn_bwd_x3_prep4 added
-// (8 floats per (b, key/value head): Q, dO, K, V, delta, 3 unused).
-//
-// The products then carry the factors: S' = 2^(q + k) S, dP' = 2^(v + o) dP. P is split as
-// 2^15 P (P <= 1) and dS as 2^s dS, with 2^s dS = P (dP' - 2^(v + o) delta) 2^(s - v - o)
-// (fg_x3_ds): |dP'| <= D 2^(v + o) max|dO| max|V| < D 2^30, so with bound = D 2^30 +
-// 2^(v + o) max|delta| < 2^e, s = v + o + 15 - e keeps |2^s dS| < 2^15. So dV' = 2^(15 + o) dV,
-// dK' = 2^(s + q) dK / scale, dQ' = 2^(s + k) dQ / scale.
+// FgX3Scales are the exponents of the plane factors of one (b, key/value head), from the
+// largest magnitudes of its Q and dO (over the group's query heads), K and V (the keys below
+// the key length) that fg_attn_bwd_x3_max wrote (a float4 per (b, key/value head)). The
+// products then carry them: S' = 2^(q + k) S and dP' = 2^(v + o) dP.
 struct FgX3Scales {
-  int q, o, k, v, s;
-  template <int D> __device__ __forceinline__ static FgX3Scales of(const float* mx, int b, int hkv, int hk) {
-    const float4* m = (const float4*)mx + 2 * ((int64_t)b * hkv + hk);
-    const float4 x = m[0];
-    FgX3Scales r;
-    r.q = fg_x3_exp(x.x), r.o = fg_x3_exp(x.y), r.k = fg_x3_exp(x.z), r.v = fg_x3_exp(x.w);
-    int e;
-    frexpf(ldexpf((float)D, 30) + ldexpf(m[1].x, r.v + r.o), &e);
-    r.s = r.v + r.o + 15 - e;
-    return r;
+  int q, o, k, v;
+  __device__ __forceinline__ FgX3Scales(const float* mx, int b, int hkv, int hk) {
+    const float4 x = ((const float4*)mx)[(int64_t)b * hkv + hk];
+    q = fg_x3_exp(x.x), o = fg_x3_exp(x.y), k = fg_x3_exp(x.z), v = fg_x3_exp(x.w);
   }
-  // The factors of the elementwise step (fg_x3_ds): u = 2^(v + o), cd = 2^(s - v - o).
-  __device__ __forceinline__ float u() const { return ldexpf(1.f, v + o); }
-  __device__ __forceinline__ float cd() const { return ldexpf(1.f, s - v - o); }
+  __device__ __forceinline__ float u() const { return ldexpf(1.f, v + o); }  // dP's factor
 };
 
-// fg_x3_ds is the 3xF16 kernels' elementwise step for one element: 2^s dS = P (dP' - delta u)
-// cd (FgX3Scales), where delta u is exact, so the difference rounds as dP - delta does, and cd
-// is a power of two; scale multiplies dK and dQ once, at the end (FlashAttention-2's order).
-// P itself is the Exact kernels' exp2f(s sl2 - L2) on the scaled score s' with sl2 2^-(q + k),
-// whose product is s sl2 exactly.
-__device__ __forceinline__ float fg_x3_ds(float pv, float dp, float delta, float u, float cd) {
-  return pv * (fmaf(-delta, u, dp) * cd);
+// fg_x3_ds is the 3xF16 kernels' dS' = 2^(v + o) dS / scale = P (dP' - delta u), u = 2^(v + o):
+// delta u is exact, so the difference rounds as dP - delta does; scale multiplies dK and dQ
+// once, at the end (FlashAttention-2's order). P is the Exact kernels' exp2f(s sl2 - L2) on
+// the scaled score s' with sl2 2^-(q + k), whose product is s sl2 exactly.
+__device__ __forceinline__ float fg_x3_ds(float pv, float dp, float delta, float u) { return pv * fmaf(-delta, u, dp); }
+
+// fg_x3_row_factors returns, for a warp's accumulator rows g and g + 8 (elements e < 2 and
+// e >= 2) whose largest magnitudes in this lane are m[0], m[1], the factors 2^e of fg_x3_exp
+// over the row (its four lanes t) and their inverses.
+__device__ __forceinline__ void fg_x3_row_factors(float (&m)[2], float (&f)[2], float (&inv)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 1));
+    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 2));
+    const int e = fg_x3_exp(m[r]);
+    f[r] = ldexpf(1.f, e), inv[r] = ldexpf(1.f, -e);
+  }
 }
 
 // FgX3Planes is where fg_attn_bwd_x3_prep4 puts its output in the scratch buffer: half planes
 // Q hi, Q lo, dO hi, dO lo [B, H, Nq, d], K hi, K lo, V hi, V lo [B, Hkv, Nk, d] (each lo plane
-// right after its hi plane), then FgX3Scales' 8 floats per (b, key/value head). The
-// kernels' parameters point q, do_, k, v at the hi planes (cuda/attention_mma_bwd.go).
+// right after its hi plane), then FgX3Scales' float4 per (b, key/value head). The kernels'
+// parameters point q, do_, k, v at the hi planes (cuda/attention_mma_bwd.go).
 struct FgX3Planes {
   int64_t qlo, klo;  // elements from a hi plane to its lo plane
   const float* mx;

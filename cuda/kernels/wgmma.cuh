@@ -155,6 +155,23 @@ template <bool F16> struct FgWgmma<128, F16> {
 #define FG_WG_D32 FG_WG_D4(0), FG_WG_D4(1), FG_WG_D4(2), FG_WG_D4(3)
 #define FG_WG_R32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 
+// FgWgmma<32>: d [64 x 32] = A B (accumulate 0) or d += A B, both from shared memory (the
+// 3xF16 backward's S^T of 32-query tiles and S, dP of 32-key tiles at d = 128).
+template <bool F16> struct FgWgmma<32, F16> {
+  static __device__ __forceinline__ void ss(float (&d)[4][4], uint64_t da, uint64_t db, int accumulate) {
+    if constexpr (F16)
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 " FG_WG_R32 ", %16, %17, p, 1, 1, 0, 0;\n}\n"
+                   : FG_WG_D32
+                   : "l"(da), "l"(db), "r"(accumulate));
+    else
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 " FG_WG_R32 ", %16, %17, p, 1, 1, 0, 0;\n}\n"
+                   : FG_WG_D32
+                   : "l"(da), "l"(db), "r"(accumulate));
+  }
+};
+
 template <int N> struct FgWgmmaTf32;
 template <> struct FgWgmmaTf32<64> {
   // rs: d = A B (acc 0) or d += A B (1), A [64 x 8] in registers, B [8 x 64] in shared memory
@@ -423,17 +440,17 @@ template <int K> __device__ __forceinline__ void fg_wgmma_pack(uint32_t (&a)[K /
   }
 }
 
-// fg_wgmma_pack_x3 is fg_wgmma_pack for 3xF16: the accumulator s [64 x K] times f split into
-// the half hi and lo A fragments of fg_wgmma_ab.
+// fg_wgmma_pack_x3 is fg_wgmma_pack for 3xF16: the accumulator s [64 x K], each warp's rows g
+// and g + 8 times f[0] and f[1], split into the half hi and lo A fragments of fg_wgmma_ab.
 template <int K>
 __device__ __forceinline__ void fg_wgmma_pack_x3(uint32_t (&hi)[K / 16][4], uint32_t (&lo)[K / 16][4],
-                                                 const float (&s)[K / 8][4], float f) {
+                                                 const float (&s)[K / 8][4], const float (&f)[2]) {
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
-    fg_f16_split2(s[2 * kk][0], s[2 * kk][1], f, hi[kk][0], lo[kk][0]);
-    fg_f16_split2(s[2 * kk][2], s[2 * kk][3], f, hi[kk][1], lo[kk][1]);
-    fg_f16_split2(s[2 * kk + 1][0], s[2 * kk + 1][1], f, hi[kk][2], lo[kk][2]);
-    fg_f16_split2(s[2 * kk + 1][2], s[2 * kk + 1][3], f, hi[kk][3], lo[kk][3]);
+    fg_f16_split2(s[2 * kk][0], s[2 * kk][1], f[0], hi[kk][0], lo[kk][0]);
+    fg_f16_split2(s[2 * kk][2], s[2 * kk][3], f[1], hi[kk][1], lo[kk][1]);
+    fg_f16_split2(s[2 * kk + 1][0], s[2 * kk + 1][1], f[0], hi[kk][2], lo[kk][2]);
+    fg_f16_split2(s[2 * kk + 1][2], s[2 * kk + 1][3], f[1], hi[kk][3], lo[kk][3]);
   }
 }
 
