@@ -359,15 +359,6 @@ __device__ __forceinline__ void fg_x3_ab(float (&d)[N / 8][4], const uint32_t (&
   fg_wgmma_ab<N, K, true>(d, hi, b + blo);
   fg_wgmma_ab<N, K, true>(d, hi, b);
 }
-// fg_x3_add adds a tile sum t, rows g and g + 8 times inv[0] and inv[1], into the running sum's
-// 8-column blocks from j0 on.
-template <int NA, int NB>
-__device__ __forceinline__ void fg_x3_add(float (&acc)[NA][4], const float (&t)[NB][4], const float (&inv)[2], int j0) {
-#pragma unroll
-  for (int j = 0; j < NB; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[j0 + j][e] = fmaf(t[j][e], inv[e >> 1], acc[j0 + j][e]);
-}
 // fg_x3_unscale multiplies a warp's accumulator by c 2^n (n may pass float32's exponent range;
 // the product does not).
 template <int NB> __device__ __forceinline__ void fg_x3_unscale(float (&a)[NB][4], float c, int n) {
@@ -376,26 +367,42 @@ template <int NB> __device__ __forceinline__ void fg_x3_unscale(float (&a)[NB][4
 #pragma unroll
     for (int e = 0; e < 4; ++e) a[j][e] = ldexpf(a[j][e] * c, n);
 }
-// fg_x3_tile adds the three products of A B (A's rows the tile sum's: fg_x3_ab) to acc, A
-// given as the accumulator s [64 x K] with its rows' largest magnitudes m (this lane's),
-// scaled by row, split, multiplied into the zeroed tile sum and unscaled by row; N = 128 in
-// two tile sums of 64 columns, one after the other (32 registers, not 64).
-template <int N, int K>
-__device__ __forceinline__ void fg_x3_tile(float (&acc)[N / 8][4], const float (&s)[K / 8][4], float (&m)[2], uint32_t b,
-                                           uint32_t blo) {
-  float f[2], inv[2];
-  fg_x3_row_factors(m, f, inv);
+// FgX3Operand is one tile sum's A operand: an accumulator s [64 x K] split into half hi and lo
+// fragments with each row scaled by its own power of two (fg_x3_row_factors, from this lane's
+// largest magnitudes m of its rows), and the inverses that unscale the tile sum's rows.
+template <int K> struct FgX3Operand {
   uint32_t hi[K / 16][4], lo[K / 16][4];
-  fg_wgmma_pack_x3<K>(hi, lo, s, f);
+  float inv[2];
+  __device__ __forceinline__ FgX3Operand(const float (&s)[K / 8][4], float (&m)[2]) {
+    float f[2];
+    fg_x3_row_factors(m, f, inv);
+    fg_wgmma_pack_x3<K>(hi, lo, s, f);
+  }
+};
+
+// fg_x3_tiles adds the three products of A B (fg_x3_ab) to acc for NT operand pairs at once
+// (dK/dV: dV += P^T dO and dK += dS^T Q; dQ: dQ += dS K), B the tile at b[i] (lo at + blo):
+// the products go into zeroed tile sums, which are unscaled by row and added; N = 128 in two
+// rounds of 64 columns (tile sums of 32 registers, not 64).
+template <int N, int K, int NT>
+__device__ __forceinline__ void fg_x3_tiles(float (*const (&acc)[NT])[4], const FgX3Operand<K> (&a)[NT],
+                                            const uint32_t (&b)[NT], uint32_t blo) {
 #pragma unroll
   for (int c = 0; c < N / 64; ++c) {
-    float t[8][4];
+    float t[NT][8][4];
     fg_wgmma_fence();
-    fg_x3_ab<64, K>(t, hi, lo, b + c * K * 128, blo);  // columns 64 c .. of the N-major tile of K rows
+#pragma unroll
+    for (int i = 0; i < NT; ++i) fg_x3_ab<64, K>(t[i], a[i].hi, a[i].lo, b[i] + c * K * 128, blo);  // columns 64 c ..
     fg_wgmma_commit();
     fg_wgmma_wait<0>();
-    fg_reg_fence(t);
-    fg_x3_add(acc, t, inv, 8 * c);
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+      fg_reg_fence(t[i]);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][8 * c + j][e] = fmaf(t[i][j][e], a[i].inv[e >> 1], acc[i][8 * c + j][e]);
+    }
   }
 }
 
@@ -486,8 +493,9 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
         mp[e >> 1] = fmaxf(mp[e >> 1], st[j][e]);
         md[e >> 1] = fmaxf(md[e >> 1], fabsf(dpt[j][e]));
       }
-    fg_x3_tile<D, BM>(dv, st, mp, sdo, QB);  // dV += P^T dO
-    fg_x3_tile<D, BM>(dk, dpt, md, sq, QB);  // dK += dS^T Q
+    const FgX3Operand<BM> a[2] = {FgX3Operand<BM>(st, mp), FgX3Operand<BM>(dpt, md)};
+    float (*const acc[2])[4] = {dv, dk};
+    fg_x3_tiles<D, BM, 2>(acc, a, {sdo, sq}, QB);  // dV += P^T dO, dK += dS^T Q
   }
 
   // dV' = 2^o dV, dK' = 2^(v + o + q) dK / scale.
@@ -574,7 +582,9 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
         dp[jj][e] = mask && j * BN + 8 * jj + 2 * t + (e & 1) >= rows.lim[r] ? 0.f : ds;
         md[r] = fmaxf(md[r], fabsf(dp[jj][e]));
       }
-    fg_x3_tile<D, BN>(dq, dp, md, kt, KB);  // dQ += dS K
+    const FgX3Operand<BN> a[1] = {FgX3Operand<BN>(dp, md)};
+    float (*const acc[1])[4] = {dq};
+    fg_x3_tiles<D, BN, 1>(acc, a, {kt}, KB);  // dQ += dS K
   }
 
   // dQ' = 2^(v + o + k) dQ / scale.

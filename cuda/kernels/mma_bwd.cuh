@@ -187,11 +187,12 @@ template <int ROWS, int THREADS> __device__ __forceinline__ void fg_bwd_copy_ld(
 // range; elements of 2^77 and more would overflow the half planes (float32 attention itself
 // overflows long before).
 __device__ __forceinline__ int fg_x3_exp(float m) {
-  if (!(m > 0.f) || !isfinite(m)) return 0;
-  int e;
-  frexpf(m, &e);  // m = mant 2^e, mant in [0.5, 1)
-  return max(-62, min(62, 15 - e));
+  const int E = (__float_as_int(m) >> 23) & 0xff;  // m >= 0: m in [2^(E - 127), 2^(E - 126)) where E > 0
+  if (m == 0.f || E == 0xff) return 0;
+  return max(-62, min(62, 141 - E));  // subnormal m (E = 0): 62
 }
+// fg_pow2 is 2^e for e in [-126, 127], built from its bits.
+__device__ __forceinline__ float fg_pow2(int e) { return __int_as_float((e + 127) << 23); }
 
 // FgX3Scales are the exponents of the plane factors of one (b, key/value head), from the
 // largest magnitudes of its Q and dO (over the group's query heads), K and V (the keys below
@@ -203,7 +204,7 @@ struct FgX3Scales {
     const float4 x = ((const float4*)mx)[(int64_t)b * hkv + hk];
     q = fg_x3_exp(x.x), o = fg_x3_exp(x.y), k = fg_x3_exp(x.z), v = fg_x3_exp(x.w);
   }
-  __device__ __forceinline__ float u() const { return ldexpf(1.f, v + o); }  // dP's factor
+  __device__ __forceinline__ float u() const { return fg_pow2(v + o); }  // dP's factor
 };
 
 // fg_x3_ds is the 3xF16 kernels' dS' = 2^(v + o) dS / scale = P (dP' - delta u), u = 2^(v + o):
@@ -221,7 +222,7 @@ __device__ __forceinline__ void fg_x3_row_factors(float (&m)[2], float (&f)[2], 
     m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 1));
     m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 2));
     const int e = fg_x3_exp(m[r]);
-    f[r] = ldexpf(1.f, e), inv[r] = ldexpf(1.f, -e);
+    f[r] = fg_pow2(e), inv[r] = fg_pow2(-e);
   }
 }
 
