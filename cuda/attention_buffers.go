@@ -211,6 +211,9 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 		fwd = c.name()
 		if c.pre() && !c.fused() {
 			_, prep := c.prep()
+			if c.x3() {
+				prep = "fg_attn_bwd_x3_max+fg_attn_x3_kv"
+			}
 			fwd = prep + "+" + fwd
 		}
 	}

@@ -93,6 +93,12 @@ func ParsePrecision(s string) (Precision, error) {
 //	   scratch planes under the products, a flag per tile (zeroed before the launch) telling
 //	   the copies when a tile is there; setmaxnreg 40 and 232 (Exact) or 56 and 224 (TF32)
 //	   instead of 24 and 240
+//	27: Exact, compute capability 9.0 (kernels/attention_hopper.cu): variant 12 in 3xF16 (three
+//	   IEEE half products per product, which the H100 runs at twice tf32's rate: mma_bwd.cuh),
+//	   on half hi and lo planes of K and V from two pre-passes (fg_attn_bwd_x3_max finds the
+//	   largest magnitude of K and V per (b, key/value head), fg_attn_x3_kv writes them scaled
+//	   by powers of two into half's range); Q split in the kernel with a factor per block; each
+//	   key tile's P V summed from zero and added to O in float32 (the accumulator truncates)
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -166,6 +172,7 @@ type mmaCfg struct {
 // staged Q pays where items are short and not causal (8 key tiles of 128 at N = 1024: an
 // item's Q load was a round trip of the consumers' critical path).
 var mmaCfgs = []mmaCfg{
+	{27, PrecisionExact, 64, 128, 128, 0}, {27, PrecisionExact, 128, 128, 64, 0},
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere. At d = 64
 	// variant 21 from Nk = 16384, else 22: BenchmarkAttentionMMA, five alternating rounds
 	// (results/h100-2026-11-24-s9, call F), v21 against v20: N = 16384 1.3% (non-causal) and
@@ -243,6 +250,9 @@ func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exac
 // pre-pass (26: its converters) writes K and V^T rounded to tf32 (Exact: split into hi and lo)
 // in tiles of c.BN keys.
 func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
+
+// x3 reports whether c is the 3xF16 forward (variant 27).
+func (c mmaCfg) x3() bool { return c.Variant == 27 }
 
 // persistent reports whether c runs in a persistent grid (variants 19 to 22, 25 and 26:
 // persistGrid blocks, each looping over query tiles).
@@ -333,6 +343,8 @@ func (c mmaCfg) name() string {
 // of its instantiations); variant 22 64 more for Q's mbarriers, and Q's staging tile.
 func (c mmaCfg) smem() int {
 	switch {
+	case c.x3(): // Q hi, lo [BM][D]; two stages of K, V hi, lo [BN][D], half
+		return (2*c.BM+8*c.BN)*c.D*2 + 1024
 	case c.exact(): // Exact: Q lo [BM][D]; K and V^T [2][parts][BN][D] float32 (hi, lo; TF32 hi); alignment, 8 mbarriers
 		qlo, parts := c.BM*c.D*4, 2
 		if c.Prec == PrecisionTF32 {
@@ -379,6 +391,9 @@ func scratchPlanes(prec Precision) (planes, size int64) {
 func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 	if !c.pre() {
 		return 0
+	}
+	if c.x3() { // K, V hi and lo [B, Hkv, Nk, d] half, then 4 floats per (b, key/value head) (FgX3Planes)
+		return 8*int64(kp.b)*int64(kp.hkv)*int64(kp.nk)*int64(kp.d) + 16*int64(kp.b)*int64(kp.hkv)
 	}
 	planes, size := scratchPlanes(c.Prec)
 	n := planes * size * int64(kp.b) * int64(kp.hkv) * int64(c.planeKeys(kp)) * int64(kp.d)
@@ -512,6 +527,14 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		if err := memset8(dst+devptr(n-flags), 0, flags); err != nil {
 			return err
 		}
+	} else if c.x3() { // the maxima of K and V, then their half planes
+		if err := s.start("attention_mma_bwd", "fg_attn_bwd_x3_max", [3]int{int(kp.b) * int(kp.hkv), 2, 1}, 512, 0, unsafe.Pointer(pp)); err != nil {
+			return err
+		}
+		chunks := int(kp.b) * int(kp.hkv) * int(kp.nk) * int(kp.d) / 8
+		if err := s.start("attention_mma_bwd", "fg_attn_x3_kv", [3]int{max(1, min(ceilDiv(chunks, 256), 8*s.sms)), 1, 1}, 256, 0, unsafe.Pointer(pp)); err != nil {
+			return err
+		}
 	} else if err := s.startPrep(kp, c, pp); err != nil {
 		return err
 	}
@@ -528,6 +551,9 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	// planes from b, the key head and Nk, without the strides.
 	m.k = dst
 	m.v = dst + devptr(n/planes*(planes/2))
+	if c.x3() { // K hi, K lo, V hi, V lo: V hi after two K planes
+		m.v = dst + devptr(4*int64(kp.b)*int64(kp.hkv)*int64(kp.nk)*int64(kp.d))
+	}
 	return s.start(c.module(), c.name(), grid, c.threads(), c.smem(), unsafe.Pointer(&m))
 }
 

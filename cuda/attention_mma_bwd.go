@@ -108,11 +108,12 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// half the handover's shared-memory bytes), 7-10% faster than the fragments (Ws alone);
 	// K lo and V lo as register fragments as well (Reg) were within -4% to +1% of Raw alone.
 	// 3xF16 (fifteenth session; with a scratch buffer and contiguous layouts, else the 3xTF32
-	// kernels below): the BF16 kernels' tiles, one warpgroup of 64 keys (or two: 128) with query
-	// tiles of 64 (dK/dV), two warpgroups of 64 rows with key tiles of 64 (dQ).
-	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},
-	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true},
+	// kernels below): the BF16 kernels' tiles, two warpgroups of 64 keys (or one) with query
+	// tiles of 64 (dK/dV; two warpgroups 6-9% faster at N = 1024 and 4096, call x3c), two
+	// warpgroups of 64 rows with key tiles of 64 (dQ).
 	{Prec: PrecisionExact, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, X3: true},
+	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true},
+	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},
 	// d = 128: K, V hi and lo take 128 KiB for 128 keys, so the query tile has 32 rows (two
 	// warpgroups), or the block one warpgroup of 64 keys; the dQ kernel likewise with key tiles
 	// of 32 (two warpgroups of 64 rows) or one warpgroup with key tiles of 64. dV, dK and dQ

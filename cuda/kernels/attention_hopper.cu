@@ -43,6 +43,7 @@
 // and then P_{j-1} V_{j-1}, waits for S_j only, runs softmax_j while the tensor cores work on
 // P_{j-1} V_{j-1}, then waits for it and rescales O; the copies started at tile j are K_{j+1}
 // and V_j, and the last P V runs after the loop.
+#include "mma_bwd.cuh"
 #include "wgmma.cuh"
 
 // fg_attn_fwd_wgmma (variants 12 and 13): grid (ceil(Nq/BM), H, B), 128 NWG threads, BM = 64
@@ -149,6 +150,131 @@ template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(co
   rows.store(p, b, h);
 }
 
+// fg_attn_fwd_wgmma_x3 (variant 27): variant 12 for Exact in 3xF16 (mma_bwd.cuh): every
+// product as three half products on hi and lo tiles (lo x hi, hi x lo, hi x hi). K and V come
+// from the pre-pass fg_attn_x3_kv (half hi and lo planes, each (b, key/value head) scaled by
+// FgX3Scales' powers of two, from fg_attn_bwd_x3_max's maxima); Q is split here with one
+// power of two for the block's rows (and the sign of scale), from their largest magnitude.
+// S' = 2^(q + k) S, so sl2 2^-(q + k) gives the scores' exact products; P (<= 1, the online
+// softmax's) is split as 2^15 P. The tensor cores' accumulator truncates, so O is not left in
+// it: each key tile's P V goes into zeroed tile sums (64 columns each), added to O as
+// O alpha + 2^-(15 + v) P'V' (one FFMA: the product by a power of two is exact); S sums over d
+// in the accumulator (as the backward's 3xF16 S^T and S). Shared memory: Q hi, Q lo [BM][D],
+// two stages of K hi, K lo, V hi, V lo [BN][D].
+template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_attn_params& p) {
+  constexpr int BM = 64 * NWG, THREADS = 128 * NWG;
+  constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
+  constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;  // bytes of a Q plane tile, of a K or V one
+  static_assert(D % 64 == 0 && BN % 64 == 0, "tile sizes");
+  constexpr unsigned SMEM = 2 * QB + 8 * KB + 1024;
+  if (fg_dynamic_smem() < SMEM) __trap();
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
+  // Q hi at sQ (lo + QB); stage s: K hi at sK + 4 KB s (lo + KB), V hi 2 KB after it.
+  const uint32_t sQ = (sbase + 1023) & ~1023u, sK = sQ + 2 * QB;
+  __shared__ unsigned qmax[2 * NWG * 4];
+
+  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / (p.h / p.hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
+  const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
+  const FgX3Planes pl(p);
+  const FgX3Scales fs(pl.mx, b, p.hkv, hk);
+  const uint4* k = (const uint4*)((const uint16_t*)p.k + b * p.k_batch + hk * p.k_head);
+  const uint4* v = (const uint4*)((const uint16_t*)p.v + b * p.v_batch + hk * p.v_head);
+  const int64_t lo = pl.klo / 8;  // hi plane to lo plane, in 16-byte chunks
+  const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
+  FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
+  if (kv_end <= 0) {
+    rows.store(p, b, h);
+    return;
+  }
+  const int tiles = (kv_end + BN - 1) / BN;
+  const auto load = [&](int j) {  // K and V of key tile j, hi and lo
+    const uint32_t st = sK + (j & 1) * 4 * KB;
+    const int64_t at = (int64_t)j * BN * CH;
+    fg_load_sw128<BN, CH, THREADS>(st, k + at, kv_end - j * BN);
+    fg_load_sw128<BN, CH, THREADS>(st + KB, k + lo + at, kv_end - j * BN);
+    fg_load_sw128<BN, CH, THREADS>(st + 2 * KB, v + at, kv_end - j * BN);
+    fg_load_sw128<BN, CH, THREADS>(st + 3 * KB, v + lo + at, kv_end - j * BN);
+  };
+  load(0);
+  fg_cp_async_commit();
+
+  // Q: the block's largest magnitude (rows below Nq), then its rows split with that factor
+  // times the sign of scale (sl2 > 0); rows past Nq zero.
+  unsigned mq = 0;
+  for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    if (m0 + r >= p.nq) continue;
+    const float4* x = (const float4*)(q + (int64_t)(m0 + r) * p.q_row + 8 * c);
+    const float4 a = x[0], e = x[1];
+    mq = max(mq, max(max(max(__float_as_uint(fabsf(a.x)), __float_as_uint(fabsf(a.y))), max(__float_as_uint(fabsf(a.z)), __float_as_uint(fabsf(a.w)))),
+                     max(max(__float_as_uint(fabsf(e.x)), __float_as_uint(fabsf(e.y))), max(__float_as_uint(fabsf(e.z)), __float_as_uint(fabsf(e.w))))));
+  }
+  mq = __reduce_max_sync(0xffffffffu, mq);
+  if (lane == 0) qmax[warp] = mq;
+  __syncthreads();
+  mq = 0;
+#pragma unroll
+  for (int w = 0; w < 4 * NWG; ++w) mq = max(mq, qmax[w]);
+  const int eq = fg_x3_exp(__uint_as_float(mq));
+  const float fq = (p.scale < 0 ? -1.f : 1.f) * fg_pow2(eq);
+  for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
+    const int r = idx / CH, c = idx % CH;
+    uint4 hi = make_uint4(0, 0, 0, 0), lw = hi;
+    if (m0 + r < p.nq) {
+      const float4* x = (const float4*)(q + (int64_t)(m0 + r) * p.q_row + 8 * c);
+      const float4 a = x[0], e = x[1];
+      fg_f16_split2(a.x, a.y, fq, hi.x, lw.x);
+      fg_f16_split2(a.z, a.w, fq, hi.y, lw.y);
+      fg_f16_split2(e.x, e.y, fq, hi.z, lw.z);
+      fg_f16_split2(e.z, e.w, fq, hi.w, lw.w);
+    }
+    fg_st_shared16(sQ + fg_sw128<BM>(r, c), hi);
+    fg_st_shared16(sQ + QB + fg_sw128<BM>(r, c), lw);
+  }
+  const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634) * fg_pow2(-(eq + fs.k));
+  const float cv = fg_pow2(-15 - fs.v);  // a tile sum's factor: P' = 2^15 P, V' = 2^v V
+  const float pf[2] = {32768.f, 32768.f};
+
+  const uint32_t qw = sQ + wg * 64 * 128;  // this warpgroup's 64 rows of Q hi (lo at + QB)
+  for (int j = 0; j < tiles; ++j) {
+    fg_cp_async_wait<0>();
+    fg_fence_async();
+    __syncthreads();  // tile j landed for every thread (and Q's stores); every warpgroup is done with tile j - 1
+    if (j + 1 < tiles) {
+      load(j + 1);
+      fg_cp_async_commit();
+    }
+    const uint32_t kt = sK + (j & 1) * 4 * KB, vt = kt + 2 * KB;
+    float s[NB][4];
+    fg_wgmma_fence();
+    fg_x3_abt<BN, KS, BM>(s, qw, QB, kt, KB);  // S' = Q' K'^T
+    fg_wgmma_commit();
+    fg_wgmma_wait<0>();
+    fg_reg_fence(s);
+    float alpha[2];
+    rows.template probs<false, false>(s, j * BN, sl2, alpha);  // exp2f, as the Exact kernels
+    uint32_t ph[BN / 16][4], plo[BN / 16][4];
+    fg_wgmma_pack_x3<BN>(ph, plo, s, pf);
+    float ts[D / 64][8][4];  // P' V' in tile sums of 64 columns
+    fg_wgmma_fence();
+#pragma unroll
+    for (int c = 0; c < D / 64; ++c) fg_x3_ab<64, BN>(ts[c], ph, plo, vt + c * BN * 128, KB);
+    fg_wgmma_commit();
+    fg_wgmma_wait<0>();
+#pragma unroll
+    for (int c = 0; c < D / 64; ++c) {
+      fg_reg_fence(ts[c]);
+#pragma unroll
+      for (int n = 0; n < 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) rows.o[8 * c + n][e] = fmaf(rows.o[8 * c + n][e], alpha[e >> 1], ts[c][n][e] * cv);
+    }
+  }
+  rows.store(p, b, h);
+}
+
 // ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
 
 #define FG_FWD_WGMMA(V, OVL, D, BM, BN)                                                   \
@@ -166,3 +292,12 @@ FG_FWD_WGMMA(13, true, 128, 128, 128)
 FG_FWD_WGMMA(16, false, 64, 64, 128)
 FG_FWD_WGMMA(16, false, 128, 64, 64)
 
+// Variant 27: Exact in 3xF16 (two warpgroups of 64 rows; d = 128 with 64-key tiles, whose two
+// stages of four planes take 128 KiB).
+#define FG_FWD_WGMMA_X3(D, BM, BN)                                                     \
+  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                              \
+      fg_attn_fwd_wgmma_v27_exact_d##D##_m##BM##_n##BN(const fg_attn_params p) {        \
+    fg_attn_fwd_wgmma_x3<D, BN, BM / 64>(p);                                            \
+  }
+FG_FWD_WGMMA_X3(64, 128, 128)
+FG_FWD_WGMMA_X3(128, 128, 64)

@@ -342,23 +342,6 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
 // 7.1e-7, results/h100-2026-11-24-s15 call x3a.) Shared memory as the bfloat16 kernels' with
 // two planes per tile; the elementwise step is the Exact kernels' (exp2f, fg_x3_ds).
 
-// fg_x3_abt issues d = A B^T in three half products: A's hi and lo tiles at a, a + alo, B's
-// at b, b + blo (fg_wgmma_abt's operands).
-template <int N, int KS, int AR>
-__device__ __forceinline__ void fg_x3_abt(float (&d)[N / 8][4], uint32_t a, uint32_t alo, uint32_t b, uint32_t blo) {
-  fg_wgmma_abt<N, KS, AR, true>(d, a + alo, b);
-  fg_wgmma_abt<N, KS, AR, true>(d, a, b + blo, true);
-  fg_wgmma_abt<N, KS, AR, true>(d, a, b, true);
-}
-// fg_x3_ab issues d = A B in three half products, A from registers (hi, lo), B's tiles at b,
-// b + blo (fg_wgmma_ab's operands).
-template <int N, int K>
-__device__ __forceinline__ void fg_x3_ab(float (&d)[N / 8][4], const uint32_t (&hi)[K / 16][4],
-                                         const uint32_t (&lo)[K / 16][4], uint32_t b, uint32_t blo) {
-  fg_wgmma_ab<N, K, true>(d, lo, b, false);
-  fg_wgmma_ab<N, K, true>(d, hi, b + blo);
-  fg_wgmma_ab<N, K, true>(d, hi, b);
-}
 // fg_x3_unscale multiplies a warp's accumulator by c 2^n (n may pass float32's exponent range;
 // the product does not).
 template <int NB> __device__ __forceinline__ void fg_x3_unscale(float (&a)[NB][4], float c, int n) {

@@ -509,7 +509,7 @@ template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg
   };
   const int group = p.h / p.hkv;
   float* mx = (float*)sem;
-  const auto fac = [&](int b, int hk, int t) { return X3 ? ldexpf(1.f, fg_x3_exp(mx[4 * ((int64_t)b * p.hkv + hk) + t])) : 1.f; };
+  const auto fac = [&](int b, int hk, int t) { return X3 ? fg_pow2(fg_x3_exp(mx[4 * ((int64_t)b * p.hkv + hk) + t])) : 1.f; };
   for (int64_t base = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32 * RPW; base < total; base += step) {
     const int64_t row = base + lane / LPR;  // warp-uniform loop: every lane reaches the sum below
     const bool isq = row < qrows;
@@ -580,16 +580,18 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_x3_prep4(const fg_
     fg_bwd_bf16_prep4<32, true, true>(pp);
 }
 
-// fg_attn_bwd_x3_max: grid (B Hkv, 4), 512 threads. Block (bh, t) writes the largest magnitude
+// fg_attn_bwd_x3_max: grid (B Hkv, 4), 512 threads (grid (B Hkv, 2): K and V only, for the
+// forward's fg_attn_x3_kv, whose layout has no Q and dO planes). Block (bh, t) writes the largest magnitude
 // of tensor t (Q, dO: the rows of the group's query heads; K, V: the keys below the batch's key
 // length, padding never read) of (b, key/value head) bh = b Hkv + hk into FgX3Scales' maxima
 // (pp.dst as fg_attn_bwd_x3_prep4's, FgX3Planes), as the largest float bits of |x| (NaN above
 // every number).
 extern "C" __global__ void __launch_bounds__(512) fg_attn_bwd_x3_max(const fg_mma_prep_params pp) {
   const fg_attn_params& p = pp.src;
-  const int bh = blockIdx.x, tn = blockIdx.y, b = bh / p.hkv, hk = bh % p.hkv, group = p.h / p.hkv;
+  const int bh = blockIdx.x, tn = blockIdx.y + 4 - gridDim.y, b = bh / p.hkv, hk = bh % p.hkv, group = p.h / p.hkv;
   const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
-  unsigned* mx = (unsigned*)((uint16_t*)pp.dst + 4 * (qrows + krows) * p.d) + 4 * (int64_t)bh;
+  // The maxima follow the last plane, V lo: after Q's and dO's too in the backward's layout.
+  unsigned* mx = (unsigned*)((uint16_t*)pp.dst + 4 * (gridDim.y == 4 ? qrows + krows : krows) * p.d) + 4 * (int64_t)bh;
   const bool isq = tn < 2;
   int klen = p.nk;
   if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
@@ -1199,3 +1201,33 @@ FG_BWD_MMA_FUSED_DKDV(64, 128, 64, 32, 1)
 FG_BWD_MMA_FUSED_DKDV(64, 128, 128, 32, 1)
 FG_BWD_MMA_FUSED_DKDV(128, 128, 32, 16, 0)
 FG_BWD_MMA_FUSED_DKDV(128, 64, 32, 32, 0)
+
+// fg_attn_x3_kv: the pre-pass of the Exact 3xF16 forward (variant 27), after
+// fg_attn_bwd_x3_max with grid (B Hkv, 2): K and V [B, Hkv, Nk, d] as half hi and lo planes
+// into pp.dst (K hi, K lo, V hi, V lo, then the maxima: FgX3Planes' layout without Q and
+// dO), each (b, key/value head) scaled by FgX3Scales' factors; grid-stride over the 8-column
+// chunks of the keys below the batch's key length (padding neither read nor written).
+extern "C" __global__ void __launch_bounds__(256) fg_attn_x3_kv(const fg_mma_prep_params pp) {
+  const fg_attn_params& p = pp.src;
+  const int64_t krows = (int64_t)p.b * p.hkv * p.nk, ke = krows * p.d, chunks = ke / 8;
+  uint16_t* kh = (uint16_t*)pp.dst;
+  uint16_t* vh = kh + 2 * ke;
+  const float* mx = (const float*)(vh + 2 * ke);
+  const int c8 = p.d / 8;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < chunks; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t kr = i / c8;
+    const int c = (int)(i % c8) * 8, j = (int)(kr % p.nk), hk = (int)(kr / p.nk % p.hkv), b = (int)(kr / p.nk / p.hkv);
+    if (p.key_lengths && j >= ((const int32_t*)p.key_lengths)[b]) continue;
+    const float fk = fg_pow2(fg_x3_exp(mx[4 * ((int64_t)b * p.hkv + hk) + 2])), fv = fg_pow2(fg_x3_exp(mx[4 * ((int64_t)b * p.hkv + hk) + 3]));
+    const float4* x = (const float4*)((const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j * p.k_row + c);
+    const float4* y = (const float4*)((const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j * p.v_row + c);
+    const float4 xs[2] = {x[0], x[1]}, ys[2] = {y[0], y[1]};
+    uint4 h, l;
+    fg_f16_split2(xs[0].x, xs[0].y, fk, h.x, l.x), fg_f16_split2(xs[0].z, xs[0].w, fk, h.y, l.y);
+    fg_f16_split2(xs[1].x, xs[1].y, fk, h.z, l.z), fg_f16_split2(xs[1].z, xs[1].w, fk, h.w, l.w);
+    *(uint4*)(kh + kr * p.d + c) = h, *(uint4*)(kh + ke + kr * p.d + c) = l;
+    fg_f16_split2(ys[0].x, ys[0].y, fv, h.x, l.x), fg_f16_split2(ys[0].z, ys[0].w, fv, h.y, l.y);
+    fg_f16_split2(ys[1].x, ys[1].y, fv, h.z, l.z), fg_f16_split2(ys[1].z, ys[1].w, fv, h.w, l.w);
+    *(uint4*)(vh + kr * p.d + c) = h, *(uint4*)(vh + ke + kr * p.d + c) = l;
+  }
+}

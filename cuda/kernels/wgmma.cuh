@@ -454,6 +454,23 @@ __device__ __forceinline__ void fg_wgmma_pack_x3(uint32_t (&hi)[K / 16][4], uint
   }
 }
 
+// fg_x3_abt issues d = A B^T in three half products: A's hi and lo tiles at a, a + alo, B's
+// at b, b + blo (fg_wgmma_abt's operands).
+template <int N, int KS, int AR>
+__device__ __forceinline__ void fg_x3_abt(float (&d)[N / 8][4], uint32_t a, uint32_t alo, uint32_t b, uint32_t blo) {
+  fg_wgmma_abt<N, KS, AR, true>(d, a + alo, b);
+  fg_wgmma_abt<N, KS, AR, true>(d, a, b + blo, true);
+  fg_wgmma_abt<N, KS, AR, true>(d, a, b, true);
+}
+// fg_x3_ab issues d = A B in three half products, A from registers (hi, lo), B's tiles at b,
+// b + blo (fg_wgmma_ab's operands).
+template <int N, int K>
+__device__ __forceinline__ void fg_x3_ab(float (&d)[N / 8][4], const uint32_t (&hi)[K / 16][4],
+                                         const uint32_t (&lo)[K / 16][4], uint32_t b, uint32_t blo) {
+  fg_wgmma_ab<N, K, true>(d, lo, b, false);
+  fg_wgmma_ab<N, K, true>(d, hi, b + blo);
+  fg_wgmma_ab<N, K, true>(d, hi, b);
+}
 }  // namespace
 
 // ---- mbarriers and bulk copies (the forward kernels fed by whole-tile copies) ----------------
