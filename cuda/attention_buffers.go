@@ -212,7 +212,7 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 		if c.pre() && !c.fused() {
 			_, prep := c.prep()
 			if c.x3() {
-				prep = "fg_attn_bwd_x3_max+fg_attn_x3_kv"
+				prep = "fg_attn_x3_max+fg_attn_x3_kv"
 			}
 			fwd = prep + "+" + fwd
 		}
@@ -226,7 +226,7 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 			pre += "+" + exactBwdPrep(&kp)
 		}
 		if kv.X3 {
-			pre = "fg_attn_bwd_x3_max+fg_attn_bwd_x3_prep4"
+			pre = "fg_attn_bwd_x3_prep4"
 		}
 		if kv.Fused {
 			return []string{fwd, pre, kv.name()}, nil

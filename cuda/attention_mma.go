@@ -95,7 +95,7 @@ func ParsePrecision(s string) (Precision, error) {
 //	   instead of 24 and 240
 //	27: Exact, compute capability 9.0 (kernels/attention_hopper.cu): variant 12 in 3xF16 (three
 //	   IEEE half products per product, which the H100 runs at twice tf32's rate: mma_bwd.cuh),
-//	   on half hi and lo planes of K and V from two pre-passes (fg_attn_bwd_x3_max finds the
+//	   on half hi and lo planes of K and V from two pre-passes (fg_attn_x3_max finds the
 //	   largest magnitude of K and V per (b, key/value head), fg_attn_x3_kv writes them scaled
 //	   by powers of two into half's range); Q split in the kernel with a factor per block; each
 //	   key tile's P V summed from zero and added to O in float32 (the accumulator truncates)
@@ -528,7 +528,7 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 			return err
 		}
 	} else if c.x3() { // the maxima of K and V, then their half planes
-		if err := s.start("attention_mma_bwd", "fg_attn_bwd_x3_max", [3]int{int(kp.b) * int(kp.hkv), 2, 1}, 512, 0, unsafe.Pointer(pp)); err != nil {
+		if err := s.start("attention_mma_bwd", "fg_attn_x3_max", [3]int{int(kp.b) * int(kp.hkv), 2, 1}, 512, 0, unsafe.Pointer(pp)); err != nil {
 			return err
 		}
 		chunks := int(kp.b) * int(kp.hkv) * int(kp.nk) * int(kp.d) / 8

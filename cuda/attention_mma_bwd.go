@@ -51,11 +51,11 @@ import (
 //	  registers).
 //	X3 (Hopper, Exact, with Pre): the BF16 Hopper kernels' work split and tiles with every
 //	  product as three IEEE half products (hi·hi + hi·lo + lo·hi, 3xF16, which the H100 runs
-//	  at twice tf32's rate: 1.5 tf32 products where 3xTF32 takes 3). Two pre-passes:
-//	  fg_attn_bwd_x3_max finds the largest magnitude of Q, dO, K and V per (b, key/value
-//	  head), and fg_attn_bwd_x3_prep4 writes each scaled by a power of two (so that half's
-//	  range holds it, mma_bwd.cuh's FgX3Scales) as half hi and lo planes; P and dS are split
-//	  per row of each tile, and each tile's products are summed from zero and added in float32.
+//	  at twice tf32's rate: 1.5 tf32 products where 3xTF32 takes 3). The pre-pass
+//	  fg_attn_bwd_x3_prep4 writes each row of Q, dO, K and V scaled by its own power of two
+//	  (so that half's range holds it, mma_bwd.cuh) as half hi and lo planes, and the inverse
+//	  factors; P and dS are split per row of each tile, and each tile's products are summed
+//	  from zero and added in float32.
 type mmaBwdCfg struct {
 	DQ, LDM   bool
 	Prec      Precision
@@ -551,11 +551,6 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 			return err
 		}
 		pp = &mmaPrepParams{src: *kp, dst: dst}
-		if kv.X3 { // the maxima the planes' factors come from: a block per (b, key/value head) and tensor
-			if err := s.start(mod, "fg_attn_bwd_x3_max", [3]int{int(kp.b) * int(kp.hkv), 4, 1}, 512, 0, unsafe.Pointer(pp)); err != nil {
-				return err
-			}
-		}
 		// A warp per query row and per key row (prep4: per two rows where d <= 64), 8 warps a
 		// block, grid-stride; query rows only with kept planes.
 		prep, perWarp := bwdPrepKernel(kp, planes != nil)
@@ -616,12 +611,12 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 }
 
 // x3ScratchBytes is the size of fg_attn_bwd_x3_prep4's output (FgX3Planes): half hi and lo
-// planes of Q, dO [B, H, Nq, d] and K, V [B, Hkv, Nk, d], then 4 floats per (b, key/value
-// head), the maxima of fg_attn_bwd_x3_max.
+// planes of Q, dO [B, H, Nq, d] and K, V [B, Hkv, Nk, d], then the inverse row factors, a
+// float2 per query row and per key row.
 func x3ScratchBytes(kp *attnParams) int64 {
-	q := int64(kp.b) * int64(kp.h) * int64(kp.nq) * int64(kp.d)
-	k := int64(kp.b) * int64(kp.hkv) * int64(kp.nk) * int64(kp.d)
-	return 2*2*2*(q+k) + 16*int64(kp.b)*int64(kp.hkv)
+	qr := int64(kp.b) * int64(kp.h) * int64(kp.nq)
+	kr := int64(kp.b) * int64(kp.hkv) * int64(kp.nk)
+	return 2*2*2*(qr+kr)*int64(kp.d) + 8*(qr+kr)
 }
 
 // exactBwdPlaneBytes is the size of fg_attn_bwd_exact_prep's planes (kernels/

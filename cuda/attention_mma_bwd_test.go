@@ -538,7 +538,7 @@ func testAttentionMMABwdBuffersScratch(t *testing.T, d int) {
 // [B, H, Nq, D] and K, V [B, Hkv, Nk, D] in bfloat16 and an int32 per 16 query rows of every
 // (b, h), in float32 elements; Exact's at d = 64 on compute capability 9.0, the tf32 planes
 // (Q, dO in 4 parts, K in 4, V in 2, each [B, heads, N rounded up to 32, D] float32), at d = 64
-// the half planes (hi and lo of Q, dO, K, V, and 4 floats per (b, key/value head)); 0 for
+// the half planes (hi and lo of Q, dO, K, V, and a float2 of inverse factors per row); 0 for
 // the precisions whose backward has no pre-pass.
 func TestBackwardScratch(t *testing.T) {
 	p := AttentionBuffers{B: 3, H: 4, Hkv: 2, Nq: 50, Nk: 100, D: 64, Scale: 1, Precision: PrecisionBF16}
@@ -554,7 +554,7 @@ func TestBackwardScratch(t *testing.T) {
 	} {
 		want := 0
 		if q.Precision == PrecisionExact && deviceSM() == 90 {
-			want = (2*2*2*(5+5)*64 + 16) / 4 // the half hi and lo planes of Q, dO, K, V and 4 floats
+			want = (2*2*2*(5+5)*64 + 8*(5+5)) / 4 // the half hi and lo planes of Q, dO, K, V and a float2 per row
 		}
 		if got := q.BackwardScratch(); got != want {
 			t.Errorf("%v d=%d: BackwardScratch = %d, want %d", q.Precision, q.D, got, want)
@@ -564,7 +564,7 @@ func TestBackwardScratch(t *testing.T) {
 	e128 := AttentionBuffers{B: 1, H: 1, Hkv: 1, Nq: 5, Nk: 5, D: 128, Scale: 1, Precision: PrecisionExact}
 	want128 := 0
 	if deviceSM() == 90 {
-		want128 = (2*2*2*(5+5)*128 + 16) / 4
+		want128 = (2*2*2*(5+5)*128 + 8*(5+5)) / 4
 	}
 	if got := e128.BackwardScratch(); got != want128 {
 		t.Errorf("Exact d=128: BackwardScratch = %d, want %d", got, want128)
@@ -574,7 +574,7 @@ func TestBackwardScratch(t *testing.T) {
 	if got, want := exactBwdPlaneBytes(&e), int64(8*3*4*64*64*4+6*3*2*128*64*4); got != want {
 		t.Errorf("exactBwdPlaneBytes = %d, want %d", got, want)
 	}
-	if got, want := x3ScratchBytes(&e), int64(8*(3*4*50*64+3*2*100*64)+16*3*2); got != want {
+	if got, want := x3ScratchBytes(&e), int64(8*(3*4*50*64+3*2*100*64)+8*(3*4*50+3*2*100)); got != want {
 		t.Errorf("x3ScratchBytes = %d, want %d", got, want)
 	}
 }

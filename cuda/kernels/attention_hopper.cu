@@ -153,7 +153,7 @@ template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(co
 // fg_attn_fwd_wgmma_x3 (variant 27): variant 12 for Exact in 3xF16 (mma_bwd.cuh): every
 // product as three half products on hi and lo tiles (lo x hi, hi x lo, hi x hi). K and V come
 // from the pre-pass fg_attn_x3_kv (half hi and lo planes, each (b, key/value head) scaled by
-// FgX3Scales' powers of two, from fg_attn_bwd_x3_max's maxima); Q is split here with one
+// FgX3Scales' powers of two, from fg_attn_x3_max's maxima); Q is split here with one
 // power of two for the block's rows (and the sign of scale), from their largest magnitude.
 // S' = 2^(q + k) S, so sl2 2^-(q + k) gives the scores' exact products; P (<= 1, the online
 // softmax's) is split as 2^15 P. The tensor cores' accumulator truncates, so O is not left in
@@ -178,7 +178,7 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
   const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
   const FgX3Planes pl(p);
-  const FgX3Scales fs(pl.mx, b, p.hkv, hk);
+  const FgX3Scales fs(pl.tail, b, p.hkv, hk);
   const uint4* k = (const uint4*)((const uint16_t*)p.k + b * p.k_batch + hk * p.k_head);
   const uint4* v = (const uint4*)((const uint16_t*)p.v + b * p.v_batch + hk * p.v_head);
   const int64_t lo = pl.klo / 8;  // hi plane to lo plane, in 16-byte chunks

@@ -328,28 +328,22 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
 
 // ---- Exact on half products (3xF16, mmaBwdCfg.X3) ------------------------------------------------
 // The two kernels above with every product as three half products on the planes of
-// fg_attn_bwd_x3_prep4 (hi and lo of Q, dO, K, V, each (b, key/value head) scaled by a power
-// of two, FgX3Scales; mma_bwd.cuh has the split and its error): A B = A_lo B_hi + A_hi B_lo +
-// A_hi B_hi, the small products first. S^T and dP^T (S and dP) sum over d in the accumulator.
-// P^T and dS^T (dS) are split from the registers into fg_wgmma_pack_x3's hi and lo fragments,
-// each row scaled by its own power of two (fg_x3_row_factors: P is far below 1 at long rows,
-// and a fixed factor left dS's lo parts under half's normal range). The tensor cores'
+// fg_attn_bwd_x3_prep4 (hi and lo of Q, dO, K, V, each row scaled by its own power of two;
+// mma_bwd.cuh has the split and its error): A B = A_lo B_hi + A_hi B_lo + A_hi B_hi, the
+// small products first (fg_x3_abt, fg_x3_ab). S^T and dP^T (S and dP) sum over d in the
+// accumulator; each score then loses its two rows' factors (exact: powers of two), so P and
+// dS are the Exact kernels' (exp2f, scale applied at the end). Before P^T and dS^T (dS) go
+// into a product over queries (keys), each column takes the inverse factor of the dO or Q (K)
+// row it meets, and then each row is split with its own power of two (FgX3Operand: P is far
+// below 1 at long rows, and one factor for a whole tensor left dS's lo parts below half's
+// normal range: 3.4× EFFICIENT's gradient error at N = 16384, call x3a). The tensor cores'
 // accumulator truncates, so the sums over queries (dV, dK) and keys (dQ) are not left in it:
-// each tile's three products go into a zeroed tile sum, which is unscaled by row and added to
-// the running sum in float32 (one FFMA: the product by a power of two is exact), as the
-// 3xTF32 kernels add their chains of 16. (Adding the products in the running accumulators
-// instead failed the tests at N = 1025: dK and dV 3.6e-6 against a naive float32 loop's
-// 7.1e-7, results/h100-2026-11-24-s15 call x3a.) Shared memory as the bfloat16 kernels' with
-// two planes per tile; the elementwise step is the Exact kernels' (exp2f, fg_x3_ds).
+// each tile's three products go into zeroed tile sums, unscaled by row and added to the
+// running sums in float32 (one FFMA), as the 3xTF32 kernels add their chains of 16. (Adding
+// the products in the running accumulators instead failed the tests at N = 1025: dK and dV
+// 3.6e-6 against a naive float32 loop's 7.1e-7, call x3a.) Shared memory as the bfloat16
+// kernels' with two planes per tile and the streamed rows' inverse factors beside (L2, delta).
 
-// fg_x3_unscale multiplies a warp's accumulator by c 2^n (n may pass float32's exponent range;
-// the product does not).
-template <int NB> __device__ __forceinline__ void fg_x3_unscale(float (&a)[NB][4], float c, int n) {
-#pragma unroll
-  for (int j = 0; j < NB; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) a[j][e] = ldexpf(a[j][e] * c, n);
-}
 // FgX3Operand is one tile sum's A operand: an accumulator s [64 x K] split into half hi and lo
 // fragments with each row scaled by its own power of two (fg_x3_row_factors, from this lane's
 // largest magnitudes m of its rows), and the inverses that unscale the tile sum's rows.
@@ -391,27 +385,37 @@ __device__ __forceinline__ void fg_x3_tiles(float (*const (&acc)[NT])[4], const 
 
 // fg_attn_bwd_wgmma_dkdv_x3: fg_attn_bwd_wgmma_dkdv's grid, threads and walk (D = 64 or 128).
 // Shared memory: K hi, K lo, V hi, V lo [BN][D], two stages of Q hi, Q lo, dO hi, dO lo
-// [BM][D] and of (L2, delta) [BM].
+// [BM][D], of (L2, delta) [BM] and of the query rows' inverse factors (Q, dO) [BM].
 template <int D, int BN, int BM>
 __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16;
   constexpr uint32_t KB = BN * D * 2, QB = BM * D * 2;  // bytes of a K or V plane tile, of a Q or dO one
   static_assert(D % 64 == 0 && BN % 64 == 0 && (BM == 32 || BM == 64), "tile sizes");
-  constexpr unsigned SMEM = 4 * KB + 2 * 4 * QB + 2 * BM * 8 + 1024;
+  constexpr unsigned SMEM = 4 * KB + 2 * 4 * QB + 2 * 2 * BM * 8 + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
   // K hi at sK (lo + KB), V hi at sV (lo + KB); stage s: Q hi at sQ + 4 QB s (lo + QB), dO hi 2 QB after it.
   const uint32_t sK = (sbase + 1023) & ~1023u, sV = sK + 2 * KB, sQ = sV + 2 * KB;
-  float2* sLD = (float2*)(fg_smem + (sQ + 2 * 4 * QB - sbase));
+  float2* sLD = (float2*)(fg_smem + (sQ + 2 * 4 * QB - sbase));  // stage s: (L2, delta) at sLD + BM s
+  float2* sQF = sLD + 2 * BM;                                     // stage s: (Q, dO) inverse factors at sQF + BM s
 
   const int n0 = blockIdx.x * BN, hk = blockIdx.y, b = blockIdx.z;
   const int group = p.h / p.hkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4, wg = warp / 4;
   const FgX3Planes pl(p);
-  const FgX3Scales fs(pl.mx, b, p.hkv, hk);
-  const float sl2 = ldexpf((float)(p.scale * 1.4426950408889634), -(fs.q + fs.k)), u = fs.u();
+  const float sl2 = (float)(p.scale * 1.4426950408889634);
   const FgKvWalk<BM> walk(p, b, hk, n0, group);
   const int klen = walk.klen, total = walk.total;
+  const int kr = 16 * warp + lane / 4;
+  // This lane's two keys' inverse factors (K, V); 0 past the key length (their rows are 0 and never stored).
+  float2 kf[2];
+  float sl2k[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int j = n0 + kr + 8 * r;
+    kf[r] = j < klen ? pl.kf(p)[((int64_t)b * p.hkv + hk) * p.nk + j] : make_float2(0.f, 0.f);
+    sl2k[r] = sl2 * kf[r].x;
+  }
 
   const auto load_stage = [&](int it) {
     const int hq = walk.hq(it), m0 = walk.m0(it);
@@ -422,8 +426,9 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     fg_load_sw128<BM, CH, THREADS>(st + QB, (const uint4*)(q + pl.qlo), p.nq - m0);
     fg_load_sw128<BM, CH, THREADS>(st + 2 * QB, (const uint4*)dO, p.nq - m0);
     fg_load_sw128<BM, CH, THREADS>(st + 3 * QB, (const uint4*)(dO + pl.qlo), p.nq - m0);
-    fg_bwd_copy_ld<BM, THREADS>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0),
-                                p.nq - m0);
+    const int64_t row = ((int64_t)b * p.h + hq) * p.nq + m0;
+    fg_bwd_copy_ld<BM, THREADS>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * row, p.nq - m0);
+    fg_bwd_copy_ld<BM, THREADS>((float*)(sQF + (it & 1) * BM), (const float*)(pl.qf() + row), p.nq - m0);
   };
   if (total > 0) {
     const uint16_t* k = fg_kv_head(p, p.k, p.k_batch, p.k_head, b, hk);
@@ -440,7 +445,6 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
   fg_bwd_zero(dk);
   fg_bwd_zero(dv);
   const uint32_t kw = sK + wg * 64 * 128, vw = sV + wg * 64 * 128;  // this warpgroup's 64 keys
-  const int kr = 16 * warp + lane / 4;
   for (int it = 0; it < total; ++it) {
     fg_cp_async_wait<0>();
     fg_fence_async();
@@ -452,7 +456,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     const int m0 = walk.m0(it);
     const uint32_t sq = sQ + (it & 1) * 4 * QB, sdo = sq + 2 * QB;
     const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
-    const float2* ld = sLD + (it & 1) * BM;
+    const float2 *ld = sLD + (it & 1) * BM, *qf = sQF + (it & 1) * BM;
     float st[NB][4], dpt[NB][4];
     fg_wgmma_fence();
     fg_x3_abt<BM, KS, BN>(st, kw, KB, sq, QB);
@@ -461,29 +465,27 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     fg_wgmma_wait<0>();
     fg_reg_fence(st);
     fg_reg_fence(dpt);
-    float mp[2] = {0.f, 0.f}, md[2] = {0.f, 0.f};  // the largest |P^T|, |dS'^T| of this lane's two keys
+    float mp[2] = {0.f, 0.f}, md[2] = {0.f, 0.f};  // the largest |P^T'|, |dS^T'| of this lane's two keys
 #pragma unroll
     for (int j = 0; j < NB; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {  // P^T and dS'^T (a column per query, fg_bwd_pds_t's layout)
-        const int qi = 8 * j + 2 * t + (e & 1);
-        const float2 x = ld[qi];
-        const float pv = fg_bwd_p1<false>(st[j][e], sl2, x.x);
-        const float ds = fg_x3_ds(pv, dpt[j][e], x.y, u);
-        const bool seen = !mask || fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * (e >> 1), klen);
-        st[j][e] = seen ? pv : 0.f;
-        dpt[j][e] = seen ? ds : 0.f;
-        mp[e >> 1] = fmaxf(mp[e >> 1], st[j][e]);
-        md[e >> 1] = fmaxf(md[e >> 1], fabsf(dpt[j][e]));
+      for (int e = 0; e < 4; ++e) {  // a column per query (fg_bwd_pds_t's layout), key row r
+        const int qi = 8 * j + 2 * t + (e & 1), r = e >> 1;
+        const float2 x = ld[qi], f = qf[qi];  // (L2, delta), the query row's (Q, dO) inverse factors
+        const float pv = fg_bwd_p1<false>(st[j][e] * f.x, sl2k[r], x.x);  // S' f_q f_k sl2 = S sl2
+        const float ds = pv * fmaf(dpt[j][e] * f.y, kf[r].y, -x.y);      // P (dP - delta), dP = dP' f_o f_v
+        const bool seen = !mask || fg_bwd_seen(p, m0 + qi, n0 + kr + 8 * r, klen);
+        st[j][e] = seen ? pv * f.y : 0.f;  // P^T's column i meets dO row i: times its inverse factor
+        dpt[j][e] = seen ? ds * f.x : 0.f;  // dS^T's meets Q row i
+        mp[r] = fmaxf(mp[r], st[j][e]);
+        md[r] = fmaxf(md[r], fabsf(dpt[j][e]));
       }
     const FgX3Operand<BM> a[2] = {FgX3Operand<BM>(st, mp), FgX3Operand<BM>(dpt, md)};
     float (*const acc[2])[4] = {dv, dk};
     fg_x3_tiles<D, BM, 2>(acc, a, {sdo, sq}, QB);  // dV += P^T dO, dK += dS^T Q
   }
 
-  // dV' = 2^o dV, dK' = 2^(v + o + q) dK / scale.
-  fg_x3_unscale(dv, 1.f, -fs.o);
-  fg_x3_unscale(dk, (float)p.scale, -(fs.v + fs.o + fs.q));
+  fg_bwd_mul(dk, (float)p.scale);
   float* dK = (float*)p.dk + b * p.k_batch + hk * p.k_head;
   float* dV = (float*)p.dv + b * p.v_batch + hk * p.v_head;
   fg_bwd_store<D>(dK + (int64_t)n0 * p.k_row, p.k_row, dk, kr, p.nk - n0, klen - n0, t);
@@ -491,28 +493,38 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
 }
 
 // fg_attn_bwd_wgmma_dq_x3: fg_attn_bwd_wgmma_dq's grid and threads (D = 64 or 128). Shared
-// memory: Q hi, Q lo, dO hi, dO lo [BM][D], two stages of K hi, K lo, V hi, V lo [BN][D].
+// memory: Q hi, Q lo, dO hi, dO lo [BM][D], two stages of K hi, K lo, V hi, V lo [BN][D] and
+// of the keys' inverse factors (K, V) [BN].
 template <int D, int BM, int BN>
 __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
   static_assert(D % 64 == 0 && BM % 64 == 0 && (BN == 32 || BN == 64), "tile sizes");
-  constexpr unsigned SMEM = 4 * QB + 2 * 4 * KB + 1024;
+  constexpr unsigned SMEM = 4 * QB + 2 * 4 * KB + 2 * BN * 8 + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
   // Q hi at sQ (lo + QB), dO hi at sdO (lo + QB); stage s: K hi at sK + 4 KB s (lo + KB), V hi 2 KB after it.
   const uint32_t sQ = (sbase + 1023) & ~1023u, sdO = sQ + 2 * QB, sK = sdO + 2 * QB;
+  float2* sKF = (float2*)(fg_smem + (sK + 2 * 4 * KB - sbase));  // stage s: (K, V) inverse factors at sKF + BN s
 
   const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.h / p.hkv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4, wg = warp / 4;
   const FgX3Planes pl(p);
-  const FgX3Scales fs(pl.mx, b, p.hkv, hk);
-  const float sl2 = ldexpf((float)(p.scale * 1.4426950408889634), -(fs.q + fs.k)), u = fs.u();
+  const float sl2 = (float)(p.scale * 1.4426950408889634);
   const uint16_t* k = fg_kv_head(p, p.k, p.k_batch, p.k_head, b, hk);
   const uint16_t* v = fg_kv_head(p, p.v, p.v_batch, p.v_head, b, hk);
+  const float* kfh = (const float*)(pl.kf(p) + ((int64_t)b * p.hkv + hk) * p.nk);  // this head's (K, V) factors
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
-  const FgDqRows rows(p, b, h, m0 + 16 * warp + lane / 4, t);
+  const int r0 = m0 + 16 * warp + lane / 4;
+  const FgDqRows rows(p, b, h, r0, t);
+  float2 qf[2];  // this lane's two rows' (Q, dO) inverse factors (0 past Nq)
+  float sl2q[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    qf[r] = r0 + 8 * r < p.nq ? pl.qf()[((int64_t)b * p.h + h) * p.nq + r0 + 8 * r] : make_float2(0.f, 0.f);
+    sl2q[r] = sl2 * qf[r].x;
+  }
 
   const auto load_stage = [&](int j) {
     const uint32_t st = sK + (j & 1) * 4 * KB;
@@ -521,6 +533,7 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
     fg_load_kv_sw128<BN, CH, THREADS>(st + KB, k + pl.klo, n0, p.k_row, kv_end - n0, false);
     fg_load_kv_sw128<BN, CH, THREADS>(st + 2 * KB, v, n0, p.v_row, kv_end - n0, false);
     fg_load_kv_sw128<BN, CH, THREADS>(st + 3 * KB, v + pl.klo, n0, p.v_row, kv_end - n0, false);
+    fg_bwd_copy_ld<BN, THREADS>((float*)(sKF + (j & 1) * BN), kfh + 2 * n0, kv_end - n0);
   };
   if (kv_end > 0) {
     const uint16_t* q = (const uint16_t*)p.q + b * p.q_batch + h * p.q_head + (int64_t)m0 * p.q_row;
@@ -546,6 +559,7 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
       fg_cp_async_commit();
     }
     const uint32_t kt = sK + (j & 1) * 4 * KB, vt = kt + 2 * KB;
+    const float2* kf = sKF + (j & 1) * BN;
     float s[NB][4], dp[NB][4];
     fg_wgmma_fence();
     fg_x3_abt<BN, KS, BM>(s, qw, QB, kt, KB);
@@ -559,10 +573,12 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
 #pragma unroll
     for (int jj = 0; jj < NB; ++jj)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {  // dS' (rows r0 + 8 (e / 2), keys j BN + 8 jj + 2 t + e % 2)
-        const int r = e >> 1;
-        const float ds = fg_x3_ds(fg_bwd_p1<false>(s[jj][e], sl2, rows.l2[r]), dp[jj][e], rows.dl[r], u);
-        dp[jj][e] = mask && j * BN + 8 * jj + 2 * t + (e & 1) >= rows.lim[r] ? 0.f : ds;
+      for (int e = 0; e < 4; ++e) {  // rows r0 + 8 (e / 2), keys j BN + 8 jj + 2 t + e % 2
+        const int r = e >> 1, kc = 8 * jj + 2 * t + (e & 1);
+        const float2 f = kf[kc];  // the key's (K, V) inverse factors
+        const float pv = fg_bwd_p1<false>(s[jj][e] * f.x, sl2q[r], rows.l2[r]);
+        const float ds = pv * fmaf(dp[jj][e] * f.y, qf[r].y, -rows.dl[r]);
+        dp[jj][e] = mask && j * BN + kc >= rows.lim[r] ? 0.f : ds * f.x;  // dS's column j meets K row j
         md[r] = fmaxf(md[r], fabsf(dp[jj][e]));
       }
     const FgX3Operand<BN> a[1] = {FgX3Operand<BN>(dp, md)};
@@ -570,8 +586,7 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
     fg_x3_tiles<D, BN, 1>(acc, a, {kt}, KB);  // dQ += dS K
   }
 
-  // dQ' = 2^(v + o + k) dQ / scale.
-  fg_x3_unscale(dq, (float)p.scale, -(fs.v + fs.o + fs.k));
+  fg_bwd_mul(dq, (float)p.scale);
   float* dQ = (float*)p.dq + b * p.q_batch + h * p.q_head;
   fg_bwd_store<D>(dQ + (int64_t)m0 * p.q_row, p.q_row, dq, 16 * warp + lane / 4, p.nq - m0, p.nq - m0, t);
 }

@@ -478,38 +478,19 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep(const fg
 // With QKV false (fg_attn_bwd_bf16_prep4_do: Q, K and V are the planes the forward kept) it
 // converts dO only, into dst, and writes no semaphores (the kernels that read them do not run
 // on those planes).
-//
-// With X3 (fg_attn_bwd_x3_prep4, the Exact 3xF16 kernels) it writes half hi and lo planes
-// instead (FgX3Planes: each lo plane right after its hi plane, Q, dO, K and V scaled by the
-// factors of FgX3Scales from fg_attn_bwd_x3_max's maxima, which ran before it).
-template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mma_prep_params& pp) {
+template <int LPR, bool QKV> __device__ __forceinline__ void fg_bwd_bf16_prep4(const fg_mma_prep_params& pp) {
   constexpr int RPW = 32 / LPR;  // rows per warp step
-  constexpr int PL = X3 ? 2 : 1;  // planes per tensor
   const fg_attn_params& p = pp.src;
   const int lane = threadIdx.x % 32, sub = lane % LPR;
   const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
   const int64_t total = QKV ? qrows + krows : qrows;
   uint16_t* qh = (uint16_t*)pp.dst;
-  uint16_t* doh = QKV ? qh + PL * qrows * p.d : qh;
-  uint16_t* kh = doh + PL * qrows * p.d;
-  uint16_t* vh = kh + PL * krows * p.d;
-  int* sem = (int*)(vh + PL * krows * p.d);  // X3: FgX3Scales' maxima (float4 per (b, key/value head))
+  uint16_t* doh = QKV ? qh + qrows * p.d : qh;
+  uint16_t* kh = doh + qrows * p.d;
+  uint16_t* vh = kh + krows * p.d;
+  int* sem = (int*)(vh + krows * p.d);
   const int64_t step = (int64_t)gridDim.x * (blockDim.x / 32) * RPW;
-  // st8 writes x (times f, X3: the hi plane at d, the lo plane lo elements after it).
-  const auto st8 = [](uint16_t* d, float4 x, float f = 1.f, int64_t lo = 0) {
-    if constexpr (X3) {
-      uint32_t h0, l0, h1, l1;
-      fg_f16_split2(x.x, x.y, f, h0, l0);
-      fg_f16_split2(x.z, x.w, f, h1, l1);
-      *(uint2*)d = make_uint2(h0, h1);
-      *(uint2*)(d + lo) = make_uint2(l0, l1);
-    } else {
-      *(uint2*)d = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w));
-    }
-  };
-  const int group = p.h / p.hkv;
-  float* mx = (float*)sem;
-  const auto fac = [&](int b, int hk, int t) { return X3 ? fg_pow2(fg_x3_exp(mx[4 * ((int64_t)b * p.hkv + hk) + t])) : 1.f; };
+  const auto st8 = [](uint16_t* d, float4 x) { *(uint2*)d = make_uint2(fg_bf16x2(x.x, x.y), fg_bf16x2(x.z, x.w)); };
   for (int64_t base = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32 * RPW; base < total; base += step) {
     const int64_t row = base + lane / LPR;  // warp-uniform loop: every lane reaches the sum below
     const bool isq = row < qrows;
@@ -522,11 +503,10 @@ template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg
       const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
       const float* o = (const float*)p.o + off;
       const float* dO = (const float*)p.do_ + off;
-      const float fq = fac(b, h / group, 0), fo = fac(b, h / group, 1);
       for (int c = 4 * sub; c < p.d; c += 4 * LPR) {
         const float4 y = *(const float4*)(dO + c), z = *(const float4*)(o + c);
-        if constexpr (QKV) st8(qh + row * p.d + c, *(const float4*)(q + c), fq, qrows * p.d);
-        st8(doh + row * p.d + c, y, fo, qrows * p.d);
+        if constexpr (QKV) st8(qh + row * p.d + c, *(const float4*)(q + c));
+        st8(doh + row * p.d + c, y);
         s = fma((double)y.x, (double)z.x, s);
         s = fma((double)y.y, (double)z.y, s);
         s = fma((double)y.z, (double)z.z, s);
@@ -538,11 +518,10 @@ template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg
       if (!p.key_lengths || j < ((const int32_t*)p.key_lengths)[b]) {  // padding: never read
         const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j * p.k_row;
         const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j * p.v_row;
-        const float fk = fac(b, hk, 2), fv = fac(b, hk, 3);
         for (int c = 4 * sub; c < p.d; c += 4 * LPR) {
           const float4 x = *(const float4*)(k + c), y = *(const float4*)(v + c);
-          st8(kh + kr * p.d + c, x, fk, krows * p.d);
-          st8(vh + kr * p.d + c, y, fv, krows * p.d);
+          st8(kh + kr * p.d + c, x);
+          st8(vh + kr * p.d + c, y);
         }
       }
     }
@@ -551,7 +530,7 @@ template <int LPR, bool QKV, bool X3 = false> __device__ __forceinline__ void fg
       const int i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
       if (sub == 0) {
         fg_bwd_row_ld(p, row, s, in);
-        if (QKV && !X3 && i % 16 == 0) sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
+        if (QKV && i % 16 == 0) sem[((int64_t)b * p.h + h) * ((p.nq + 15) / 16) + i / 16] = 0;
       }
       if (fg_is_neg_inf(in.L)) {
         float* dq = (float*)p.dq + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
@@ -573,42 +552,107 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_bf16_prep4_do(cons
   else
     fg_bwd_bf16_prep4<32, false>(pp);
 }
+// fg_attn_bwd_x3_prep4 is fg_attn_bwd_bf16_prep4's work (the rows, the workspace, dQ of rows
+// without a visible key) for the Exact 3xF16 kernels at d = 4 LPR (64 or 128: one float4 of
+// each tensor per lane): each row of Q, dO, K and V scaled by its own power of two (fg_x3_exp
+// of the row's largest magnitude, over its LPR lanes) and written as half hi and lo planes,
+// and the inverse factors as a float2 per row (FgX3Planes: (Q, dO) per query row, (K, V) per
+// key row). Padded keys are neither read nor written.
+template <int LPR> __device__ __forceinline__ void fg_bwd_x3_prep4(const fg_mma_prep_params& pp) {
+  constexpr int RPW = 32 / LPR;  // rows per warp step
+  const fg_attn_params& p = pp.src;
+  if (p.d != 4 * LPR) __trap();
+  const int lane = threadIdx.x % 32, sub = lane % LPR, c = 4 * sub;
+  const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
+  const int64_t qe = qrows * p.d, ke = krows * p.d, total = qrows + krows;
+  uint16_t* qh = (uint16_t*)pp.dst;  // Q hi, Q lo, dO hi, dO lo, K hi, K lo, V hi, V lo
+  uint16_t* kh = qh + 4 * qe;
+  float2* qf = (float2*)(kh + 4 * ke);  // (Q, dO) inverse factors per query row, then (K, V) per key row
+  float2* kf = qf + qrows;
+  const int64_t step = (int64_t)gridDim.x * (blockDim.x / 32) * RPW;
+  // split writes x times 2^e (e from the row's largest magnitude m) as hi at d, lo at d + lo.
+  const auto split = [](uint16_t* d, int64_t lo, float4 x, int e) {
+    const float f = fg_pow2(e);
+    uint32_t h0, l0, h1, l1;
+    fg_f16_split2(x.x, x.y, f, h0, l0);
+    fg_f16_split2(x.z, x.w, f, h1, l1);
+    *(uint2*)d = make_uint2(h0, h1);
+    *(uint2*)(d + lo) = make_uint2(l0, l1);
+  };
+  const auto amax = [](float4 x) { return fmaxf(fmaxf(fabsf(x.x), fabsf(x.y)), fmaxf(fabsf(x.z), fabsf(x.w))); };
+  for (int64_t base = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32 * RPW; base < total; base += step) {
+    const int64_t row = base + lane / LPR;  // warp-uniform loop: every lane reaches the group operations
+    const bool isq = row < qrows;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f), y = a;  // Q and dO, or K and V
+    double s = 0;
+    FgBwdRowIn in{};
+    int b = 0, h = 0, i = 0;
+    bool keep = false;
+    if (isq) {
+      in = fg_bwd_row_in(p, row);
+      i = (int)(row % p.nq), h = (int)(row / p.nq % p.h), b = (int)(row / p.nq / p.h);
+      const int64_t off = b * p.o_batch + h * p.o_head + (int64_t)i * p.o_row;
+      a = *(const float4*)((const float*)p.q + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row + c);
+      y = *(const float4*)((const float*)p.do_ + off + c);
+      const float4 z = *(const float4*)((const float*)p.o + off + c);
+      s = fma((double)y.x, (double)z.x, s);
+      s = fma((double)y.y, (double)z.y, s);
+      s = fma((double)y.z, (double)z.z, s);
+      s = fma((double)y.w, (double)z.w, s);
+      keep = true;
+    } else if (row < total) {
+      const int64_t kr = row - qrows;
+      const int j = (int)(kr % p.nk), hk = (int)(kr / p.nk % p.hkv), bk = (int)(kr / p.nk / p.hkv);
+      if (!p.key_lengths || j < ((const int32_t*)p.key_lengths)[bk]) {  // padding: never read
+        a = *(const float4*)((const float*)p.k + bk * p.k_batch + hk * p.k_head + (int64_t)j * p.k_row + c);
+        y = *(const float4*)((const float*)p.v + bk * p.v_batch + hk * p.v_head + (int64_t)j * p.v_row + c);
+        keep = true;
+      }
+    }
+    s = fg_group_sum<LPR>(s);
+    const int ea = fg_x3_exp(fg_group_max<LPR>(amax(a))), ey = fg_x3_exp(fg_group_max<LPR>(amax(y)));
+    if (keep) {
+      const int64_t r = isq ? row : row - qrows;
+      uint16_t* at = (isq ? qh : kh) + r * p.d + c;
+      const int64_t pe = isq ? qe : ke;  // elements of one plane
+      split(at, pe, a, ea);
+      split(at + 2 * pe, pe, y, ey);
+      if (sub == 0) (isq ? qf : kf)[r] = make_float2(fg_pow2(-ea), fg_pow2(-ey));
+    }
+    if (isq) {
+      if (sub == 0) fg_bwd_row_ld(p, row, s, in);
+      if (fg_is_neg_inf(in.L)) {
+        float* dq = (float*)p.dq + b * p.q_batch + h * p.q_head + (int64_t)i * p.q_row;
+        *(float4*)(dq + c) = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+  }
+}
 extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_x3_prep4(const fg_mma_prep_params pp) {
   if (pp.src.d <= 64)
-    fg_bwd_bf16_prep4<16, true, true>(pp);
+    fg_bwd_x3_prep4<16>(pp);
   else
-    fg_bwd_bf16_prep4<32, true, true>(pp);
+    fg_bwd_x3_prep4<32>(pp);
 }
 
-// fg_attn_bwd_x3_max: grid (B Hkv, 4), 512 threads (grid (B Hkv, 2): K and V only, for the
-// forward's fg_attn_x3_kv, whose layout has no Q and dO planes). Block (bh, t) writes the largest magnitude
-// of tensor t (Q, dO: the rows of the group's query heads; K, V: the keys below the batch's key
-// length, padding never read) of (b, key/value head) bh = b Hkv + hk into FgX3Scales' maxima
-// (pp.dst as fg_attn_bwd_x3_prep4's, FgX3Planes), as the largest float bits of |x| (NaN above
-// every number).
-extern "C" __global__ void __launch_bounds__(512) fg_attn_bwd_x3_max(const fg_mma_prep_params pp) {
+// fg_attn_x3_max: the first pre-pass of the Exact 3xF16 forward (variant 27): grid (B Hkv, 2),
+// 512 threads. Block (bh, t) writes the largest magnitude of K (t = 0) or V (t = 1) of (b,
+// key/value head) bh = b Hkv + hk, over the keys below the batch's key length (padding never
+// read), into FgX3Scales' float4 of bh after the planes fg_attn_x3_kv writes (FgX3Planes), as
+// the largest float bits of |x| (NaN above every number).
+extern "C" __global__ void __launch_bounds__(512) fg_attn_x3_max(const fg_mma_prep_params pp) {
   const fg_attn_params& p = pp.src;
-  const int bh = blockIdx.x, tn = blockIdx.y + 4 - gridDim.y, b = bh / p.hkv, hk = bh % p.hkv, group = p.h / p.hkv;
-  const int64_t qrows = (int64_t)p.b * p.h * p.nq, krows = (int64_t)p.b * p.hkv * p.nk;
-  // The maxima follow the last plane, V lo: after Q's and dO's too in the backward's layout.
-  unsigned* mx = (unsigned*)((uint16_t*)pp.dst + 4 * (gridDim.y == 4 ? qrows + krows : krows) * p.d) + 4 * (int64_t)bh;
-  const bool isq = tn < 2;
+  const int bh = blockIdx.x, isv = blockIdx.y, b = bh / p.hkv, hk = bh % p.hkv;
+  const int64_t ke = (int64_t)p.b * p.hkv * p.nk * p.d;
+  unsigned* mx = (unsigned*)((uint16_t*)pp.dst + 4 * ke) + 4 * (int64_t)bh;
   int klen = p.nk;
   if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
-  const int nr = isq ? group * p.nq : max(klen, 0), c4 = p.d / 4;
-  const float* base;
-  int64_t head, row;
-  switch (tn) {
-    case 0: base = (const float*)p.q + b * p.q_batch + hk * group * p.q_head, head = p.q_head, row = p.q_row; break;
-    case 1: base = (const float*)p.do_ + b * p.o_batch + hk * group * p.o_head, head = p.o_head, row = p.o_row; break;
-    case 2: base = (const float*)p.k + b * p.k_batch + hk * p.k_head, head = 0, row = p.k_row; break;
-    default: base = (const float*)p.v + b * p.v_batch + hk * p.v_head, head = 0, row = p.v_row; break;
-  }
+  const int c4 = p.d / 4;
+  const float* base = isv ? (const float*)p.v + b * p.v_batch + hk * p.v_head : (const float*)p.k + b * p.k_batch + hk * p.k_head;
+  const int64_t row = isv ? p.v_row : p.k_row;
   unsigned m = 0;
-  for (int64_t idx = threadIdx.x; idx < (int64_t)nr * c4; idx += blockDim.x) {
-    const int r = (int)(idx / c4), c = (int)(idx % c4);
-    const float* x = isq ? base + (r / p.nq) * head + (int64_t)(r % p.nq) * row : base + (int64_t)r * row;
-    const float4 y = ((const float4*)x)[c];
+  for (int64_t idx = threadIdx.x; idx < (int64_t)max(klen, 0) * c4; idx += blockDim.x) {
+    const float4 y = ((const float4*)(base + (idx / c4) * row))[idx % c4];
     m = max(m, max(max(__float_as_uint(fabsf(y.x)), __float_as_uint(fabsf(y.y))),
                    max(__float_as_uint(fabsf(y.z)), __float_as_uint(fabsf(y.w)))));
   }
@@ -619,7 +663,7 @@ extern "C" __global__ void __launch_bounds__(512) fg_attn_bwd_x3_max(const fg_mm
   if (threadIdx.x < 32) {
     m = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0u;
     m = __reduce_max_sync(0xffffffffu, m);
-    if (threadIdx.x == 0) mx[tn] = m;
+    if (threadIdx.x == 0) mx[2 + isv] = m;  // FgX3Scales' K and V slots
   }
 }
 
@@ -1202,8 +1246,8 @@ FG_BWD_MMA_FUSED_DKDV(64, 128, 128, 32, 1)
 FG_BWD_MMA_FUSED_DKDV(128, 128, 32, 16, 0)
 FG_BWD_MMA_FUSED_DKDV(128, 64, 32, 32, 0)
 
-// fg_attn_x3_kv: the pre-pass of the Exact 3xF16 forward (variant 27), after
-// fg_attn_bwd_x3_max with grid (B Hkv, 2): K and V [B, Hkv, Nk, d] as half hi and lo planes
+// fg_attn_x3_kv: the second pre-pass of the Exact 3xF16 forward (variant 27), after
+// fg_attn_x3_max: K and V [B, Hkv, Nk, d] as half hi and lo planes
 // into pp.dst (K hi, K lo, V hi, V lo, then the maxima: FgX3Planes' layout without Q and
 // dO), each (b, key/value head) scaled by FgX3Scales' factors; grid-stride over the 8-column
 // chunks of the keys below the batch's key length (padding neither read nor written).

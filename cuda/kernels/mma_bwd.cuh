@@ -168,7 +168,7 @@ template <int ROWS, int THREADS> __device__ __forceinline__ void fg_bwd_copy_ld(
   }
 }
 
-// ---- 3xF16: the Exact backward on half tensor-core products (attention_hopper_bwd.cu) ----------
+// ---- 3xF16: Exact on half tensor-core products (attention_hopper_bwd.cu, attention_hopper.cu) --
 // A float32 x, scaled by a power of two f so that |f x| <= 2^15 (fg_x3_exp), is hi + lo with
 // hi = half(f x) and lo = half(f x - hi) (f x - hi is exact in float32): 22 bits of f x, as
 // 3xTF32's tf32 hi and lo, and x y = (hi_x hi_y + hi_x lo_y + lo_x hi_y) / (f_x f_y) up to
@@ -176,9 +176,12 @@ template <int ROWS, int THREADS> __device__ __forceinline__ void fg_bwd_copy_ld(
 // |f x| >= 2^-3 (lo's exponent is 11 below hi's, half's smallest normal is 2^-14), and hi only
 // where |f x| >= 2^-14; below, the split's error is at most 2^-25 absolute. So f must put a
 // set's largest near 2^15: its elements within 2^-18 of that largest keep 22 bits, and the
-// smaller ones carry an error under 2^-40 of it. Q, dO, K and V take one factor per (b,
-// key/value head) (FgX3Scales); P^T, dS^T (dS) one per row of each tile (their rows are the
-// rows of dV, dK (dQ), so each tile's sum is unscaled by row before it is added).
+// smaller ones carry an error under 2^-40 of it. The backward scales each row of Q, dO, K and
+// V by its own factor (fg_attn_bwd_x3_prep4) and each row of a tile's P^T, dS^T (dS), the
+// forward K and V per (b, key/value head) (FgX3Scales), Q per block and P by 2^15. A product
+// over d takes its operands' row factors out of each score; a product over keys or queries
+// takes the factors of the rows it sums over into the register operand first (dV = P^T dO:
+// P^T's column i times dO row i's inverse factor).
 // Half products run at twice tf32's rate on the H100, so the three cost 1.5 tf32 products.
 
 // fg_x3_exp is the exponent e of the factor f = 2^e for a set whose largest magnitude is m:
@@ -194,24 +197,16 @@ __device__ __forceinline__ int fg_x3_exp(float m) {
 // fg_pow2 is 2^e for e in [-126, 127], built from its bits.
 __device__ __forceinline__ float fg_pow2(int e) { return __int_as_float((e + 127) << 23); }
 
-// FgX3Scales are the exponents of the plane factors of one (b, key/value head), from the
-// largest magnitudes of its Q and dO (over the group's query heads), K and V (the keys below
-// the key length) that fg_attn_bwd_x3_max wrote (a float4 per (b, key/value head)). The
-// products then carry them: S' = 2^(q + k) S and dP' = 2^(v + o) dP.
+// FgX3Scales are the forward's exponents of the K and V planes of one (b, key/value head),
+// from the largest magnitudes that fg_attn_x3_max wrote (a float4 per (b, key/value head), of
+// which K and V fill the last two).
 struct FgX3Scales {
-  int q, o, k, v;
+  int k, v;
   __device__ __forceinline__ FgX3Scales(const float* mx, int b, int hkv, int hk) {
     const float4 x = ((const float4*)mx)[(int64_t)b * hkv + hk];
-    q = fg_x3_exp(x.x), o = fg_x3_exp(x.y), k = fg_x3_exp(x.z), v = fg_x3_exp(x.w);
+    k = fg_x3_exp(x.z), v = fg_x3_exp(x.w);
   }
-  __device__ __forceinline__ float u() const { return fg_pow2(v + o); }  // dP's factor
 };
-
-// fg_x3_ds is the 3xF16 kernels' dS' = 2^(v + o) dS / scale = P (dP' - delta u), u = 2^(v + o):
-// delta u is exact, so the difference rounds as dP - delta does; scale multiplies dK and dQ
-// once, at the end (FlashAttention-2's order). P is the Exact kernels' exp2f(s sl2 - L2) on
-// the scaled score s' with sl2 2^-(q + k), whose product is s sl2 exactly.
-__device__ __forceinline__ float fg_x3_ds(float pv, float dp, float delta, float u) { return pv * fmaf(-delta, u, dp); }
 
 // fg_x3_row_factors returns, for a warp's accumulator rows g and g + 8 (elements e < 2 and
 // e >= 2) whose largest magnitudes in this lane are m[0], m[1], the factors 2^e of fg_x3_exp
@@ -226,16 +221,22 @@ __device__ __forceinline__ void fg_x3_row_factors(float (&m)[2], float (&f)[2], 
   }
 }
 
-// FgX3Planes is where fg_attn_bwd_x3_prep4 puts its output in the scratch buffer: half planes
-// Q hi, Q lo, dO hi, dO lo [B, H, Nq, d], K hi, K lo, V hi, V lo [B, Hkv, Nk, d] (each lo plane
-// right after its hi plane), then FgX3Scales' float4 per (b, key/value head). The kernels'
-// parameters point q, do_, k, v at the hi planes (cuda/attention_mma_bwd.go).
+// FgX3Planes is where the pre-passes put the half planes in the scratch buffer: the
+// backward's fg_attn_bwd_x3_prep4 Q hi, Q lo, dO hi, dO lo [B, H, Nq, d], K hi, K lo, V hi,
+// V lo [B, Hkv, Nk, d] (each lo plane right after its hi plane), then the inverse row factors,
+// a float2 per query row (Q, dO) and per key row (K, V); the forward's fg_attn_x3_kv the K and
+// V planes, then FgX3Scales' float4 per (b, key/value head). The kernels' parameters point
+// q, do_, k, v at the hi planes (cuda/attention_mma_bwd.go, attention_mma.go).
 struct FgX3Planes {
-  int64_t qlo, klo;  // elements from a hi plane to its lo plane
-  const float* mx;
+  int64_t qlo, klo;   // elements from a hi plane to its lo plane
+  const float* tail;  // what follows V lo
   __device__ __forceinline__ FgX3Planes(const fg_attn_params& p) {
     qlo = (int64_t)p.b * p.h * p.nq * p.d, klo = (int64_t)p.b * p.hkv * p.nk * p.d;
-    mx = (const float*)((const uint16_t*)p.v + 2 * klo);
+    tail = (const float*)((const uint16_t*)p.v + 2 * klo);
+  }
+  __device__ __forceinline__ const float2* qf() const { return (const float2*)tail; }
+  __device__ __forceinline__ const float2* kf(const fg_attn_params& p) const {
+    return (const float2*)tail + (int64_t)p.b * p.h * p.nq;
   }
 };
 
