@@ -115,13 +115,12 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true},
 	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},
 	// d = 128: K, V hi and lo take 128 KiB for 128 keys, so the query tile has 32 rows (two
-	// warpgroups), or the block one warpgroup of 64 keys; the dQ kernel likewise with key tiles
-	// of 32 (two warpgroups of 64 rows) or one warpgroup with key tiles of 64. dV, dK and dQ
-	// add each tile's products in two halves of 64 columns.
+	// warpgroups of 64 keys), and the dQ kernel's key tile 32 (two warpgroups of 64 rows). dV,
+	// dK and dQ add each tile's products in two halves of 64 columns. One warpgroup with 64-row
+	// (64-key) tiles instead ran dK/dV 1.33× and dQ 1.19× as long at N = 4096 (call x3c; its
+	// dK/dV kernel spilled 292 bytes), and was dropped.
 	{Prec: PrecisionExact, D: 128, BM: 32, BN: 128, SB: 32, Pre: true, Hopper: true, X3: true},
 	{DQ: true, Prec: PrecisionExact, D: 128, BM: 128, BN: 32, Pre: true, Hopper: true, X3: true},
-	{Prec: PrecisionExact, D: 128, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},
-	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 64, Pre: true, Hopper: true, X3: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true, Raw: true},
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 32, Hopper: true, Split: true},
 	{Prec: PrecisionExact, D: 64, BM: 32, BN: 64, SB: 32, Hopper: true, Split: true, Ws: true},
@@ -352,10 +351,10 @@ func (c mmaBwdCfg) smem() int {
 		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + pb + 32 + 1024
 	case c.Split: // K, V hi, lo [BN][D]; two stages of Q, dO hi, lo by rows and by columns and (L2, delta); 2 mbarriers
 		return 4*c.BN*c.D*4 + 2*(8*c.BM*c.D*4+c.BM*8) + 16 + 1024
-	case c.X3 && c.DQ: // Q, dO hi and lo [BM][D]; two stages of K, V hi and lo [BN][D], half
-		return (4*c.BM+8*c.BN)*c.D*2 + 1024
-	case c.X3: // K, V hi and lo [BN][D]; two stages of Q, dO hi and lo [BM][D] and (L2, delta)
-		return (4*c.BN+8*c.BM)*c.D*2 + 2*c.BM*8 + 1024
+	case c.X3 && c.DQ: // Q, dO hi and lo [BM][D]; two stages of K, V hi and lo [BN][D], half, and of the keys' factors
+		return (4*c.BM+8*c.BN)*c.D*2 + 2*c.BN*8 + 1024
+	case c.X3: // K, V hi and lo [BN][D]; two stages of Q, dO hi and lo [BM][D], (L2, delta) and the rows' factors
+		return (4*c.BN+8*c.BM)*c.D*2 + 2*2*c.BM*8 + 1024
 	case c.Hopper && c.DQ && c.Pipe:
 		return (2*c.BM+6*c.BN)*c.D*2 + 1024
 	case c.Hopper && c.DQ:
