@@ -69,24 +69,27 @@ template <int NB> __device__ __forceinline__ void fg_reg_fence(float (&d)[NB][4]
   "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
   "%59, %60, %61, %62, %63}"
 
-// The four products below take bfloat16 operands, or with F16 IEEE half (the Exact backward's
-// 3xF16 planes, attention_hopper_bwd.cu): the same shapes, layouts and float32 accumulator.
+// The four products below take bfloat16 operands, or with F16 IEEE half (the Exact 3xF16
+// kernels, mma_bwd.cuh): the same shapes, layouts and float32 accumulator. FG_WG_TY names the
+// operand type in the instruction text; each product's asm is written once, for both.
+#define FG_WG_TY(F16, ASM) \
+  if constexpr (F16)       \
+    ASM("f16");            \
+  else                     \
+    ASM("bf16")
 
 // fg_wgmma_ss_n64: d = A B (accumulate 0) or d += A B (accumulate 1) for A [64 x 16] and
 // B [16 x 64] bfloat16 (F16: half) in shared memory (descriptors da, db, both K-major),
 // d [64 x 64] float32.
 template <bool F16 = false>
 __device__ __forceinline__ void fg_wgmma_ss_n64(float (&d)[8][4], uint64_t da, uint64_t db, int accumulate) {
-  if constexpr (F16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FG_WG_R64 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : FG_WG_D64
-                 : "l"(da), "l"(db), "r"(accumulate));
-  else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FG_WG_R64 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : FG_WG_D64
-                 : "l"(da), "l"(db), "r"(accumulate));
+#define FG_WG_SS64(TY)                                                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                   \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " FG_WG_R64 ", %32, %33, p, 1, 1, 0, 0;\n}\n" \
+               : FG_WG_D64                                                                                    \
+               : "l"(da), "l"(db), "r"(accumulate))
+  FG_WG_TY(F16, FG_WG_SS64);
+#undef FG_WG_SS64
 }
 
 // fg_wgmma_rs_n64: d += A B (accumulate 1) or d = A B (0) for A [64 x 16] bfloat16 (F16: half)
@@ -94,46 +97,37 @@ __device__ __forceinline__ void fg_wgmma_ss_n64(float (&d)[8][4], uint64_t da, u
 // memory (descriptor db), N-major (TB = 1: the instruction transposes it) or K-major (TB = 0).
 template <int TB, bool F16 = false>
 __device__ __forceinline__ void fg_wgmma_rs_n64(float (&d)[8][4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  if constexpr (F16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FG_WG_R64 ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-                 : FG_WG_D64
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
-  else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FG_WG_R64 ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-                 : FG_WG_D64
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
+#define FG_WG_RS64(TY)                                                                                                   \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                              \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " FG_WG_R64 ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n" \
+               : FG_WG_D64                                                                                               \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB))
+  FG_WG_TY(F16, FG_WG_RS64);
+#undef FG_WG_RS64
 }
 
 // fg_wgmma_ss_n128: as fg_wgmma_ss_n64 with B [16 x 128] and d [64 x 128].
 template <bool F16 = false>
 __device__ __forceinline__ void fg_wgmma_ss_n128(float (&d)[16][4], uint64_t da, uint64_t db, int accumulate) {
-  if constexpr (F16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FG_WG_R128 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : FG_WG_D128
-                 : "l"(da), "l"(db), "r"(accumulate));
-  else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FG_WG_R128 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : FG_WG_D128
-                 : "l"(da), "l"(db), "r"(accumulate));
+#define FG_WG_SS128(TY)                                                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                    \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " FG_WG_R128 ", %64, %65, p, 1, 1, 0, 0;\n}\n" \
+               : FG_WG_D128                                                                                    \
+               : "l"(da), "l"(db), "r"(accumulate))
+  FG_WG_TY(F16, FG_WG_SS128);
+#undef FG_WG_SS128
 }
 
 // fg_wgmma_rs_n128: as fg_wgmma_rs_n64 with B [16 x 128] and d [64 x 128].
 template <int TB, bool F16 = false>
 __device__ __forceinline__ void fg_wgmma_rs_n128(float (&d)[16][4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  if constexpr (F16)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-                 : FG_WG_D128
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
-  else
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-                 : FG_WG_D128
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
+#define FG_WG_RS128(TY)                                                                                                   \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                               \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " FG_WG_R128 ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n" \
+               : FG_WG_D128                                                                                               \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB))
+  FG_WG_TY(F16, FG_WG_RS128);
+#undef FG_WG_RS128
 }
 
 template <int N, bool F16 = false> struct FgWgmma;
@@ -159,16 +153,13 @@ template <bool F16> struct FgWgmma<128, F16> {
 // 3xF16 backward's S^T of 32-query tiles and S, dP of 32-key tiles at d = 128).
 template <bool F16> struct FgWgmma<32, F16> {
   static __device__ __forceinline__ void ss(float (&d)[4][4], uint64_t da, uint64_t db, int accumulate) {
-    if constexpr (F16)
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                   "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 " FG_WG_R32 ", %16, %17, p, 1, 1, 0, 0;\n}\n"
-                   : FG_WG_D32
-                   : "l"(da), "l"(db), "r"(accumulate));
-    else
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                   "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 " FG_WG_R32 ", %16, %17, p, 1, 1, 0, 0;\n}\n"
-                   : FG_WG_D32
-                   : "l"(da), "l"(db), "r"(accumulate));
+#define FG_WG_SS32(TY)                                                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                   \
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " " FG_WG_R32 ", %16, %17, p, 1, 1, 0, 0;\n}\n" \
+               : FG_WG_D32                                                                                    \
+               : "l"(da), "l"(db), "r"(accumulate))
+    FG_WG_TY(F16, FG_WG_SS32);
+#undef FG_WG_SS32
   }
 };
 
