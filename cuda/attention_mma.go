@@ -99,8 +99,6 @@ func ParsePrecision(s string) (Precision, error) {
 //	   largest magnitude of K and V per (b, key/value head), fg_attn_x3_kv writes them scaled
 //	   by powers of two into half's range); Q split in the kernel with a factor per block; each
 //	   key tile's P V summed from zero and added to O in float32 (the accumulator truncates)
-//	28: variant 27 with one warpgroup per block (BM = 64) and half the shared memory, two
-//	   blocks per multiprocessor (d = 128: BN = 32)
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -175,7 +173,6 @@ type mmaCfg struct {
 // item's Q load was a round trip of the consumers' critical path).
 var mmaCfgs = []mmaCfg{
 	{27, PrecisionExact, 64, 128, 128, 0}, {27, PrecisionExact, 128, 128, 64, 0},
-	{28, PrecisionExact, 64, 64, 64, 0}, {28, PrecisionExact, 128, 64, 32, 0},
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere. At d = 64
 	// variant 21 from Nk = 16384, else 22: BenchmarkAttentionMMA, five alternating rounds
 	// (results/h100-2026-11-24-s9, call F), v21 against v20: N = 16384 1.3% (non-causal) and
@@ -254,8 +251,8 @@ func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exac
 // in tiles of c.BN keys.
 func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 
-// x3 reports whether c is a 3xF16 forward (variants 27 and 28).
-func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 28 }
+// x3 reports whether c is the 3xF16 forward (variant 27).
+func (c mmaCfg) x3() bool { return c.Variant == 27 }
 
 // persistent reports whether c runs in a persistent grid (variants 19 to 22, 25 and 26:
 // persistGrid blocks, each looping over query tiles).

@@ -165,7 +165,7 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
   constexpr int BM = 64 * NWG, THREADS = 128 * NWG;
   constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;  // bytes of a Q plane tile, of a K or V one
-  static_assert(D % 64 == 0 && (BN == 32 || BN % 64 == 0), "tile sizes");
+  static_assert(D % 64 == 0 && BN % 64 == 0, "tile sizes");
   constexpr unsigned SMEM = 2 * QB + 8 * KB + 1024;
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -301,13 +301,6 @@ FG_FWD_WGMMA(16, false, 128, 64, 64)
   }
 FG_FWD_WGMMA_X3(64, 128, 128)
 FG_FWD_WGMMA_X3(128, 128, 64)
-// Variant 28: variant 27 with one warpgroup per block and half the shared memory (d = 64: 64-key
-// tiles, 80 KiB; d = 128: 32-key tiles, 96 KiB), so that two blocks share an SM and each one's
-// softmax runs beside the other's products (variant 16's idea).
-#define FG_FWD_WGMMA_X3_2(D, BN)                                                        \
-  extern "C" __global__ void __launch_bounds__(128, 2)                                  \
-      fg_attn_fwd_wgmma_v28_exact_d##D##_m64_n##BN(const fg_attn_params p) {             \
-    fg_attn_fwd_wgmma_x3<D, BN, 1>(p);                                                   \
-  }
-FG_FWD_WGMMA_X3_2(64, 64)
-FG_FWD_WGMMA_X3_2(128, 32)
+// (Variant 28, variant 27 with one warpgroup per block and half the shared memory so that two
+// blocks share an SM, ran 3-27% slower than 27 at N = 1024 and 4096 (d = 128 with 32-key tiles),
+// results/h100-2026-11-24-s15 call x3f, and was dropped.)

@@ -1,0 +1,18 @@
+#!/bin/bash
+# Fifteenth session, call x3f: variant 28 (variant 27 with one warpgroup per block, two blocks per
+# SM): ptxas -v, the forward's device tests, BenchmarkAttentionMMA of Exact variants 26 to 28.
+R=$(cd "$(dirname "$0")/../.." && pwd); B=$R/.devbin/x3f; O=${OUT:-/tmp/out}/x3f; mkdir -p $O
+T0=$(date +%s)
+cd $B && xz -d -f -T8 *.xz && chmod +x cuda.test
+{ cat $B/commit; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } >$O/tools.log
+(cd $B && timeout 120 /usr/local/cuda/bin/ptxas -arch=sm_90a -v attention_hopper.ptx -o /dev/null) >$O/ptxas.log 2>&1
+grep -A4 -E "Compiling entry function '.*_v2[78]_" $O/ptxas.log | grep -E "Compiling|registers|spill" >>$O/tools.log
+(cd $R/cuda && timeout 200 $B/cuda.test -test.count=1 -test.v -test.run 'TestAttentionMMADevice|TestAttentionMMAMaskedKeysInert|TestAttentionMMADeterminism') >$O/cuda.log 2>&1
+echo "cuda rc=$? pass=$(grep -c -- '--- PASS' $O/cuda.log) fail=$(grep -c -- '--- FAIL' $O/cuda.log) $(( $(date +%s)-T0 ))s" >>$O/tools.log
+grep -E -- '--- FAIL' $O/cuda.log | head -10 >>$O/tools.log
+grep -E "panic|Fatal|illegal|CUDA_ERROR|over " $O/cuda.log | head -10 >>$O/tools.log
+(cd $R/cuda && timeout 200 $B/cuda.test -test.run '^$' -test.bench 'BenchmarkAttentionMMA/d(64|128)/n(1024|4096)/.*/exact/v2[678]/' -test.benchtime 20x) >$O/bench.log 2>&1
+echo "bench rc=$? $(( $(date +%s)-T0 ))s" >>$O/tools.log
+cat $O/tools.log
+grep -E "exact v28" $O/cuda.log | sed -E "s/^ *//" | cut -c1-160 | head -8
+grep -E "^Benchmark" $O/bench.log | sed -E 's/fg_attn_fwd_wgmma_//' | awk '{print $1, $3, $4, $5, $6}'
