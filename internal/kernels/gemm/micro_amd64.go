@@ -115,12 +115,12 @@ func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, piec
 //	   GFLOP/s against 228 for the plain 6×64 kernel reading A in place:
 //	   its masked copy and prefetch cost 15%). Development machine's
 //	   Xeon, the head's eight depth parts on one goroutine (x and g from
-//	   L3, GFLOP/s): 6×64 178–183, 4×96 (one strip, A in place) 177–187,
+//	   L3, GFLOP/s): 6×64 172–183, 4×96 (one strip, A in place) 177–187,
 //	   8×48 in variant 6's order 186–193, in variant 13's 187–190, with
 //	   the next-line prefetch 192–199; prefetching the next depth block's
 //	   lines instead (PREFETCHT1 or T2 at k·ps ahead) 193–195; the
 //	   product as its transpose gᵀ·x (96×256: variants 6, 4, 13, 14)
-//	   172–191. With A and g in L2 (one part repeated) 6×64 reached 200
+//	   169–191. With A and g in L2 (one part repeated) 6×64 reached 200
 //	   and 8×48 with the prefetch 218–220: a tenth of the rate is x and g
 //	   coming from L3 at 36 FLOP a byte.
 //
