@@ -118,7 +118,7 @@ func GemmDepth[T Float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int
 		product(kn, tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 		return nil
 	}
-	kn = kn.forColumns(n)
+	kn = kn.forGradient(tA, n)
 	mr, nr := kn.mr, kn.nr
 	br, bc := depthGrid(mr, nr, m, n, parts, parallel.Workers())
 	rs, cs := (m+mr-1)/mr, (n+nr-1)/nr

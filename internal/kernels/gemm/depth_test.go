@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"runtime"
 	"testing"
+
+	"github.com/flashgorgon/flashgorgon/internal/isa"
 )
 
 // TestGemmDepth runs depth-split products (small C, long depth: weight
@@ -15,10 +17,12 @@ import (
 // reference (within the error bound of a chain per depth block), and
 // checks that they give the same bits at GOMAXPROCS 1, 3, 8 and 16. The
 // matrices have padded rows (the parts are added to C a row at a time),
-// and the last two sizes also unpadded ones (in spans of rows).
+// and the last two sizes also unpadded ones (in spans of rows). Widths 96
+// and 144 with A transposed run on the 8×48 tile where it is in use
+// (kernel.exact; 61 rows: an edge of 5).
 func TestGemmDepth(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	sizes := [][4]int{{64, 96, 2048, 3}, {50, 40, 1100, 3}, {7, 33, 1500, 3}, {1, 1, 1024, 3}, {256, 256, 1030, 3}, {300, 300, 1100, 3}, {260, 300, 1100, 3}, {64, 96, 2048, 0}, {260, 300, 1100, 0}}
+	sizes := [][4]int{{64, 96, 2048, 3}, {50, 40, 1100, 3}, {7, 33, 1500, 3}, {1, 1, 1024, 3}, {256, 256, 1030, 3}, {300, 300, 1100, 3}, {260, 300, 1100, 3}, {61, 144, 1100, 3}, {256, 96, 4096, 1}, {64, 96, 2048, 0}, {260, 300, 1100, 0}}
 	if testing.Short() {
 		sizes = sizes[:4]
 	}
@@ -65,10 +69,10 @@ func testDepth[T Float](t *testing.T, rng *rand.Rand, tA, tB bool, s [4]int) {
 // C cut into strips over 16 cores, the 256×96 head gradient gave 43
 // one-strip chunks, each reading all of the packed g).
 func TestDepthGrid(t *testing.T) {
-	kn := chainFor[float32]()
-	mr, nr := kn.mr, kn.nr
 	for _, s := range [][3]int{{256, 768, 4096}, {256, 1024, 4096}, {1024, 256, 4096}, {256, 256, 4096}, {256, 96, 4096}, {64, 256, 2048}, {256, 64, 2048}} {
 		m, n, k := s[0], s[1], s[2]
+		kn := nnFor[float32]().forGradient(true, n) // GemmDepth's kernel
+		mr, nr := kn.mr, kn.nr
 		parts := DepthParts[float32](m, n, k)
 		if parts < 2 {
 			t.Errorf("%d×%d over %d: %d depth parts", m, n, k, parts)
@@ -87,6 +91,29 @@ func TestDepthGrid(t *testing.T) {
 			if parts*br*bc < workers {
 				t.Errorf("%d×%d, %d cores: %d units", m, n, workers, parts*br*bc)
 			}
+		}
+	}
+}
+
+// TestExactInUse requires nn's float32 kernel on an AVX-512 machine to run
+// the 96-wide head gradient xᵀ·g on a tile that divides 96 (kernel.exact:
+// its speed, not its results, depends on it), and a product of 96 columns
+// with A not transposed, or of a width the tile divides, on the tile in
+// use.
+func TestExactInUse(t *testing.T) {
+	if isa.Get() != isa.AVX512 {
+		t.Skip("no AVX-512")
+	}
+	kn := nnFor[float32]()
+	if x := kn.forGradient(true, 96); 96%x.nr != 0 {
+		t.Fatalf("xᵀ·g of 96 columns runs on a %d×%d tile", x.mr, x.nr)
+	}
+	for _, c := range []struct {
+		tA bool
+		n  int
+	}{{false, 96}, {true, 256}, {true, 768}} {
+		if x := kn.forGradient(c.tA, c.n); x.mr != kn.mr || x.nr != kn.nr {
+			t.Errorf("tA=%t, %d columns: a %d×%d tile, want %d×%d", c.tA, c.n, x.mr, x.nr, kn.mr, kn.nr)
 		}
 	}
 }

@@ -29,6 +29,11 @@
 // computed into a scratch tile of which a quarter or a half is kept.
 // ops/attention's products with n = d (O += P·V; dQ, dK, dV) at
 // examples/gpt's d = 16 and 32: its backward ran 2.2× faster at d = 32.
+// GemmDepth's depth parts run a weight gradient xᵀ·g whose width the
+// float32 6×64 tile does not divide and an 8×48 tile does (the vocabulary
+// head's 96) on the 8×48 tile (kernel.forGradient; variant 17 in
+// micro_amd64.go): two full column strips instead of a 6×64 and a 6×32
+// one.
 //
 // The micro-kernel reads op(A) where it lies, through a row stride and a
 // depth stride: A·… reads rows of A, Aᵀ·… the mr values of a depth step,

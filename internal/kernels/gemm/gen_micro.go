@@ -20,18 +20,35 @@ import (
 	"strings"
 )
 
-// The kernels generated: element type, vectors per row, rows 1…maxRows.
+// The kernels generated: element type, vectors per row, rows 1…maxRows,
+// and whether each depth step prefetches the next cache line of A's row 0
+// into L2 (prefetchA).
+//
+// The 8×48 family (three vectors a row) is the tile of nn's weight
+// gradients whose width the 6×64 tile does not divide (kernel.exact: the
+// 96-wide head's xᵀ·g, 64 + 32 columns on 6×64 and 6×32 tiles, where the
+// 6×32 tile has 12 accumulators and the 6×64 one carried the packing
+// twin's copy for one tile only). It reads a transposed A in place, eight
+// values of a depth step from a line of their own (x's rows 1 KiB apart);
+// the prefetch brings in the line beside it, which the strips two and
+// three after this one read, so that they find it in L2 rather than in L3
+// (the development machine's Xeon: 1.04× on the head gradient's depth
+// parts, PREFETCHT1 as PREFETCHT0; prefetching the next depth block's
+// lines instead gained nothing).
 var families = []struct {
-	typ     byte // 'S' float32, 'D' float64
-	nv      int
-	maxRows int
+	typ       byte // 'S' float32, 'D' float64
+	nv        int
+	maxRows   int
+	prefetchA bool
 }{
-	{'S', 1, 12},
-	{'S', 2, 12},
-	{'S', 4, 6},
-	{'D', 1, 12},
-	{'D', 2, 12},
-	{'D', 4, 6},
+	{'S', 1, 12, false},
+	{'S', 2, 12, false},
+	{'S', 3, 8, true},
+	{'S', 4, 6, false},
+	{'D', 1, 12, false},
+	{'D', 2, 12, false},
+	{'D', 3, 8, true},
+	{'D', 4, 6, false},
 }
 
 // The packing twins: for each (element type, vectors per row, rows), a
@@ -50,7 +67,12 @@ func name(typ byte, mr, nv int) string { return fmt.Sprintf("micro%c512r%dv%d", 
 
 func packName(typ byte, mr, nv int) string { return name(typ, mr, nv) + "pack" }
 
-type gen struct{ b bytes.Buffer }
+type gen struct {
+	b bytes.Buffer
+	// prefetchA: the plain kernels being written prefetch A's next line
+	// (families).
+	prefetchA bool
+}
 
 func (g *gen) p(format string, args ...any) { fmt.Fprintf(&g.b, format+"\n", args...) }
 
@@ -265,6 +287,9 @@ func (g *gen) kernel(typ byte, mr, nv int, mode int) {
 			// one read: a row a depth step is too many streams for the
 			// hardware prefetchers to follow.
 			g.p("\tPREFETCHT0 64(SI)")
+		}
+		if g.prefetchA && mode == plainKernel {
+			g.p("\tPREFETCHT1 64(SI)")
 		}
 		for r := 0; r < mr; r++ {
 			t := temps[r%len(temps)]
@@ -722,12 +747,14 @@ func main() {
 			elem = "float64"
 		}
 		var names []string
+		s.prefetchA = f.prefetchA
 		for mr := 1; mr <= f.maxRows; mr++ {
 			s.kernel(f.typ, mr, f.nv, plainKernel)
 			nm := name(f.typ, mr, f.nv)
 			fmt.Fprintf(&d, "//go:noescape\nfunc %s(k, kb int, a *%s, rs, ps int, b *%s, bs int, c *%s, ldc int, alpha, beta %s, loadC bool)\n\n", nm, elem, elem, elem, elem)
 			names = append(names, nm)
 		}
+		s.prefetchA = false
 		line := fmt.Sprintf("\t%d: {%s},", f.nv, strings.Join(names, ", "))
 		if f.typ == 'S' {
 			tabS = append(tabS, line)

@@ -57,6 +57,10 @@ type kernel[T Float] struct {
 	// own edges and packing: a product of n < nr columns runs on the
 	// first whose nr ≥ n (see forColumns).
 	narrow []*kernel[T]
+	// exact lists kernels of other tiles for nn's weight gradients (a
+	// transposed A) whose width nr does not divide and theirs does: the
+	// first that divides n runs such a product (forGradient).
+	exact []*kernel[T]
 	// cols lists kernels of the same rows and fewer columns, nr
 	// ascending, with their edges: the last column strip of a product,
 	// of w < nr columns, runs on the first whose nr ≥ w (colKernel)
@@ -114,6 +118,31 @@ func (kn *kernel[T]) forColumns(n int) *kernel[T] {
 		}
 	}
 	return kn
+}
+
+// forGradient returns the kernel for nn's product (GemmDepth) of n
+// columns reading A transposed when tA: kn.forColumns(n), or, for a
+// transposed A, n ≥ nr and n not a multiple of nr, the first of kn.exact
+// whose nr divides n. The 96-wide head's gradient xᵀ·g [256, 96] on the
+// 6×64 tile runs 64 columns on it and 32 on a 6×32 tile of 12
+// accumulators, and packs each strip of xᵀ (the packing twin) for that one
+// narrow tile; on the 8×48 tile (variant 17's) it is two full strips
+// reading xᵀ in place, column strip after column strip over groups of row
+// strips, the 24 KiB strip of g staying in L1 (kernel.bPanel). Development
+// machine's Xeon: see variant 17 in micro_amd64.go; a 96-wide product with
+// A not transposed (the head's x·W: 4096×256 by a packed 256×96 W) ran
+// as fast on 8×48 as on 6×64 and stays there. The exact kernels sum as
+// kn does (chained copies them: one chain per depth block in nn's
+// products), so the error bounds are those of kn's products.
+func (kn *kernel[T]) forGradient(tA bool, n int) *kernel[T] {
+	if tA && n >= kn.nr && n%kn.nr != 0 {
+		for _, x := range kn.exact {
+			if n%x.nr == 0 {
+				return x
+			}
+		}
+	}
+	return kn.forColumns(n)
 }
 
 // edgeKernel returns the kernel of h < mr rows, or nil.
@@ -228,9 +257,12 @@ func packingFirst[T Float](kn *kernel[T]) *kernel[T] {
 func chained[T Float](kn *kernel[T]) *kernel[T] {
 	c := *kn
 	c.chunk = wholeBlock
-	c.narrow = nil
+	c.narrow, c.exact = nil, nil
 	for _, x := range kn.narrow {
 		c.narrow = append(c.narrow, chained(x))
+	}
+	for _, x := range kn.exact {
+		c.exact = append(c.exact, chained(x))
 	}
 	return &c
 }

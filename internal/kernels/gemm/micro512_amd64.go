@@ -80,6 +80,30 @@ func microS512r11v2(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *fl
 func microS512r12v2(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
 
 //go:noescape
+func microS512r1v3(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r2v3(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r3v3(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r4v3(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r5v3(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r6v3(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r7v3(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
+func microS512r8v3(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
+
+//go:noescape
 func microS512r1v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, loadC bool)
 
 //go:noescape
@@ -170,6 +194,30 @@ func microD512r11v2(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *fl
 func microD512r12v2(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
 //go:noescape
+func microD512r1v3(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r2v3(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r3v3(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r4v3(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r5v3(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r6v3(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r7v3(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
+func microD512r8v3(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
+
+//go:noescape
 func microD512r1v4(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
 //go:noescape
@@ -251,12 +299,14 @@ var expm512s = [6]expMaskedMicro{expMS512r1v4, expMS512r2v4, expMS512r3v4, expMS
 var gen512s = map[int][]microKernel[float32]{
 	1: {microS512r1v1, microS512r2v1, microS512r3v1, microS512r4v1, microS512r5v1, microS512r6v1, microS512r7v1, microS512r8v1, microS512r9v1, microS512r10v1, microS512r11v1, microS512r12v1},
 	2: {microS512r1v2, microS512r2v2, microS512r3v2, microS512r4v2, microS512r5v2, microS512r6v2, microS512r7v2, microS512r8v2, microS512r9v2, microS512r10v2, microS512r11v2, microS512r12v2},
+	3: {microS512r1v3, microS512r2v3, microS512r3v3, microS512r4v3, microS512r5v3, microS512r6v3, microS512r7v3, microS512r8v3},
 	4: {microS512r1v4, microS512r2v4, microS512r3v4, microS512r4v4, microS512r5v4, microS512r6v4},
 }
 
 var gen512d = map[int][]microKernel[float64]{
 	1: {microD512r1v1, microD512r2v1, microD512r3v1, microD512r4v1, microD512r5v1, microD512r6v1, microD512r7v1, microD512r8v1, microD512r9v1, microD512r10v1, microD512r11v1, microD512r12v1},
 	2: {microD512r1v2, microD512r2v2, microD512r3v2, microD512r4v2, microD512r5v2, microD512r6v2, microD512r7v2, microD512r8v2, microD512r9v2, microD512r10v2, microD512r11v2, microD512r12v2},
+	3: {microD512r1v3, microD512r2v3, microD512r3v3, microD512r4v3, microD512r5v3, microD512r6v3, microD512r7v3, microD512r8v3},
 	4: {microD512r1v4, microD512r2v4, microD512r3v4, microD512r4v4, microD512r5v4, microD512r6v4},
 }
 

@@ -102,6 +102,28 @@ func copyPieces(dst unsafe.Pointer, ldd int, src unsafe.Pointer, lds, rows, piec
 //	   twin (packingFirst); variant 16 packs so in Gemm, Workspace.Gemm
 //	   and GemmChain too (attention's tiles), and is not the default.
 //
+//	17 8×48 / 8×32, 8×16 generated in variant 13's order (bPanel: the
+//	   24 KiB B strip at kc = 128 stays in L1), each depth step
+//	   prefetching the next line of A's first row into L2. Variant 6's
+//	   float32 kernel runs nn's weight gradients xᵀ·g of 96 columns on it
+//	   (kernel.exact, forGradient): the 256×96 head gradient was the one
+//	   product of nn's fifteen at the GPT's shapes under 70% of the core
+//	   peak (61%, cmd/cpubench/results/dev-2026-11-24-s14). On 6×64 its
+//	   strips of xᵀ are packed by the twin for one 6×32 tile of 12
+//	   accumulators; the profile: the twin's tiles at 173 GFLOP/s and the
+//	   6×32 ones at 210 on one core (the twin alone, A and B in L2, 192
+//	   GFLOP/s against 228 for the plain 6×64 kernel reading A in place:
+//	   its masked copy and prefetch cost 15%). Development machine's
+//	   Xeon, the head's eight depth parts on one goroutine (x and g from
+//	   L3, GFLOP/s): 6×64 172–183, 4×96 (one strip, A in place) 177–187,
+//	   8×48 in variant 6's order 186–193, in variant 13's 187–190, with
+//	   the next-line prefetch 192–199; prefetching the next depth block's
+//	   lines instead (PREFETCHT1 or T2 at k·ps ahead) 193–195; the
+//	   product as its transpose gᵀ·x (96×256: variants 6, 4, 13, 14)
+//	   169–191. With A and g in L2 (one part repeated) 6×64 reached 200
+//	   and 8×48 with the prefetch 218–220: a tenth of the rate is x and g
+//	   coming from L3 at 36 FLOP a byte.
+//
 // Dropped after the Xeon runs (the logs keep their numbers): 3 8×32
 // (72.1%), 5 14×32 (71.2%), 7 and 8 the 8×32 and 12×32 prefetching B eight
 // steps ahead (71.4%, 72.0%: no gain), 9 4×64 (71.8%), 10–12 6×64, 12×32,
@@ -122,6 +144,7 @@ var (
 		tuned(generated512(14, 12, 2), tuning{panel: true}),
 		tuned(generated512(15, 6, 4), tuning{packAT: true}),
 		tuned(generated512(16, 6, 4), tuning{packFirst: true}),
+		tuned(generated512(17, 8, 3), tuning{panel: true}),
 	}
 	variants256 = []variant{
 		{1, "avx2v1_6x16",
@@ -172,7 +195,22 @@ func generated512(n, mr, nv int) variant {
 	s.packFirst, d.packFirst = pack512s[[2]int{mr, nv}], pack512d[[2]int{mr, nv}]
 	// The stair kernels, where the tile has them (Workspace.GemmChainStair).
 	s.stair, d.stair = stair512s[[2]int{mr, nv}], stair512d[[2]int{mr, nv}]
+	// float32's 6×64 tile runs nn's weight gradients of 96 columns (or
+	// any multiple of 48 that 64 does not divide) on variant 17's 8×48
+	// tile (kernel.forGradient); float64's 6×32 divides 96.
+	if mr == 6 && nv == 4 {
+		s.exact = []*kernel[float32]{tile8x48()}
+	}
 	return variant{n, fmt.Sprintf("avx512v%d_%dx%d", n, mr, nv*16), s, d}
+}
+
+// tile8x48 is variant 17's float32 kernel: the 8×48 tile (its family
+// prefetches A's next line: gen_micro.go) in BLIS's order where a strip of
+// B fits in L1 (bPanel).
+func tile8x48() *kernel[float32] {
+	k := gen512(gen512s, 8, 3, 16, vec.Transpose8, 8, narrow512(gen512s, 3, 16, vec.Transpose8, 8))
+	k.bPanel = bPanelBytes
+	return k
 }
 
 // gen512 is the kernel of the generated family fam of mr rows and nv

@@ -51,13 +51,15 @@ type abWay struct {
 }
 
 // abWays are BenchmarkNNAB's configurations: main (the kernels in use),
-// packAT (variant 15: Aᵀ packed a group of strips at a time) and inplace
+// packAT (variant 15: Aᵀ packed a group of strips at a time), inplace
 // (the variant in use without its packing twin: Aᵀ read in place by every
-// tile). The twelfth session's experiments (nn14: GemmDepth computing a
-// weight gradient with n < m as its transpose, the packing twin
-// prefetching its strip's lines of A 24 depth steps ahead, depth blocks of
-// 256 in the parts, four units a worker) ran here too and lost or tied on
-// the GPU machine's Xeon (cmd/cpubench/results/xeon-2026-11-24-s12/nn14).
+// tile) and noexact (the variant in use without kernel.exact: the 96-wide
+// head gradient on the 6×64 and 6×32 tiles). The twelfth session's
+// experiments (nn14: GemmDepth computing a weight gradient with n < m as
+// its transpose, the packing twin prefetching its strip's lines of A 24
+// depth steps ahead, depth blocks of 256 in the parts, four units a
+// worker) ran here too and lost or tied on the GPU machine's Xeon
+// (cmd/cpubench/results/xeon-2026-11-24-s12/nn14).
 func abWays() []abWay {
 	variant := func(num int) func() func() {
 		return func() func() {
@@ -69,14 +71,21 @@ func abWays() []abWay {
 			return func() {}
 		}
 	}
-	inPlace := func() func() {
-		v := variants(isa.Get())[0]
-		s, d := *v.s, *v.d
-		s.packFirst, d.packFirst = nil, nil
-		v.s, v.d = &s, &d
-		return useVariant(v)
+	// changed is the variant in use with copies of its kernels changed by
+	// f32 and f64.
+	changed := func(f32 func(*kernel[float32]), f64 func(*kernel[float64])) func() func() {
+		return func() func() {
+			v := variants(isa.Get())[0]
+			s, d := *v.s, *v.d
+			f32(&s)
+			f64(&d)
+			v.s, v.d = &s, &d
+			return useVariant(v)
+		}
 	}
-	return []abWay{{"main", func() func() { return func() {} }}, {"packAT", variant(15)}, {"inplace", inPlace}}
+	inPlace := changed(func(k *kernel[float32]) { k.packFirst = nil }, func(k *kernel[float64]) { k.packFirst = nil })
+	noExact := changed(func(k *kernel[float32]) { k.exact = nil }, func(k *kernel[float64]) { k.exact = nil })
+	return []abWay{{"main", func() func() { return func() {} }}, {"packAT", variant(15)}, {"inplace", inPlace}, {"noexact", noExact}}
 }
 
 // BenchmarkNNAB times nn's products through GemmDepth (the weight
