@@ -172,6 +172,10 @@ type mmaCfg struct {
 // staged Q pays where items are short and not causal (8 key tiles of 128 at N = 1024: an
 // item's Q load was a round trip of the consumers' critical path).
 var mmaCfgs = []mmaCfg{
+	// Exact: variant 27 (3xF16) at every Nk (fifteenth session, results/h100-2026-11-24-s15, call
+	// x3f, BenchmarkAttentionMMA, v27 ÷ v26 time, N = 1024 non-causal / causal and N = 4096):
+	// d = 64 0.91 / 0.98 and 0.79 / 0.88; d = 128 0.86 / 1.04 and 0.73 / 0.77 (v27 64-142 TFLOP/s
+	// in call F). The rows below (v24 from Nk = 16384 at d = 128, v26) stay for comparison.
 	{27, PrecisionExact, 64, 128, 128, 0}, {27, PrecisionExact, 128, 128, 64, 0},
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere. At d = 64
 	// variant 21 from Nk = 16384, else 22: BenchmarkAttentionMMA, five alternating rounds

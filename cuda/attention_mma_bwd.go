@@ -107,10 +107,12 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// the default hands P^T and dS^T over as floats, which the second warpgroup splits (Raw:
 	// half the handover's shared-memory bytes), 7-10% faster than the fragments (Ws alone);
 	// K lo and V lo as register fragments as well (Reg) were within -4% to +1% of Raw alone.
-	// 3xF16 (fifteenth session; with a scratch buffer and contiguous layouts, else the 3xTF32
-	// kernels below): the BF16 kernels' tiles, two warpgroups of 64 keys (or one) with query
-	// tiles of 64 (dK/dV; two warpgroups 6-9% faster at N = 1024 and 4096, call x3c), two
-	// warpgroups of 64 rows with key tiles of 64 (dQ).
+	// 3xF16 (fifteenth session, results/h100-2026-11-24-s15; with a scratch buffer and
+	// contiguous layouts, else the 3xTF32 kernels below): the BF16 kernels' tiles, two
+	// warpgroups of 64 keys (or one) with query tiles of 64 (dK/dV; two warpgroups 6-9% faster
+	// at N = 1024 and 4096, call x3c), two warpgroups of 64 rows with key tiles of 64 (dQ). The
+	// backward at d = 64, non-causal N = 1024 / 4096 / 16384 (call x3e): 4.3 / 15.0 / 57.8 ms,
+	// the 3xTF32 pair's 15.0 / 52.8 / 203 (call x3b).
 	{Prec: PrecisionExact, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, X3: true},
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true},
 	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},
