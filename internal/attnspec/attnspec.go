@@ -53,10 +53,13 @@ const (
 	// PrecisionFMA runs the FMA kernels: float32 products and sums on the CUDA cores, every
 	// head dimension.
 	PrecisionFMA
-	// PrecisionExact runs the tensor cores at float32 accuracy by 3xTF32: each operand x of
+	// PrecisionExact runs the tensor cores at float32 accuracy by splitting each operand x of
 	// the products (S = QKᵀ, O = PV; in the backward also dP = dO·Vᵀ, dV = Pᵀ·dO, dK = dSᵀ·Q,
-	// dQ = dS·K) is split into hi = tf32(x) and lo = tf32(x − hi), and
-	// a·b = a_lo·b_hi + a_hi·b_lo + a_hi·b_hi with float32 accumulation.
+	// dQ = dS·K) into a high and a low part and summing three products,
+	// a·b = a_lo·b_hi + a_hi·b_lo + a_hi·b_hi, with float32 accumulation: on Hopper with a
+	// scratch buffer in IEEE half (3xF16: x scaled by a power of two into half's range, hi =
+	// half(x), lo = half(x − hi)), elsewhere in TF32 (3xTF32: hi = tf32(x), lo = tf32(x − hi)).
+	// Both keep 22 bits of each operand.
 	PrecisionExact
 	// PrecisionTF32 rounds the operands to TF32 (10 mantissa bits, to nearest, ties away from
 	// zero) and accumulates in float32.

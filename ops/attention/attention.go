@@ -22,7 +22,7 @@ type Options struct {
 	KeyLengths []int
 	// Precision selects the arithmetic of float32 attention on a CUDA device
 	// (cuda.Precision): the zero value, cuda.PrecisionDefault, is
-	// cuda.PrecisionExact, float32 accuracy on the tensor cores (3xTF32)
+	// cuda.PrecisionExact, float32 accuracy on the tensor cores (3xF16 or 3xTF32)
 	// where their kernels cover the problem (d = 64 or 128) and float32
 	// products and sums elsewhere; cuda.PrecisionFMA asks for the latter
 	// everywhere; PrecisionTF32 and PrecisionBF16 round the operands to TF32
