@@ -432,8 +432,9 @@ func scoreSoftmaxTile[T Float](w *fwdScratch[T], qT, ktB []T, full int, s []T, b
 		if nv[r] == 0 { // this row sees none of these keys
 			continue
 		}
-		// A row's first visible block (mo = −Inf) finds its output row
-		// still zero and ℓ = 0: nothing to rescale.
+		// A row's first visible block (mo = −Inf) finds ℓ = 0 and its
+		// output row about to be overwritten by the tile's P·V (the key
+		// block at 0: see forwardTile): nothing to rescale.
 		if mo, mn := mOld[r], m[r]; mn != mo && !math.IsInf(float64(mo), -1) {
 			if a := exp2(mo - mn); a != 1 {
 				scaleRow(oT[r*d:(r+1)*d], a)
