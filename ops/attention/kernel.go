@@ -212,10 +212,14 @@ func (w *fwdScratch[T]) rowSum(r int) float64 {
 // the tile moved its shift from old to new, so its output row and l are
 // rescaled by a = 2^(old − new), which it returns (ScoreExp rescales the
 // row's lanes lv and its probabilities of the tile so far). A row's first
-// shift (old = −Inf, a = 0) finds them zero.
+// shift (old = −Inf, a = 0) finds l zero and leaves the output row alone:
+// it is in the row's first tile, whose P·V overwrites it (forwardTile; a
+// row whose scores there were all NaN holds NaN, which 0 kept).
 func (w *fwdScratch[T]) growRow(i int, old, new float32) float32 {
 	a := exp2f32(old - new)
-	scaleRow(w.tileO[i*w.d:(i+1)*w.d], T(a))
+	if !math.IsInf(float64(old), -1) {
+		scaleRow(w.tileO[i*w.d:(i+1)*w.d], T(a))
+	}
 	w.l[w.tileRS+i] *= float64(a)
 	return a
 }
@@ -232,7 +236,9 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 	i0 := qb0 * blockQ
 	i1 := min(qb1*blockQ, p.Nq)
 	qOff := ((b*p.H+h)*p.Nq + i0) * d
-	zeroRow(o[qOff : qOff+(i1-i0)*d])
+	// o is not cleared first: each row's first tile (the key block at 0)
+	// overwrites its output row (forwardTile), and the rows no key reaches
+	// are cleared at the end.
 	for r := 0; r < i1-i0; r++ {
 		w.m[r], w.l[r] = ninf, 0
 		clear(w.lv[8*r : 8*r+8])
@@ -256,7 +262,8 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 	for r := 0; r < i1-i0; r++ {
 		oR := o[qOff+r*d : qOff+(r+1)*d]
 		l := w.rowSum(r)
-		if l == 0 { // no visible key: o stays 0
+		if l == 0 { // no visible key: o is 0
+			zeroRow(oR)
 			lse[lOff+r], lres[lOff+r] = ninf, 0
 			continue
 		}
@@ -335,9 +342,11 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	}
 	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
 	// a NaN in a key that the causal mask hides from the row must not
-	// reach it as 0·NaN).
+	// reach it as 0·NaN). The rows' first tile (keys from 0) sets O = P·V
+	// instead: O is not cleared before (forwardBlocks), and a row that sees
+	// none of the tile's keys gets zeros.
 	k0 := j0 + c0
-	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, w.s, ld, v[kvOff+k0*d:kvOff+(k0+bc)*d], d, false, oT, d)
+	gemmPrefix(&w.ws, &w.pb, false, br, d, nv, 1, w.s, ld, v[kvOff+k0*d:kvOff+(k0+bc)*d], d, k0 == 0, oT, d)
 }
 
 // scoreExpTile computes P = 2^(S − m) with S = alpha·Q·Kᵀ (qT's br rows
@@ -423,8 +432,9 @@ func scoreSoftmaxTile[T Float](w *fwdScratch[T], qT, ktB []T, full int, s []T, b
 		if nv[r] == 0 { // this row sees none of these keys
 			continue
 		}
-		// A row's first visible block (mo = −Inf) finds its output row
-		// still zero and ℓ = 0: nothing to rescale.
+		// A row's first visible block (mo = −Inf) finds ℓ = 0 and its
+		// output row about to be overwritten by the tile's P·V (the key
+		// block at 0: see forwardTile): nothing to rescale.
 		if mo, mn := mOld[r], m[r]; mn != mo && !math.IsInf(float64(mo), -1) {
 			if a := exp2(mo - mn); a != 1 {
 				scaleRow(oT[r*d:(r+1)*d], a)

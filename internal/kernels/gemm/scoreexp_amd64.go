@@ -91,9 +91,12 @@ func scoreExp(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb
 				}
 				i := i0 + r
 				f := grow(i, o, nw)
-				rescaleRow(c[i*ldc:i*ldc+j0], f)
-				for l := range 8 {
-					lv[8*i+l] += float64(f) * stash[8*r+l]
+				if j0 > 0 {
+					rescaleRow(c[i*ldc:i*ldc+j0], f)
+				}
+				lvi, st := lv[8*i:8*i+8], stash[8*r:8*r+8]
+				for l := range lvi {
+					lvi[l] += float64(f) * st[l]
 				}
 			}
 		}

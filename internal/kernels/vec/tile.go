@@ -187,8 +187,12 @@ func Transpose[T Float](dst, src []T, rows, cols int) {
 	r8, c8 := rows&^7, cols&^7
 	if is32[T]() && k32.transpose8 != nil && r8 > 0 && c8 > 0 {
 		k32.transpose8(f32(dst), rows, f32(src), cols, r8, c8)
-		transposeGo(dst, src, rows, cols, 0, r8, c8)   // right edge of the blocks' rows
-		transposeGo(dst, src, rows, cols, r8, rows, 0) // the rows below them
+		if c8 < cols {
+			transposeGo(dst, src, rows, cols, 0, r8, c8) // right edge of the blocks' rows
+		}
+		if r8 < rows {
+			transposeGo(dst, src, rows, cols, r8, rows, 0) // the rows below them
+		}
 		return
 	}
 	transposeGo(dst, src, rows, cols, 0, rows, 0)
