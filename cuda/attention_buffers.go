@@ -211,22 +211,16 @@ func (p AttentionBuffers) Kernels() ([]string, error) {
 		fwd = c.name()
 		if c.pre() && !c.fused() {
 			_, prep := c.prep()
-			if c.x3() {
-				prep = "fg_attn_x3_max+fg_attn_x3_kv"
-			}
 			fwd = prep + "+" + fwd
 		}
 	}
 	if kv, q, ok := pickMMABwd(&kp, dt, -1, -1, p.Scratch != nil, deviceSM()); ok {
 		pre := "fg_attn_bwd_mma_pre"
 		if kv.Pre || q.Pre {
-			pre, _ = bwdPrepKernel(&kp, p.planesSize(dt) > 0)
+			pre, _ = bwdPrepKernel(&kp, p.planesSize(dt) > 0, kv.X3)
 		}
 		if kv.Split {
 			pre += "+" + exactBwdPrep(&kp)
-		}
-		if kv.X3 {
-			pre = "fg_attn_bwd_x3_prep4"
 		}
 		if kv.Fused {
 			return []string{fwd, pre, kv.name()}, nil

@@ -277,8 +277,12 @@ func (c mmaCfg) keeps() bool { return c.fused() && c.Prec == PrecisionBF16 }
 const hopperBN = 128
 
 // prep is the pre-pass kernel of c (c.pre() and not c.fused()), which is in
-// attention_hopper_bulk for the bulk kernels and in attention_mma otherwise.
+// attention_hopper_bulk for the bulk kernels and in attention_mma otherwise; variant 27's
+// two ("a+b", attention_mma_bwd beside the backward's 3xF16 pre-pass, whose split they share).
 func (c mmaCfg) prep() (module, name string) {
+	if c.x3() { // two kernels, one after the other (startPrep)
+		return "attention_mma_bwd", "fg_attn_x3_max+fg_attn_x3_kv"
+	}
 	if c.exact() {
 		return c.module(), fmt.Sprintf("fg_attn_hopper_prep_%s_d%d_n%d", c.Prec, c.D, c.BN)
 	}
@@ -531,14 +535,6 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 		if err := memset8(dst+devptr(n-flags), 0, flags); err != nil {
 			return err
 		}
-	} else if c.x3() { // the maxima of K and V, then their half planes
-		if err := s.start("attention_mma_bwd", "fg_attn_x3_max", [3]int{int(kp.b) * int(kp.hkv), 2, 1}, 512, 0, unsafe.Pointer(pp)); err != nil {
-			return err
-		}
-		chunks := int(kp.b) * int(kp.hkv) * int(kp.nk) * int(kp.d) / 8
-		if err := s.start("attention_mma_bwd", "fg_attn_x3_kv", [3]int{max(1, min(ceilDiv(chunks, 256), 8*s.sms)), 1, 1}, 256, 0, unsafe.Pointer(pp)); err != nil {
-			return err
-		}
 	} else if err := s.startPrep(kp, c, pp); err != nil {
 		return err
 	}
@@ -562,9 +558,17 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 }
 
 // startPrep launches c's pre-pass (c.pre(), not c.fused()) on pp: one thread per 8 elements
-// of K (and of V), grid-stride; whole tiles for the bulk kernels.
+// of K (and of V), grid-stride; whole tiles for the bulk kernels. Variant 27's is two kernels:
+// the maxima of K and V, a block per (b, key/value head) and tensor, then their half planes.
 func (s *state) startPrep(kp *attnParams, c mmaCfg, pp *mmaPrepParams) error {
 	module, prep := c.prep()
+	if c.x3() {
+		if err := s.start(module, "fg_attn_x3_max", [3]int{int(kp.b) * int(kp.hkv), 2, 1}, 512, 0, unsafe.Pointer(pp)); err != nil {
+			return err
+		}
+		chunks := int(kp.b) * int(kp.hkv) * int(kp.nk) * int(kp.d) / 8
+		return s.start(module, "fg_attn_x3_kv", [3]int{max(1, min(ceilDiv(chunks, 256), 8*s.sms)), 1, 1}, 256, 0, unsafe.Pointer(pp))
+	}
 	groups := int(kp.b) * int(kp.hkv) * c.planeKeys(kp) * int(kp.d) / 8
 	return s.start(module, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0, unsafe.Pointer(pp))
 }

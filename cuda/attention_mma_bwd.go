@@ -474,9 +474,13 @@ func bwdScratchFor(kp *attnParams, kv, q mmaBwdCfg, kept bool) int64 {
 // 524288 on every row, so the same work on each; results/h100-2026-11-23-s7-bwd64): prep4
 // 0.40-0.45 ms at d = 64 against 0.43-0.46 for prep, 0.70-0.74 against 0.70-0.78 at d = 128,
 // before each row's L was loaded ahead of its sum (bwdPrepBlocks has the figures since).
-func bwdPrepKernel(kp *attnParams, kept bool) (name string, rowsPerWarp int) {
+// With x3 (the 3xF16 kernels, mmaBwdCfg.X3) it is fg_attn_bwd_x3_prep4, the same rows per warp.
+func bwdPrepKernel(kp *attnParams, kept, x3 bool) (name string, rowsPerWarp int) {
 	name = "fg_attn_bwd_bf16_prep4"
-	if kept {
+	switch {
+	case x3:
+		name = "fg_attn_bwd_x3_prep4"
+	case kept:
 		name = "fg_attn_bwd_bf16_prep4_do"
 	}
 	if kp.d <= 64 {
@@ -554,10 +558,7 @@ func (s *state) startMMABwd(kp *attnParams, kv, q mmaBwdCfg, scratch func(bytes 
 		pp = &mmaPrepParams{src: *kp, dst: dst}
 		// A warp per query row and per key row (prep4: per two rows where d <= 64), 8 warps a
 		// block, grid-stride; query rows only with kept planes.
-		prep, perWarp := bwdPrepKernel(kp, planes != nil)
-		if kv.X3 {
-			prep = "fg_attn_bwd_x3_prep4"
-		}
+		prep, perWarp := bwdPrepKernel(kp, planes != nil, kv.X3)
 		work := rows + int(kp.b)*int(kp.hkv)*int(kp.nk)
 		if planes != nil {
 			work = rows

@@ -1039,7 +1039,7 @@ func BenchmarkAttentionBwdPrep(b *testing.B) {
 		pp := &mmaPrepParams{src: kp, dst: dst.ptr}
 		for _, form := range []string{"prep4", "prep4_do", "prep"} {
 			kept := form == "prep4_do"
-			name, perWarp := bwdPrepKernel(&kp, kept)
+			name, perWarp := bwdPrepKernel(&kp, kept, false)
 			if form == "prep" {
 				name, perWarp = "fg_attn_bwd_bf16_prep", 1
 			}
