@@ -95,10 +95,14 @@ func ParsePrecision(s string) (Precision, error) {
 //	   instead of 24 and 240
 //	27: Exact, compute capability 9.0 (kernels/attention_hopper.cu): variant 12 in 3xF16 (three
 //	   IEEE half products per product, which the H100 runs at twice tf32's rate: mma_bwd.cuh),
-//	   on half hi and lo planes of K and V from two pre-passes (fg_attn_x3_max finds the
-//	   largest magnitude of K and V per (b, key/value head), fg_attn_x3_kv writes them scaled
-//	   by powers of two into half's range); Q split in the kernel with a factor per block; each
-//	   key tile's P V summed from zero and added to O in float32 (the accumulator truncates)
+//	   on half hi and lo planes of K and V from a pre-pass (fg_attn_x3_kv: each tile of BN keys
+//	   of K and of V scaled by its own power of two into half's range); Q split in the kernel
+//	   with a factor per block; each key tile's P V summed from zero and added to O in float32
+//	   (the accumulator truncates)
+//	30: variant 27 in a persistent grid (the schedule of variants 19 to 22) without the
+//	   pre-pass kernel: a converter warpgroup writes the planes' tiles under the products
+//	   (fg_x3_kv_tile, 4 rows of K and V in flight per thread), a flag per tile (zeroed before
+//	   the launch) telling the consumers when a tile is there
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -172,11 +176,19 @@ type mmaCfg struct {
 // staged Q pays where items are short and not causal (8 key tiles of 128 at N = 1024: an
 // item's Q load was a round trip of the consumers' critical path).
 var mmaCfgs = []mmaCfg{
-	// Exact: variant 27 (3xF16) at every Nk (fifteenth session, results/h100-2026-11-24-s15, call
-	// x3f, BenchmarkAttentionMMA, v27 ÷ v26 time, N = 1024 non-causal / causal and N = 4096):
-	// d = 64 0.91 / 0.98 and 0.79 / 0.88; d = 128 0.86 / 1.04 and 0.73 / 0.77 (v27 64-142 TFLOP/s
-	// in call F). The rows below (v24 from Nk = 16384 at d = 128, v26) stay for comparison.
-	{27, PrecisionExact, 64, 128, 128, 0}, {27, PrecisionExact, 128, 128, 64, 0},
+	// Exact: 3xF16 (fifteenth session, results/h100-2026-11-24-s15, call x3f, BenchmarkAttentionMMA,
+	// v27 ÷ v26 time, N = 1024 non-causal / causal and N = 4096): d = 64 0.91 / 0.98 and 0.79 /
+	// 0.88; d = 128 0.86 / 1.04 and 0.73 / 0.77 (v27 64-142 TFLOP/s in call F). The rows below
+	// (v24 from Nk = 16384 at d = 128, v26) stay for comparison.
+	// Variant 30 (variant 27 in a persistent grid, its pre-pass under the products) at d = 128
+	// below Nk = 4096, 27 elsewhere (sixteenth session, results/h100-2026-11-25-s16 call x29c,
+	// BenchmarkAttentionMMA, three rounds, ms, v27 / v30, N = 1024 non-causal and causal, then
+	// 4096): d = 128 2.56 / 2.51, 1.75 / 1.61, 8.57 / 8.90, 4.74 / 4.79; d = 64 1.39 / 1.45,
+	// 0.92 / 0.95, 4.61 / 4.96, 2.47 / 2.77. Variants 29, 31 and 32 (2 and 1 rows in flight per
+	// converter with setmaxnreg 40 and 232; 30 with Q loaded 2 chunks at a time) were within 1-8%
+	// of 30 but at d = 128, N = 1024 causal (29: 2.09 ms; 31 and 32: 1.71-1.73), and were dropped.
+	{27, PrecisionExact, 64, 128, 128, 0}, {27, PrecisionExact, 128, 128, 64, 4096},
+	{30, PrecisionExact, 128, 128, 64, 0}, {30, PrecisionExact, 64, 128, 128, 0},
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere. At d = 64
 	// variant 21 from Nk = 16384, else 22: BenchmarkAttentionMMA, five alternating rounds
 	// (results/h100-2026-11-24-s9, call F), v21 against v20: N = 16384 1.3% (non-causal) and
@@ -255,18 +267,20 @@ func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exac
 // in tiles of c.BN keys.
 func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 
-// x3 reports whether c is the 3xF16 forward (variant 27).
-func (c mmaCfg) x3() bool { return c.Variant == 27 }
+// x3 reports whether c is a 3xF16 forward (variants 27 and 30).
+func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }
 
-// persistent reports whether c runs in a persistent grid (variants 19 to 22, 25 and 26:
+// persistent reports whether c runs in a persistent grid (variants 19 to 22, 25, 26 and 30:
 // persistGrid blocks, each looping over query tiles).
 func (c mmaCfg) persistent() bool {
-	return c.Variant >= 19 && c.Variant <= 22 || c.Variant == 25 || c.Variant == 26
+	return c.Variant >= 19 && c.Variant <= 22 || c.Variant == 25 || c.Variant == 26 || c.Variant == 30
 }
 
-// fused reports whether c converts K and V itself (variants 20 to 22 and 26): no pre-pass
+// fused reports whether c converts K and V itself (variants 20 to 22, 26 and 30): no pre-pass
 // kernel runs, and its scratch holds a flag per tile after the planes.
-func (c mmaCfg) fused() bool { return c.Variant >= 20 && c.Variant <= 22 || c.Variant == 26 }
+func (c mmaCfg) fused() bool {
+	return c.Variant >= 20 && c.Variant <= 22 || c.Variant == 26 || c.Variant == 30
+}
 
 // keeps reports whether c's planes can be kept for the backward (AttentionBuffers.Planes,
 // keptLayout): the fused bfloat16 kernels (variants 20 to 22), whose tiles are the BF16
@@ -277,11 +291,11 @@ func (c mmaCfg) keeps() bool { return c.fused() && c.Prec == PrecisionBF16 }
 const hopperBN = 128
 
 // prep is the pre-pass kernel of c (c.pre() and not c.fused()), which is in
-// attention_hopper_bulk for the bulk kernels and in attention_mma otherwise; variant 27's
-// two ("a+b", attention_mma_bwd beside the backward's 3xF16 pre-pass, whose split they share).
+// attention_hopper_bulk for the bulk kernels, beside its kernel for the Exact ones and in
+// attention_mma otherwise.
 func (c mmaCfg) prep() (module, name string) {
-	if c.x3() { // two kernels, one after the other (startPrep)
-		return "attention_mma_bwd", "fg_attn_x3_max+fg_attn_x3_kv"
+	if c.x3() {
+		return c.module(), fmt.Sprintf("fg_attn_x3_kv_d%d_n%d", c.D, c.BN)
 	}
 	if c.exact() {
 		return c.module(), fmt.Sprintf("fg_attn_hopper_prep_%s_d%d_n%d", c.Prec, c.D, c.BN)
@@ -295,6 +309,8 @@ func (c mmaCfg) prep() (module, name string) {
 // module is the kernels/<module>.cu file of c's kernel.
 func (c mmaCfg) module() string {
 	switch {
+	case c.x3():
+		return "attention_hopper"
 	case c.exact():
 		return "attention_hopper_exact"
 	case c.persistent():
@@ -319,7 +335,7 @@ func (c mmaCfg) warpRows() int {
 // warpgroup) of the bulk kernels.
 func (c mmaCfg) threads() int {
 	switch {
-	case c.pwg():
+	case c.pwg() || c.x3() && c.fused(): // and the producer (variant 30: converter) warpgroup
 		return 32*c.BM/c.warpRows() + 128
 	case c.bulk():
 		return 32*c.BM/c.warpRows() + 32
@@ -400,8 +416,13 @@ func (c mmaCfg) scratchBytes(kp *attnParams) int64 {
 	if !c.pre() {
 		return 0
 	}
-	if c.x3() { // K, V hi and lo [B, Hkv, Nk, d] half, then 4 floats per (b, key/value head) (FgX3Planes)
-		return 8*int64(kp.b)*int64(kp.hkv)*int64(kp.nk)*int64(kp.d) + 16*int64(kp.b)*int64(kp.hkv)
+	if c.x3() { // K, V hi and lo [B, Hkv, Nk, d] half, then an int2 per tile of BN keys (FgX3Kv), to 16 bytes
+		tiles := int64(kp.b) * int64(kp.hkv) * int64(ceilDiv(int(kp.nk), c.BN))
+		n := 8*int64(kp.b)*int64(kp.hkv)*int64(kp.nk)*int64(kp.d) + 8*((tiles+1)/2*2)
+		if c.fused() {
+			n += c.flagBytes(kp)
+		}
+		return n
 	}
 	planes, size := scratchPlanes(c.Prec)
 	n := planes * size * int64(kp.b) * int64(kp.hkv) * int64(c.planeKeys(kp)) * int64(kp.d)
@@ -425,7 +446,7 @@ func (c mmaCfg) planeKeys(kp *attnParams) int {
 // 16 bytes.
 func (c mmaCfg) flagBytes(kp *attnParams) int64 {
 	bn := hopperBN
-	if c.exact() {
+	if c.exact() || c.x3() {
 		bn = c.BN
 	}
 	return int64(ceilDiv(4*int(kp.b)*int(kp.hkv)*ceilDiv(int(kp.nk), bn), 16) * 16)
@@ -558,16 +579,13 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 }
 
 // startPrep launches c's pre-pass (c.pre(), not c.fused()) on pp: one thread per 8 elements
-// of K (and of V), grid-stride; whole tiles for the bulk kernels. Variant 27's is two kernels:
-// the maxima of K and V, a block per (b, key/value head) and tensor, then their half planes.
+// of K (and of V), grid-stride; whole tiles for the bulk kernels. Variant 27's: 256 threads
+// per tile of its BN keys, grid-stride (8 blocks per multiprocessor at most).
 func (s *state) startPrep(kp *attnParams, c mmaCfg, pp *mmaPrepParams) error {
 	module, prep := c.prep()
 	if c.x3() {
-		if err := s.start(module, "fg_attn_x3_max", [3]int{int(kp.b) * int(kp.hkv), 2, 1}, 512, 0, unsafe.Pointer(pp)); err != nil {
-			return err
-		}
-		chunks := int(kp.b) * int(kp.hkv) * int(kp.nk) * int(kp.d) / 8
-		return s.start(module, "fg_attn_x3_kv", [3]int{max(1, min(ceilDiv(chunks, 256), 8*s.sms)), 1, 1}, 256, 0, unsafe.Pointer(pp))
+		tiles := int(kp.b) * int(kp.hkv) * ceilDiv(int(kp.nk), c.BN)
+		return s.start(module, prep, [3]int{max(1, min(tiles, 8*s.sms)), 1, 1}, 256, 0, unsafe.Pointer(pp))
 	}
 	groups := int(kp.b) * int(kp.hkv) * c.planeKeys(kp) * int(kp.d) / 8
 	return s.start(module, prep, [3]int{max(1, min(ceilDiv(groups, 256), 8192)), 1, 1}, 256, 0, unsafe.Pointer(pp))

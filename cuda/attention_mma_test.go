@@ -392,7 +392,11 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d128-sm80-v13", PrecisionBF16, 128, f32, 13, true, 80, ""},
 		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d64_m128_n128"},
 		{"tf32-d128-sm90", PrecisionTF32, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d128_m128_n64"},
-		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v27_exact_d128_m128_n64"},
+		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v30_exact_d128_m128_n64"},
+		{"exact-d128-sm90-v27", PrecisionExact, 128, f32, 27, true, 90, "fg_attn_fwd_wgmma_v27_exact_d128_m128_n64"},
+		{"exact-d64-sm90-v30", PrecisionExact, 64, f32, 30, true, 90, "fg_attn_fwd_wgmma_v30_exact_d64_m128_n128"},
+		{"exact-d128-sm80-v30", PrecisionExact, 128, f32, 30, true, 80, ""},
+		{"exact-d128-sm90-v30-noscratch", PrecisionExact, 128, f32, 30, false, 90, ""},
 		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v27_exact_d64_m128_n128"},
 		{"exact-d64-sm80-v27", PrecisionExact, 64, f32, 27, true, 80, ""},
 		{"exact-d64-sm90-v24", PrecisionExact, 64, f32, 24, true, 90, "fg_attn_fwd_wgmma_v24_exact_d64_m128_n64"},
@@ -436,7 +440,7 @@ func TestPickMMA(t *testing.T) {
 		}
 	}
 	// TF32 at d = 128: variant 24 from Nk = 4096 (MinNk); below, and at d = 64, variant 25;
-	// Exact: variant 27 at every Nk.
+	// Exact: at d = 128 variant 30 below Nk = 4096 and 27 from it, at d = 64 27.
 	for _, nk := range []int{1024, 4095, 4096, 16383, 16384} {
 		for _, c := range []struct {
 			prec  Precision
@@ -449,6 +453,9 @@ func TestPickMMA(t *testing.T) {
 			want := map[bool]int{false: map[Precision]int{PrecisionExact: 27, PrecisionTF32: 25}[c.prec], true: 24}[nk >= c.minNk]
 			if c.prec == PrecisionExact {
 				want = 27
+				if c.d == 128 && nk < 4096 {
+					want = 30
+				}
 			}
 			if got, ok := pickMMA(&kp, f32, 0, true, 90); !ok || got.Variant != want {
 				t.Errorf("%v d=%d Nk=%d on Hopper: variant %d (%v), want %d", c.prec, c.d, nk, got.Variant, ok, want)
@@ -512,8 +519,8 @@ func TestPickMMA(t *testing.T) {
 		if !regexp.MustCompile(`\.entry ` + c.name() + `\(`).MatchString(ptx[c.module()]) {
 			t.Errorf("kernel %s of mmaCfgs is not in ptx/%s.ptx", c.name(), c.module())
 		}
-		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()] + map[bool]int{true: 96}[c.pwg()]; c.hopper() && (c.Prec != PrecisionBF16 && !c.exact() && !(c.x3() && c.Prec == PrecisionExact) || !c.pre() || c.threads() != want) {
-			t.Errorf("%s: the wgmma kernels are bfloat16 (Exact: variants 24 to 27) on the pre-pass's planes, %d threads", c.name(), want)
+		if want := 2*c.BM + map[bool]int{true: 32}[c.bulk()] + map[bool]int{true: 96}[c.pwg()] + map[bool]int{true: 128}[c.x3() && c.fused()]; c.hopper() && (c.Prec != PrecisionBF16 && !c.exact() && !(c.x3() && c.Prec == PrecisionExact) || !c.pre() || c.threads() != want) {
+			t.Errorf("%s: the wgmma kernels are bfloat16 (Exact: variants 24 to 27 and 29) on the pre-pass's planes, %d threads", c.name(), want)
 		}
 		if c.bulk() && !c.exact() && c.BN != hopperBN {
 			t.Errorf("%s: BN = %d, the bulk pre-pass tiles %d keys", c.name(), c.BN, hopperBN)
@@ -522,6 +529,8 @@ func TestPickMMA(t *testing.T) {
 			if c.Prec != PrecisionExact && c.Prec != PrecisionTF32 {
 				t.Errorf("%s: variants 24 and 25 are Exact and TF32 only", c.name())
 			}
+		}
+		if c.exact() || c.x3() {
 			if _, prep := c.prep(); !regexp.MustCompile(`\.entry ` + prep + `\(`).MatchString(ptx[c.module()]) {
 				t.Errorf("%s: its pre-pass %s is not in ptx/%s.ptx", c.name(), prep, c.module())
 			}
@@ -541,7 +550,7 @@ func TestPickMMA(t *testing.T) {
 	} else if m := regexp.MustCompile(`(?m)^#define FG_HOPPER_BN (\d+)$`).FindSubmatch(wg); m == nil || string(m[1]) != strconv.Itoa(hopperBN) {
 		t.Errorf("wgmma.cuh's FG_HOPPER_BN %q, Go's hopperBN %d", m, hopperBN)
 	}
-	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA(_X3)?\(`,
+	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA(_X3|_X3_PERSIST)?\(`,
 		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST(_Q)?\(`,
 		"attention_hopper_exact": `(?m)^FG_FWD_WGMMA_EXACT(_PERSIST|_FUSED)?\(`} {
 		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {
@@ -596,7 +605,7 @@ func TestRoundings(t *testing.T) {
 // [B, Hkv, Nk, D] in bfloat16 (BF16; the bulk-copy Hopper kernels Nk rounded up to whole
 // tiles of 128 keys, and the fused kernels' flags after them), rounded float32 (TF32), or hi and
 // lo float32 planes (Exact; variants 24 to 26, Exact and TF32, in whole tiles of BN keys), or
-// hi and lo half planes and the maxima of K and V (Exact, variant 27);
+// hi and lo half planes and an int2 per tile of BN keys (Exact, variants 27 and 29, whose flags follow);
 // AttentionBuffers.ForwardScratch counts it in float32 elements, 0 where the kernel that runs
 // has no pre-pass.
 func TestForwardScratch(t *testing.T) {
@@ -609,13 +618,15 @@ func TestForwardScratch(t *testing.T) {
 		kp := attnBase(&attnspec.Problem{B: p.B, H: p.H, Hkv: p.Hkv, Nq: p.Nq, Nk: p.Nk, D: p.D, Scale: p.Scale})
 		kp.precision = int32(c.prec)
 		size := func(cfg mmaCfg) int64 {
+			// A uint32 flag per tile of a plane, to 16 bytes: B Hkv = 6 by 1, 2 or 4 tiles of 128, 64 or 32 keys.
+			flags := map[int]int64{128: 32, 64: 48, 32: 96}[cfg.BN]
 			switch {
-			case cfg.fused(): // and a uint32 flag per tile of a plane, to 16 bytes: B Hkv = 6 by 1, 2 or 4 tiles of 128, 64 or 32 keys
-				return c.bulk + map[int]int64{128: 32, 64: 48, 32: 96}[cfg.BN]
+			case cfg.x3(): // K and V hi and lo in half, and an int2 per tile (6 or 12), to 16 bytes; variant 29's flags
+				return 8*n + map[int]int64{128: 48, 64: 96}[cfg.BN] + map[bool]int64{true: flags}[cfg.fused()]
+			case cfg.fused():
+				return c.bulk + flags
 			case cfg.bulk():
 				return c.bulk
-			case cfg.x3(): // K and V hi and lo in half, and 4 floats per (b, key/value head)
-				return 8*n + 16*3*2
 			}
 			return c.bytes
 		}

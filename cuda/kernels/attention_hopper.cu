@@ -150,38 +150,65 @@ template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(co
   rows.store(p, b, h);
 }
 
-// fg_attn_fwd_wgmma_x3 (variant 27): variant 12 for Exact in 3xF16 (mma_bwd.cuh): every
-// product as three half products on hi and lo tiles (lo x hi, hi x lo, hi x hi). K and V come
-// from the pre-pass fg_attn_x3_kv (half hi and lo planes, each (b, key/value head) scaled by
-// FgX3Scales' powers of two, from fg_attn_x3_max's maxima); Q is split here with one
-// power of two for the block's rows (and the sign of scale), from their largest magnitude.
-// S' = 2^(q + k) S, so sl2 2^-(q + k) gives the scores' exact products; P (<= 1, the online
+// fg_x3_fwd_smem is the shared memory of variants 27 and 30 (Go: mmaCfg.smem): Q hi, lo
+// [BM][D] and two stages of K, V hi, lo [BN][D] in half, aligned to 1024 bytes.
+__host__ __device__ constexpr unsigned fg_x3_fwd_smem(int D, int BN, int NWG) { return (2 * 64 * NWG + 8 * BN) * D * 2 + 1024; }
+
+// fg_x3_prefetch_tile starts moving the K and V rows of tile u (fg_x3_kv_tile's, below the
+// key length) into L2: one block of rows each where they are contiguous, else row by row.
+template <int D, int BN> __device__ __forceinline__ void fg_x3_prefetch_tile(const fg_attn_params& p, const FgX3Kv& kv, int64_t u) {
+  const int64_t head = u / kv.nt;
+  const int j0 = (int)(u % kv.nt) * BN, hk = (int)(head % p.hkv), b = (int)(head / p.hkv);
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const int rows = max(0, min(BN, klen - j0));
+  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j0 * p.k_row;
+  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j0 * p.v_row;
+  if (rows == 0) return;
+  if (p.k_row == D) {
+    fg_prefetch_l2(k, (uint32_t)rows * D * 4);
+  } else {
+    for (int r = 0; r < rows; ++r) fg_prefetch_l2(k + (int64_t)r * p.k_row, D * 4);
+  }
+  if (p.v_row == D) {
+    fg_prefetch_l2(v, (uint32_t)rows * D * 4);
+  } else {
+    for (int r = 0; r < rows; ++r) fg_prefetch_l2(v + (int64_t)r * p.v_row, D * 4);
+  }
+}
+
+// fg_x3_fwd_item runs the query tile of BM rows at m0 of (b, h) for variants 27 and 30 (Exact
+// in 3xF16, mma_bwd.cuh): variant 12's work with every product as three half products on hi
+// and lo tiles (lo x hi, hi x lo, hi x hi), by the block's threads 0 .. 128 NWG - 1 (named
+// barrier 1). K and V come from kv's half planes, each tile of BN keys scaled by its own
+// powers of two (fg_x3_kv_tile; with FLAGS, variant 30, thread 0 waits for a tile's flag
+// before the barrier after which its copies start). Q is split here with one power of two for
+// the block's rows (and the sign of scale), from their largest magnitude. Tile j's scores are
+// S' = 2^(q + k_j) S, so sl2 2^-(q + k_j) gives their exact products; P (<= 1, the online
 // softmax's) is split as 2^15 P. The tensor cores' accumulator truncates, so O is not left in
 // it: each key tile's P V goes into zeroed tile sums (64 columns each), added to O as
-// O alpha + 2^-(15 + v) P'V' (one FFMA: the product by a power of two is exact); S sums over d
-// in the accumulator (as the backward's 3xF16 S^T and S). Shared memory: Q hi, Q lo [BM][D],
-// two stages of K hi, K lo, V hi, V lo [BN][D].
-template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_attn_params& p) {
+// O alpha + 2^-(15 + v_j) P'V' (one FFMA: the product by a power of two is exact); S sums over
+// d in the accumulator (as the backward's 3xF16 S^T and S). Shared memory at sQ: Q hi, Q lo
+// [BM][D], two stages of K hi, K lo, V hi, V lo [BN][D].
+template <int D, int BN, int NWG, bool FLAGS, int QG>
+__device__ __forceinline__ void fg_x3_fwd_item(const fg_attn_params& p, const FgX3Kv& kv, int m0, int h, int b,
+                                               uint32_t sQ) {
   constexpr int BM = 64 * NWG, THREADS = 128 * NWG;
   constexpr int CH = D / 8, NB = BN / 8, OB = D / 8, KS = D / 16;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;  // bytes of a Q plane tile, of a K or V one
   static_assert(D % 64 == 0 && BN % 64 == 0, "tile sizes");
-  constexpr unsigned SMEM = 2 * QB + 8 * KB + 1024;
-  if (fg_dynamic_smem() < SMEM) __trap();
-  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
-  // Q hi at sQ (lo + QB); stage s: K hi at sK + 4 KB s (lo + KB), V hi 2 KB after it.
-  const uint32_t sQ = (sbase + 1023) & ~1023u, sK = sQ + 2 * QB;
+  // Stage s: K hi at sK + 4 KB s (lo + KB), V hi 2 KB after it.
+  const uint32_t sK = sQ + 2 * QB;
   __shared__ unsigned qmax[2 * NWG * 4];
+  const auto sync = []() { asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory"); };
 
-  const int m0 = (gridDim.x - 1 - blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int hk = h / (p.h / p.hkv);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
   const float* q = (const float*)p.q + b * p.q_batch + h * p.q_head;
-  const FgX3Planes pl(p);
-  const FgX3Scales fs(pl.tail, b, p.hkv, hk);
-  const uint4* k = (const uint4*)((const uint16_t*)p.k + b * p.k_batch + hk * p.k_head);
-  const uint4* v = (const uint4*)((const uint16_t*)p.v + b * p.v_batch + hk * p.v_head);
-  const int64_t lo = pl.klo / 8;  // hi plane to lo plane, in 16-byte chunks
+  const int64_t head = (int64_t)b * p.hkv + hk, u0 = head * kv.nt;  // tile j is u0 + j
+  const uint4* k = (const uint4*)(kv.kh + head * p.nk * D);
+  const uint4* v = (const uint4*)(kv.kh + 2 * kv.ke + head * p.nk * D);
+  const int64_t lo = kv.ke / 8;  // hi plane to lo plane, in 16-byte chunks
   const int kv_end = fg_key_limit(p, b, min(m0 + BM, p.nq) - 1);
   FgRows<OB> rows(p, b, m0 + 16 * warp + g, t);
   if (kv_end <= 0) {
@@ -189,6 +216,9 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
     return;
   }
   const int tiles = (kv_end + BN - 1) / BN;
+  const auto ready = [&](int j) {  // FLAGS: thread 0 waits until tile j is written
+    if (FLAGS && threadIdx.x == 0) fg_tile_wait(kv.flags + u0 + j);
+  };
   const auto load = [&](int j) {  // K and V of key tile j, hi and lo
     const uint32_t st = sK + (j & 1) * 4 * KB;
     const int64_t at = (int64_t)j * BN * CH;
@@ -197,55 +227,74 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
     fg_load_sw128<BN, CH, THREADS>(st + 2 * KB, v + at, kv_end - j * BN);
     fg_load_sw128<BN, CH, THREADS>(st + 3 * KB, v + lo + at, kv_end - j * BN);
   };
+  ready(0);
+  sync();  // tile 0 is written; every warpgroup is done with the block's item before (stages, Q)
   load(0);
   fg_cp_async_commit();
 
   // Q: the block's largest magnitude (rows below Nq), then its rows split with that factor
-  // times the sign of scale (sl2 > 0); rows past Nq zero.
+  // times the sign of scale (sl2 > 0); rows past Nq zero. A thread's QI chunks are loaded QG at a
+  // time; QG = QI issues every load before the first use and keeps them for the split (one
+  // round trip per item, on its critical path), a smaller QG holds fewer registers and reads
+  // Q twice.
+  constexpr int QI = BM * CH / THREADS;  // 8-column chunks per thread
+  static_assert(BM * CH % THREADS == 0 && QI % QG == 0, "Q chunks");
+  float4 xq[QG][2];
+  const auto loadq = [&](int i0) {
+#pragma unroll
+    for (int i = 0; i < QG; ++i) {
+      const int idx = threadIdx.x + THREADS * (i0 + i), r = idx / CH, c = idx % CH;
+      xq[i][0] = xq[i][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (m0 + r < p.nq) {
+        const float4* x = (const float4*)(q + (int64_t)(m0 + r) * p.q_row + 8 * c);
+        xq[i][0] = x[0], xq[i][1] = x[1];
+      }
+    }
+  };
   unsigned mq = 0;
-  for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
-    const int r = idx / CH, c = idx % CH;
-    if (m0 + r >= p.nq) continue;
-    const float4* x = (const float4*)(q + (int64_t)(m0 + r) * p.q_row + 8 * c);
-    const float4 a = x[0], e = x[1];
-    mq = max(mq, max(max(max(__float_as_uint(fabsf(a.x)), __float_as_uint(fabsf(a.y))), max(__float_as_uint(fabsf(a.z)), __float_as_uint(fabsf(a.w)))),
-                     max(max(__float_as_uint(fabsf(e.x)), __float_as_uint(fabsf(e.y))), max(__float_as_uint(fabsf(e.z)), __float_as_uint(fabsf(e.w))))));
+#pragma unroll 1
+  for (int i0 = 0; i0 < QI; i0 += QG) {
+    loadq(i0);
+#pragma unroll
+    for (int i = 0; i < QG; ++i) mq = max(mq, max(fg_absmax_bits(xq[i][0]), fg_absmax_bits(xq[i][1])));
   }
   mq = __reduce_max_sync(0xffffffffu, mq);
   if (lane == 0) qmax[warp] = mq;
-  __syncthreads();
+  sync();
   mq = 0;
 #pragma unroll
   for (int w = 0; w < 4 * NWG; ++w) mq = max(mq, qmax[w]);
   const int eq = fg_x3_exp(__uint_as_float(mq));
   const float fq = (p.scale < 0 ? -1.f : 1.f) * fg_pow2(eq);
-  for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
-    const int r = idx / CH, c = idx % CH;
-    uint4 hi = make_uint4(0, 0, 0, 0), lw = hi;
-    if (m0 + r < p.nq) {
-      const float4* x = (const float4*)(q + (int64_t)(m0 + r) * p.q_row + 8 * c);
-      const float4 a = x[0], e = x[1];
-      fg_f16_split2(a.x, a.y, fq, hi.x, lw.x);
-      fg_f16_split2(a.z, a.w, fq, hi.y, lw.y);
-      fg_f16_split2(e.x, e.y, fq, hi.z, lw.z);
-      fg_f16_split2(e.z, e.w, fq, hi.w, lw.w);
+#pragma unroll 1
+  for (int i0 = 0; i0 < QI; i0 += QG) {
+    if (QG < QI) loadq(i0);
+#pragma unroll
+    for (int i = 0; i < QG; ++i) {
+      const int idx = threadIdx.x + THREADS * (i0 + i), r = idx / CH, c = idx % CH;
+      uint4 hi, lw;
+      fg_f16_split2(xq[i][0].x, xq[i][0].y, fq, hi.x, lw.x);
+      fg_f16_split2(xq[i][0].z, xq[i][0].w, fq, hi.y, lw.y);
+      fg_f16_split2(xq[i][1].x, xq[i][1].y, fq, hi.z, lw.z);
+      fg_f16_split2(xq[i][1].z, xq[i][1].w, fq, hi.w, lw.w);
+      fg_st_shared16(sQ + fg_sw128<BM>(r, c), hi);
+      fg_st_shared16(sQ + QB + fg_sw128<BM>(r, c), lw);
     }
-    fg_st_shared16(sQ + fg_sw128<BM>(r, c), hi);
-    fg_st_shared16(sQ + QB + fg_sw128<BM>(r, c), lw);
   }
-  const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634) * fg_pow2(-(eq + fs.k));
-  const float cv = fg_pow2(-15 - fs.v);  // a tile sum's factor: P' = 2^15 P, V' = 2^v V
+  const float sl2 = (float)(fabs(p.scale) * 1.4426950408889634);
   const float pf[2] = {32768.f, 32768.f};
 
   const uint32_t qw = sQ + wg * 64 * 128;  // this warpgroup's 64 rows of Q hi (lo at + QB)
   for (int j = 0; j < tiles; ++j) {
     fg_cp_async_wait<0>();
     fg_fence_async();
-    __syncthreads();  // tile j landed for every thread (and Q's stores); every warpgroup is done with tile j - 1
+    if (j + 1 < tiles) ready(j + 1);
+    sync();  // tile j landed for every thread (and Q's stores); every warpgroup is done with tile j - 1
     if (j + 1 < tiles) {
       load(j + 1);
       fg_cp_async_commit();
     }
+    const int2 ex = __ldcg(kv.exps + u0 + j);  // tile j's exponents (in L2: written by another block)
     const uint32_t kt = sK + (j & 1) * 4 * KB, vt = kt + 2 * KB;
     float s[NB][4];
     fg_wgmma_fence();
@@ -254,7 +303,7 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
     fg_wgmma_wait<0>();
     fg_reg_fence(s);
     float alpha[2];
-    rows.template probs<false, false>(s, j * BN, sl2, alpha);  // exp2f, as the Exact kernels
+    rows.template probs<false, false>(s, j * BN, sl2 * fg_pow2(-(eq + ex.x)), alpha);  // exp2f, as the Exact kernels
     uint32_t ph[BN / 16][4], plo[BN / 16][4];
     fg_wgmma_pack_x3<BN>(ph, plo, s, pf);
     float ts[D / 64][8][4];  // P' V' in tile sums of 64 columns
@@ -263,6 +312,7 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
     for (int c = 0; c < D / 64; ++c) fg_x3_ab<64, BN>(ts[c], ph, plo, vt + c * BN * 128, KB);
     fg_wgmma_commit();
     fg_wgmma_wait<0>();
+    const float cv = fg_pow2(-15 - ex.y);  // a tile sum's factor: P' = 2^15 P, V' = 2^v V
 #pragma unroll
     for (int c = 0; c < D / 64; ++c) {
       fg_reg_fence(ts[c]);
@@ -273,6 +323,72 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
     }
   }
   rows.store(p, b, h);
+}
+
+// fg_shared_1024 is the first 1024-byte aligned address of the dynamic shared memory.
+__device__ __forceinline__ uint32_t fg_shared_1024() {
+  return ((uint32_t)__cvta_generic_to_shared(fg_smem) + 1023) & ~1023u;
+}
+
+// fg_attn_fwd_wgmma_x3 (variant 27): grid (ceil(Nq/BM), H, B), 128 NWG threads, a query tile
+// each (the last first: FgItem::block); p.k the planes of the pre-pass fg_attn_x3_kv.
+template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_attn_params& p) {
+  if (fg_dynamic_smem() < fg_x3_fwd_smem(D, BN, NWG)) __trap();
+  const FgItem m = FgItem::block(p, 64 * NWG, BN);
+  fg_x3_fwd_item<D, BN, NWG, false, D / 16>(p, FgX3Kv(p, p.k, BN), m.m0, m.h, m.b, fg_shared_1024());
+}
+
+// fg_attn_fwd_wgmma_x3_persist (variant 30): variant 27 in a persistent grid (the schedule of
+// FgItem, as variants 19 to 22), without the pre-pass kernel: grid (G), 128 NWG + 128 threads,
+// the consumers (fg_x3_fwd_item, item after item) and a converter warpgroup, which writes the
+// tiles u = c, c + G, ... (u = (b Hkv + hk) NT + j, the order the items need them) into the
+// planes at pp.dst with fg_x3_kv_tile and sets tile u's flag when it is written
+// (fg_tile_ready; the flags zeroed by the launcher). Converter 0 first starts moving the next
+// task's K and V rows into L2. The converters wait for nothing and every block is resident
+// (G <= multiprocessors, one block each), so every flag is set in finite time. PREG and CREG
+// are setmaxnreg's registers for the converters and the consumers (their sum over the block
+// within the launch's 168 x 384); U the float4 of K and of V a converter has in flight.
+template <int D, int BN, int NWG, int PREG, int CREG, int U, int QG>
+__device__ void fg_attn_fwd_wgmma_x3_persist(const fg_mma_prep_params& pp) {
+  constexpr int BM = 64 * NWG, CONSUMERS = 128 * NWG;
+  static_assert(128 * PREG + CONSUMERS * CREG <= 168 * (CONSUMERS + 128) && PREG % 8 == 0 && CREG % 8 == 0, "setmaxnreg");
+  const fg_attn_params& p = pp.src;
+  if (fg_dynamic_smem() < fg_x3_fwd_smem(D, BN, NWG)) __trap();
+  const FgX3Kv kv(p, pp.dst, BN);
+  const int T = (p.nq + BM - 1) / BM, G = gridDim.x, c = blockIdx.x;
+  const int64_t items = (int64_t)T * p.h * p.b, tasks = (int64_t)p.b * p.hkv * kv.nt;
+  if (threadIdx.x >= CONSUMERS) {  // the converters
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PREG) : "memory");
+    __shared__ unsigned part[8];
+    const int tid = threadIdx.x - CONSUMERS;
+    for (int64_t u = c; u < tasks; u += G) {
+      if (tid == 0 && u + G < tasks) fg_x3_prefetch_tile<D, BN>(p, kv, u + G);
+      fg_x3_kv_tile<D, BN, 128, U>(p, kv, u, tid, 6, part);
+      fg_tile_ready<128>(kv.flags + u, tid);
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CREG) : "memory");
+  for (int k = 0;; ++k) {
+    const int64_t w = fg_item(k, c, G);
+    if (w >= items) break;
+    const FgItem m(p, w, T, BM, BN);
+    if (threadIdx.x == 0)
+      if (const int64_t wn = fg_item(k + 1, c, G); wn < items) fg_prefetch_q(p, FgItem(p, wn, T, BM, BN), D, BM);
+    fg_x3_fwd_item<D, BN, NWG, true, QG>(p, kv, m.m0, m.h, m.b, fg_shared_1024());
+  }
+}
+
+// fg_attn_x3_kv (variant 27's pre-pass): grid-stride over the tiles of the planes (FgX3Kv at
+// pp.dst), 256 threads a tile (fg_x3_kv_tile), each holding its 8 rows' float4 of K and V.
+template <int D, int BN> __device__ void fg_attn_x3_kv(const fg_mma_prep_params& pp) {
+  __shared__ unsigned part[16];
+  const FgX3Kv kv(pp.src, pp.dst, BN);
+  const int64_t tasks = (int64_t)pp.src.b * pp.src.hkv * kv.nt;
+  for (int64_t u = blockIdx.x; u < tasks; u += gridDim.x) {
+    fg_x3_kv_tile<D, BN, 256, BN * D / 1024>(pp.src, kv, u, threadIdx.x, 1, part);  // one read
+    __syncthreads();  // part is reused
+  }
 }
 
 // ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
@@ -293,14 +409,29 @@ FG_FWD_WGMMA(16, false, 64, 64, 128)
 FG_FWD_WGMMA(16, false, 128, 64, 64)
 
 // Variant 27: Exact in 3xF16 (two warpgroups of 64 rows; d = 128 with 64-key tiles, whose two
-// stages of four planes take 128 KiB).
-#define FG_FWD_WGMMA_X3(D, BM, BN)                                                     \
-  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                              \
-      fg_attn_fwd_wgmma_v27_exact_d##D##_m##BM##_n##BN(const fg_attn_params p) {        \
-    fg_attn_fwd_wgmma_x3<D, BN, BM / 64>(p);                                            \
+// stages of four planes take 128 KiB), after its pre-pass fg_attn_x3_kv; variant 30 the same
+// in a persistent grid with the pre-pass's work done by a converter warpgroup (setmaxnreg 56
+// and 224, 4 rows of K and of V in flight per converter thread). (Variants 29, 31 and 32, the
+// same with 2 and 1 rows in flight (setmaxnreg 40 and 232) and with Q loaded 2 chunks at a
+// time, were slower at d = 128, N = 1024 causal: results/h100-2026-11-25-s16, call x29c.)
+#define FG_FWD_WGMMA_X3(D, BM, BN)                                                       \
+  extern "C" __global__ void __launch_bounds__(256) fg_attn_x3_kv_d##D##_n##BN(          \
+      const fg_mma_prep_params pp) {                                                     \
+    fg_attn_x3_kv<D, BN>(pp);                                                            \
+  }                                                                                      \
+  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                                \
+      fg_attn_fwd_wgmma_v27_exact_d##D##_m##BM##_n##BN(const fg_attn_params p) {          \
+    fg_attn_fwd_wgmma_x3<D, BN, BM / 64>(p);                                              \
+  }
+#define FG_FWD_WGMMA_X3_PERSIST(V, D, BM, BN, PREG, CREG, U, QG)                          \
+  extern "C" __global__ void __launch_bounds__(2 * BM + 128, 1)                          \
+      fg_attn_fwd_wgmma_v##V##_exact_d##D##_m##BM##_n##BN(const fg_mma_prep_params pp) {  \
+    fg_attn_fwd_wgmma_x3_persist<D, BN, BM / 64, PREG, CREG, U, QG>(pp);                  \
   }
 FG_FWD_WGMMA_X3(64, 128, 128)
 FG_FWD_WGMMA_X3(128, 128, 64)
+FG_FWD_WGMMA_X3_PERSIST(30, 64, 128, 128, 56, 224, 4, 4)
+FG_FWD_WGMMA_X3_PERSIST(30, 128, 128, 64, 56, 224, 4, 8)
 // (Variant 28, variant 27 with one warpgroup per block and half the shared memory so that two
 // blocks share an SM, ran 3-27% slower than 27 at N = 1024 and 4096 (d = 128 with 32-key tiles),
 // results/h100-2026-11-24-s15 call x3f, and was dropped.)

@@ -635,38 +635,6 @@ extern "C" __global__ void __launch_bounds__(256) fg_attn_bwd_x3_prep4(const fg_
     fg_bwd_x3_prep4<32>(pp);
 }
 
-// fg_attn_x3_max: the first pre-pass of the Exact 3xF16 forward (variant 27): grid (B Hkv, 2),
-// 512 threads. Block (bh, t) writes the largest magnitude of K (t = 0) or V (t = 1) of (b,
-// key/value head) bh = b Hkv + hk, over the keys below the batch's key length (padding never
-// read), into FgX3Scales' float4 of bh after the planes fg_attn_x3_kv writes (FgX3Planes), as
-// the largest float bits of |x| (NaN above every number).
-extern "C" __global__ void __launch_bounds__(512) fg_attn_x3_max(const fg_mma_prep_params pp) {
-  const fg_attn_params& p = pp.src;
-  const int bh = blockIdx.x, isv = blockIdx.y, b = bh / p.hkv, hk = bh % p.hkv;
-  const int64_t ke = (int64_t)p.b * p.hkv * p.nk * p.d;
-  unsigned* mx = (unsigned*)((uint16_t*)pp.dst + 4 * ke) + 4 * (int64_t)bh;
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
-  const int c4 = p.d / 4;
-  const float* base = isv ? (const float*)p.v + b * p.v_batch + hk * p.v_head : (const float*)p.k + b * p.k_batch + hk * p.k_head;
-  const int64_t row = isv ? p.v_row : p.k_row;
-  unsigned m = 0;
-  for (int64_t idx = threadIdx.x; idx < (int64_t)max(klen, 0) * c4; idx += blockDim.x) {
-    const float4 y = ((const float4*)(base + (idx / c4) * row))[idx % c4];
-    m = max(m, max(max(__float_as_uint(fabsf(y.x)), __float_as_uint(fabsf(y.y))),
-                   max(__float_as_uint(fabsf(y.z)), __float_as_uint(fabsf(y.w)))));
-  }
-  __shared__ unsigned part[16];
-  m = __reduce_max_sync(0xffffffffu, m);
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = m;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    m = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0u;
-    m = __reduce_max_sync(0xffffffffu, m);
-    if (threadIdx.x == 0) mx[2 + isv] = m;  // FgX3Scales' K and V slots
-  }
-}
-
 // fg_attn_bwd_mma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN/16 warps). D: the head
 // dimension (d == D), BM: the query tile rows, SB: the queries per sub-block (registers for
 // S^T and dP^T: SB/2 each). Shared memory: K, V [BN][D], and two stages of Q, dO [BM][D] and
@@ -1245,33 +1213,3 @@ FG_BWD_MMA_FUSED_DKDV(64, 128, 64, 32, 1)
 FG_BWD_MMA_FUSED_DKDV(64, 128, 128, 32, 1)
 FG_BWD_MMA_FUSED_DKDV(128, 128, 32, 16, 0)
 FG_BWD_MMA_FUSED_DKDV(128, 64, 32, 32, 0)
-
-// fg_attn_x3_kv: the second pre-pass of the Exact 3xF16 forward (variant 27), after
-// fg_attn_x3_max: K and V [B, Hkv, Nk, d] as half hi and lo planes
-// into pp.dst (K hi, K lo, V hi, V lo, then the maxima: FgX3Planes' layout without Q and
-// dO), each (b, key/value head) scaled by FgX3Scales' factors; grid-stride over the 8-column
-// chunks of the keys below the batch's key length (padding neither read nor written).
-extern "C" __global__ void __launch_bounds__(256) fg_attn_x3_kv(const fg_mma_prep_params pp) {
-  const fg_attn_params& p = pp.src;
-  const int64_t krows = (int64_t)p.b * p.hkv * p.nk, ke = krows * p.d, chunks = ke / 8;
-  uint16_t* kh = (uint16_t*)pp.dst;
-  uint16_t* vh = kh + 2 * ke;
-  const float* mx = (const float*)(vh + 2 * ke);
-  const int c8 = p.d / 8;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < chunks; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t kr = i / c8;
-    const int c = (int)(i % c8) * 8, j = (int)(kr % p.nk), hk = (int)(kr / p.nk % p.hkv), b = (int)(kr / p.nk / p.hkv);
-    if (p.key_lengths && j >= ((const int32_t*)p.key_lengths)[b]) continue;
-    const float fk = fg_pow2(fg_x3_exp(mx[4 * ((int64_t)b * p.hkv + hk) + 2])), fv = fg_pow2(fg_x3_exp(mx[4 * ((int64_t)b * p.hkv + hk) + 3]));
-    const float4* x = (const float4*)((const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j * p.k_row + c);
-    const float4* y = (const float4*)((const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j * p.v_row + c);
-    const float4 xs[2] = {x[0], x[1]}, ys[2] = {y[0], y[1]};
-    uint4 h, l;
-    fg_f16_split2(xs[0].x, xs[0].y, fk, h.x, l.x), fg_f16_split2(xs[0].z, xs[0].w, fk, h.y, l.y);
-    fg_f16_split2(xs[1].x, xs[1].y, fk, h.z, l.z), fg_f16_split2(xs[1].z, xs[1].w, fk, h.w, l.w);
-    *(uint4*)(kh + kr * p.d + c) = h, *(uint4*)(kh + ke + kr * p.d + c) = l;
-    fg_f16_split2(ys[0].x, ys[0].y, fv, h.x, l.x), fg_f16_split2(ys[0].z, ys[0].w, fv, h.y, l.y);
-    fg_f16_split2(ys[1].x, ys[1].y, fv, h.z, l.z), fg_f16_split2(ys[1].z, ys[1].w, fv, h.w, l.w);
-    *(uint4*)(vh + kr * p.d + c) = h, *(uint4*)(vh + ke + kr * p.d + c) = l;
-  }
-}

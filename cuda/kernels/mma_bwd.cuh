@@ -178,7 +178,7 @@ template <int ROWS, int THREADS> __device__ __forceinline__ void fg_bwd_copy_ld(
 // set's largest near 2^15: its elements within 2^-18 of that largest keep 22 bits, and the
 // smaller ones carry an error under 2^-40 of it. The backward scales each row of Q, dO, K and
 // V by its own factor (fg_attn_bwd_x3_prep4) and each row of a tile's P^T, dS^T (dS), the
-// forward K and V per (b, key/value head) (FgX3Scales), Q per block and P by 2^15. A product
+// forward K and V per tile of keys (fg_x3_kv_tile), Q per block and P by 2^15. A product
 // over d takes its operands' row factors out of each score; a product over keys or queries
 // takes the factors of the rows it sums over into the register operand first (dV = P^T dO:
 // P^T's column i times dO row i's inverse factor).
@@ -197,16 +197,98 @@ __device__ __forceinline__ int fg_x3_exp(float m) {
 // fg_pow2 is 2^e for e in [-126, 127], built from its bits.
 __device__ __forceinline__ float fg_pow2(int e) { return __int_as_float((e + 127) << 23); }
 
-// FgX3Scales are the forward's exponents of the K and V planes of one (b, key/value head),
-// from the largest magnitudes that fg_attn_x3_max wrote (a float4 per (b, key/value head), of
-// which K and V fill the last two).
-struct FgX3Scales {
-  int k, v;
-  __device__ __forceinline__ FgX3Scales(const float* mx, int b, int hkv, int hk) {
-    const float4 x = ((const float4*)mx)[(int64_t)b * hkv + hk];
-    k = fg_x3_exp(x.z), v = fg_x3_exp(x.w);
+// FgX3Kv is where the forward's K and V half planes are (fg_attn_x3_kv, or variant 30's
+// converters, both through fg_x3_kv_tile): K hi, K lo, V hi, V lo [B, Hkv, Nk, d] from kh
+// (each lo plane ke elements after its hi plane), then exps, an int2 per tile of BN keys of
+// each (b, key/value head) (tile u = (b Hkv + hk) nt + j, nt = ceil(Nk / BN)): the exponents
+// of the powers of two the tile's K and V rows were scaled by; then, in 16 bytes, variant 30's
+// flags, a uint32 per tile (cuda/attention_mma.go, mmaCfg.scratchBytes).
+struct FgX3Kv {
+  uint16_t* kh;
+  int64_t ke;  // elements of a plane
+  int nt;      // tiles of a head
+  int2* exps;
+  uint32_t* flags;
+  __device__ __forceinline__ FgX3Kv(const fg_attn_params& p, uint64_t base, int BN) {
+    kh = (uint16_t*)base;
+    ke = (int64_t)p.b * p.hkv * p.nk * p.d;
+    nt = (p.nk + BN - 1) / BN;
+    exps = (int2*)(kh + 4 * ke);
+    const int64_t tiles = (int64_t)p.b * p.hkv * nt;
+    flags = (uint32_t*)(exps + (tiles + 1) / 2 * 2);
   }
 };
+
+// fg_absmax_bits is the largest |x| of x's elements as float bits (NaN above every number).
+__device__ __forceinline__ unsigned fg_absmax_bits(float4 x) {
+  return max(max(__float_as_uint(fabsf(x.x)), __float_as_uint(fabsf(x.y))),
+             max(__float_as_uint(fabsf(x.z)), __float_as_uint(fabsf(x.w))));
+}
+
+// fg_x3_kv_tile writes tile u of the forward's planes (FgX3Kv): the keys j BN .. j BN + BN - 1
+// of (b, key/value head) below the batch's key length (padding neither read nor written).
+// Pass 1 finds the largest magnitudes of the tile's K and of its V; pass 2 writes each x of
+// them times 2^e (e = fg_x3_exp of its tensor's largest) as half hi and lo; thread 0 writes
+// the two exponents. Threads tid of N (whole warps, N a multiple of D / 4, N <= 256) share the
+// maxima through part (N / 16 unsigned in shared memory) and named barrier bar; thread tid
+// takes the float4 tid mod D/4 of rows tid / (D/4) + N/(D/4) i, with U rows of K and of V in
+// flight; where U rows a thread cover the tile, it reads them once and keeps them for pass 2.
+// The caller puts a barrier of the N threads between two tiles (part is reused).
+template <int D, int BN, int N, int U>
+__device__ __forceinline__ void fg_x3_kv_tile(const fg_attn_params& p, const FgX3Kv& kv, int64_t u, int tid, int bar,
+                                              unsigned* part) {
+  constexpr int C4 = D / 4, RS = N / C4;  // float4 per row; rows apart of a thread's rows
+  static_assert(N % C4 == 0 && N % 32 == 0, "converter threads");
+  const int64_t head = u / kv.nt;
+  const int j0 = (int)(u % kv.nt) * BN, hk = (int)(head % p.hkv), b = (int)(head / p.hkv);
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const int rows = max(0, min(BN, klen - j0)), r0 = tid / C4, c4 = 4 * (tid % C4);
+  const float* const k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (j0 + r0) * p.k_row + c4;
+  const float* const v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (j0 + r0) * p.v_row + c4;
+  const int64_t ks = RS * p.k_row, vs = RS * p.v_row;
+  // The loads of a round: rows r0 + RS (i + e) of K and of V (zeros past the tile's keys).
+  const auto load = [&](int i, float4 (&x)[U], float4 (&y)[U]) {
+#pragma unroll
+    for (int e = 0; e < U; ++e) {
+      x[e] = y[e] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (r0 + RS * (i + e) < rows) x[e] = *(const float4*)(k + (i + e) * ks), y[e] = *(const float4*)(v + (i + e) * vs);
+    }
+  };
+  // KEEP: a round covers the tile, whose rows then stay in registers for pass 2 (one read).
+  constexpr bool KEEP = U * RS >= BN;
+  float4 x[U], y[U];
+  unsigned mk = 0, mv = 0;
+  for (int i = 0; r0 + RS * i < rows; i += U) {
+    load(i, x, y);
+#pragma unroll
+    for (int e = 0; e < U; ++e) mk = max(mk, fg_absmax_bits(x[e])), mv = max(mv, fg_absmax_bits(y[e]));
+  }
+  mk = __reduce_max_sync(0xffffffffu, mk), mv = __reduce_max_sync(0xffffffffu, mv);
+  if (tid % 32 == 0) part[2 * (tid / 32)] = mk, part[2 * (tid / 32) + 1] = mv;
+  asm volatile("bar.sync %0, %1;\n" ::"r"(bar), "n"(N) : "memory");
+#pragma unroll
+  for (int w = 0; w < N / 32; ++w) mk = max(mk, part[2 * w]), mv = max(mv, part[2 * w + 1]);
+  const int ek = fg_x3_exp(__uint_as_float(mk)), ev = fg_x3_exp(__uint_as_float(mv));
+  const float fk = fg_pow2(ek), fv = fg_pow2(ev);
+  // This thread's first K hi element (rows D apart; lo ke elements on, V 2 ke).
+  uint16_t* const kh = kv.kh + head * p.nk * D + (int64_t)(j0 + r0) * D + c4;
+  // put writes x f at the plane element at (hi; lo ke elements on).
+  const auto put = [&](uint16_t* at, float4 x, float f) {
+    uint32_t h0, l0, h1, l1;
+    fg_f16_split2(x.x, x.y, f, h0, l0);
+    fg_f16_split2(x.z, x.w, f, h1, l1);
+    *(uint2*)at = make_uint2(h0, h1);
+    *(uint2*)(at + kv.ke) = make_uint2(l0, l1);
+  };
+  for (int i = 0; r0 + RS * i < rows; i += U) {
+    if (!KEEP) load(i, x, y);
+#pragma unroll
+    for (int e = 0; e < U; ++e)
+      if (r0 + RS * (i + e) < rows) put(kh + (i + e) * RS * D, x[e], fk), put(kh + 2 * kv.ke + (i + e) * RS * D, y[e], fv);
+  }
+  if (tid == 0) kv.exps[u] = make_int2(ek, ev);
+}
 
 // fg_x3_row_factors returns, for a warp's accumulator rows g and g + 8 (elements e < 2 and
 // e >= 2) whose largest magnitudes in this lane are m[0], m[1], the factors 2^e of fg_x3_exp
@@ -224,9 +306,8 @@ __device__ __forceinline__ void fg_x3_row_factors(float (&m)[2], float (&f)[2], 
 // FgX3Planes is where the pre-passes put the half planes in the scratch buffer: the
 // backward's fg_attn_bwd_x3_prep4 Q hi, Q lo, dO hi, dO lo [B, H, Nq, d], K hi, K lo, V hi,
 // V lo [B, Hkv, Nk, d] (each lo plane right after its hi plane), then the inverse row factors,
-// a float2 per query row (Q, dO) and per key row (K, V); the forward's fg_attn_x3_kv the K and
-// V planes, then FgX3Scales' float4 per (b, key/value head). The kernels' parameters point
-// q, do_, k, v at the hi planes (cuda/attention_mma_bwd.go, attention_mma.go).
+// a float2 per query row (Q, dO) and per key row (K, V) (the forward's planes: FgX3Kv). The
+// kernels' parameters point q, do_, k, v at the hi planes (cuda/attention_mma_bwd.go).
 struct FgX3Planes {
   int64_t qlo, klo;   // elements from a hi plane to its lo plane
   const float* tail;  // what follows V lo

@@ -545,10 +545,10 @@ __device__ __forceinline__ void fg_st_release(uint32_t* p, uint32_t v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
 // fg_tile_ready sets flag f once every converter's writes of the tile are done: the barrier of
-// the 96 converters (tid 0 to 95) orders them before converter 0's fence (cumulative), the
-// fence before the flag's release.
-__device__ __forceinline__ void fg_tile_ready(uint32_t* f, int tid) {
-  asm volatile("bar.sync 7, 96;\n" ::: "memory");
+// the N converters (tid 0 to N - 1, named barrier 7) orders them before converter 0's fence
+// (cumulative), the fence before the flag's release.
+template <int N = 96> __device__ __forceinline__ void fg_tile_ready(uint32_t* f, int tid) {
+  asm volatile("bar.sync 7, %0;\n" ::"n"(N) : "memory");
   if (tid == 0) {
     __threadfence();
     fg_st_release(f, 1);
