@@ -267,6 +267,10 @@ func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exac
 // in tiles of c.BN keys.
 func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 
+// qst reports whether c stages each work item's Q rows by bulk copies (variant 22), which take
+// the rows as one block: Q's rows must be contiguous.
+func (c mmaCfg) qst() bool { return c.Variant == 22 }
+
 // x3 reports whether c is a 3xF16 forward (variants 27 and 30).
 func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }
 
@@ -375,7 +379,7 @@ func (c mmaCfg) smem() int {
 			qlo, parts = 0, 1
 		}
 		return qlo + 4*parts*c.BN*c.D*4 + 1024 + 64
-	case c.Variant == 22: // and Q's two mbarriers (64 bytes with their padding) and staging tile, float32 [BM][D]
+	case c.qst(): // and Q's two mbarriers (64 bytes with their padding) and staging tile, float32 [BM][D]
 		return (c.BM+4*c.BN)*c.D*2 + 1024 + 64 + 64 + c.BM*c.D*4
 	case c.Variant == 21: // and the converters' staging: 96 threads' U chunks of K and V (64 bytes each)
 		u := 16 // the kernel's U: 16 chunks at d = 64, 8 at d = 128
@@ -505,7 +509,7 @@ func pickMMA(kp *attnParams, dt dtype, variant int, scratch bool, sm int) (mmaCf
 	}
 	for _, c := range mmaCfgs {
 		if c.Prec == Precision(kp.precision) && c.D == int(kp.d) && (variant == 0 && int(kp.nk) >= c.MinNk || variant == c.Variant) &&
-			(scratch || !c.pre()) && (sm == 90 || !c.hopper()) && (c.Variant != 22 || kp.qRow == int64(kp.d)) {
+			(scratch || !c.pre()) && (sm == 90 || !c.hopper()) && (!c.qst() || kp.qRow == int64(kp.d)) {
 			return c, true
 		}
 	}

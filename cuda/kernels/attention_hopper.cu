@@ -154,29 +154,6 @@ template <int D, int BN, int NWG, bool OVL> __device__ void fg_attn_fwd_wgmma(co
 // [BM][D] and two stages of K, V hi, lo [BN][D] in half, aligned to 1024 bytes.
 __host__ __device__ constexpr unsigned fg_x3_fwd_smem(int D, int BN, int NWG) { return (2 * 64 * NWG + 8 * BN) * D * 2 + 1024; }
 
-// fg_x3_prefetch_tile starts moving the K and V rows of tile u (fg_x3_kv_tile's, below the
-// key length) into L2: one block of rows each where they are contiguous, else row by row.
-template <int D, int BN> __device__ __forceinline__ void fg_x3_prefetch_tile(const fg_attn_params& p, const FgX3Kv& kv, int64_t u) {
-  const int64_t head = u / kv.nt;
-  const int j0 = (int)(u % kv.nt) * BN, hk = (int)(head % p.hkv), b = (int)(head / p.hkv);
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
-  const int rows = max(0, min(BN, klen - j0));
-  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j0 * p.k_row;
-  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j0 * p.v_row;
-  if (rows == 0) return;
-  if (p.k_row == D) {
-    fg_prefetch_l2(k, (uint32_t)rows * D * 4);
-  } else {
-    for (int r = 0; r < rows; ++r) fg_prefetch_l2(k + (int64_t)r * p.k_row, D * 4);
-  }
-  if (p.v_row == D) {
-    fg_prefetch_l2(v, (uint32_t)rows * D * 4);
-  } else {
-    for (int r = 0; r < rows; ++r) fg_prefetch_l2(v + (int64_t)r * p.v_row, D * 4);
-  }
-}
-
 // fg_x3_fwd_item runs the query tile of BM rows at m0 of (b, h) for variants 27 and 30 (Exact
 // in 3xF16, mma_bwd.cuh): variant 12's work with every product as three half products on hi
 // and lo tiles (lo x hi, hi x lo, hi x hi), by the block's threads 0 .. 128 NWG - 1 (named
@@ -344,7 +321,7 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
 // tiles u = c, c + G, ... (u = (b Hkv + hk) NT + j, the order the items need them) into the
 // planes at pp.dst with fg_x3_kv_tile and sets tile u's flag when it is written
 // (fg_tile_ready; the flags zeroed by the launcher). Converter 0 first starts moving the next
-// task's K and V rows into L2. The converters wait for nothing and every block is resident
+// task's K and V rows into L2 (fg_prefetch_kv). The converters wait for nothing and every block is resident
 // (G <= multiprocessors, one block each), so every flag is set in finite time. PREG and CREG
 // are setmaxnreg's registers for the converters and the consumers (their sum over the block
 // within the launch's 168 x 384); U the float4 of K and of V a converter has in flight.
@@ -362,7 +339,8 @@ __device__ void fg_attn_fwd_wgmma_x3_persist(const fg_mma_prep_params& pp) {
     __shared__ unsigned part[8];
     const int tid = threadIdx.x - CONSUMERS;
     for (int64_t u = c; u < tasks; u += G) {
-      if (tid == 0 && u + G < tasks) fg_x3_prefetch_tile<D, BN>(p, kv, u + G);
+      if (const int64_t n = u + G; tid == 0 && n < tasks)
+        fg_prefetch_kv(p, (int)(n / kv.nt / p.hkv), (int)(n / kv.nt % p.hkv), (int)(n % kv.nt) * BN, BN, D);
       fg_x3_kv_tile<D, BN, 128, U>(p, kv, u, tid, 6, part);
       fg_tile_ready<128>(kv.flags + u, tid);
     }
@@ -413,7 +391,8 @@ FG_FWD_WGMMA(16, false, 128, 64, 64)
 // in a persistent grid with the pre-pass's work done by a converter warpgroup (setmaxnreg 56
 // and 224, 4 rows of K and of V in flight per converter thread). (Variants 29, 31 and 32, the
 // same with 2 and 1 rows in flight (setmaxnreg 40 and 232) and with Q loaded 2 chunks at a
-// time, were slower at d = 128, N = 1024 causal: results/h100-2026-11-25-s16, call x29c.)
+// time, were slower at d = 128, N = 1024 causal: results/h100-2026-11-25-s16, call x29c; variant 31,
+// 30 without the L2 prefetch, within noise of it, call x31.)
 #define FG_FWD_WGMMA_X3(D, BM, BN)                                                       \
   extern "C" __global__ void __launch_bounds__(256) fg_attn_x3_kv_d##D##_n##BN(          \
       const fg_mma_prep_params pp) {                                                     \

@@ -248,3 +248,7 @@ FG_FWD_WGMMA_PERSIST(21, true, 128, 56, 224, 8, true)
 // Variant 22: variant 20 with Q staged by the producer's bulk copies (QST).
 FG_FWD_WGMMA_PERSIST_Q(22, true, 64, 56, 224, 2, false, true)
 FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)
+// (Variant 23, variant 22 whose converter 0 moved the next task's K and V rows into L2 before
+// each task (fg_prefetch_kv, as variant 30's converters do), ran 2-18% slower than 22 at every
+// N (d = 128, N = 1024: 0.84 against 0.71 ms causal; results/h100-2026-11-25-s16 call x23) and
+// was dropped.)

@@ -667,6 +667,29 @@ __device__ __forceinline__ void fg_prefetch_q(const fg_attn_params& p, const FgI
   }
 }
 
+// fg_prefetch_kv starts moving the rows [j0, j0 + BN) below the batch's key length of K and of
+// V of (b, key/value head hk) (float32, D columns) into L2: one block each where rows are
+// contiguous, else row by row. The fused kernels' converters call it a task ahead, so that
+// their loads find L2 instead of DRAM.
+__device__ __forceinline__ void fg_prefetch_kv(const fg_attn_params& p, int b, int hk, int j0, int BN, int D) {
+  int klen = p.nk;
+  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+  const int rows = min(BN, klen - j0);
+  if (rows <= 0) return;
+  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j0 * p.k_row;
+  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j0 * p.v_row;
+  if (p.k_row == D) {
+    fg_prefetch_l2(k, (uint32_t)rows * D * 4);
+  } else {
+    for (int r = 0; r < rows; ++r) fg_prefetch_l2(k + (int64_t)r * p.k_row, D * 4);
+  }
+  if (p.v_row == D) {
+    fg_prefetch_l2(v, (uint32_t)rows * D * 4);
+  } else {
+    for (int r = 0; r < rows; ++r) fg_prefetch_l2(v + (int64_t)r * p.v_row, D * 4);
+  }
+}
+
 // fg_wgmma_put_q converts this warpgroup's chunks x of the query tile (fg_wgmma_load_q's
 // QI chunks of 8 columns per thread, rows at or past nq zero), times qs, to bfloat16 in the
 // swizzled tile of BM rows at sQ, then fences the writes for the async proxy and syncs the
