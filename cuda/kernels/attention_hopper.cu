@@ -321,10 +321,11 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
 // tiles u = c, c + G, ... (u = (b Hkv + hk) NT + j, the order the items need them) into the
 // planes at pp.dst with fg_x3_kv_tile and sets tile u's flag when it is written
 // (fg_tile_ready; the flags zeroed by the launcher). Converter 0 first starts moving the next
-// task's K and V rows into L2 (fg_prefetch_kv). The converters wait for nothing and every block is resident
-// (G <= multiprocessors, one block each), so every flag is set in finite time. PREG and CREG
-// are setmaxnreg's registers for the converters and the consumers (their sum over the block
-// within the launch's 168 x 384); U the float4 of K and of V a converter has in flight.
+// task's K and V rows into L2 (fg_prefetch_kv). The converters wait for nothing and every
+// block is resident (G <= multiprocessors, one block each), so every flag is set in finite
+// time. PREG and CREG are setmaxnreg's registers for the converters and the consumers (their
+// sum over the block within the launch's 168 x 384); U the rows of K and of V a converter
+// thread has in flight; QG the consumers' Q chunks loaded at a time (fg_x3_fwd_item).
 template <int D, int BN, int NWG, int PREG, int CREG, int U, int QG>
 __device__ void fg_attn_fwd_wgmma_x3_persist(const fg_mma_prep_params& pp) {
   constexpr int BM = 64 * NWG, CONSUMERS = 128 * NWG;
