@@ -251,4 +251,7 @@ FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)
 // (Variant 23, variant 22 whose converter 0 moved the next task's K and V rows into L2 before
 // each task (fg_prefetch_kv, as variant 30's converters do), ran 2-18% slower than 22 at every
 // N (d = 128, N = 1024: 0.84 against 0.71 ms causal; results/h100-2026-11-25-s16 call x23) and
-// was dropped.)
+// was dropped. Variants 33 and 34, variant 22 with 3 and 4 chunks in flight per converter
+// thread (setmaxnreg 56 and 224, 72 and 216; 140-200 bytes of spills against 22's 44), ran 43%
+// and 47% slower at d = 128, N = 1024 causal (1.01 and 1.04 against 0.71 ms) and within 5% of 22
+// from N = 4096: call x33. The N = 1024 rows are not bound by the converters' loads in flight.)
