@@ -174,7 +174,14 @@
 // vec.OnlineExp2Rows's AVX-512 exponential (its table, from
 // vec.Exp2Table16), and the row sums in float64 lanes. The score tile is
 // written once, as probabilities, instead of written as scores and then
-// read twice (the maximum, the exponentials) by a separate pass.
+// read twice (the maximum, the exponentials) by a separate pass. Their
+// chunk totals are written in each chunk's last step, each accumulator's
+// after its last product (gen_micro.go's closing), not in a burst after
+// the step as the other kernels write theirs: the same sums. The epilogue
+// is µops for the FMA ports (about 370 a strip beside its 1536 FMAs and
+// 168 adds of the totals), so the exponentials leave no idle port time
+// that overlapping them with the next strip's products could fill
+// (cmd/cpubench/results/dev-2026-11-25-s16).
 //
 // # Instruction sets and variants
 //

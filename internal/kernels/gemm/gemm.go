@@ -270,23 +270,28 @@ func check(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) error {
 	if tB {
 		br, bc, bn = n, k, "B [n,k] (tB)"
 	}
-	for _, x := range []struct {
-		name           string
-		rows, cols, ld int
-		length         int
-		read           bool // whether the product reads it at all
-	}{
-		{an, ar, ac, lda, la, m > 0 && n > 0 && k > 0},
-		{bn, br, bc, ldb, lb, m > 0 && n > 0 && k > 0},
-		{"C [m,n]", m, n, ldc, lc, m > 0 && n > 0},
-	} {
-		if x.ld < max(1, x.cols) {
-			return fmt.Errorf("gemm: %s = [%d,%d] with row stride %d: the stride must be at least %d", x.name, x.rows, x.cols, x.ld, max(1, x.cols))
-		}
-		if x.read {
-			if need := (x.rows-1)*x.ld + x.cols; x.length < need {
-				return fmt.Errorf("gemm: %s = [%d,%d] at row stride %d needs %d elements, the slice holds %d", x.name, x.rows, x.cols, x.ld, need, x.length)
-			}
+	read := m > 0 && n > 0 && k > 0
+	if err := checkOperand(an, ar, ac, lda, la, read); err != nil {
+		return err
+	}
+	if err := checkOperand(bn, br, bc, ldb, lb, read); err != nil {
+		return err
+	}
+	return checkOperand("C [m,n]", m, n, ldc, lc, m > 0 && n > 0)
+}
+
+// checkOperand checks one operand of check: a rows×cols matrix at row
+// stride ld in a slice of length elements, which the product reads (or
+// writes) where read is set. (check looped over a slice literal of the
+// three operands instead: 0.85% of the causal N = 1024 attention
+// forward's profile on one core, against 0.17% for the three calls.)
+func checkOperand(name string, rows, cols, ld, length int, read bool) error {
+	if ld < max(1, cols) {
+		return fmt.Errorf("gemm: %s = [%d,%d] with row stride %d: the stride must be at least %d", name, rows, cols, ld, max(1, cols))
+	}
+	if read {
+		if need := (rows-1)*ld + cols; length < need {
+			return fmt.Errorf("gemm: %s = [%d,%d] at row stride %d needs %d elements, the slice holds %d", name, rows, cols, ld, need, length)
 		}
 	}
 	return nil
@@ -517,9 +522,17 @@ func (w *Workspace[T]) aStrips(kn *kernel[T], tA, packAT bool, m, g0, g1, kcb, p
 	if packAT && full > 0 {
 		packABlock(kn, w.a, a, lda, g0, pc, kcb, full)
 	}
-	w.strips = w.strips[:0]
+	// The strips are written in place (appending each, a struct with
+	// pointers, was 1.3% of the causal N = 1024 attention forward's
+	// profile on one core, against 0.3%).
+	n := (g1 - g0 + mr - 1) / mr
+	if cap(w.strips) < n {
+		w.strips = make([]aStrip[T], n)
+	}
+	w.strips = w.strips[:n]
 	for ir := g0; ir < g1; ir += mr {
-		st := aStrip[T]{ir: ir, h: min(mr, m-ir), hk: mr, micro: kn.micro}
+		st := &w.strips[(ir-g0)/mr]
+		*st = aStrip[T]{ir: ir, h: min(mr, m-ir), hk: mr, micro: kn.micro}
 		i0 := ir
 		if st.h < mr {
 			if e := kn.edgeKernel(st.h); e != nil {
@@ -543,7 +556,6 @@ func (w *Workspace[T]) aStrips(kn *kernel[T], tA, packAT bool, m, g0, g1, kcb, p
 		default:
 			st.ap, st.rs, st.ps = &a[i0*lda+pc], lda, 1
 		}
-		w.strips = append(w.strips, st)
 	}
 	return w.strips
 }
