@@ -204,8 +204,10 @@ __device__ __forceinline__ void fg_x3_fwd_item(const fg_attn_params& p, const Fg
     fg_load_sw128<BN, CH, THREADS>(st + 2 * KB, v + at, kv_end - j * BN);
     fg_load_sw128<BN, CH, THREADS>(st + 3 * KB, v + lo + at, kv_end - j * BN);
   };
-  ready(0);
-  sync();  // tile 0 is written; every warpgroup is done with the block's item before (stages, Q)
+  if constexpr (FLAGS) {
+    ready(0);
+    sync();  // tile 0 is written; every warpgroup is done with the block's item before (stages, Q)
+  }
   load(0);
   fg_cp_async_commit();
 
@@ -340,8 +342,11 @@ __device__ void fg_attn_fwd_wgmma_x3_persist(const fg_mma_prep_params& pp) {
     __shared__ unsigned part[8];
     const int tid = threadIdx.x - CONSUMERS;
     for (int64_t u = c; u < tasks; u += G) {
-      if (const int64_t n = u + G; tid == 0 && n < tasks)
-        fg_prefetch_kv(p, (int)(n / kv.nt / p.hkv), (int)(n / kv.nt % p.hkv), (int)(n % kv.nt) * BN, BN, D);
+      if (const int64_t n = u + G; tid == 0 && n < tasks) {
+        int b, hk, j0;
+        kv.tile(n, p.hkv, BN, b, hk, j0);
+        fg_prefetch_kv(p, b, hk, j0, BN, D);
+      }
       fg_x3_kv_tile<D, BN, 128, U>(p, kv, u, tid, 6, part);
       fg_tile_ready<128>(kv.flags + u, tid);
     }

@@ -129,7 +129,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
       fg_reg_fence(dk);
       const int m0 = walk.m0(it);
       const uint32_t sq = sQ + stage(it) * 2 * QB;
-      const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+      const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
       fg_bwd_pds_t<FX>(st, dpt, sLD + stage(it) * BM, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
       uint32_t pa[BM / 16][4], da[BM / 16][4];
       fg_wgmma_pack<BM>(pa, st);
@@ -166,7 +166,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
     }
     const int m0 = walk.m0(it);
     const uint32_t sq = sQ + stage(it) * 2 * QB, sdo = sq + QB;
-    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+    const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
     const float2* ld = sLD + stage(it) * BM;
     float st[NB][4], dpt[NB][4];
     uint32_t pa[BM / 16][4], da[BM / 16][4];
@@ -455,7 +455,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     }
     const int m0 = walk.m0(it);
     const uint32_t sq = sQ + (it & 1) * 4 * QB, sdo = sq + 2 * QB;
-    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+    const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
     const float2 *ld = sLD + (it & 1) * BM, *qf = sQF + (it & 1) * BM;
     float st[NB][4], dpt[NB][4];
     fg_wgmma_fence();

@@ -299,12 +299,6 @@ template <int NB> __device__ __forceinline__ void fg_ws_get(const uint4* pb, flo
   }
 }
 
-// fg_dkdv_masked reports whether the tile of BM queries from m0 and BN keys from n0 needs
-// fg_bwd_pds_t's masks (rows past Nq, keys past the batch's length klen, the causal limit).
-template <int BM, int BN> __device__ __forceinline__ bool fg_dkdv_masked(const fg_attn_params& p, int m0, int n0, int klen) {
-  return m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
-}
-
 // fg_dkdv_copy_ld starts the two-warpgroup dK/dV kernels' copy (cp.async, warpgroup 0's 128
 // threads) of (L2, delta) of step it's BM query rows into slot it % 2 of sLD (zeros past Nq;
 // nothing past the walk's last step) and commits a cp.async group, empty or not, so that

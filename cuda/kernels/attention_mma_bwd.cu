@@ -699,7 +699,7 @@ template <int P, int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_
     const float* sdO = sQ + BM * D;
     const float2* sLD = (const float2*)(sdO + BM * D);
     // Masks matter where the tile reaches past Nq or the key length, or crosses the diagonal.
-    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+    const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
 #pragma unroll 1
     for (int sb = 0; sb < BM; sb += SB) {
       float st[NB][4], dpt[NB][4];
@@ -849,7 +849,7 @@ template <int D, int BN, int BM, int SB> __device__ void fg_attn_bwd_mma_ldm_dkd
     fg_to_bf16_tile<BM, D, LDH, THREADS>(sdOh, st + BM * D);
     const float2* sLD = (const float2*)(st + 2 * BM * D);
     __syncthreads();  // Q, dO in bfloat16
-    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+    const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
 #pragma unroll 1
     for (int sb = 0; sb < BM; sb += SB) {
       float sT[NB][4], dpT[NB][4];
@@ -1015,7 +1015,7 @@ __device__ void fg_attn_bwd_mma_pre_dkdv(const fg_attn_params& p) {
     const uint16_t* sQh = sStage + (it & 1) * STAGE;
     const uint16_t* sdOh = sQh + BM * LDH;
     const float2* sLD = (const float2*)(sdOh + BM * LDH);
-    const bool mask = m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+    const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
 #pragma unroll 1
     for (int sb = 0; sb < BM; sb += SB) {
       float sT[NB][4], dpT[NB][4];

@@ -115,17 +115,24 @@ template <typename T> __device__ __forceinline__ double fg_row_do_o(const fg_att
   return fg_group_sum<32>(s);
 }
 
+// fg_key_length is batch b's key length: Nk, or its entry of key_lengths where it is shorter
+// (keys from it on are padding, never read).
+__device__ __forceinline__ int fg_key_length(const fg_attn_params& p, int b) {
+  int lim = p.nk;
+  if (p.key_lengths) {
+    const int kl = ((const int32_t*)p.key_lengths)[b];
+    lim = kl < lim ? kl : lim;
+  }
+  return lim;
+}
+
 // fg_key_limit returns how many leading keys query row i of batch b sees: keys j < limit are
 // visible. Both masks (key lengths, causal) keep a prefix of the keys. This is the device copy
 // of the Go definition, internal/attnspec's KeyLimit (j < key length and, causal,
 // j <= i + Nk - Nq, with causal_offset = Nk - Nq set by the launcher); the device tests compare
 // every kernel with float64 references that use attnspec's rule.
 __device__ __forceinline__ int fg_key_limit(const fg_attn_params& p, int b, int i) {
-  int lim = p.nk;
-  if (p.key_lengths) {
-    const int kl = ((const int32_t*)p.key_lengths)[b];
-    lim = kl < lim ? kl : lim;
-  }
+  int lim = fg_key_length(p, b);
   if (p.causal) {
     const int c = i + p.causal_offset + 1;
     lim = c < lim ? c : lim;

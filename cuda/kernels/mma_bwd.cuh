@@ -217,6 +217,11 @@ struct FgX3Kv {
     const int64_t tiles = (int64_t)p.b * p.hkv * nt;
     flags = (uint32_t*)(exps + (tiles + 1) / 2 * 2);
   }
+  // tile sets b, hk and the first key j0 of tile u.
+  __device__ __forceinline__ void tile(int64_t u, int hkv, int BN, int& b, int& hk, int& j0) const {
+    const int64_t head = u / nt;
+    b = (int)(head / hkv), hk = (int)(head % hkv), j0 = (int)(u % nt) * BN;
+  }
 };
 
 // fg_absmax_bits is the largest |x| of x's elements as float bits (NaN above every number).
@@ -239,11 +244,9 @@ __device__ __forceinline__ void fg_x3_kv_tile(const fg_attn_params& p, const FgX
                                               unsigned* part) {
   constexpr int C4 = D / 4, RS = N / C4;  // float4 per row; rows apart of a thread's rows
   static_assert(N % C4 == 0 && N % 32 == 0, "converter threads");
-  const int64_t head = u / kv.nt;
-  const int j0 = (int)(u % kv.nt) * BN, hk = (int)(head % p.hkv), b = (int)(head / p.hkv);
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
-  const int rows = max(0, min(BN, klen - j0)), r0 = tid / C4, c4 = 4 * (tid % C4);
+  int b, hk, j0;
+  kv.tile(u, p.hkv, BN, b, hk, j0);
+  const int rows = max(0, min(BN, fg_key_length(p, b) - j0)), r0 = tid / C4, c4 = 4 * (tid % C4);
   const float* const k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (j0 + r0) * p.k_row + c4;
   const float* const v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (j0 + r0) * p.v_row + c4;
   const int64_t ks = RS * p.k_row, vs = RS * p.v_row;
@@ -272,7 +275,7 @@ __device__ __forceinline__ void fg_x3_kv_tile(const fg_attn_params& p, const FgX
   const int ek = fg_x3_exp(__uint_as_float(mk)), ev = fg_x3_exp(__uint_as_float(mv));
   const float fk = fg_pow2(ek), fv = fg_pow2(ev);
   // This thread's first K hi element (rows D apart; lo ke elements on, V 2 ke).
-  uint16_t* const kh = kv.kh + head * p.nk * D + (int64_t)(j0 + r0) * D + c4;
+  uint16_t* const kh = kv.kh + ((int64_t)b * p.hkv + hk) * p.nk * D + (int64_t)(j0 + r0) * D + c4;
   // put writes x f at the plane element at (hi; lo ke elements on).
   const auto put = [&](uint16_t* at, float4 x, float f) {
     uint32_t h0, l0, h1, l1;
@@ -321,6 +324,12 @@ struct FgX3Planes {
   }
 };
 
+// fg_dkdv_masked reports whether the tile of BM queries from m0 and BN keys from n0 of a dK/dV
+// kernel needs the masks (rows past Nq, keys past the batch's length klen, the causal limit).
+template <int BM, int BN> __device__ __forceinline__ bool fg_dkdv_masked(const fg_attn_params& p, int m0, int n0, int klen) {
+  return m0 + BM > p.nq || n0 + BN > klen || (p.causal && n0 + BN - 1 > m0 + p.causal_offset);
+}
+
 // FgKvWalk is the walk of a dK/dV block (keys [n0, n0 + BN) of K/V head hk, batch b) over the
 // query tiles of BM rows: klen, the batch's key length (keys from klen on are padding); from
 // m_start, the tile of the first query row that sees key n0 (causal: rows i >= n0 - offset), to
@@ -331,8 +340,7 @@ template <int BM> struct FgKvWalk {
 
   __device__ __forceinline__ FgKvWalk(const fg_attn_params& p, int b, int hk_, int n0, int group_) {
     hk = hk_, group = group_;
-    klen = p.nk;
-    if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
+    klen = fg_key_length(p, b);
     const int i_first = p.causal ? max(0, n0 - p.causal_offset) : 0;
     m_start = i_first / BM * BM;
     ntiles = (n0 < klen && m_start < p.nq) ? (p.nq - m_start + BM - 1) / BM : 0;

@@ -655,39 +655,30 @@ __device__ __forceinline__ void fg_prefetch_l2(const void* src, uint32_t bytes) 
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 }
 
-// fg_prefetch_q starts moving item n's Q rows (float32, D columns) into L2: one block of rows
-// where they are contiguous, else row by row.
-__device__ __forceinline__ void fg_prefetch_q(const fg_attn_params& p, const FgItem& n, int D, int BM) {
-  const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head;
-  const int rows = min(BM, p.nq - n.m0);
-  if (p.q_row == D) {
-    fg_prefetch_l2(q + (int64_t)n.m0 * D, (uint32_t)rows * D * 4);
+// fg_prefetch_rows starts moving rows (> 0) float32 rows of D columns, row stride ld, from x
+// into L2: one block where they are contiguous (ld = D), else row by row.
+__device__ __forceinline__ void fg_prefetch_rows(const float* x, int rows, int64_t ld, int D) {
+  if (ld == D) {
+    fg_prefetch_l2(x, (uint32_t)rows * D * 4);
   } else {
-    for (int r = 0; r < rows; ++r) fg_prefetch_l2(q + (int64_t)(n.m0 + r) * p.q_row, D * 4);
+    for (int r = 0; r < rows; ++r) fg_prefetch_l2(x + r * ld, D * 4);
   }
 }
 
+// fg_prefetch_q starts moving item n's Q rows (float32, D columns) into L2.
+__device__ __forceinline__ void fg_prefetch_q(const fg_attn_params& p, const FgItem& n, int D, int BM) {
+  const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head;
+  fg_prefetch_rows(q + (int64_t)n.m0 * p.q_row, min(BM, p.nq - n.m0), p.q_row, D);
+}
+
 // fg_prefetch_kv starts moving the rows [j0, j0 + BN) below the batch's key length of K and of
-// V of (b, key/value head hk) (float32, D columns) into L2: one block each where rows are
-// contiguous, else row by row. The fused kernels' converters call it a task ahead, so that
-// their loads find L2 instead of DRAM.
+// V of (b, key/value head hk) (float32, D columns) into L2. Variant 30's converters call it a
+// task ahead, so that their loads find L2 instead of DRAM.
 __device__ __forceinline__ void fg_prefetch_kv(const fg_attn_params& p, int b, int hk, int j0, int BN, int D) {
-  int klen = p.nk;
-  if (p.key_lengths) klen = min(klen, ((const int32_t*)p.key_lengths)[b]);
-  const int rows = min(BN, klen - j0);
+  const int rows = min(BN, fg_key_length(p, b) - j0);
   if (rows <= 0) return;
-  const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j0 * p.k_row;
-  const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j0 * p.v_row;
-  if (p.k_row == D) {
-    fg_prefetch_l2(k, (uint32_t)rows * D * 4);
-  } else {
-    for (int r = 0; r < rows; ++r) fg_prefetch_l2(k + (int64_t)r * p.k_row, D * 4);
-  }
-  if (p.v_row == D) {
-    fg_prefetch_l2(v, (uint32_t)rows * D * 4);
-  } else {
-    for (int r = 0; r < rows; ++r) fg_prefetch_l2(v + (int64_t)r * p.v_row, D * 4);
-  }
+  fg_prefetch_rows((const float*)p.k + b * p.k_batch + hk * p.k_head + (int64_t)j0 * p.k_row, rows, p.k_row, D);
+  fg_prefetch_rows((const float*)p.v + b * p.v_batch + hk * p.v_head + (int64_t)j0 * p.v_row, rows, p.v_row, D);
 }
 
 // fg_wgmma_put_q converts this warpgroup's chunks x of the query tile (fg_wgmma_load_q's
