@@ -224,6 +224,8 @@ var mmaCfgs = []mmaCfg{
 	{13, PrecisionBF16, 64, 128, 128, 0}, {13, PrecisionBF16, 128, 128, 128, 0},
 	{19, PrecisionBF16, 64, 128, hopperBN, 0}, {19, PrecisionBF16, 128, 128, hopperBN, 0},
 	{21, PrecisionBF16, 128, 128, hopperBN, 0},
+	{35, PrecisionBF16, 64, 128, hopperBN, 0}, {35, PrecisionBF16, 128, 128, hopperBN, 0},
+	{36, PrecisionBF16, 64, 128, hopperBN, 0}, {36, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128, 0}, {9, PrecisionBF16, 128, 128, 64, 0},
 	{11, PrecisionTF32, 64, 128, 64, 0}, {11, PrecisionTF32, 128, 128, 64, 0},
@@ -260,16 +262,19 @@ func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg
 
 // pwg reports whether c's producer is a whole warpgroup (variants 17 to 22 and 24 to 26), not
 // a warp.
-func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.exact() }
+func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.hinted() || c.exact() }
 
 // exact reports whether c is a TF32 wgmma kernel of Exact or TF32 (variants 24 to 26), whose
 // pre-pass (26: its converters) writes K and V^T rounded to tf32 (Exact: split into hi and lo)
 // in tiles of c.BN keys.
 func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 
-// qst reports whether c stages each work item's Q rows by bulk copies (variant 22), which take
-// the rows as one block: Q's rows must be contiguous.
-func (c mmaCfg) qst() bool { return c.Variant == 22 }
+// qst reports whether c stages each work item's Q rows by bulk copies (variants 22, 35 and 36),
+// which take the rows as one block: Q's rows must be contiguous.
+func (c mmaCfg) qst() bool { return c.Variant == 22 || c.hinted() }
+
+// hinted reports whether c is variant 22 with L2 eviction hints (variants 35 and 36).
+func (c mmaCfg) hinted() bool { return c.Variant == 35 || c.Variant == 36 }
 
 // x3 reports whether c is a 3xF16 forward (variants 27 and 30).
 func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }
@@ -277,13 +282,13 @@ func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }
 // persistent reports whether c runs in a persistent grid (variants 19 to 22, 25, 26 and 30:
 // persistGrid blocks, each looping over query tiles).
 func (c mmaCfg) persistent() bool {
-	return c.Variant >= 19 && c.Variant <= 22 || c.Variant == 25 || c.Variant == 26 || c.Variant == 30
+	return c.Variant >= 19 && c.Variant <= 22 || c.hinted() || c.Variant == 25 || c.Variant == 26 || c.Variant == 30
 }
 
 // fused reports whether c converts K and V itself (variants 20 to 22, 26 and 30): no pre-pass
 // kernel runs, and its scratch holds a flag per tile after the planes.
 func (c mmaCfg) fused() bool {
-	return c.Variant >= 20 && c.Variant <= 22 || c.Variant == 26 || c.Variant == 30
+	return c.Variant >= 20 && c.Variant <= 22 || c.hinted() || c.Variant == 26 || c.Variant == 30
 }
 
 // keeps reports whether c's planes can be kept for the backward (AttentionBuffers.Planes,

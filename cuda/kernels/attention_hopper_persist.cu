@@ -50,8 +50,10 @@
 // waits forever); U is how many 8-column chunks of K and V a converter thread has in flight,
 // in registers or (STAGED, variant 21) in shared-memory slots filled by cp.async. QST
 // (variant 22): Q's rows staged by the producer's bulk copies (above); its mbarriers follow
-// the ring's, the staging tile (float32 [BM][D]) 64 bytes after them.
-template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false>
+// the ring's, the staging tile (float32 [BM][D]) 64 bytes after them. HINT (variants 35 and
+// 36): the streams (Q's staged rows, the converters' K and V rows, O) under an L2 evict_first
+// policy, and (HINT 2) the converters' tiles stored under evict_last.
+template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false, int HINT = 0>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
   constexpr int BN = FG_HOPPER_BN, BM = 64 * NWG, CONSUMERS = 128 * NWG;
@@ -60,6 +62,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   constexpr uint32_t STAGE = STAGED ? 96 * U * 64 : 0;  // the staged converters' slots
   constexpr uint32_t QFB = QST ? 64 + BM * D * 4 : 0;   // QST's mbarriers and staging tile
   static_assert(!(STAGED && QST), "one use of the space after the ring's mbarriers");
+  static_assert(HINT == 0 || QST && !STAGED, "the hints are variant 22's");
+  const uint64_t first = HINT ? fg_l2_evict_first() : 0, last = HINT == 2 ? fg_l2_evict_last() : 0;
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE + QFB;
   if (fg_dynamic_smem() < SMEM || QST && p.q_row != D) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -97,7 +101,10 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         // (the launcher takes variant 22 only where Q's rows are contiguous, q_row = D).
         const auto copyQ = [&](const FgItem& n) {
           const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head + (int64_t)n.m0 * D;
-          fg_bulk_load(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull);
+          if constexpr (HINT > 0)
+            fg_bulk_load_hint(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull, first);
+          else
+            fg_bulk_load(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull);
         };
         // QST: once the consumers have released item k's staged rows, item k + 1's.
         const auto nextQ = [&]() {
@@ -178,8 +185,13 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             if (i < BN * CH && j0 + r < klen) {
               const float* kr = k + (int64_t)(j0 + r) * p.k_row + 8 * cc;
               const float* vr = v + (int64_t)(j0 + r) * p.v_row + 8 * cc;
-              x[e][0] = *(const float4*)kr, x[e][1] = *(const float4*)(kr + 4);
-              x[e][2] = *(const float4*)vr, x[e][3] = *(const float4*)(vr + 4);
+              if constexpr (HINT > 0) {
+                x[e][0] = fg_ld_hint(kr, first), x[e][1] = fg_ld_hint(kr + 4, first);
+                x[e][2] = fg_ld_hint(vr, first), x[e][3] = fg_ld_hint(vr + 4, first);
+              } else {
+                x[e][0] = *(const float4*)kr, x[e][1] = *(const float4*)(kr + 4);
+                x[e][2] = *(const float4*)vr, x[e][3] = *(const float4*)(vr + 4);
+              }
             }
           }
 #pragma unroll
@@ -187,8 +199,13 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             const int i = i0 + 96 * e;
             if (i >= BN * CH) break;
             const uint32_t at = fg_sw128<BN>(i / CH, i % CH) / 16;
-            dk[at] = fg_bf16x8v(x[e][0], x[e][1]);
-            dv[at] = fg_bf16x8v(x[e][2], x[e][3]);
+            if constexpr (HINT == 2) {
+              fg_st_hint(dk + at, fg_bf16x8v(x[e][0], x[e][1]), last);
+              fg_st_hint(dv + at, fg_bf16x8v(x[e][2], x[e][3]), last);
+            } else {
+              dk[at] = fg_bf16x8v(x[e][0], x[e][1]);
+              dv[at] = fg_bf16x8v(x[e][2], x[e][3]);
+            }
           }
         }
         fg_tile_ready(flags + u, tid);
@@ -214,7 +231,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
       fg_mbar_arrive(qempty);
     }
     if (m.tiles == 0) {
-      rows.store(p, m.b, m.h);
+      rows.template store<(HINT > 0)>(p, m.b, m.h, first);
       continue;
     }
     // The warpgroup's products of the previous item, the last readers of its Q rows, have
@@ -224,17 +241,18 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
                              plane);
     fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, it, m.tiles, sl2);
     it += m.tiles;
-    rows.store(p, m.b, m.h);
+    rows.template store<(HINT > 0)>(p, m.b, m.h, first);
   }
 }
 
 // ---- entry points (names built by cuda/attention_mma.go's mmaCfg.name) -----------------------
 
-#define FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, QST)                    \
+#define FG_FWD_WGMMA_PERSIST_H(V, CONV, D, PREG, CREG, U, STAGED, QST, HINT)              \
   extern "C" __global__ void __launch_bounds__(384, 1)                                    \
       fg_attn_fwd_wgmma_v##V##_bf16_d##D##_m128_n128(const fg_mma_prep_params pp) {        \
-    fg_attn_fwd_wgmma_persist<D, 2, CONV, PREG, CREG, U, STAGED, QST>(pp);                 \
+    fg_attn_fwd_wgmma_persist<D, 2, CONV, PREG, CREG, U, STAGED, QST, HINT>(pp);           \
   }
+#define FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, QST) FG_FWD_WGMMA_PERSIST_H(V, CONV, D, PREG, CREG, U, STAGED, QST, 0)
 #define FG_FWD_WGMMA_PERSIST(V, CONV, D, PREG, CREG, U, STAGED) FG_FWD_WGMMA_PERSIST_Q(V, CONV, D, PREG, CREG, U, STAGED, false)
 // Variants 19 and 20 take variant 17's setmaxnreg (producer 24, consumers 240), 20 and 21
 // more for their converters (56 and 224); variant 21 stages U = 16 (d = 64) or 8 (d = 128)
@@ -248,6 +266,11 @@ FG_FWD_WGMMA_PERSIST(21, true, 128, 56, 224, 8, true)
 // Variant 22: variant 20 with Q staged by the producer's bulk copies (QST).
 FG_FWD_WGMMA_PERSIST_Q(22, true, 64, 56, 224, 2, false, true)
 FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)
+// Variants 35 and 36: variant 22 with L2 eviction hints (HINT 1 and 2).
+FG_FWD_WGMMA_PERSIST_H(35, true, 64, 56, 224, 2, false, true, 1)
+FG_FWD_WGMMA_PERSIST_H(35, true, 128, 56, 224, 2, false, true, 1)
+FG_FWD_WGMMA_PERSIST_H(36, true, 64, 56, 224, 2, false, true, 2)
+FG_FWD_WGMMA_PERSIST_H(36, true, 128, 56, 224, 2, false, true, 2)
 // (Variant 23, variant 22 whose converter 0 moved the next task's K and V rows into L2 before
 // each task (fg_prefetch_kv, as variant 30's converters do), ran 2-18% slower than 22 at every
 // N (d = 128, N = 1024: 0.84 against 0.71 ms causal; results/h100-2026-11-25-s16 call x23) and

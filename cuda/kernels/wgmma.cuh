@@ -500,6 +500,15 @@ __device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint
       : "memory");
 }
 
+// fg_bulk_load_hint is fg_bulk_load under L2 policy pol.
+__device__ __forceinline__ void fg_bulk_load_hint(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t pol) {
+  asm volatile(
+      "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%2], %1;\n}\n"
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%3], %1, [%2], %4;\n" ::"r"(dst),
+      "r"(bytes), "r"(bar), "l"(src), "l"(pol)
+      : "memory");
+}
+
 // ---- thread block clusters (the Exact backward's dK/dV kernel: two CTAs share their query tiles)
 
 // fg_mbar_expect arrives on the mbarrier at bar, telling it to expect bytes more.

@@ -30,11 +30,15 @@ type benchCase struct {
 // precisionResult is one precision of ours: median times, the kernels that ran, and the
 // largest errors against float64 on the checked rows (relative to max(1, |reference|)).
 type precisionResult struct {
-	Precision       cuda.Precision
-	FwdMs, FwdBwdMs float64 // forward; forward + backward (preprocess, dK/dV, dQ)
-	ErrO, ErrL      float64 // forward outputs
-	ErrGrad         float64 // dQ, dK, dV
-	Kernels         []string
+	Precision cuda.Precision
+	// FwdMs is the forward alone as inference runs it: no planes kept for a backward
+	// (Planes nil), as sdpa_bench.py times PyTorch's forward under torch.no_grad().
+	// FwdBwdMs is training's forward (keeping its planes where Planes is set) and backward
+	// (preprocess, dK/dV, dQ); FwdTrainMs its forward part.
+	FwdMs, FwdTrainMs, FwdBwdMs float64
+	ErrO, ErrL                  float64 // forward outputs
+	ErrGrad                     float64 // dQ, dK, dV
+	Kernels                     []string
 }
 
 // benchResult holds benchAttention's results: one per precision, and InSum, the float64 sum
@@ -159,7 +163,24 @@ func benchAttention(c benchCase) (res benchResult, err error) {
 				return err
 			}
 			defer t.Close()
-			var tf, tfb []float64
+			var tf, ttf, tfb []float64
+			infer := pp
+			infer.Planes = nil
+			for rep := 0; rep <= reps; rep++ { // the forward alone; run 0 is the warm-up
+				for _, f := range []func() error{func() error { return t.Mark(0) }, func() error { return cuda.AttentionForwardBuffers(infer) },
+					func() error { return t.Mark(1) }} {
+					if err := f(); err != nil {
+						return err
+					}
+				}
+				a, err := t.Elapsed(0, 1)
+				if err != nil {
+					return err
+				}
+				if rep > 0 {
+					tf = append(tf, a)
+				}
+			}
 			for rep := 0; rep <= reps; rep++ { // run 0 is the warm-up (the kernels' JIT compilation)
 				for _, f := range []func() error{func() error { return t.Mark(0) }, func() error { return cuda.AttentionForwardBuffers(pp) },
 					func() error { return t.Mark(1) }, func() error { return cuda.AttentionBackwardBuffers(pp) }, func() error { return t.Mark(2) }} {
@@ -176,10 +197,10 @@ func benchAttention(c benchCase) (res benchResult, err error) {
 					return err
 				}
 				if rep > 0 {
-					tf, tfb = append(tf, a), append(tfb, b)
+					ttf, tfb = append(ttf, a), append(tfb, b)
 				}
 			}
-			r.FwdMs, r.FwdBwdMs = median(tf), median(tfb)
+			r.FwdMs, r.FwdTrainMs, r.FwdBwdMs = median(tf), median(ttf), median(tfb)
 			return nil
 		})
 		if err != nil {
