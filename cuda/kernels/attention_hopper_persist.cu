@@ -50,9 +50,11 @@
 // waits forever); U is how many 8-column chunks of K and V a converter thread has in flight,
 // in registers or (STAGED, variant 21) in shared-memory slots filled by cp.async. QST
 // (variant 22): Q's rows staged by the producer's bulk copies (above); its mbarriers follow
-// the ring's, the staging tile (float32 [BM][D]) 64 bytes after them. HINT (variants 35 and
-// 36): the streams (Q's staged rows, the converters' K and V rows, O) under an L2 evict_first
-// policy, and (HINT 2) the converters' tiles stored under evict_last.
+// the ring's, the staging tile (float32 [BM][D]) 64 bytes after them. HINT, bits (variants 35
+// to 39, all variant 22 otherwise): 1, the streams (Q's staged rows, the converters' K and V
+// rows, O) under an L2 evict_first policy; 2, the converters' tiles stored under evict_last;
+// 4, converter 0 starts moving each task's K and V rows into L2 (fg_prefetch_kv) as the task
+// starts, so that only the converters' first loads wait for DRAM; 8, also the next task's.
 template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false, int HINT = 0>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
@@ -63,7 +65,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   constexpr uint32_t QFB = QST ? 64 + BM * D * 4 : 0;   // QST's mbarriers and staging tile
   static_assert(!(STAGED && QST), "one use of the space after the ring's mbarriers");
   static_assert(HINT == 0 || QST && !STAGED, "the hints are variant 22's");
-  const uint64_t first = HINT ? fg_l2_evict_first() : 0, last = HINT == 2 ? fg_l2_evict_last() : 0;
+  const uint64_t first = HINT & 1 ? fg_l2_evict_first() : 0, last = HINT & 2 ? fg_l2_evict_last() : 0;
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE + QFB;
   if (fg_dynamic_smem() < SMEM || QST && p.q_row != D) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -101,7 +103,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         // (the launcher takes variant 22 only where Q's rows are contiguous, q_row = D).
         const auto copyQ = [&](const FgItem& n) {
           const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head + (int64_t)n.m0 * D;
-          if constexpr (HINT > 0)
+          if constexpr ((HINT & 1) != 0)
             fg_bulk_load_hint(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull, first);
           else
             fg_bulk_load(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull);
@@ -147,6 +149,13 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
         uint4* dk = (uint4*)(kplane + u * KB);
         uint4* dv = (uint4*)(vplane + u * KB);
+        if ((HINT & 4) && tid == 0) {
+          fg_prefetch_kv(p, b, hk, j0, BN, D);
+          if (const int64_t un = u + G; HINT & 8 && un < planeTiles) {
+            const int64_t hn = un / NT;
+            fg_prefetch_kv(p, (int)(hn / p.hkv), (int)(hn % p.hkv), (int)(un % NT) * BN, BN, D);
+          }
+        }
         for (int i0 = tid; i0 < BN * CH && STAGED; i0 += 96 * U) {
 #pragma unroll
           for (int e = 0; e < U; ++e) {
@@ -185,7 +194,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             if (i < BN * CH && j0 + r < klen) {
               const float* kr = k + (int64_t)(j0 + r) * p.k_row + 8 * cc;
               const float* vr = v + (int64_t)(j0 + r) * p.v_row + 8 * cc;
-              if constexpr (HINT > 0) {
+              if constexpr ((HINT & 1) != 0) {
                 x[e][0] = fg_ld_hint(kr, first), x[e][1] = fg_ld_hint(kr + 4, first);
                 x[e][2] = fg_ld_hint(vr, first), x[e][3] = fg_ld_hint(vr + 4, first);
               } else {
@@ -199,7 +208,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             const int i = i0 + 96 * e;
             if (i >= BN * CH) break;
             const uint32_t at = fg_sw128<BN>(i / CH, i % CH) / 16;
-            if constexpr (HINT == 2) {
+            if constexpr ((HINT & 2) != 0) {
               fg_st_hint(dk + at, fg_bf16x8v(x[e][0], x[e][1]), last);
               fg_st_hint(dv + at, fg_bf16x8v(x[e][2], x[e][3]), last);
             } else {
@@ -231,7 +240,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
       fg_mbar_arrive(qempty);
     }
     if (m.tiles == 0) {
-      rows.template store<(HINT > 0)>(p, m.b, m.h, first);
+      rows.template store<(HINT & 1) != 0>(p, m.b, m.h, first);
       continue;
     }
     // The warpgroup's products of the previous item, the last readers of its Q rows, have
@@ -241,7 +250,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
                              plane);
     fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, it, m.tiles, sl2);
     it += m.tiles;
-    rows.template store<(HINT > 0)>(p, m.b, m.h, first);
+    rows.template store<(HINT & 1) != 0>(p, m.b, m.h, first);
   }
 }
 
@@ -266,11 +275,18 @@ FG_FWD_WGMMA_PERSIST(21, true, 128, 56, 224, 8, true)
 // Variant 22: variant 20 with Q staged by the producer's bulk copies (QST).
 FG_FWD_WGMMA_PERSIST_Q(22, true, 64, 56, 224, 2, false, true)
 FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)
-// Variants 35 and 36: variant 22 with L2 eviction hints (HINT 1 and 2).
+// Variants 35, 37 to 39: variant 22 with L2 eviction hints (HINT 1), each task's rows
+// prefetched into L2 (4), both (5), and with the next task's (12).
 FG_FWD_WGMMA_PERSIST_H(35, true, 64, 56, 224, 2, false, true, 1)
 FG_FWD_WGMMA_PERSIST_H(35, true, 128, 56, 224, 2, false, true, 1)
-FG_FWD_WGMMA_PERSIST_H(36, true, 64, 56, 224, 2, false, true, 2)
-FG_FWD_WGMMA_PERSIST_H(36, true, 128, 56, 224, 2, false, true, 2)
+FG_FWD_WGMMA_PERSIST_H(37, true, 64, 56, 224, 2, false, true, 4)
+FG_FWD_WGMMA_PERSIST_H(37, true, 128, 56, 224, 2, false, true, 4)
+FG_FWD_WGMMA_PERSIST_H(38, true, 64, 56, 224, 2, false, true, 5)
+FG_FWD_WGMMA_PERSIST_H(38, true, 128, 56, 224, 2, false, true, 5)
+FG_FWD_WGMMA_PERSIST_H(39, true, 64, 56, 224, 2, false, true, 12)
+FG_FWD_WGMMA_PERSIST_H(39, true, 128, 56, 224, 2, false, true, 12)
+// (Variant 36, HINT 3: variant 35 with the converters' tiles stored evict_last, read as 35:
+// call s17a.)
 // (Variant 23, variant 22 whose converter 0 moved the next task's K and V rows into L2 before
 // each task (fg_prefetch_kv, as variant 30's converters do), ran 2-18% slower than 22 at every
 // N (d = 128, N = 1024: 0.84 against 0.71 ms causal; results/h100-2026-11-25-s16 call x23) and

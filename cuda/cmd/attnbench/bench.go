@@ -102,8 +102,8 @@ func benchAttention(c benchCase) (res benchResult, err error) {
 		}
 	}
 	// The planes the BF16 forward keeps for its backward, where it keeps them; then the
-	// scratch of the largest pre-pass among the precisions, forward or backward (which
-	// depends on whether Planes is set).
+	// scratch of the largest pre-pass among the precisions, forward (with and without Planes)
+	// or backward (which depends on whether Planes is set).
 	if c.Planes {
 		bf := p
 		bf.Precision = cuda.PrecisionBF16
@@ -118,6 +118,8 @@ func benchAttention(c benchCase) (res benchResult, err error) {
 		pp := p
 		pp.Precision = prec
 		scratch = max(scratch, pp.ForwardScratch(), pp.BackwardScratch())
+		pp.Planes = nil // the forward timed alone keeps no planes: its workspace is in Scratch
+		scratch = max(scratch, pp.ForwardScratch())
 	}
 	if scratch > 0 {
 		if err := alloc(&p.Scratch, cuda.Float32, scratch); err != nil {
