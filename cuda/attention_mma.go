@@ -224,10 +224,9 @@ var mmaCfgs = []mmaCfg{
 	{13, PrecisionBF16, 64, 128, 128, 0}, {13, PrecisionBF16, 128, 128, 128, 0},
 	{19, PrecisionBF16, 64, 128, hopperBN, 0}, {19, PrecisionBF16, 128, 128, hopperBN, 0},
 	{21, PrecisionBF16, 128, 128, hopperBN, 0},
-	{35, PrecisionBF16, 64, 128, hopperBN, 0}, {35, PrecisionBF16, 128, 128, hopperBN, 0},
-	{37, PrecisionBF16, 64, 128, hopperBN, 0}, {37, PrecisionBF16, 128, 128, hopperBN, 0},
 	{38, PrecisionBF16, 64, 128, hopperBN, 0}, {38, PrecisionBF16, 128, 128, hopperBN, 0},
-	{39, PrecisionBF16, 64, 128, hopperBN, 0}, {39, PrecisionBF16, 128, 128, hopperBN, 0},
+	{40, PrecisionBF16, 64, 128, hopperBN, 0}, {40, PrecisionBF16, 128, 128, hopperBN, 0},
+	{41, PrecisionBF16, 64, 128, hopperBN, 0}, {41, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128, 0}, {9, PrecisionBF16, 128, 128, 64, 0},
 	{11, PrecisionTF32, 64, 128, 64, 0}, {11, PrecisionTF32, 128, 128, 64, 0},
@@ -275,9 +274,9 @@ func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 // which take the rows as one block: Q's rows must be contiguous.
 func (c mmaCfg) qst() bool { return c.Variant == 22 || c.hinted() }
 
-// hinted reports whether c is variant 22 with L2 cache hints or prefetches (variants 35 and 37
-// to 39).
-func (c mmaCfg) hinted() bool { return c.Variant == 35 || c.Variant >= 37 && c.Variant <= 39 }
+// hinted reports whether c is variant 22 with L2 cache hints, prefetches or discards (variants
+// 38, 40 and 41).
+func (c mmaCfg) hinted() bool { return c.Variant == 38 || c.Variant == 40 || c.Variant == 41 }
 
 // x3 reports whether c is a 3xF16 forward (variants 27 and 30).
 func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }
