@@ -193,8 +193,16 @@ var mmaCfgs = []mmaCfg{
 	// variant 21 from Nk = 16384, else 22: BenchmarkAttentionMMA, five alternating rounds
 	// (results/h100-2026-11-24-s9, call F), v21 against v20: N = 16384 1.3% (non-causal) and
 	// 0.6% (causal) faster, N = 4096 1.4% and 2.7% slower, N = 1024 1-14% slower; v22 against
-	// v20 above (N = 16384: 1.5% and 0.1% faster). d = 128: variant 22.
+	// v20 above (N = 16384: 1.5% and 0.1% faster). d = 128: variant 22. Below Nk = 4096,
+	// variant 38 (22 with L2 hints and each converter task's rows prefetched into L2):
+	// seventeenth session, results/h100-2026-11-25-s17 calls s17b and s17c, BenchmarkAttentionMMA
+	// three rounds each, medians, ms, v22 / v38 at N = 1024 non-causal and causal: d = 64
+	// 0.462 / 0.474, 0.362 / 0.317 and 0.457 / 0.476, 0.355 / 0.313; d = 128 0.754 / 0.718,
+	// 0.709 / 0.644 and 0.744 / 0.702, 0.708 / 0.641. From N = 4096 v38 is up to 10% slower.
 	{Variant: 21, Prec: PrecisionBF16, D: 64, BM: 128, BN: hopperBN, MinNk: 16384},
+	{Variant: 22, Prec: PrecisionBF16, D: 64, BM: 128, BN: hopperBN, MinNk: 4096},
+	{Variant: 22, Prec: PrecisionBF16, D: 128, BM: 128, BN: hopperBN, MinNk: 4096},
+	{38, PrecisionBF16, 64, 128, hopperBN, 0}, {38, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Exact and TF32: variant 25 (persistent), but variant 24 at d = 128 from Nk = 16384
 	// (Exact) and 4096 (TF32) (results/h100-2026-11-24-s11, calls E and F: d = 64, three
 	// rounds alternating, v25 ÷ v24 1.05, 1.06, 1.02, 1.03, 1.01, 1.00 for Exact and 1.08-1.10
@@ -213,7 +221,6 @@ var mmaCfgs = []mmaCfg{
 	{25, PrecisionExact, 64, 128, 64, 0}, {25, PrecisionExact, 128, 128, 32, 0},
 	{24, PrecisionExact, 64, 128, 64, 0}, {24, PrecisionTF32, 64, 128, 128, 0},
 	{26, PrecisionTF32, 64, 128, 128, 0}, {26, PrecisionTF32, 128, 128, 64, 0},
-	{22, PrecisionBF16, 64, 128, hopperBN, 0}, {22, PrecisionBF16, 128, 128, hopperBN, 0},
 	{20, PrecisionBF16, 64, 128, hopperBN, 0}, {20, PrecisionBF16, 128, 128, hopperBN, 0},
 	{15, PrecisionBF16, 64, 128, hopperBN, 0}, {17, PrecisionBF16, 128, 128, hopperBN, 0},
 	{14, PrecisionBF16, 64, 128, hopperBN, 0}, {14, PrecisionBF16, 128, 128, hopperBN, 0},
@@ -224,9 +231,6 @@ var mmaCfgs = []mmaCfg{
 	{13, PrecisionBF16, 64, 128, 128, 0}, {13, PrecisionBF16, 128, 128, 128, 0},
 	{19, PrecisionBF16, 64, 128, hopperBN, 0}, {19, PrecisionBF16, 128, 128, hopperBN, 0},
 	{21, PrecisionBF16, 128, 128, hopperBN, 0},
-	{38, PrecisionBF16, 64, 128, hopperBN, 0}, {38, PrecisionBF16, 128, 128, hopperBN, 0},
-	{40, PrecisionBF16, 64, 128, hopperBN, 0}, {40, PrecisionBF16, 128, 128, hopperBN, 0},
-	{41, PrecisionBF16, 64, 128, hopperBN, 0}, {41, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128, 0}, {9, PrecisionBF16, 128, 128, 64, 0},
 	{11, PrecisionTF32, 64, 128, 64, 0}, {11, PrecisionTF32, 128, 128, 64, 0},
@@ -274,9 +278,8 @@ func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 // which take the rows as one block: Q's rows must be contiguous.
 func (c mmaCfg) qst() bool { return c.Variant == 22 || c.hinted() }
 
-// hinted reports whether c is variant 22 with L2 cache hints, prefetches or discards (variants
-// 38, 40 and 41).
-func (c mmaCfg) hinted() bool { return c.Variant == 38 || c.Variant == 40 || c.Variant == 41 }
+// hinted reports whether c is variant 22 with L2 cache hints and prefetches (variant 38).
+func (c mmaCfg) hinted() bool { return c.Variant == 38 }
 
 // x3 reports whether c is a 3xF16 forward (variants 27 and 30).
 func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }

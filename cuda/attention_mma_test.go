@@ -375,9 +375,10 @@ func TestPickMMA(t *testing.T) {
 		{"f64-scratch", PrecisionBF16, 64, f64, 0, true, 0, ""},
 		// Hopper: the wgmma kernels on compute capability 9.0 only, with a scratch buffer only;
 		// everything else (no scratch, other precisions, other d, other GPUs) as before.
-		{"bf16-d64-sm90", PrecisionBF16, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v22_bf16_d64_m128_n128"},
+		{"bf16-d64-sm90", PrecisionBF16, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v38_bf16_d64_m128_n128"},
+		{"bf16-d64-sm90-v22", PrecisionBF16, 64, f32, 22, true, 90, "fg_attn_fwd_wgmma_v22_bf16_d64_m128_n128"},
 		{"bf16-d64-sm90-v21", PrecisionBF16, 64, f32, 21, true, 90, "fg_attn_fwd_wgmma_v21_bf16_d64_m128_n128"},
-		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v22_bf16_d128_m128_n128"},
+		{"bf16-d128-sm90", PrecisionBF16, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v38_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v14", PrecisionBF16, 128, f32, 14, true, 90, "fg_attn_fwd_wgmma_v14_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v12", PrecisionBF16, 128, f32, 12, true, 90, "fg_attn_fwd_wgmma_v12_bf16_d128_m128_n128"},
 		{"bf16-d128-sm90-v13", PrecisionBF16, 128, f32, 13, true, 90, "fg_attn_fwd_wgmma_v13_bf16_d128_m128_n128"},
@@ -424,19 +425,27 @@ func TestPickMMA(t *testing.T) {
 			t.Errorf("%s: pickMMA = %q, want %q", c.name, got, c.want)
 		}
 	}
-	// Variant 21 is d = 64's default from Nk = 16384 (MinNk), variant 22 below; d = 128's 22.
-	for _, nk := range []int{4096, 16383, 16384, 32768} {
+	// Below Nk = 4096 variant 38 (MinNk); from it variant 22, but variant 21 at d = 64 from
+	// Nk = 16384.
+	for _, nk := range []int{1024, 4095, 4096, 16383, 16384, 32768} {
 		p := base
 		p.Precision, p.Nk = PrecisionBF16, nk
 		kp := p.kernelParams()
-		want := map[bool]int{false: 22, true: 21}[nk >= 16384]
+		want := 22
+		switch {
+		case nk < 4096:
+			want = 38
+		case nk >= 16384:
+			want = 21
+		}
 		if c, ok := pickMMA(&kp, f32, 0, true, 90); !ok || c.Variant != want {
 			t.Errorf("BF16 d=64 Nk=%d on Hopper: variant %d (%v), want %d", nk, c.Variant, ok, want)
 		}
 		p.D = 128
 		kp = p.kernelParams()
-		if c, ok := pickMMA(&kp, f32, 0, true, 90); !ok || c.Variant != 22 {
-			t.Errorf("BF16 d=128 Nk=%d on Hopper: variant %d (%v), want 22", nk, c.Variant, ok)
+		want = map[bool]int{false: 22, true: 38}[nk < 4096]
+		if c, ok := pickMMA(&kp, f32, 0, true, 90); !ok || c.Variant != want {
+			t.Errorf("BF16 d=128 Nk=%d on Hopper: variant %d (%v), want %d", nk, c.Variant, ok, want)
 		}
 	}
 	// TF32 at d = 128: variant 24 from Nk = 4096 (MinNk); below, and at d = 64, variant 25;

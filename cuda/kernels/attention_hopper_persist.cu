@@ -54,17 +54,7 @@
 // to 39, all variant 22 otherwise): 1, the streams (Q's staged rows, the converters' K and V
 // rows, O) under an L2 evict_first policy; 2, the converters' tiles stored under evict_last;
 // 4, converter 0 starts moving each task's K and V rows into L2 (fg_prefetch_kv) as the task
-// starts, so that only the converters' first loads wait for DRAM; 8, also the next task's;
-// 16 (DISC), the last reader of a tile discards its lines from L2 (below).
-//
-// DISC. Without a backward to keep them for (pp.qplane 0), the tiles are dead once their
-// last reader has copied them, but L2 still holds them dirty and would write them back to
-// DRAM: a quarter of the forward's DRAM writes at N = 1024. A tile's flag, 1 once converted,
-// counts its readers: the producer warp adds 1 (acq_rel) once the consumers have released the
-// ring stage that held the tile (its copies done), and the reader that brings the count to
-// 1 + fg_tile_readers discards the tile's lines (discard.global.L2: no write-back). Every
-// reader's copies completed before its add, and the adds are ordered by the atomic, so no
-// copy reads a discarded line.
+// starts, so that only the converters' first loads wait for DRAM; 8, also the next task's.
 template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false, int HINT = 0>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
@@ -100,19 +90,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   if (warp >= 4 * NWG) {  // the producer warpgroup
     if constexpr (PREG > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PREG) : "memory");
     if (warp == 4 * NWG) {
-      constexpr bool DISC = (HINT & 16) != 0;
-      const bool discard = DISC && pp.qplane == 0;  // kept planes are the backward's
-      if (!DISC && lane != 0) return;  // DISC: the warp's lanes share the discards, lane 0 issues
-      const bool issuer = lane == 0;
-      // DISC: tile u of the planes (u = head NT + j) has been copied by this block; the last of
-      // its readers discards it.
-      const auto retire = [&](int64_t u) {
-        int last = 0;
-        if (issuer) last = fg_atom_add_acq_rel(flags + u, 1) == fg_tile_readers(p, (int)(u / NT / p.hkv), (int)(u % NT), T, BM, BN);
-        if (__shfl_sync(~0u, last, 0))
-          for (int i = lane; i < (int)KB / 128; i += 32) fg_discard_l2(kplane + u * KB + 128 * i), fg_discard_l2(vplane + u * KB + 128 * i);
-      };
-      int64_t held[2] = {0, 0};  // DISC: the tiles in the ring's two stages
+      if (lane != 0) return;
       // The copies: item after item, tile after tile, into the two-stage ring (tile it of
       // the block's sequence in stage it % 2).
       int it = 0;
@@ -125,7 +103,6 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         // (the launcher takes variant 22 only where Q's rows are contiguous, q_row = D).
         const auto copyQ = [&](const FgItem& n) {
           const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head + (int64_t)n.m0 * D;
-          if (!issuer) return;
           if constexpr ((HINT & 1) != 0)
             fg_bulk_load_hint(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull, first);
           else
@@ -150,27 +127,10 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         if (QST && m.tiles == 0) nextQ();
         for (int j = 0; j < m.tiles; ++j, ++it) {
           if constexpr (CONV) fg_tile_wait(flags + head * NT + j);
-          if constexpr (DISC) {  // ring.load, the release of stage it % 2's tile retiring it
-            const int st = it & 1;
-            if (it >= 2) {
-              fg_mbar_wait(ring.emptyK(st), ((it >> 1) - 1) & 1), fg_mbar_wait(ring.emptyV(st), ((it >> 1) - 1) & 1);
-              if (discard) retire(held[st]);
-            }
-            if (issuer)
-              fg_bulk_load(ring.sK + st * KB, kt + (int64_t)j * KB, KB, ring.fullK(st)),
-                  fg_bulk_load(ring.sV + st * KB, vt + (int64_t)j * KB, KB, ring.fullV(st));
-            held[st] = head * NT + j;
-          } else {
-            ring.load(it, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
-          }
+          ring.load(it, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
           if (QST && j == min(1, m.tiles - 1)) nextQ();
         }
       }
-      if (discard)  // the block's last two tiles, once released
-        for (int t = max(0, it - 2); t < it; ++t) {
-          fg_mbar_wait(ring.emptyK(t & 1), (t >> 1) & 1), fg_mbar_wait(ring.emptyV(t & 1), (t >> 1) & 1);
-          retire(held[t & 1]);
-        }
       return;
     }
     if constexpr (CONV) {
@@ -316,19 +276,21 @@ FG_FWD_WGMMA_PERSIST(21, true, 128, 56, 224, 8, true)
 FG_FWD_WGMMA_PERSIST_Q(22, true, 64, 56, 224, 2, false, true)
 FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)
 // Variant 38: variant 22 with the streams' L2 hints (HINT 1) and each converter task's rows
-// prefetched (4); 40 and 41: 38 and 38 without the hints (37) with DISC.
+// prefetched (4).
 FG_FWD_WGMMA_PERSIST_H(38, true, 64, 56, 224, 2, false, true, 5)
 FG_FWD_WGMMA_PERSIST_H(38, true, 128, 56, 224, 2, false, true, 5)
-FG_FWD_WGMMA_PERSIST_H(40, true, 64, 56, 224, 2, false, true, 21)
-FG_FWD_WGMMA_PERSIST_H(40, true, 128, 56, 224, 2, false, true, 21)
-FG_FWD_WGMMA_PERSIST_H(41, true, 64, 56, 224, 2, false, true, 20)
-FG_FWD_WGMMA_PERSIST_H(41, true, 128, 56, 224, 2, false, true, 20)
 // (Measured and dropped, call s17a and s17b, BenchmarkAttentionMMA ms, three rounds: variant 35
 // (HINT 1): N = 1024 1-4% faster than 22, N = 4096 and 16384 up to 8% slower; 36 (HINT 3) as
 // 35; 37 (HINT 4): d = 64 N = 1024 causal 0.323 against 22's 0.362, d = 128 0.679 against
 // 0.709, from N = 4096 mixed (-2% to +12%); 39 (HINT 13, the next task's rows prefetched too):
 // 13-16% slower than 22 at N = 1024, L2 hit rate 40% against 50% (ncu): the prefetched rows
-// are evicted before their task starts.)
+// are evicted before their task starts. Variants 40 and 41 (call s17c): 38 and 37 whose
+// producer warp counted each tile's readers on its flag (an acq_rel add once a tile's ring
+// stage was released) and whose last reader discarded the tile's lines from L2
+// (discard.global.L2), so that the dead tiles would not be written back when no backward keeps
+// them. DRAM writes did not fall (516-536 MB against 38's 521 at d = 128, N = 1024 causal) and
+// the whole producer warp in the copy loop cost 14-80%: 0.73 against 0.64 ms there, 13.4
+// against 7.6 at N = 16384.)
 // (Variant 23, variant 22 whose converter 0 moved the next task's K and V rows into L2 before
 // each task (fg_prefetch_kv, as variant 30's converters do), ran 2-18% slower than 22 at every
 // N (d = 128, N = 1024: 0.84 against 0.71 ms causal; results/h100-2026-11-25-s16 call x23) and

@@ -659,36 +659,6 @@ __device__ __forceinline__ int64_t fg_item(int k, int c, int G) {
   return (int64_t)(k / 2) * 2 * G + (k % 2 ? 2 * G - 1 - c : c);
 }
 
-// fg_tile_readers is the number of work items (fg_item) that read key tile j (BN keys) of a key
-// head of batch b: the query tiles (BM rows, T of them) whose last row sees past key j BN, for
-// each of the H / Hkv query heads that share the key head. A query tile's visible keys grow
-// with its rows (fg_key_limit), so those tiles are the last ones: a binary search finds the
-// first.
-__device__ __forceinline__ int fg_tile_readers(const fg_attn_params& p, int b, int j, int T, int BM, int BN) {
-  int lo = 0, hi = T;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if (fg_key_limit(p, b, min((mid + 1) * BM, p.nq) - 1) > j * BN)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return (T - lo) * (p.h / p.hkv);
-}
-
-// fg_atom_add_acq_rel adds v to *f (GPU scope, acquire and release) and returns the old value.
-__device__ __forceinline__ uint32_t fg_atom_add_acq_rel(uint32_t* f, uint32_t v) {
-  uint32_t old;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(f), "r"(v) : "memory");
-  return old;
-}
-
-// fg_discard_l2 drops the 128-byte line at a (128-byte aligned) from L2 without writing it
-// back: its contents become indeterminate.
-__device__ __forceinline__ void fg_discard_l2(const void* a) {
-  asm volatile("discard.global.L2 [%0], 128;\n" ::"l"(a) : "memory");
-}
-
 // fg_prefetch_l2 starts moving bytes (a multiple of 16) at global src into L2.
 __device__ __forceinline__ void fg_prefetch_l2(const void* src, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
