@@ -247,6 +247,86 @@ func forMMAGrid(t *testing.T, body func(t *testing.T, i int, c attnCase, scale f
 	}
 }
 
+// TestAttentionMMARing runs BF16 variant 42 on problems with more key heads than its ring of
+// planes holds (ringHeads > 0, so that the converters write over slots whose last head's
+// readers have to be done first: RING in kernels/attention_hopper_persist.cu) and checks O and
+// L bit for bit against variant 38, the same kernel with a plane per key head (the same tiles,
+// products and sums in the same order: only where the tiles live differs), and the last batch
+// element, whose heads all reuse a slot, against float64 within twice a naive bfloat16
+// computation's error.
+func TestAttentionMMARing(t *testing.T) {
+	needDevice(t)
+	if deviceSM() != 90 {
+		t.Skip("variants 38 and 42 are Hopper kernels")
+	}
+	var sms int
+	if err := run("multiprocessors", func(s *state) error { sms = s.sms; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(14))
+	lengths := func(b, n int) []int { // every third batch element shorter, one without keys
+		kl := make([]int, b)
+		for i := range kl {
+			kl[i] = n - (i%3)*(n/3)
+		}
+		kl[1] = 0
+		return kl
+	}
+	for _, c := range []attnCase{
+		{20, 16, 1, 256, 256, 64, true, lengths(20, 256), false},
+		{18, 16, 1, 256, 256, 128, false, nil, false},
+		{40, 4, 2, 384, 384, 64, true, nil, false},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			p := AttentionParams{B: c.B, H: c.H, Hkv: c.Hkv, Nq: c.Nq, Nk: c.Nk, D: c.D, Causal: c.Causal,
+				KeyLengths: c.KeyLengths, Scale: 1 / math.Sqrt(float64(c.D)), Precision: PrecisionBF16}
+			kp := p.kernelParams()
+			cfg, ok := pickMMA(&kp, f32, 42, true, 90)
+			if !ok {
+				t.Fatal("no variant 42")
+			}
+			r := cfg.ringHeads(&kp, cfg.persistGrid(&kp, sms))
+			if r == 0 || r >= c.B*c.Hkv {
+				t.Fatalf("ring of %d key heads for %d: the test needs a ring smaller than the heads", r, c.B*c.Hkv)
+			}
+			qn, kn, ln := c.B*c.H*c.Nq*c.D, c.B*c.Hkv*c.Nk*c.D, c.B*c.H*c.Nq
+			q, k, v := randn(rng, qn, 1), randn(rng, kn, 1), randn(rng, kn, 1)
+			var outs [2][2][]float64
+			for i, variant := range []int{38, 42} {
+				p.Q, p.K, p.V = toType(q, false), toType(k, false), toType(v, false)
+				p.O, p.L = zeros(qn, false), zeros(ln, false)
+				if err := attentionForward(p, variant); err != nil {
+					t.Fatalf("variant %d: %v", variant, err)
+				}
+				outs[i] = [2][]float64{as64(p.O), as64(p.L)}
+			}
+			for j, name := range []string{"O", "L"} {
+				for i := range outs[0][j] {
+					if math.Float64bits(outs[0][j][i]) != math.Float64bits(outs[1][j][i]) {
+						t.Fatalf("ring of %d heads: %s[%d] = %v, variant 38 %v", r, name, i, outs[1][j][i], outs[0][j][i])
+					}
+				}
+			}
+			// The last batch element against float64.
+			b := c.B - 1
+			one := p
+			one.B, one.KeyLengths = 1, nil
+			if c.KeyLengths != nil {
+				one.KeyLengths = c.KeyLengths[b:]
+			}
+			qb, kb := q[b*c.H*c.Nq*c.D:], k[b*c.Hkv*c.Nk*c.D:]
+			vb := v[b*c.Hkv*c.Nk*c.D:]
+			wantO, wantL := refAttention(&one, qb, kb, vb)
+			nO, nL := refAttentionNaive(&one, qb, kb, vb, PrecisionBF16)
+			gotO := outs[1][0][b*c.H*c.Nq*c.D:]
+			gotL := outs[1][1][b*c.H*c.Nq:]
+			eo := compare(t, "O", gotO, wantO, 2*errMeasure(nO, wantO)+mmaFloor)
+			el := compare(t, "L", gotL, wantL, 2*errMeasure(nL, wantL)+mmaFloor)
+			t.Logf("ring of %d key heads of %d: bit-identical to variant 38; last batch element O error %.2e, L %.2e", r, c.B*c.Hkv, eo, el)
+		})
+	}
+}
+
 // mmaMaskedKeyCases are the problems of the tensor-core masked-keys tests (forward and
 // backward): a key length on a tile boundary (64) and one of a single key, GQA; the causal
 // mask with Nq < Nk and a batch element without keys; both head-dimension tiers.
