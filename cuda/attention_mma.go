@@ -231,7 +231,6 @@ var mmaCfgs = []mmaCfg{
 	{13, PrecisionBF16, 64, 128, 128, 0}, {13, PrecisionBF16, 128, 128, 128, 0},
 	{19, PrecisionBF16, 64, 128, hopperBN, 0}, {19, PrecisionBF16, 128, 128, hopperBN, 0},
 	{21, PrecisionBF16, 128, 128, hopperBN, 0},
-	{42, PrecisionBF16, 64, 128, hopperBN, 0}, {42, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128, 0}, {9, PrecisionBF16, 128, 128, 64, 0},
 	{11, PrecisionTF32, 64, 128, 64, 0}, {11, PrecisionTF32, 128, 128, 64, 0},
@@ -279,40 +278,8 @@ func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 // which take the rows as one block: Q's rows must be contiguous.
 func (c mmaCfg) qst() bool { return c.Variant == 22 || c.hinted() }
 
-// hinted reports whether c is variant 22 with L2 cache hints and prefetches (variants 38 and 42).
-func (c mmaCfg) hinted() bool { return c.Variant == 38 || c.Variant == 42 }
-
-// ring reports whether c's planes can hold a ring of key heads (variant 42, RING in
-// kernels/attention_hopper_persist.cu): the persistent BF16 forward without kept planes, whose
-// tiles die once read, reusing a few megabytes that stay in L2.
-func (c mmaCfg) ring() bool { return c.Variant == 42 }
-
-// ringBudget bounds the bytes of a ring's K and V tiles (ringHeads).
-const ringBudget = 24 << 20
-
-// ringHeads is the number of key heads R the ring of c's planes holds for kp's problem with g
-// blocks, or 0 where the ring would hold every head (then the planes are the usual ones): about
-// three rounds of work items' heads (g items a round, T (H / Hkv) items a key head), so that
-// the converters can run ahead of the consumers, within ringBudget, at least 2.
-func (c mmaCfg) ringHeads(kp *attnParams, g int) int {
-	nt := ceilDiv(int(kp.nk), hopperBN)
-	perHead := ceilDiv(int(kp.nq), c.BM) * int(kp.h/kp.hkv)
-	r := 3*ceilDiv(g, perHead) + 2
-	r = max(2, min(r, ringBudget/(2*nt*hopperBN*int(kp.d)*2)))
-	if r >= int(kp.b)*int(kp.hkv) {
-		return 0
-	}
-	return r
-}
-
-// ringBytes is the size of a ring of r key heads: their K and V tiles, then a ready flag and a
-// readers' count per tile (uint32), to 16 bytes; flagsAt and flags the place and size of those.
-func (c mmaCfg) ringBytes(kp *attnParams, r int) (size, flagsAt, flags int64) {
-	tiles := int64(r) * int64(ceilDiv(int(kp.nk), hopperBN))
-	flagsAt = 2 * tiles * int64(hopperBN) * int64(kp.d) * 2
-	flags = (8*tiles + 15) / 16 * 16
-	return flagsAt + flags, flagsAt, flags
-}
+// hinted reports whether c is variant 22 with L2 cache hints and prefetches (variant 38).
+func (c mmaCfg) hinted() bool { return c.Variant == 38 }
 
 // x3 reports whether c is a 3xF16 forward (variants 27 and 30).
 func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }
@@ -566,8 +533,6 @@ type mmaPrepParams struct {
 	src    attnParams
 	dst    devptr
 	qplane devptr // the persistent forward: where it writes Q in bfloat16 for the backward, or 0
-	ring   int32  // variant 42: the key heads its planes hold (ringHeads), 0: every head
-	_      int32
 }
 
 // startMMA launches tensor-core forward c: a block of c.threads() threads per BM query rows of
@@ -592,24 +557,15 @@ func (s *state) startMMA(kp *attnParams, c mmaCfg, scratch func(bytes int64) (de
 	if keep {
 		_, _, qAt, size = keptLayout(kp)
 	}
-	ring := 0
-	if c.ring() && !keep {
-		ring = c.ringHeads(kp, c.persistGrid(kp, s.sms))
-	}
 	dst, err := scratch(size)
 	if err != nil {
 		return err
 	}
-	pp := &mmaPrepParams{src: *kp, dst: dst, ring: int32(ring)}
+	pp := &mmaPrepParams{src: *kp, dst: dst}
 	if keep {
 		pp.qplane = dst + devptr(qAt)
 	}
-	if ring > 0 { // the ring's flags and counts, after its tiles, zeroed
-		_, at, flags := c.ringBytes(kp, ring)
-		if err := memset8(dst+devptr(at), 0, flags); err != nil {
-			return err
-		}
-	} else if c.fused() { // the tile flags, after the planes, zeroed; the kernel converts K and V
+	if c.fused() { // the tile flags, after the planes, zeroed; the kernel converts K and V
 		flags := c.flagBytes(kp)
 		if err := memset8(dst+devptr(n-flags), 0, flags); err != nil {
 			return err

@@ -54,28 +54,7 @@
 // to 39, all variant 22 otherwise): 1, the streams (Q's staged rows, the converters' K and V
 // rows, O) under an L2 evict_first policy; 2, the converters' tiles stored under evict_last;
 // 4, converter 0 starts moving each task's K and V rows into L2 (fg_prefetch_kv) as the task
-// starts, so that only the converters' first loads wait for DRAM; 8, also the next task's;
-// 16, RING (below), where the launcher sets pp.ring.
-//
-// RING (variant 42 without kept planes). Every tile the converters write is dead once its
-// readers have copied it, but its lines stay dirty in L2 and go back to DRAM when evicted: at
-// N = 1024, d = 128 that is 0.27 GB written and about 0.16 GB read back, a third of the
-// forward's DRAM traffic. With pp.ring = R > 0 the planes hold R key heads (b Hkv + hk) only,
-// head e in slot e % R, so that the same few megabytes of L2 are written over and over and
-// seldom leave it. A tile's slot is free again once every reader of the head before it there
-// (e - R) has copied it:
-//   - ready[t] (the flags) holds e + 1 once head e's tile t is in the slot; readers wait for
-//     that value;
-//   - done[t] counts the readers that have copied it: the producer adds 1 (red.release) once
-//     the consumers have released the ring stage that held it, or sooner, while it waits for
-//     a flag, once they have;
-//   - the converters of head e wait until done[t] reaches fg_tile_readers for head e - R,
-//     reset it and write.
-// No wait can close a cycle: converter tasks and work items both go head by head (fg_item and
-// u = c, c + G, ... grow with the head), items of head e wait only for tiles of head e, whose
-// converters wait only for heads up to e - R, and a producer never holds back the count of a
-// tile its consumers have released (the early add above), so by induction on the head every
-// wait ends.
+// starts, so that only the converters' first loads wait for DRAM; 8, also the next task's.
 template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false, int HINT = 0>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
@@ -86,7 +65,6 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   constexpr uint32_t QFB = QST ? 64 + BM * D * 4 : 0;   // QST's mbarriers and staging tile
   static_assert(!(STAGED && QST), "one use of the space after the ring's mbarriers");
   static_assert(HINT == 0 || QST && !STAGED, "the hints are variant 22's");
-  constexpr bool RING = (HINT & 16) != 0;
   const uint64_t first = HINT & 1 ? fg_l2_evict_first() : 0, last = HINT & 2 ? fg_l2_evict_last() : 0;
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE + QFB;
   if (fg_dynamic_smem() < SMEM || QST && p.q_row != D) __trap();
@@ -99,15 +77,9 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const int T = (p.nq + BM - 1) / BM, NT = (p.nk + BN - 1) / BN, G = gridDim.x, c = blockIdx.x;
   const int64_t items = (int64_t)T * p.h * p.b;
   const int64_t planeTiles = (int64_t)p.b * p.hkv * NT;  // tiles in a plane; CONV's tasks
-  const int R = RING ? pp.ring : 0;                        // RING: the key heads the planes hold
-  const int64_t slots = R > 0 ? (int64_t)R * NT : planeTiles;
   char* const kplane = (char*)pp.dst;
-  char* const vplane = kplane + slots * KB;
-  uint32_t* const flags = (uint32_t*)(vplane + slots * KB);
-  uint32_t* const done = flags + slots;  // RING: readers done, per slot
-  // The slot of tile j of key head e, and the value of its flag once the tile is there.
-  const auto slot = [&](int64_t e, int j) { return (R > 0 ? e % R : e) * NT + j; };
-  const auto readyValue = [&](int64_t e) { return R > 0 ? (uint32_t)(e + 1) : 1u; };
+  char* const vplane = kplane + planeTiles * KB;
+  uint32_t* const flags = (uint32_t*)(vplane + planeTiles * KB);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, wg = warp / 4;
   if (threadIdx.x == 0) {
     if constexpr (QST) fg_mbar_init(qfull, 1), fg_mbar_init(qempty, CONSUMERS);
@@ -122,8 +94,6 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
       // The copies: item after item, tile after tile, into the two-stage ring (tile it of
       // the block's sequence in stage it % 2).
       int it = 0;
-      int64_t held[2] = {0, 0};      // RING: the slots of the tiles in the ring's stages,
-      bool pend[2] = {false, false};  // and whether their reads are yet to be counted
       for (int k = 0;; ++k) {
         const int64_t w = fg_item(k, c, G);
         if (w >= items) break;
@@ -152,38 +122,15 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
           if (const int64_t wn = fg_item(k + 1, c, G); wn < items) prefetchQ(FgItem(p, wn, T, BM, BN));
         }
         const int64_t head = (int64_t)m.b * p.hkv + m.hk;
+        const char* kt = kplane + head * NT * KB;
+        const char* vt = vplane + head * NT * KB;
         if (QST && m.tiles == 0) nextQ();
         for (int j = 0; j < m.tiles; ++j, ++it) {
-          const int64_t t = slot(head, j);
-          if (R > 0) {  // ring.load, with the readers' counts (RING above)
-            const int st = it & 1, pst = st ^ 1;
-            if (it >= 2) {
-              fg_mbar_wait(ring.emptyK(st), ((it - 2) >> 1) & 1), fg_mbar_wait(ring.emptyV(st), ((it - 2) >> 1) & 1);
-              if (pend[st]) fg_red_release_add(done + held[st], 1), pend[st] = false;
-            }
-            for (uint32_t polls = 0; fg_ld_acquire(flags + t) != readyValue(head); ++polls) {
-              if (pend[pst] && fg_mbar_test(ring.emptyK(pst), ((it - 1) >> 1) & 1) &&
-                  fg_mbar_test(ring.emptyV(pst), ((it - 1) >> 1) & 1))
-                fg_red_release_add(done + held[pst], 1), pend[pst] = false;
-              if (polls == 1u << 24) __trap();
-              __nanosleep(64);
-            }
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
-            fg_bulk_load(ring.sK + st * KB, kplane + t * KB, KB, ring.fullK(st));
-            fg_bulk_load(ring.sV + st * KB, vplane + t * KB, KB, ring.fullV(st));
-            held[st] = t, pend[st] = true;
-          } else {
-            if constexpr (CONV) fg_tile_wait(flags + t);
-            ring.load(it, kplane + t * KB, vplane + t * KB);
-          }
+          if constexpr (CONV) fg_tile_wait(flags + head * NT + j);
+          ring.load(it, kt + (int64_t)j * KB, vt + (int64_t)j * KB);
           if (QST && j == min(1, m.tiles - 1)) nextQ();
         }
       }
-      for (int x = max(0, it - 2); x < it && R > 0; ++x)  // the last two tiles' counts
-        if (pend[x & 1]) {
-          fg_mbar_wait(ring.emptyK(x & 1), (x >> 1) & 1), fg_mbar_wait(ring.emptyV(x & 1), (x >> 1) & 1);
-          fg_red_release_add(done + held[x & 1], 1);
-        }
       return;
     }
     if constexpr (CONV) {
@@ -200,21 +147,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         const int klen = kl ? min(p.nk, kl[b]) : p.nk;
         const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
         const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
-        const int64_t t = slot(head, (int)(u % NT));
-        uint4* dk = (uint4*)(kplane + t * KB);
-        uint4* dv = (uint4*)(vplane + t * KB);
-        if (R > 0 && head >= R) {  // the slot's last head must be done with it (RING above)
-          if (tid == 0) {
-            const int64_t e = head - R;
-            const uint32_t readers = (uint32_t)fg_tile_readers(p, (int)(e / p.hkv), (int)(u % NT), T, BM, BN);
-            for (uint32_t polls = 0; fg_ld_acquire(done + t) != readers; ++polls) {
-              if (polls == 1u << 24) __trap();
-              __nanosleep(64);
-            }
-            done[t] = 0;
-          }
-          asm volatile("bar.sync 7, 96;\n" ::: "memory");
-        }
+        uint4* dk = (uint4*)(kplane + u * KB);
+        uint4* dv = (uint4*)(vplane + u * KB);
         if ((HINT & 4) && tid == 0) {
           fg_prefetch_kv(p, b, hk, j0, BN, D);
           if (const int64_t un = u + G; HINT & 8 && un < planeTiles) {
@@ -283,7 +217,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             }
           }
         }
-        fg_tile_ready(flags + t, tid, readyValue(head));
+        fg_tile_ready(flags + u, tid);
       }
     }
     return;
@@ -342,11 +276,9 @@ FG_FWD_WGMMA_PERSIST(21, true, 128, 56, 224, 8, true)
 FG_FWD_WGMMA_PERSIST_Q(22, true, 64, 56, 224, 2, false, true)
 FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)
 // Variant 38: variant 22 with the streams' L2 hints (HINT 1) and each converter task's rows
-// prefetched (4); variant 42: 38 with RING.
+// prefetched (4).
 FG_FWD_WGMMA_PERSIST_H(38, true, 64, 56, 224, 2, false, true, 5)
 FG_FWD_WGMMA_PERSIST_H(38, true, 128, 56, 224, 2, false, true, 5)
-FG_FWD_WGMMA_PERSIST_H(42, true, 64, 56, 224, 2, false, true, 21)
-FG_FWD_WGMMA_PERSIST_H(42, true, 128, 56, 224, 2, false, true, 21)
 // (Measured and dropped, call s17a and s17b, BenchmarkAttentionMMA ms, three rounds: variant 35
 // (HINT 1): N = 1024 1-4% faster than 22, N = 4096 and 16384 up to 8% slower; 36 (HINT 3) as
 // 35; 37 (HINT 4): d = 64 N = 1024 causal 0.323 against 22's 0.362, d = 128 0.679 against
@@ -358,7 +290,14 @@ FG_FWD_WGMMA_PERSIST_H(42, true, 128, 56, 224, 2, false, true, 21)
 // (discard.global.L2), so that the dead tiles would not be written back when no backward keeps
 // them. DRAM writes did not fall (516-536 MB against 38's 521 at d = 128, N = 1024 causal) and
 // the whole producer warp in the copy loop cost 14-80%: 0.73 against 0.64 ms there, 13.4
-// against 7.6 at N = 16384.)
+// against 7.6 at N = 16384. Variant 42 (call s17h): 38 whose planes, without kept planes, held
+// a ring of R key heads reused in turn (a ready flag per slot holding its head, a readers'
+// count the producer added to once a tile's ring stage was released, converters waiting for
+// the slot's last head to be read), so that the tiles would stay in L2. Bit-identical to 38 on
+// three problems with slots reused, DRAM writes 253 -> 152 MB at d = 64, N = 1024 causal, but
+// slower (416 against 364 us there, 708 against 655 at d = 128: the converters' waits and more
+// spills), and the N = 1024 non-causal benchmark (512 key heads, R = 53) hung until a wait
+// trapped: dropped, its protocol not proven.)
 // (Variant 23, variant 22 whose converter 0 moved the next task's K and V rows into L2 before
 // each task (fg_prefetch_kv, as variant 30's converters do), ran 2-18% slower than 22 at every
 // N (d = 128, N = 1024: 0.84 against 0.71 ms causal; results/h100-2026-11-25-s16 call x23) and

@@ -11,15 +11,11 @@
 // (fg_attn_mma_prep in attention_mma.cu, fg_attn_hopper_prep in attention_hopper.cu; Go:
 // mmaPrepParams): the problem src and the scratch buffer dst they write. The persistent
 // forward takes them too, and with qplane set (not 0) also writes Q rounded to bfloat16 there,
-// [B, H, Nq, d] contiguous, for the backward (cuda: AttentionBuffers.Planes). ring (variant
-// 42, 0 elsewhere): the persistent forward's planes hold ring key heads, reused in turn (see
-// attention_hopper_persist.cu).
+// [B, H, Nq, d] contiguous, for the backward (cuda: AttentionBuffers.Planes).
 typedef struct {
   fg_attn_params src;
   uint64_t dst;
   uint64_t qplane;
-  int32_t ring;
-  int32_t pad;
 } fg_mma_prep_params;
 
 namespace {

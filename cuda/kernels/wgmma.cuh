@@ -553,25 +553,21 @@ __device__ __forceinline__ uint32_t fg_ld_acquire(const uint32_t* p) {
 __device__ __forceinline__ void fg_st_release(uint32_t* p, uint32_t v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
-// fg_red_release_add adds v to *f (GPU scope, release), without reading it back.
-__device__ __forceinline__ void fg_red_release_add(uint32_t* f, uint32_t v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(f), "r"(v) : "memory");
-}
-// fg_tile_ready sets flag f (to value) once every converter's writes of the tile are done: the barrier of
+// fg_tile_ready sets flag f once every converter's writes of the tile are done: the barrier of
 // the N converters (tid 0 to N - 1, named barrier 7) orders them before converter 0's fence
 // (cumulative), the fence before the flag's release.
-template <int N = 96> __device__ __forceinline__ void fg_tile_ready(uint32_t* f, int tid, uint32_t value = 1) {
+template <int N = 96> __device__ __forceinline__ void fg_tile_ready(uint32_t* f, int tid) {
   asm volatile("bar.sync 7, %0;\n" ::"n"(N) : "memory");
   if (tid == 0) {
     __threadfence();
-    fg_st_release(f, value);
+    fg_st_release(f, 1);
   }
 }
-// fg_tile_wait waits for flag f to read value (acquire, GPU scope), then fences the async proxy: the bulk
+// fg_tile_wait waits for flag f (acquire, GPU scope), then fences the async proxy: the bulk
 // copies read through it what the converters wrote through the generic proxy. A flag not set
 // after 2^24 polls never will be (a bug of the protocol): the kernel traps instead of hanging.
-__device__ __forceinline__ void fg_tile_wait(const uint32_t* f, uint32_t value = 1) {
-  for (uint32_t polls = 0; fg_ld_acquire(f) != value; ++polls) {
+__device__ __forceinline__ void fg_tile_wait(const uint32_t* f) {
+  for (uint32_t polls = 0; !fg_ld_acquire(f); ++polls) {
     if (polls == 1u << 24) __trap();
     __nanosleep(64);
   }
@@ -661,34 +657,6 @@ struct FgItem {
 // fg_item returns the k-th item of block c of G (the snake), which grows with k.
 __device__ __forceinline__ int64_t fg_item(int k, int c, int G) {
   return (int64_t)(k / 2) * 2 * G + (k % 2 ? 2 * G - 1 - c : c);
-}
-
-// fg_mbar_test reports whether the phase of parity `parity` of the mbarrier at bar has
-// completed (fg_mbar_wait without the wait).
-__device__ __forceinline__ bool fg_mbar_test(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done)
-               : "r"(bar), "r"(parity)
-               : "memory");
-  return done;
-}
-
-// fg_tile_readers is the number of work items (FgItem, fg_item) that read key tile j (BN keys)
-// of a key head of batch b: the query tiles (BM rows, T of them) whose last row sees past key
-// j BN, for each of the H / Hkv query heads that share the key head. A query tile's visible keys
-// grow with its rows (fg_key_limit), so those tiles are the last ones: a binary search finds the
-// first.
-__device__ __forceinline__ int fg_tile_readers(const fg_attn_params& p, int b, int j, int T, int BM, int BN) {
-  int lo = 0, hi = T;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if (fg_key_limit(p, b, min((mid + 1) * BM, p.nq) - 1) > j * BN)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return (T - lo) * (p.h / p.hkv);
 }
 
 // fg_prefetch_l2 starts moving bytes (a multiple of 16) at global src into L2.
