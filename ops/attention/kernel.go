@@ -117,14 +117,48 @@ func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	bh := p.B * p.H
 	gq := forwardGroup(bh, nQB, parallel.Workers())
 	nG := (nQB + gq - 1) / gq
+	// K in transposed blocks, so that S = Q·Kᵀ is an A·B product with the
+	// block of Kᵀ as stored; O += P·V reads V as it is. Each unit copies
+	// the blocks it walks (forwardBlocks), or all of K is copied once here
+	// (see sharedKT).
+	var kt []T
+	if sharedKT(p, gq, nQB) {
+		kt = getBuf[T](len(k))
+		defer putBuf(kt)
+		transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
+	}
 	runUnits(bh*nG, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
 		// The most expensive groups of query blocks (last, under a causal
 		// mask) first.
 		head, gi := u%bh, nG-1-u/bh
 		b, h := head/p.H, head%p.H
 		qb0 := gi * gq
-		forwardBlocks(p, w, q, k, v, o, lse, lres, b, h, qb0, min(qb0+gq, nQB))
+		forwardBlocks(p, w, q, k, kt, v, o, lse, lres, b, h, qb0, min(qb0+gq, nQB))
 	})
+}
+
+// sharedKT reports whether flashForward copies all of K in transposed
+// blocks (transposeBlocks) once, before the units, rather than each unit
+// the key blocks it walks, as it reaches them (forwardBlocks): where the
+// walks of the units, groups of gq of a head's nQB query blocks, visit more
+// than twice as many key blocks as K holds. A unit's own copy is read from
+// K and written into the core's caches just before its tiles read it; the
+// shared copy is written out to the shared cache and read back from there
+// by the units. On one core of the development Xeon the shared copy was
+// 2.4% of the causal N = 1024 forward (groups of 4 query blocks: the units
+// copy 1.5 times K's blocks), which the units' own copies made 1–4% faster,
+// and examples/gpt's shapes 1–7%; units of one query block each (16
+// cores) or long non-causal walks would copy each block many times.
+func sharedKT(p *params, gq, nQB int) bool {
+	walked := 0
+	for b := range p.B {
+		for qb0 := 0; qb0 < nQB; qb0 += gq {
+			i1 := min((qb0+gq)*blockQ, p.Nq)
+			walked += (fwdKeyEnd(p, b, i1) + blockK - 1) / blockK
+		}
+	}
+	nKB := (p.Nk + blockK - 1) / blockK
+	return p.H*walked > 2*p.B*p.Hkv*nKB
 }
 
 // maxGroup is the largest number of query blocks a forward unit holds.
@@ -222,19 +256,11 @@ func (w *fwdScratch[T]) growRow(i int, old, new float32) float32 {
 // forwardBlocks computes the query blocks [qb0, qb1) of head (b, h): see
 // flashForward. The key/value blocks are walked once, each applied to
 // every query block of the group that sees it while it is in the cache.
-//
-// Each key block is first copied transposed into w.kt (vec.Transpose: a
-// d×rows matrix, key j's values in column j), so that S = Q·Kᵀ is an A·B
-// product with the block of Kᵀ as stored; O += P·V reads V as it is. The
-// copy is the unit's own, made as the walk reaches the block: it is read
-// from K once per unit and written into the core's L1 and L2 caches just
-// before the tiles read it (one copy of all of K in transposed blocks
-// before the units, written out to the shared cache and read back from it
-// by every unit, was 2.4% of the causal N = 1024 forward on one core of
-// the development Xeon; per unit the forward read 1–4% faster there, and
-// 1–7% at examples/gpt's shapes, though the blocks of the first keys are
-// copied once per unit that sees them, not once).
-func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse, lres []T, b, h, qb0, qb1 int) {
+// kt holds K in transposed blocks (transposeBlocks), or is nil: then each
+// key block is first copied transposed into w.kt (vec.Transpose: a d×rows
+// matrix, key j's values in column j) as the walk reaches it (see
+// sharedKT).
+func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, k, kt, v, o, lse, lres []T, b, h, qb0, qb1 int) {
 	d := p.D
 	kvh := h / (p.H / p.Hkv)
 	kvOff := (b*p.Hkv + kvh) * p.Nk * d
@@ -253,15 +279,20 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, k, v, o, lse, lres [
 	// keyLimit grows with the row: the group's last row bounds the keys
 	// to visit, each block's last row the keys of that block.
 	lim := fwdKeyEnd(p, b, i1)
-	if len(w.kt) < blockK*d {
+	if kt == nil && len(w.kt) < blockK*d {
 		w.kt = make([]T, blockK*d)
 	}
 	for j0 := 0; j0 < lim; j0 += blockK {
 		// Kᵀ of the block's full keys (the last block of a head may be
-		// shorter): those past lim are never read.
+		// shorter; those past lim are never read).
 		full := min(blockK, p.Nk-j0)
-		ktB := w.kt[:full*d]
-		vec.Transpose(ktB, k[kvOff+j0*d:kvOff+(j0+full)*d], full, d)
+		var ktB []T
+		if kt != nil {
+			ktB = kt[kvOff+j0*d : kvOff+(j0+full)*d]
+		} else {
+			ktB = w.kt[:full*d]
+			vec.Transpose(ktB, k[kvOff+j0*d:kvOff+(j0+full)*d], full, d)
+		}
 		for qb := qb0; qb < qb1; qb++ {
 			r0 := (qb - qb0) * blockQ
 			r1 := min(r0+blockQ, i1-i0)
