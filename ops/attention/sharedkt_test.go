@@ -22,6 +22,8 @@ func TestSharedKT(t *testing.T) {
 		{problem{B: 1, H: 8, Hkv: 8, Nq: 1024, Nk: 1024, Opts: Options{Causal: true}}, 4, false, "causal N = 1024 at 1–2 cores: 12 blocks walked for 8"},
 		{problem{B: 1, H: 8, Hkv: 8, Nq: 1024, Nk: 1024, Opts: Options{Causal: true}}, 1, true, "causal N = 1024 at 16 cores: 36 for 8"},
 		{problem{B: 1, H: 8, Hkv: 8, Nq: 4096, Nk: 4096}, 4, true, "N = 4096: 256 for 32"},
+		{problem{B: 1, H: 8, Hkv: 8, Nq: 1024, Nk: 1024}, 4, false, "N = 1024: 16 for 8, twice"},
+		{problem{B: 1, H: 8, Hkv: 8, Nq: 1536, Nk: 1536}, 4, true, "N = 1536: 36 for 12, three times"},
 		{problem{B: 16, H: 8, Hkv: 8, Nq: 256, Nk: 256, Opts: Options{Causal: true}}, 2, false, "examples/gpt's N = 256: 2 for 2"},
 	} {
 		pr := c.pr
