@@ -298,7 +298,7 @@ func BenchmarkTile(b *testing.B) {
 				for t := 0; t < b.N; t++ {
 					qb, kb := ord.order(t, fwd)
 					if fwd {
-						forwardTile(p, fw, q, kt, v, o, 0, 0, qb*blockQ, (qb+1)*blockQ, 0, kb*blockK, 0, blockK, 0)
+						forwardTile(p, fw, q, kt[kb*blockK*d:(kb+1)*blockK*d], v, o, 0, 0, qb*blockQ, (qb+1)*blockQ, 0, kb*blockK, 0, blockK, 0)
 					} else {
 						backwardTile(p, bw, q, k, v, do, &tr, &lse2, delta, dq, dk, dv, 0, 0, 0, kb*blockK, (kb+1)*blockK, qb*blockQ, false)
 					}

@@ -49,8 +49,10 @@
 // on AVX-512: gemm.ScoreExp) or on internal/kernels/vec's tile kernels,
 // one call per tile (forward: running maximum, exponentials and row sums;
 // backward: P and dS = P∘(dP − D) in one pass after both products); Q and dO (backward)
-// and K (forward) are copied once in transposed blocks so that most
-// products are A·B, the micro-kernel's fastest form. Work is split over
+// are copied once in transposed blocks, and K (forward) a block at a time
+// by the unit that reads it (or once, where that would copy each block
+// many times), so that most products are A·B, the micro-kernel's fastest
+// form. Work is split over
 // (batch, kv head, chunk of key blocks); a chunk owns its dK and dV rows
 // and sums the query heads that share its kv head, and dQ contributions of
 // chunks after the first go to partial buffers added in a fixed order, so

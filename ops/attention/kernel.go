@@ -115,22 +115,50 @@ func bwdQueryStart(p *params, b, j0 int) int {
 func flashForward[T Float](p *params, q, k, v, o, lse, lres []T) {
 	nQB := (p.Nq + blockQ - 1) / blockQ
 	bh := p.B * p.H
-	// K in transposed blocks, so that S = Q·Kᵀ is an A·B product with the
-	// block of Kᵀ as stored (see transposeBlocks); O += P·V reads V as it
-	// is.
-	kt := getBuf[T](len(k))
-	defer putBuf(kt)
-	transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
 	gq := forwardGroup(bh, nQB, parallel.Workers())
 	nG := (nQB + gq - 1) / gq
+	// K in transposed blocks, so that S = Q·Kᵀ is an A·B product with the
+	// block of Kᵀ as stored; O += P·V reads V as it is. Each unit copies
+	// the blocks it walks (forwardBlocks), or all of K is copied once here
+	// (see sharedKT).
+	var kt []T
+	if sharedKT(p, gq, nQB) {
+		kt = getBuf[T](len(k))
+		defer putBuf(kt)
+		transposeBlocks(kt, k, p.B*p.Hkv, p.Nk, p.D, blockK)
+	}
 	runUnits(bh*nG, &fwdPools[poolIndex[T]()], newFwdScratch[T], func(w *fwdScratch[T], u int) {
 		// The most expensive groups of query blocks (last, under a causal
 		// mask) first.
 		head, gi := u%bh, nG-1-u/bh
 		b, h := head/p.H, head%p.H
 		qb0 := gi * gq
-		forwardBlocks(p, w, q, kt, v, o, lse, lres, b, h, qb0, min(qb0+gq, nQB))
+		forwardBlocks(p, w, q, k, kt, v, o, lse, lres, b, h, qb0, min(qb0+gq, nQB))
 	})
+}
+
+// sharedKT reports whether flashForward copies all of K in transposed
+// blocks (transposeBlocks) once, before the units, rather than each unit
+// the key blocks it walks, as it reaches them (forwardBlocks): where the
+// walks of the units, groups of gq of a head's nQB query blocks, visit more
+// than twice as many key blocks as K holds. A unit's own copy is read from
+// K and written into the core's caches just before its tiles read it; the
+// shared copy is written out to the shared cache and read back from there
+// by the units. On one core of the development Xeon the shared copy was
+// 2.4% of the causal N = 1024 forward (groups of 4 query blocks: the units
+// copy 1.5 times K's blocks), which the units' own copies made 1–4% faster,
+// and examples/gpt's shapes 1–7%; units of one query block each (16
+// cores) or long non-causal walks would copy each block many times.
+func sharedKT(p *params, gq, nQB int) bool {
+	walked := 0
+	for b := range p.B {
+		for qb0 := 0; qb0 < nQB; qb0 += gq {
+			i1 := min((qb0+gq)*blockQ, p.Nq)
+			walked += (fwdKeyEnd(p, b, i1) + blockK - 1) / blockK
+		}
+	}
+	nKB := (p.Nk + blockK - 1) / blockK
+	return p.H*walked > 2*p.B*p.Hkv*nKB
 }
 
 // maxGroup is the largest number of query blocks a forward unit holds.
@@ -159,6 +187,7 @@ func forwardGroup(bh, nQB, workers int) int {
 type fwdScratch[T Float] struct {
 	ws     gemm.Workspace[T] // the tile products' buffers
 	pb     prefixBuf[T]      // gemmPrefix's staircase coefficients
+	kt     []T               // the current key block's Kᵀ, d×blockK (forwardBlocks)
 	s      []T               // score / probability tile, blockQ×blockK
 	m      []T               // running shift per row (log₂ units; see flashForward)
 	mOld   []T               // m before the current key block
@@ -225,10 +254,13 @@ func (w *fwdScratch[T]) growRow(i int, old, new float32) float32 {
 }
 
 // forwardBlocks computes the query blocks [qb0, qb1) of head (b, h): see
-// flashForward. kt holds K in transposed blocks (transposeBlocks). The
-// key/value blocks are walked once, each applied to every query block of
-// the group that sees it while it is in the cache.
-func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres []T, b, h, qb0, qb1 int) {
+// flashForward. The key/value blocks are walked once, each applied to
+// every query block of the group that sees it while it is in the cache.
+// kt holds K in transposed blocks (transposeBlocks), or is nil: then each
+// key block is first copied transposed into w.kt (vec.Transpose: a d×rows
+// matrix, key j's values in column j) as the walk reaches it (see
+// sharedKT).
+func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, k, kt, v, o, lse, lres []T, b, h, qb0, qb1 int) {
 	d := p.D
 	kvh := h / (p.H / p.Hkv)
 	kvOff := (b*p.Hkv + kvh) * p.Nk * d
@@ -247,14 +279,27 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 	// keyLimit grows with the row: the group's last row bounds the keys
 	// to visit, each block's last row the keys of that block.
 	lim := fwdKeyEnd(p, b, i1)
+	if kt == nil && len(w.kt) < blockK*d {
+		w.kt = make([]T, blockK*d)
+	}
 	for j0 := 0; j0 < lim; j0 += blockK {
+		// Kᵀ of the block's full keys (the last block of a head may be
+		// shorter; those past lim are never read).
+		full := min(blockK, p.Nk-j0)
+		var ktB []T
+		if kt != nil {
+			ktB = kt[kvOff+j0*d : kvOff+(j0+full)*d]
+		} else {
+			ktB = w.kt[:full*d]
+			vec.Transpose(ktB, k[kvOff+j0*d:kvOff+(j0+full)*d], full, d)
+		}
 		for qb := qb0; qb < qb1; qb++ {
 			r0 := (qb - qb0) * blockQ
 			r1 := min(r0+blockQ, i1-i0)
 			if w.rowLim[r1-1] <= j0 {
 				continue // no row of this query block sees these keys
 			}
-			forwardBlockTile(p, w, q, kt, v, o, b, h, i0, r0, r1, j0, min(blockK, lim-j0), kvOff)
+			forwardBlockTile(p, w, q, ktB, v, o, b, h, i0, r0, r1, j0, min(blockK, lim-j0), kvOff)
 		}
 	}
 
@@ -289,11 +334,11 @@ func forwardBlocks[T Float](p *params, w *fwdScratch[T], q, kt, v, o, lse, lres 
 // causal N = 1024 forward on one core of the development Xeon). Every other
 // tile, and every tile where ScoreExp does not run (float64, AVX2), is one
 // forwardTile.
-func forwardBlockTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0, r0, r1, j0, bc, kvOff int) {
+func forwardBlockTile[T Float](p *params, w *fwdScratch[T], q, ktB, v, o []T, b, h, i0, r0, r1, j0, bc, kvOff int) {
 	rowLim := w.rowLim
 	seen := func(r int) int { return min(max(rowLim[r]-j0, 0), bc) } // keys of the tile row r sees
 	if r1-r0 <= keysSplit || seen(r0) == seen(r1-1) || !scoreExpRuns[T](p.D, T(p.Scale*log2e)) {
-		forwardTile(p, w, q, kt, v, o, b, h, i0+r0, i0+r1, r0, j0, 0, bc, kvOff)
+		forwardTile(p, w, q, ktB, v, o, b, h, i0+r0, i0+r1, r0, j0, 0, bc, kvOff)
 		return
 	}
 	for h0 := r0; h0 < r1; h0 += keysSplit {
@@ -301,13 +346,13 @@ func forwardBlockTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, 
 		first, last := seen(h0), seen(h1-1) // (the limits grow with the row)
 		c0 := 0
 		if first >= keysSplit && last > keysSplit { // every row sees the first keysSplit keys
-			forwardTile(p, w, q, kt, v, o, b, h, i0+h0, i0+h1, h0, j0, 0, keysSplit, kvOff)
+			forwardTile(p, w, q, ktB, v, o, b, h, i0+h0, i0+h1, h0, j0, 0, keysSplit, kvOff)
 			c0 = keysSplit
 		}
 		if last > c0 {
 			// The keys from c0 the half's rows see, in whole strips of 64.
 			n := min((last-c0+keysSplit-1)/keysSplit*keysSplit, bc-c0)
-			forwardTile(p, w, q, kt, v, o, b, h, i0+h0, i0+h1, h0, j0, c0, n, kvOff)
+			forwardTile(p, w, q, ktB, v, o, b, h, i0+h0, i0+h1, h0, j0, c0, n, kvOff)
 		}
 	}
 }
@@ -319,8 +364,10 @@ const keysSplit = 64
 // forwardTile applies keys [j0+c0, j0+c0+bc) (of the key block at j0, or its
 // part below the group's key limit) to query rows [i0, i1) of head (b, h),
 // whose row state starts at w's row rs: the online-softmax step of
-// flashForward.
-func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0, i1, rs, j0, c0, bc, kvOff int) {
+// flashForward. ktB is the key block's Kᵀ (d rows of its full =
+// min(blockK, Nk − j0) keys: forwardBlocks); the block's values are at
+// v[kvOff + j0·d:].
+func forwardTile[T Float](p *params, w *fwdScratch[T], q, ktB, v, o []T, b, h, i0, i1, rs, j0, c0, bc, kvOff int) {
 	d, br := p.D, i1-i0
 	qOff := ((b*p.H+h)*p.Nq + i0) * d
 	qT := q[qOff : qOff+br*d]
@@ -332,13 +379,13 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, kt, v, o []T, b, h, i0
 	}
 	// Kᵀ's block: d rows of the block's `full` keys, from column c0.
 	full := min(blockK, p.Nk-j0)
-	ktB := kt[kvOff+j0*d+c0 : kvOff+(j0+full)*d]
+	ktC := ktB[c0 : full*d]
 	alpha := T(p.Scale * log2e)
 	// P in w.s, ld apart.
-	ld, ok := scoreExpTile(w, qT, ktB, full, full-c0, br, bc, d, alpha, nv, rs, oT)
+	ld, ok := scoreExpTile(w, qT, ktC, full, full-c0, br, bc, d, alpha, nv, rs, oT)
 	if !ok {
 		ld = bc
-		scoreSoftmaxTile(w, qT, ktB, full, w.s[:br*bc], br, bc, d, alpha, nv, rs, m, l, oT)
+		scoreSoftmaxTile(w, qT, ktC, full, w.s[:br*bc], br, bc, d, alpha, nv, rs, m, l, oT)
 	}
 	// O += P·V, each row of P over its visible keys only (see gemmPrefix:
 	// a NaN in a key that the causal mask hides from the row must not

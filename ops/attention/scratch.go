@@ -6,10 +6,10 @@ import (
 	"weak"
 )
 
-// The kernels' memory between calls. A call needs large temporaries (K in
-// transposed blocks; the backward's transposed Q and dO, its D and L·log₂e
-// per row and its dQ partials: several times q's size) and a scratch per
-// worker (tiles, row state, gemm workspaces). Allocated per call, the
+// The kernels' memory between calls. A call needs large temporaries (the
+// backward's transposed Q and dO, its D and L·log₂e per row and its dQ
+// partials: several times q's size) and a scratch per worker (tiles, row
+// state, the forward's block of Kᵀ, gemm workspaces). Allocated per call, the
 // temporaries are zeroed by the allocator on the calling goroutine while
 // the other cores wait (1–2 ms a call at N = 1024, H = 8). They are kept
 // here instead: memory, never results; every buffer is fully written, or

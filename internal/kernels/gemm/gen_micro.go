@@ -616,6 +616,9 @@ const (
 	// lane l of vector v of row r where bit l is set.
 	expMaskedSignature = "(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)"
 	expMaskedArgSize   = 121
+	// expArgs passes expSignature's arguments on (the masked kernels' mask
+	// follows).
+	expArgs = "k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab"
 )
 
 // The offsets of expTable's fields (scoreexp_amd64.go).
@@ -629,7 +632,7 @@ const (
 	etNinf  = 88 // −Inf: the masked kernels' dropped lanes before the row's maximum
 )
 
-// expEpilogue writes the exp kernels' end (see expMicro in
+// expEpilogue writes the exp kernels' end (see exp512 in
 // scoreexp_amd64.go for what they compute): the tile t of mr rows × 64
 // columns is in Z0…Z(4mr−1), row r in Z(4r)…Z(4r+3); Z24…Z31 and K1…K3 are
 // free. Per row, the largest alpha·t of the row is compared with m[r] + τ;
@@ -863,7 +866,7 @@ func main() {
 			stairD = append(stairD, line)
 		}
 	}
-	fmt.Fprintf(&d, "// The exp kernels (see expMicro).\n\n")
+	fmt.Fprintf(&d, "// The exp kernels (see exp512 in scoreexp_amd64.go).\n\n")
 	var exps []string
 	for mr := 1; mr <= expRows; mr++ {
 		s.kernel('S', mr, 4, expKernel)
@@ -876,9 +879,20 @@ func main() {
 		fmt.Fprintf(&d, "//go:noescape\nfunc %s%s\n\n", expMaskedName(mr), expMaskedSignature)
 		mexps = append(mexps, expMaskedName(mr))
 	}
-	fmt.Fprintf(&d, "// exp512s[mr−1] is the exp kernel of mr rows, expm512s[mr−1] its masked twin.\n")
-	fmt.Fprintf(&d, "var exp512s = [%d]expMicro{%s}\n\n", expRows, strings.Join(exps, ", "))
-	fmt.Fprintf(&d, "var expm512s = [%d]expMaskedMicro{%s}\n\n", expRows, strings.Join(mexps, ", "))
+	// The kernels are called by a switch, not through a table of function
+	// values: a call through a function value hides the kernels'
+	// //go:noescape from the compiler, and the caller's stack arrays that
+	// it passes (scoreExp's stash and masks) would then be allocated on the
+	// heap at every call.
+	dispatch := func(fn, doc, sig, args string, names []string) {
+		fmt.Fprintf(&d, "// %s\nfunc %s(mr int, %s {\n\tswitch mr {\n", doc, fn, strings.TrimPrefix(sig, "("))
+		for i, nm := range names {
+			fmt.Fprintf(&d, "\tcase %d:\n\t\treturn %s(%s)\n", i+1, nm, args)
+		}
+		fmt.Fprintf(&d, "\t}\n\tpanic(\"gemm: no exp kernel of that many rows\")\n}\n\n")
+	}
+	dispatch("exp512", "exp512 runs the exp kernel of mr rows (1…expRows).", expSignature, expArgs, exps)
+	dispatch("expm512", "expm512 runs the masked exp kernel of mr rows (1…expRows).", expMaskedSignature, expArgs+", mask", mexps)
 	fmt.Fprintf(&d, "// gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and\n// nv vectors per row.\n")
 	fmt.Fprintf(&d, "var gen512s = map[int][]microKernel[float32]{\n%s\n}\n\n", strings.Join(tabS, "\n"))
 	fmt.Fprintf(&d, "var gen512d = map[int][]microKernel[float64]{\n%s\n}\n\n", strings.Join(tabD, "\n"))

@@ -251,7 +251,7 @@ func microS512r6v4stair(k, kb int, a *float32, rs, ps int, b *float32, bs int, c
 //go:noescape
 func microD512r6v4stair(k, kb int, a *float64, rs, ps int, b *float64, bs int, c *float64, ldc int, alpha, beta float64, loadC bool)
 
-// The exp kernels (see expMicro).
+// The exp kernels (see exp512 in scoreexp_amd64.go).
 
 //go:noescape
 func expS512r1v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
@@ -289,10 +289,43 @@ func expMS512r5v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *floa
 //go:noescape
 func expMS512r6v4(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
 
-// exp512s[mr−1] is the exp kernel of mr rows, expm512s[mr−1] its masked twin.
-var exp512s = [6]expMicro{expS512r1v4, expS512r2v4, expS512r3v4, expS512r4v4, expS512r5v4, expS512r6v4}
+// exp512 runs the exp kernel of mr rows (1…expRows).
+func exp512(mr int, k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool) {
+	switch mr {
+	case 1:
+		return expS512r1v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab)
+	case 2:
+		return expS512r2v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab)
+	case 3:
+		return expS512r3v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab)
+	case 4:
+		return expS512r4v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab)
+	case 5:
+		return expS512r5v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab)
+	case 6:
+		return expS512r6v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab)
+	}
+	panic("gemm: no exp kernel of that many rows")
+}
 
-var expm512s = [6]expMaskedMicro{expMS512r1v4, expMS512r2v4, expMS512r3v4, expMS512r4v4, expMS512r5v4, expMS512r6v4}
+// expm512 runs the masked exp kernel of mr rows (1…expRows).
+func expm512(mr int, k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool) {
+	switch mr {
+	case 1:
+		return expMS512r1v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab, mask)
+	case 2:
+		return expMS512r2v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab, mask)
+	case 3:
+		return expMS512r3v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab, mask)
+	case 4:
+		return expMS512r4v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab, mask)
+	case 5:
+		return expMS512r5v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab, mask)
+	case 6:
+		return expMS512r6v4(k, kb, a, rs, ps, b, bs, c, ldc, alpha, m, lv, stash, tab, mask)
+	}
+	panic("gemm: no exp kernel of that many rows")
+}
 
 // gen512s[nv][mr−1] and gen512d[nv][mr−1] are the kernels of mr rows and
 // nv vectors per row.

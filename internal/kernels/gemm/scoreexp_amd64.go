@@ -9,22 +9,21 @@ import (
 	"github.com/flashgorgon/flashgorgon/internal/kernels/vec"
 )
 
-// An expMicro is an exp kernel (gen_micro.go's expEpilogue): the 6×64
-// kernel's product of mr ≤ 6 rows and 64 columns, t = Σ_{p<k} a·b in
-// chunks of kb as microKernel sums it, and then, instead of C = alpha·t,
-// ScoreExp's step on the strip: per row i, with m[i] moved to the row's
-// largest alpha·t where that passes m[i] + τ (then lv[8i…8i+7] is copied to
-// stash[8i…] and zeroed, and the result is true),
+// The exp kernels (gen_micro.go's expEpilogue), run by exp512 and
+// expm512 (generated: a switch on mr), are the 6×64 kernel's product of
+// mr ≤ 6 rows and 64 columns, t = Σ_{p<k} a·b in chunks of kb as
+// microKernel sums it, and then, instead of C = alpha·t, ScoreExp's step on
+// the strip: per row i, with m[i] moved to the row's largest alpha·t where
+// that passes m[i] + τ (then lv[8i…8i+7] is copied to stash[8i…] and
+// zeroed, and the result is true),
 //
 //	c[i·ldc + j] = 2^(fl(fl(alpha·t_ij) − m[i]))    0 where the argument < −125
 //	lv[8i … 8i+7] += the 64 results, summed 4 a lane in float32, then as float64
-type expMicro func(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable) (grew bool)
-
-// An expMaskedMicro is an expMicro that keeps, of row r's 64 entries, those
-// whose lane bit is set in mask[4r + v] (vector v: columns 16v…16v+15): the
+//
+// The masked kernels (expm512) keep, of row r's 64 entries, those whose
+// lane bit is set in mask[4r + v] (vector v: columns 16v…16v+15): the
 // others are left out of the row's maximum and written as 0, whatever the
 // product gave them (NaN, ±Inf).
-type expMaskedMicro func(k, kb int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32, m *float32, lv, stash *float64, tab *expTable, mask *uint16) (grew bool)
 
 // expTable holds the exp kernels' constants at the offsets gen_micro.go's
 // et* name: vec.Exp2Table16's (the same exponential as
@@ -79,9 +78,9 @@ func scoreExp(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb
 			}
 			var grew bool
 			if whole {
-				grew = exp512s[h-1](k, kb, &a[i0*lda], lda, 1, &b[j0], ldb, &c[i0*ldc+j0], ldc, alpha, &ref[i0], &lv[8*i0], &stash[0], &expTab)
+				grew = exp512(h, k, kb, &a[i0*lda], lda, 1, &b[j0], ldb, &c[i0*ldc+j0], ldc, alpha, &ref[i0], &lv[8*i0], &stash[0], &expTab)
 			} else {
-				grew = expm512s[h-1](k, kb, &a[i0*lda], lda, 1, &b[j0], ldb, &c[i0*ldc+j0], ldc, alpha, &ref[i0], &lv[8*i0], &stash[0], &expTab, &mask[0])
+				grew = expm512(h, k, kb, &a[i0*lda], lda, 1, &b[j0], ldb, &c[i0*ldc+j0], ldc, alpha, &ref[i0], &lv[8*i0], &stash[0], &expTab, &mask[0])
 			}
 			if !grew {
 				continue
