@@ -50,11 +50,11 @@
 // waits forever); U is how many 8-column chunks of K and V a converter thread has in flight,
 // in registers or (STAGED, variant 21) in shared-memory slots filled by cp.async. QST
 // (variant 22): Q's rows staged by the producer's bulk copies (above); its mbarriers follow
-// the ring's, the staging tile (float32 [BM][D]) 64 bytes after them. HINT, bits (variants 35
-// to 39, all variant 22 otherwise): 1, the streams (Q's staged rows, the converters' K and V
-// rows, O) under an L2 evict_first policy; 2, the converters' tiles stored under evict_last;
-// 4, converter 0 starts moving each task's K and V rows into L2 (fg_prefetch_kv) as the task
-// starts, so that only the converters' first loads wait for DRAM; 8, also the next task's.
+// the ring's, the staging tile (float32 [BM][D]) 64 bytes after them. HINT, bits (variant 38:
+// both; variant 22 otherwise): 1, the streams (Q's staged rows, the converters' K and V rows, O)
+// under an L2 evict_first policy; 4, converter 0 starts moving each task's K and V rows into L2
+// (fg_prefetch_kv) as the task starts, so that only the converters' first loads wait for DRAM.
+// (Bits 2 and 8 of the variants measured and dropped below are gone with them.)
 template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false, int HINT = 0>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
@@ -65,7 +65,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   constexpr uint32_t QFB = QST ? 64 + BM * D * 4 : 0;   // QST's mbarriers and staging tile
   static_assert(!(STAGED && QST), "one use of the space after the ring's mbarriers");
   static_assert(HINT == 0 || QST && !STAGED, "the hints are variant 22's");
-  const uint64_t first = HINT & 1 ? fg_l2_evict_first() : 0, last = HINT & 2 ? fg_l2_evict_last() : 0;
+  static_assert((HINT & ~5) == 0, "HINT's bits: 1 and 4");
+  const uint64_t first = HINT & 1 ? fg_l2_evict_first() : 0;
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE + QFB;
   if (fg_dynamic_smem() < SMEM || QST && p.q_row != D) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -149,13 +150,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
         uint4* dk = (uint4*)(kplane + u * KB);
         uint4* dv = (uint4*)(vplane + u * KB);
-        if ((HINT & 4) && tid == 0) {
-          fg_prefetch_kv(p, b, hk, j0, BN, D);
-          if (const int64_t un = u + G; HINT & 8 && un < planeTiles) {
-            const int64_t hn = un / NT;
-            fg_prefetch_kv(p, (int)(hn / p.hkv), (int)(hn % p.hkv), (int)(un % NT) * BN, BN, D);
-          }
-        }
+        if ((HINT & 4) && tid == 0) fg_prefetch_kv(p, b, hk, j0, BN, D);
         for (int i0 = tid; i0 < BN * CH && STAGED; i0 += 96 * U) {
 #pragma unroll
           for (int e = 0; e < U; ++e) {
@@ -208,13 +203,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             const int i = i0 + 96 * e;
             if (i >= BN * CH) break;
             const uint32_t at = fg_sw128<BN>(i / CH, i % CH) / 16;
-            if constexpr ((HINT & 2) != 0) {
-              fg_st_hint(dk + at, fg_bf16x8v(x[e][0], x[e][1]), last);
-              fg_st_hint(dv + at, fg_bf16x8v(x[e][2], x[e][3]), last);
-            } else {
-              dk[at] = fg_bf16x8v(x[e][0], x[e][1]);
-              dv[at] = fg_bf16x8v(x[e][2], x[e][3]);
-            }
+            dk[at] = fg_bf16x8v(x[e][0], x[e][1]);
+            dv[at] = fg_bf16x8v(x[e][2], x[e][3]);
           }
         }
         fg_tile_ready(flags + u, tid);

@@ -151,12 +151,6 @@ __device__ __forceinline__ uint64_t fg_l2_evict_first() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
   return pol;
 }
-// fg_l2_evict_last is a policy under which the lines an access touches go last.
-__device__ __forceinline__ uint64_t fg_l2_evict_last() {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
-  return pol;
-}
 // fg_ld_hint loads 4 floats (16-byte aligned) through L2 under policy pol, not into L1.
 __device__ __forceinline__ float4 fg_ld_hint(const float* a, uint64_t pol) {
   float4 x;
@@ -165,12 +159,7 @@ __device__ __forceinline__ float4 fg_ld_hint(const float* a, uint64_t pol) {
                : "l"(a), "l"(pol));
   return x;
 }
-// fg_st_hint stores 16 bytes (aligned) or 2 floats (8-byte aligned) under policy pol.
-__device__ __forceinline__ void fg_st_hint(uint4* a, uint4 v, uint64_t pol) {
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(a), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w), "l"(pol)
-               : "memory");
-}
+// fg_st_hint stores 2 floats (8-byte aligned) under policy pol.
 __device__ __forceinline__ void fg_st_hint(float2* a, float2 v, uint64_t pol) {
   asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;\n" ::"l"(a), "f"(v.x), "f"(v.y), "l"(pol) : "memory");
 }
