@@ -231,8 +231,6 @@ var mmaCfgs = []mmaCfg{
 	{13, PrecisionBF16, 64, 128, 128, 0}, {13, PrecisionBF16, 128, 128, 128, 0},
 	{19, PrecisionBF16, 64, 128, hopperBN, 0}, {19, PrecisionBF16, 128, 128, hopperBN, 0},
 	{21, PrecisionBF16, 128, 128, hopperBN, 0},
-	{43, PrecisionBF16, 64, 128, hopperBN, 0}, {43, PrecisionBF16, 128, 128, hopperBN, 0},
-	{44, PrecisionBF16, 64, 128, hopperBN, 0}, {44, PrecisionBF16, 128, 128, hopperBN, 0},
 	// Every GPU of compute capability 8.0 on.
 	{10, PrecisionBF16, 64, 128, 128, 0}, {9, PrecisionBF16, 128, 128, 64, 0},
 	{11, PrecisionTF32, 64, 128, 64, 0}, {11, PrecisionTF32, 128, 128, 64, 0},
@@ -280,9 +278,8 @@ func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 // which take the rows as one block: Q's rows must be contiguous.
 func (c mmaCfg) qst() bool { return c.Variant == 22 || c.hinted() }
 
-// hinted reports whether c is variant 22 with L2 cache hints and prefetches (variants 38, 43
-// and 44).
-func (c mmaCfg) hinted() bool { return c.Variant == 38 || c.Variant == 43 || c.Variant == 44 }
+// hinted reports whether c is variant 22 with L2 cache hints and prefetches (variant 38).
+func (c mmaCfg) hinted() bool { return c.Variant == 38 }
 
 // x3 reports whether c is a 3xF16 forward (variants 27 and 30).
 func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }

@@ -53,10 +53,8 @@
 // the ring's, the staging tile (float32 [BM][D]) 64 bytes after them. HINT, bits (variant 38:
 // both; variant 22 otherwise): 1, the streams (Q's staged rows, the converters' K and V rows, O)
 // under an L2 evict_first policy; 4, converter 0 starts moving each task's K and V rows into L2
-// (fg_prefetch_kv) as the task starts, so that only the converters' first loads wait for DRAM;
-// 8 (16), converter 0 also starts moving the next task's rows once it has issued its last
-// (half of its) loads of the current task. (Bits 2 and 8 of the variants measured and dropped
-// below, 36 and 39, are gone with them.)
+// (fg_prefetch_kv) as the task starts, so that only the converters' first loads wait for DRAM.
+// (Bits 2 and 8 of the variants measured and dropped below are gone with them.)
 template <int D, int NWG, bool CONV, int PREG, int CREG, int U, bool STAGED = false, bool QST = false, int HINT = 0>
 __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   const fg_attn_params& p = pp.src;
@@ -67,7 +65,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   constexpr uint32_t QFB = QST ? 64 + BM * D * 4 : 0;   // QST's mbarriers and staging tile
   static_assert(!(STAGED && QST), "one use of the space after the ring's mbarriers");
   static_assert(HINT == 0 || QST && !STAGED, "the hints are variant 22's");
-  static_assert((HINT & ~29) == 0, "HINT's bits: 1, 4, 8 and 16");
+  static_assert((HINT & ~5) == 0, "HINT's bits: 1 and 4");
   const uint64_t first = HINT & 1 ? fg_l2_evict_first() : 0;
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE + QFB;
   if (fg_dynamic_smem() < SMEM || QST && p.q_row != D) __trap();
@@ -200,11 +198,6 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
               }
             }
           }
-          if ((HINT & 24) && tid == 0 && u + G < planeTiles &&
-              (HINT & 8 ? i0 + 96 * U >= BN * CH : i0 < BN * CH / 2 && i0 + 96 * U >= BN * CH / 2)) {
-            const int64_t un = u + G, hn = un / NT;
-            fg_prefetch_kv(p, (int)(hn / p.hkv), (int)(hn % p.hkv), (int)(un % NT) * BN, BN, D);
-          }
 #pragma unroll
           for (int e = 0; e < U; ++e) {
             const int i = i0 + 96 * e;
@@ -276,12 +269,6 @@ FG_FWD_WGMMA_PERSIST_Q(22, true, 128, 56, 224, 2, false, true)
 // prefetched (4).
 FG_FWD_WGMMA_PERSIST_H(38, true, 64, 56, 224, 2, false, true, 5)
 FG_FWD_WGMMA_PERSIST_H(38, true, 128, 56, 224, 2, false, true, 5)
-// Variants 43 and 44: 38 prefetching the next task's rows after the current task's last (43)
-// or middle (44) loads.
-FG_FWD_WGMMA_PERSIST_H(43, true, 64, 56, 224, 2, false, true, 13)
-FG_FWD_WGMMA_PERSIST_H(43, true, 128, 56, 224, 2, false, true, 13)
-FG_FWD_WGMMA_PERSIST_H(44, true, 64, 56, 224, 2, false, true, 21)
-FG_FWD_WGMMA_PERSIST_H(44, true, 128, 56, 224, 2, false, true, 21)
 // (Measured and dropped, call s17a and s17b, BenchmarkAttentionMMA ms, three rounds: variant 35
 // (HINT 1): N = 1024 1-4% faster than 22, N = 4096 and 16384 up to 8% slower; 36 (HINT 3) as
 // 35; 37 (HINT 4): d = 64 N = 1024 causal 0.323 against 22's 0.362, d = 128 0.679 against
@@ -300,7 +287,11 @@ FG_FWD_WGMMA_PERSIST_H(44, true, 128, 56, 224, 2, false, true, 21)
 // three problems with slots reused, DRAM writes 253 -> 152 MB at d = 64, N = 1024 causal, but
 // slower (416 against 364 us there, 708 against 655 at d = 128: the converters' waits and more
 // spills), and the N = 1024 non-causal benchmark (512 key heads, R = 53) hung until a wait
-// trapped: dropped, its protocol not proven.)
+// trapped: dropped, its protocol not proven. Variants 43 and 44 (call s17j): 38 whose converter
+// 0 also prefetched the next task's rows once it had issued the current task's last (43) or
+// middle (44) loads: 0.730 and 0.826 ms against 38's 0.643 at d = 128, N = 1024 causal (DRAM
+// reads 1.04 and 1.23 GB against 0.96: the next task's rows still left L2 before use; 100
+// bytes of spills against 44): dropped.)
 // (Variant 23, variant 22 whose converter 0 moved the next task's K and V rows into L2 before
 // each task (fg_prefetch_kv, as variant 30's converters do), ran 2-18% slower than 22 at every
 // N (d = 128, N = 1024: 0.84 against 0.71 ms causal; results/h100-2026-11-25-s16 call x23) and
