@@ -103,6 +103,9 @@ func ParsePrecision(s string) (Precision, error) {
 //	   pre-pass kernel: a converter warpgroup writes the planes' tiles under the products
 //	   (fg_x3_kv_tile, 4 rows of K and V in flight per thread), a flag per tile (zeroed before
 //	   the launch) telling the consumers when a tile is there
+//	38: BF16, variant 22 whose converter 0 prefetches each conversion task's K and V rows into
+//	   L2 as the task starts, and whose read-once and write-once streams (Q, the converters'
+//	   rows, O) carry an L2 evict_first policy (HINT in attention_hopper_persist.cu)
 type mmaCfg struct {
 	Variant   int
 	Prec      Precision
@@ -265,39 +268,40 @@ func (c mmaCfg) hopper() bool { return c.Variant >= 12 }
 // shared-memory layout: fg_attn_hopper_prep's, BN = hopperBN, or fg_attn_hopper_prep_exact's).
 func (c mmaCfg) bulk() bool { return c.Variant == 14 || c.Variant == 15 || c.pwg() }
 
-// pwg reports whether c's producer is a whole warpgroup (variants 17 to 22 and 24 to 26), not
-// a warp.
-func (c mmaCfg) pwg() bool { return c.Variant >= 17 && c.Variant <= 22 || c.hinted() || c.exact() }
+// pwg reports whether c's producer is a whole warpgroup (variants 17 to 22, 24 to 26 and 38),
+// not a warp.
+func (c mmaCfg) pwg() bool { return c.Variant == 17 || c.Variant == 18 || c.persistBF16() || c.exact() }
 
 // exact reports whether c is a TF32 wgmma kernel of Exact or TF32 (variants 24 to 26), whose
 // pre-pass (26: its converters) writes K and V^T rounded to tf32 (Exact: split into hi and lo)
 // in tiles of c.BN keys.
 func (c mmaCfg) exact() bool { return c.Variant >= 24 && c.Variant <= 26 }
 
-// qst reports whether c stages each work item's Q rows by bulk copies (variants 22, 35 and 36),
+// qst reports whether c stages each work item's Q rows by bulk copies (variants 22 and 38),
 // which take the rows as one block: Q's rows must be contiguous.
-func (c mmaCfg) qst() bool { return c.Variant == 22 || c.hinted() }
+func (c mmaCfg) qst() bool { return c.Variant == 22 || c.Variant == 38 }
 
-// hinted reports whether c is variant 22 with L2 cache hints and prefetches (variant 38).
-func (c mmaCfg) hinted() bool { return c.Variant == 38 }
+// persistBF16 reports whether c is a persistent BF16 kernel of attention_hopper_persist.cu
+// (variants 19 to 22 and 38).
+func (c mmaCfg) persistBF16() bool { return c.Variant >= 19 && c.Variant <= 22 || c.Variant == 38 }
 
 // x3 reports whether c is a 3xF16 forward (variants 27 and 30).
 func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }
 
-// persistent reports whether c runs in a persistent grid (variants 19 to 22, 25, 26 and 30:
-// persistGrid blocks, each looping over query tiles).
+// persistent reports whether c runs in a persistent grid (variants 19 to 22, 25, 26, 30 and
+// 38: persistGrid blocks, each looping over query tiles).
 func (c mmaCfg) persistent() bool {
-	return c.Variant >= 19 && c.Variant <= 22 || c.hinted() || c.Variant == 25 || c.Variant == 26 || c.Variant == 30
+	return c.persistBF16() || c.Variant == 25 || c.Variant == 26 || c.Variant == 30
 }
 
-// fused reports whether c converts K and V itself (variants 20 to 22, 26 and 30): no pre-pass
-// kernel runs, and its scratch holds a flag per tile after the planes.
+// fused reports whether c converts K and V itself (variants 20 to 22, 26, 30 and 38): no
+// pre-pass kernel runs, and its scratch holds a flag per tile after the planes.
 func (c mmaCfg) fused() bool {
-	return c.Variant >= 20 && c.Variant <= 22 || c.hinted() || c.Variant == 26 || c.Variant == 30
+	return c.persistBF16() && c.Variant != 19 || c.Variant == 26 || c.Variant == 30
 }
 
 // keeps reports whether c's planes can be kept for the backward (AttentionBuffers.Planes,
-// keptLayout): the fused bfloat16 kernels (variants 20 to 22), whose tiles are the BF16
+// keptLayout): the fused bfloat16 kernels (variants 20 to 22 and 38), whose tiles are the BF16
 // backward's operands; variant 26's tf32 tiles are not.
 func (c mmaCfg) keeps() bool { return c.fused() && c.Prec == PrecisionBF16 }
 

@@ -22,7 +22,7 @@ package cuda
 
 // sharesPlanes reports whether forward c and backward kv, q can share Planes: a forward that
 // converts K and V into tiles itself and writes Q's plane (the fused persistent kernels,
-// variants 20 to 22: mmaCfg.keeps), and backward kernels that read them (readsPlanes).
+// variants 20 to 22 and 38: mmaCfg.keeps), and backward kernels that read them (readsPlanes).
 func sharesPlanes(c mmaCfg, kv, q mmaBwdCfg) bool { return c.keeps() && readsPlanes(kv, q) }
 
 // readsPlanes reports whether backward kv, q can read the planes a forward kept: the Hopper

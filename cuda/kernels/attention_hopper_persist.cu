@@ -66,7 +66,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
   static_assert(!(STAGED && QST), "one use of the space after the ring's mbarriers");
   static_assert(HINT == 0 || QST && !STAGED, "the hints are variant 22's");
   static_assert((HINT & ~5) == 0, "HINT's bits: 1 and 4");
-  const uint64_t first = HINT & 1 ? fg_l2_evict_first() : 0;
+  constexpr bool STREAM = (HINT & 1) != 0;  // the streams under evict_first
+  const uint64_t first = STREAM ? fg_l2_evict_first() : 0;
   constexpr unsigned SMEM = QB + 4 * KB + 64 + 1024 + STAGE + QFB;
   if (fg_dynamic_smem() < SMEM || QST && p.q_row != D) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -104,10 +105,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
         // (the launcher takes variant 22 only where Q's rows are contiguous, q_row = D).
         const auto copyQ = [&](const FgItem& n) {
           const float* q = (const float*)p.q + n.b * p.q_batch + n.h * p.q_head + (int64_t)n.m0 * D;
-          if constexpr ((HINT & 1) != 0)
-            fg_bulk_load_hint(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull, first);
-          else
-            fg_bulk_load(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull);
+          fg_bulk_load<STREAM>(qf, q, (uint32_t)min(BM, p.nq - n.m0) * D * 4, qfull, first);
         };
         // QST: once the consumers have released item k's staged rows, item k + 1's.
         const auto nextQ = [&]() {
@@ -141,11 +139,10 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
       // in flight; keys at or past the key length zero-filled without a read).
       const int tid = threadIdx.x - CONSUMERS - 32;
       const auto piece = [&](int e, int part) { return stage + ((e * 4 + part) * 96 + tid) * 16; };
-      const int32_t* kl = (const int32_t*)p.key_lengths;
       for (int64_t u = c; u < planeTiles; u += G) {
         const int64_t head = u / NT;
         const int j0 = (int)(u % NT) * BN, hk = (int)(head % p.hkv), b = (int)(head / p.hkv);
-        const int klen = kl ? min(p.nk, kl[b]) : p.nk;
+        const int klen = fg_key_length(p, b);
         const float* k = (const float*)p.k + b * p.k_batch + hk * p.k_head;
         const float* v = (const float*)p.v + b * p.v_batch + hk * p.v_head;
         uint4* dk = (uint4*)(kplane + u * KB);
@@ -189,13 +186,8 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
             if (i < BN * CH && j0 + r < klen) {
               const float* kr = k + (int64_t)(j0 + r) * p.k_row + 8 * cc;
               const float* vr = v + (int64_t)(j0 + r) * p.v_row + 8 * cc;
-              if constexpr ((HINT & 1) != 0) {
-                x[e][0] = fg_ld_hint(kr, first), x[e][1] = fg_ld_hint(kr + 4, first);
-                x[e][2] = fg_ld_hint(vr, first), x[e][3] = fg_ld_hint(vr + 4, first);
-              } else {
-                x[e][0] = *(const float4*)kr, x[e][1] = *(const float4*)(kr + 4);
-                x[e][2] = *(const float4*)vr, x[e][3] = *(const float4*)(vr + 4);
-              }
+              x[e][0] = fg_ld4<STREAM>(kr, first), x[e][1] = fg_ld4<STREAM>(kr + 4, first);
+              x[e][2] = fg_ld4<STREAM>(vr, first), x[e][3] = fg_ld4<STREAM>(vr + 4, first);
             }
           }
 #pragma unroll
@@ -230,7 +222,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
       fg_mbar_arrive(qempty);
     }
     if (m.tiles == 0) {
-      rows.template store<(HINT & 1) != 0>(p, m.b, m.h, first);
+      rows.template store<STREAM>(p, m.b, m.h, first);
       continue;
     }
     // The warpgroup's products of the previous item, the last readers of its Q rows, have
@@ -240,7 +232,7 @@ __device__ void fg_attn_fwd_wgmma_persist(const fg_mma_prep_params& pp) {
                              plane);
     fg_wgmma_tiles_ovl<D, BM>(rows, qw, ring, it, m.tiles, sl2);
     it += m.tiles;
-    rows.template store<(HINT & 1) != 0>(p, m.b, m.h, first);
+    rows.template store<STREAM>(p, m.b, m.h, first);
   }
 }
 

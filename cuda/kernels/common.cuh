@@ -151,17 +151,22 @@ __device__ __forceinline__ uint64_t fg_l2_evict_first() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
   return pol;
 }
-// fg_ld_hint loads 4 floats (16-byte aligned) through L2 under policy pol, not into L1.
-__device__ __forceinline__ float4 fg_ld_hint(const float* a, uint64_t pol) {
+// fg_ld4 loads 4 floats (16-byte aligned); with HINT through L2 under policy pol, not into L1.
+template <bool HINT = false> __device__ __forceinline__ float4 fg_ld4(const float* a, uint64_t pol = 0) {
+  if constexpr (!HINT) return *(const float4*)a;
   float4 x;
   asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;\n"
                : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w)
                : "l"(a), "l"(pol));
   return x;
 }
-// fg_st_hint stores 2 floats (8-byte aligned) under policy pol.
-__device__ __forceinline__ void fg_st_hint(float2* a, float2 v, uint64_t pol) {
-  asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;\n" ::"l"(a), "f"(v.x), "f"(v.y), "l"(pol) : "memory");
+// fg_st2 stores 2 floats (8-byte aligned); with HINT under policy pol.
+template <bool HINT = false> __device__ __forceinline__ void fg_st2(float2* a, float2 v, uint64_t pol = 0) {
+  if constexpr (!HINT) {
+    *a = v;
+  } else {
+    asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;\n" ::"l"(a), "f"(v.x), "f"(v.y), "l"(pol) : "memory");
+  }
 }
 
 #endif

@@ -275,7 +275,7 @@ template <int OB, typename LT = double> struct FgRows {
 
   // store writes O = o / l and L = m ln 2 + log l (in double; its rounding residual to lres)
   // of the rows below Nq; rows without a visible key get O = 0, L = -Inf. The quad's lanes
-  // hold parts of each row sum. HINT: O's stores under L2 policy pol (fg_st_hint).
+  // hold parts of each row sum. HINT: O's stores under L2 policy pol (fg_st2).
   template <bool HINT = false>
   __device__ __forceinline__ void store(const fg_attn_params& p, int b, int h, uint64_t pol = 0) const {
     float* out = (float*)p.o + b * p.o_batch + h * p.o_head;
@@ -288,14 +288,8 @@ template <int OB, typename LT = double> struct FgRows {
       const float inv = lt > 0 ? (float)(1.0 / lt) : 0.f;
 #pragma unroll
       for (int n = 0; n < OB; ++n)
-      {
-        float2* at = (float2*)&out[(int64_t)i * p.o_row + 8 * n + 2 * t];
-        const float2 x = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-        if constexpr (HINT)
-          fg_st_hint(at, x, pol);
-        else
-          *at = x;
-      }
+        fg_st2<HINT>((float2*)&out[(int64_t)i * p.o_row + 8 * n + 2 * t], make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv),
+                     pol);
       if (t == 0) {
         float lse = fg_neg_inf<float>(), res = 0;
         if (lt > 0) {

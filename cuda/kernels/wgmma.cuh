@@ -491,22 +491,22 @@ __device__ __forceinline__ void fg_mbar_wait(uint32_t bar, int parity) {
   }
 }
 // fg_bulk_load copies bytes (a multiple of 16) from global src to shared dst, counting them on
-// the mbarrier bar, which it first tells to expect them.
-__device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile(
-      "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%2], %1;\n}\n"
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%3], %1, [%2];\n" ::"r"(dst),
-      "r"(bytes), "r"(bar), "l"(src)
-      : "memory");
-}
-
-// fg_bulk_load_hint is fg_bulk_load under L2 policy pol.
-__device__ __forceinline__ void fg_bulk_load_hint(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t pol) {
-  asm volatile(
-      "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%2], %1;\n}\n"
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%3], %1, [%2], %4;\n" ::"r"(dst),
-      "r"(bytes), "r"(bar), "l"(src), "l"(pol)
-      : "memory");
+// the mbarrier bar, which it first tells to expect them; with HINT under L2 policy pol.
+template <bool HINT = false>
+__device__ __forceinline__ void fg_bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint64_t pol = 0) {
+  if constexpr (!HINT) {
+    asm volatile(
+        "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%2], %1;\n}\n"
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%3], %1, [%2];\n" ::"r"(dst),
+        "r"(bytes), "r"(bar), "l"(src)
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%2], %1;\n}\n"
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%3], %1, [%2], %4;\n" ::"r"(dst),
+        "r"(bytes), "r"(bar), "l"(src), "l"(pol)
+        : "memory");
+  }
 }
 
 // ---- thread block clusters (the Exact backward's dK/dV kernel: two CTAs share their query tiles)
@@ -681,8 +681,8 @@ __device__ __forceinline__ void fg_prefetch_q(const fg_attn_params& p, const FgI
 }
 
 // fg_prefetch_kv starts moving the rows [j0, j0 + BN) below the batch's key length of K and of
-// V of (b, key/value head hk) (float32, D columns) into L2. Variant 30's converters call it a
-// task ahead, so that their loads find L2 instead of DRAM.
+// V of (b, key/value head hk) (float32, D columns) into L2, so that a converter's loads find L2
+// instead of DRAM: variant 30's converters call it a task ahead, variant 38's as a task starts.
 __device__ __forceinline__ void fg_prefetch_kv(const fg_attn_params& p, int b, int hk, int j0, int BN, int D) {
   const int rows = min(BN, fg_key_length(p, b) - j0);
   if (rows <= 0) return;

@@ -378,8 +378,8 @@ func forwardTile[T Float](p *params, w *fwdScratch[T], q, ktB, v, o []T, b, h, i
 		nv[r] = min(max(rowLim[r]-j0-c0, 0), bc)
 	}
 	// Kᵀ's block: d rows of the block's `full` keys, from column c0.
-	full := min(blockK, p.Nk-j0)
-	ktC := ktB[c0 : full*d]
+	full := len(ktB) / d
+	ktC := ktB[c0:]
 	alpha := T(p.Scale * log2e)
 	// P in w.s, ld apart.
 	ld, ok := scoreExpTile(w, qT, ktC, full, full-c0, br, bc, d, alpha, nv, rs, oT)

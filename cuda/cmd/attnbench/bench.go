@@ -165,44 +165,50 @@ func benchAttention(c benchCase) (res benchResult, err error) {
 				return err
 			}
 			defer t.Close()
-			var tf, ttf, tfb []float64
+			// timed runs steps one after the other, reps + 1 times (run 0 is the warm-up: the
+			// kernels' JIT compilation), and returns, per step, the medians of the times from the
+			// first step's start to its end.
+			timed := func(steps ...func() error) ([]float64, error) {
+				times := make([][]float64, len(steps))
+				for rep := 0; rep <= reps; rep++ {
+					if err := t.Mark(0); err != nil {
+						return nil, err
+					}
+					for i, step := range steps {
+						if err := step(); err != nil {
+							return nil, err
+						}
+						if err := t.Mark(i + 1); err != nil {
+							return nil, err
+						}
+					}
+					for i := range steps {
+						ms, err := t.Elapsed(0, i+1)
+						if err != nil {
+							return nil, err
+						}
+						if rep > 0 {
+							times[i] = append(times[i], ms)
+						}
+					}
+				}
+				medians := make([]float64, len(steps))
+				for i, x := range times {
+					medians[i] = median(x)
+				}
+				return medians, nil
+			}
 			infer := pp
 			infer.Planes = nil
-			for rep := 0; rep <= reps; rep++ { // the forward alone; run 0 is the warm-up
-				for _, f := range []func() error{func() error { return t.Mark(0) }, func() error { return cuda.AttentionForwardBuffers(infer) },
-					func() error { return t.Mark(1) }} {
-					if err := f(); err != nil {
-						return err
-					}
-				}
-				a, err := t.Elapsed(0, 1)
-				if err != nil {
-					return err
-				}
-				if rep > 0 {
-					tf = append(tf, a)
-				}
+			fwd, err := timed(func() error { return cuda.AttentionForwardBuffers(infer) })
+			if err != nil {
+				return err
 			}
-			for rep := 0; rep <= reps; rep++ { // run 0 is the warm-up (the kernels' JIT compilation)
-				for _, f := range []func() error{func() error { return t.Mark(0) }, func() error { return cuda.AttentionForwardBuffers(pp) },
-					func() error { return t.Mark(1) }, func() error { return cuda.AttentionBackwardBuffers(pp) }, func() error { return t.Mark(2) }} {
-					if err := f(); err != nil {
-						return err
-					}
-				}
-				a, err := t.Elapsed(0, 1)
-				if err != nil {
-					return err
-				}
-				b, err := t.Elapsed(0, 2)
-				if err != nil {
-					return err
-				}
-				if rep > 0 {
-					ttf, tfb = append(ttf, a), append(tfb, b)
-				}
+			train, err := timed(func() error { return cuda.AttentionForwardBuffers(pp) }, func() error { return cuda.AttentionBackwardBuffers(pp) })
+			if err != nil {
+				return err
 			}
-			r.FwdMs, r.FwdTrainMs, r.FwdBwdMs = median(tf), median(ttf), median(tfb)
+			r.FwdMs, r.FwdTrainMs, r.FwdBwdMs = fwd[0], train[0], train[1]
 			return nil
 		})
 		if err != nil {
