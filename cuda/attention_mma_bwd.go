@@ -74,6 +74,7 @@ type mmaBwdCfg struct {
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
 	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
 	X3        bool // Hopper Exact with Pre: 3xF16, every product as three half products on the hi and lo planes of fg_attn_bwd_x3_prep4
+	Late      bool // Hopper BF16: the next tile's copy issued once this tile's first products are (dK/dV: the plain loop; dQ: with or without Ovl), the masks tested once per tile
 
 	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's vs and vsw1
 	// (the kernel's FgWs1; 16 KiB more shared memory).
@@ -150,6 +151,18 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// (mmaBwdPairs).
 	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 32, Hopper: true, Split: true, One: true, Reg: true},
 	{DQ: true, Prec: PrecisionExact, D: 128, BM: 64, BN: 32, Hopper: true, Split: true, One: true},
+	// The BF16 defaults on Hopper since the eighteenth session (Late): the seventh session's
+	// pairs below with the next tile's copy issued after the
+	// tile's first products (ncu, call s18a: the copies' address arithmetic and issue, about
+	// 40% of the d = 64 dK/dV kernel's warp samples, came before the products each tile), the
+	// masks tested once per tile instead of per element (32 branches per tile in the dK/dV
+	// kernel, a compare and a select per element in the dQ kernel), and the dK/dV walk's step
+	// without a division (FgKvCursor).
+	{Prec: PrecisionBF16, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, Fx: true, B3: true, Late: true},
+	{DQ: true, Prec: PrecisionBF16, D: 64, BM: 128, BN: 128, Pre: true, Hopper: true, Ovl: true, Fx: true, Pipe: true, Late: true},
+	{Prec: PrecisionBF16, D: 128, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, Late: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 128, Pre: true, Hopper: true, Fx: true, Late: true},
+	{DQ: true, Prec: PrecisionBF16, D: 128, BM: 128, BN: 64, Pre: true, Hopper: true, Ovl: true, Fx: true, Pipe: true, Late: true},
 	// Hopper (compute capability 9.0) only; pickMMABwd passes over them elsewhere. The first
 	// pair of each D is the fastest measured on the H100 (TestAttentionMMABwdTiming with
 	// -mmabwd.cross after the tests checked every kernel, results/h100-2026-11-23-s7-bwd64,
@@ -265,7 +278,8 @@ func (c mmaBwdCfg) name() string {
 	if c.Hopper {
 		sfx := map[bool]string{true: "_reg"}[c.Reg] + map[bool]string{true: "_ovl"}[c.Ovl] + map[bool]string{true: "_fx"}[c.Fx] +
 			map[bool]string{true: "_pipe"}[c.Pipe] + map[bool]string{true: "_b3"}[c.B3] + map[bool]string{true: "_cl"}[c.Cl] + map[bool]string{true: "_ws"}[c.Ws] +
-			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One] + map[bool]string{true: "_x3"}[c.X3]
+			map[bool]string{true: "_raw"}[c.Raw] + map[bool]string{true: "_one"}[c.One] + map[bool]string{true: "_x3"}[c.X3] +
+			map[bool]string{true: "_late"}[c.Late]
 		if c.Var != "" {
 			sfx += "_" + c.Var
 		}

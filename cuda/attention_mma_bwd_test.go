@@ -255,7 +255,7 @@ func (c mmaBwdCfg) short() string {
 	case c.Hopper:
 		form = "wgmma " + map[bool]string{true: "reg "}[c.Reg] + map[bool]string{true: "ovl "}[c.Ovl] + map[bool]string{true: "fx "}[c.Fx] +
 			map[bool]string{true: "pipe "}[c.Pipe] + map[bool]string{true: "b3 "}[c.B3] + map[bool]string{true: "cl "}[c.Cl] + map[bool]string{true: "ws "}[c.Ws] + map[bool]string{true: "raw "}[c.Raw] + map[bool]string{true: "one "}[c.One] +
-			map[bool]string{true: "x3 "}[c.X3]
+			map[bool]string{true: "x3 "}[c.X3] + map[bool]string{true: "late "}[c.Late]
 		if c.Var != "" {
 			form += c.Var + " "
 		}
@@ -600,8 +600,8 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d64", PrecisionBF16, 64, f32, true, 80, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
 		{"bf16-d128", PrecisionBF16, 128, f32, true, 89, "fg_attn_bwd_mma_pre_dkdv_bf16_d128_n64_m32_s32_r0", "fg_attn_bwd_mma_pre_dq_bf16_d128_m128_n32_r1"},
 		{"bf16-d64-sm100", PrecisionBF16, 64, f32, true, 100, "fg_attn_bwd_mma_pre_dkdv_bf16_d64_n64_m64_s64_r1", "fg_attn_bwd_mma_pre_dq_bf16_d64_m128_n64_r1"},
-		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m64_fx_b3", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl_fx_pipe"},
-		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128_fx"},
+		{"bf16-d64-hopper", PrecisionBF16, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d64_n64_m64_fx_b3_late", "fg_attn_bwd_wgmma_dq_bf16_d64_m128_n128_ovl_fx_pipe_late"},
+		{"bf16-d128-hopper", PrecisionBF16, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_bf16_d128_n128_m64_late", "fg_attn_bwd_wgmma_dq_bf16_d128_m128_n128_fx_late"},
 		{"bf16-d64-noscratch", PrecisionBF16, 64, f32, false, 80, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
@@ -745,7 +745,7 @@ func TestPickMMABwd(t *testing.T) {
 		}
 	}
 	for m, re := range map[string]string{"attention_mma_bwd": `(?m)^FG_BWD_MMA_(LDM_|PRE_|FUSED_)?(DKDV|DQ)\(`,
-		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ|DKDV_B|DQ_B|DKDV_X3|DQ_X3)\(`, "attention_hopper_exact_bwd": `(?m)^FG_BWD_WGMMA_EXACT\(`} {
+		"attention_hopper_bwd": `(?m)^FG_BWD_WGMMA_(DKDV|DQ)(_B|_L|_X3)?\(`, "attention_hopper_exact_bwd": `(?m)^FG_BWD_WGMMA_EXACT\(`} {
 		n := len(regexp.MustCompile(re).FindAll(src[m], -1))
 		if m == "attention_hopper_exact_bwd" {
 			// five dK/dV kernels (one warpgroup, in clusters, two warpgroups: as fragments, Raw, Reg

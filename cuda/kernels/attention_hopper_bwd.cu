@@ -53,12 +53,13 @@
 // the stage of tile it - 1, after a second block sync (every warpgroup past that wait). On the
 // H100 ptxas serializes its wgmmas (C7511: two sets of S^T and dP^T, dK, dV and the in-flight
 // fragments take 250 registers) and it is slower than the plain loop (cuda/attention_mma_bwd.go).
-template <int D, int BN, int BM, bool OVL, bool FX, bool PIPE = false>
+template <int D, int BN, int BM, bool OVL, bool FX, bool PIPE = false, bool LATE = false>
 __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16, STAGES = PIPE ? 3 : 2;
   constexpr uint32_t KB = BN * D * 2, QB = BM * D * 2;  // bytes of a K or V tile, of a Q or dO tile
   static_assert(D % 64 == 0 && BN % 64 == 0 && (BM == 64 || BM == 128), "tile sizes");
   static_assert(!PIPE || (BM == 64 && !OVL), "PIPE: 64-row query tiles, two sets of S^T and dP^T");
+  static_assert(!LATE || !(OVL || PIPE), "LATE: the plain loop");
   constexpr unsigned SMEM = 2 * KB + 2 * STAGES * QB + STAGES * BM * 8 + 1024;  // + the alignment to 1024 bytes
   if (fg_dynamic_smem() < SMEM) __trap();
   const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(fg_smem);
@@ -73,8 +74,9 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
   const FgKvWalk<BM> walk(p, b, hk, n0, group);
   const int klen = walk.klen, total = walk.total;
 
-  const auto load_stage = [&](int it) {
-    const int hq = walk.hq(it), m0 = walk.m0(it);
+  // load_stage_at starts the copy of step it's tile, tile m0 of query head hq (walk.hq(it),
+  // walk.m0(it)).
+  const auto load_stage_at = [&](int it, int hq, int m0) {
     const uint32_t st = sQ + stage(it) * 2 * QB;
     fg_load_sw128<BM, CH, THREADS>(
         st, (const uint4*)((const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row), p.nq - m0);
@@ -83,6 +85,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
     fg_bwd_copy_ld<BM, THREADS>((float*)(sLD + stage(it) * BM), (const float*)p.delta + 2 * (((int64_t)b * p.h + hq) * p.nq + m0),
                                 p.nq - m0);
   };
+  const auto load_stage = [&](int it) { load_stage_at(it, walk.hq(it), walk.m0(it)); };
   if (total > 0) {
     fg_load_kv_sw128<BN, CH, THREADS>(sK, fg_kv_head(p, p.k, p.k_batch, p.k_head, b, hk), n0, p.k_row, klen - n0,
                                       p.kv_tiles);
@@ -98,6 +101,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
   // This warpgroup's 64 keys: rows 64 wg .. of each 64-column block of K and V.
   const uint32_t kw = sK + wg * 64 * 128, vw = sV + wg * 64 * 128;
   const int kr = 16 * warp + g;
+  FgKvCursor cur(walk, hk);  // LATE: the tile of step it, stepped on to step it + 1's once it has begun
   if constexpr (PIPE) {
     float sa[NB][4], pa_[NB][4], sb[NB][4], pb[NB][4];  // S^T, dP^T of the even and the odd tiles
     const auto issue = [&](float (&st)[NB][4], float (&dpt)[NB][4], int it) {
@@ -160,11 +164,14 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
     fg_cp_async_wait<0>();
     fg_fence_async();
     __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
-    if (it + 1 < total) {
-      load_stage(it + 1);
-      fg_cp_async_commit();
+    if constexpr (!LATE) {
+      if (it + 1 < total) {
+        load_stage(it + 1);
+        fg_cp_async_commit();
+      }
     }
-    const int m0 = walk.m0(it);
+    const int m0 = LATE ? cur.m0 : walk.m0(it);
+    if constexpr (LATE) cur.step(walk, p.nq);
     const uint32_t sq = sQ + stage(it) * 2 * QB, sdo = sq + QB;
     const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
     const float2* ld = sLD + stage(it) * BM;
@@ -192,10 +199,19 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
     } else {
       fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
       fg_wgmma_commit();
+      if constexpr (LATE) {  // the next tile's copy while the tensor cores run S^T and dP^T
+        if (it + 1 < total) {
+          load_stage_at(it + 1, cur.hq, cur.m0);
+          fg_cp_async_commit();
+        }
+      }
       fg_wgmma_wait<0>();
       fg_reg_fence(st);
       fg_reg_fence(dpt);
-      fg_bwd_pds_t<FX>(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
+      if (LATE && !mask)  // one branch per tile, not a test per element
+        fg_bwd_pds_t<FX>(st, dpt, ld, 0, m0, n0, kr, t, klen, false, sl2, scale, p);
+      else
+        fg_bwd_pds_t<FX>(st, dpt, ld, 0, m0, n0, kr, t, klen, mask, sl2, scale, p);
       fg_wgmma_pack<BM>(pa, st);
       fg_wgmma_pack<BM>(da, dpt);
       fg_wgmma_fence();
@@ -223,7 +239,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
 // the copy of tile j + 1 goes to a third stage (the one of tile j - 2, whose products are all
 // done), and the dS fragments of step j stay live until then (ptxas keeps a register an
 // in-flight wgmma reads until its wait).
-template <int D, int BM, int BN, bool OVL, bool REG, bool FX, bool PIPE = false>
+template <int D, int BM, int BN, bool OVL, bool REG, bool FX, bool PIPE = false, bool LATE = false>
 __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16, STAGES = PIPE ? 3 : 2;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
@@ -279,10 +295,13 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
     if constexpr (REG) {
       if (j == 0) fg_wgmma_load_a<BM, KS>(qa, sQ, 16 * warp, lane), fg_wgmma_load_a<BM, KS>(doa, sdO, 16 * warp, lane);
     }
-    if (j + 1 < tiles) {
-      load_stage(j + 1);
-      fg_cp_async_commit();
-    }
+    const auto load_next = [&] {
+      if (j + 1 < tiles) {
+        load_stage(j + 1);
+        fg_cp_async_commit();
+      }
+    };
+    if constexpr (!LATE) load_next();
     const uint32_t kt = sK + stage(j) * 2 * KB, vt = kt + KB;
     float s[NB][4], dp[NB][4];
     fg_wgmma_fence();
@@ -291,16 +310,26 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
       fg_wgmma_commit();
       qk(dp, doa, dow, vt);
       fg_wgmma_commit();
+      if constexpr (LATE) load_next();  // the next tile's copy while the tensor cores run S and dP
       fg_wgmma_wait<1>();  // PIPE: and dQ += dS K of the step before, committed before S
       if constexpr (PIPE) fg_reg_fence(dq);
       fg_reg_fence(s);
       fg_bwd_p<FX>(s, rows.l2, sl2);
       fg_wgmma_wait<0>();
       fg_reg_fence(dp);
-      fg_bwd_ds_p<FX>(s, dp, rows.dl, rows.lim, rows.lim_min, j * BN, t, scale);
+      // The keys past a row's limit: LATE tests the warp's rows once (one branch per tile where
+      // the others test each element).
+      const bool mask = j * BN + BN > rows.lim_min;
+      if (LATE && !__any_sync(~0u, mask)) {
+        fg_bwd_ds_p<FX>(s, dp, rows.dl, rows.lim, false, j * BN, t, scale);
+      } else {
+        fg_bwd_ds_p<FX>(s, dp, rows.dl, rows.lim, mask, j * BN, t, scale);
+        if constexpr (LATE) asm volatile("");  // keeps the paths apart (else nvcc merges them into the tests per element)
+      }
     } else {
       qk(dp, doa, dow, vt);
       fg_wgmma_commit();
+      if constexpr (LATE) load_next();
       fg_wgmma_wait<0>();
       fg_reg_fence(s);
       fg_reg_fence(dp);
@@ -593,17 +622,19 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
 
 // ---- entry points (names built by cuda/attention_mma_bwd.go's mmaBwdCfg.name) ----------------
 
-#define FG_BWD_WGMMA_DKDV_B(D, BN, BM, OVL, FX, PIPE, MINB, SFX)                       \
+#define FG_BWD_WGMMA_DKDV_L(D, BN, BM, OVL, FX, PIPE, LATE, MINB, SFX)                \
   extern "C" __global__ void __launch_bounds__(2 * BN, MINB)                           \
       fg_attn_bwd_wgmma_dkdv_bf16_d##D##_n##BN##_m##BM##SFX(const fg_attn_params p) {   \
-    fg_attn_bwd_wgmma_dkdv<D, BN, BM, OVL, FX, PIPE>(p);                                \
+    fg_attn_bwd_wgmma_dkdv<D, BN, BM, OVL, FX, PIPE, LATE>(p);                          \
   }
+#define FG_BWD_WGMMA_DKDV_B(D, BN, BM, OVL, FX, PIPE, MINB, SFX) FG_BWD_WGMMA_DKDV_L(D, BN, BM, OVL, FX, PIPE, false, MINB, SFX)
 #define FG_BWD_WGMMA_DKDV(D, BN, BM, OVL, FX, SFX) FG_BWD_WGMMA_DKDV_B(D, BN, BM, OVL, FX, false, 1, SFX)
-#define FG_BWD_WGMMA_DQ_B(D, BM, BN, OVL, REG, FX, PIPE, MINB, SFX)                    \
+#define FG_BWD_WGMMA_DQ_L(D, BM, BN, OVL, REG, FX, PIPE, LATE, MINB, SFX)             \
   extern "C" __global__ void __launch_bounds__(2 * BM, MINB)                           \
       fg_attn_bwd_wgmma_dq_bf16_d##D##_m##BM##_n##BN##SFX(const fg_attn_params p) {     \
-    fg_attn_bwd_wgmma_dq<D, BM, BN, OVL, REG, FX, PIPE>(p);                             \
+    fg_attn_bwd_wgmma_dq<D, BM, BN, OVL, REG, FX, PIPE, LATE>(p);                       \
   }
+#define FG_BWD_WGMMA_DQ_B(D, BM, BN, OVL, REG, FX, PIPE, MINB, SFX) FG_BWD_WGMMA_DQ_L(D, BM, BN, OVL, REG, FX, PIPE, false, MINB, SFX)
 #define FG_BWD_WGMMA_DQ(D, BM, BN, OVL, REG, FX, SFX) FG_BWD_WGMMA_DQ_B(D, BM, BN, OVL, REG, FX, false, 1, SFX)
 // The kernels of mmaBwdCfgs (Hopper): two warpgroups (128 keys or query rows) and one (64,
 // two blocks per multiprocessor), query tiles of 64 or 128 rows, key tiles of 64 or 128;
@@ -644,6 +675,13 @@ FG_BWD_WGMMA_DQ(128, 128, 128, false, false, true, _fx)
 FG_BWD_WGMMA_DQ_B(64, 64, 64, true, false, true, false, 3, _ovl_fx)
 FG_BWD_WGMMA_DQ_B(64, 128, 128, true, false, true, true, 1, _ovl_fx_pipe)
 FG_BWD_WGMMA_DQ_B(128, 128, 64, true, false, true, true, 1, _ovl_fx_pipe)
+// _late (eighteenth session): the next tile's copy issued once this tile's first products are
+// (LATE: the copy no longer delays them), the masks tested once per tile.
+FG_BWD_WGMMA_DKDV_L(64, 64, 64, false, true, false, true, 3, _fx_b3_late)
+FG_BWD_WGMMA_DKDV_L(128, 128, 64, false, false, false, true, 1, _late)
+FG_BWD_WGMMA_DQ_L(64, 128, 128, true, false, true, true, true, 1, _ovl_fx_pipe_late)
+FG_BWD_WGMMA_DQ_L(128, 128, 128, false, false, true, false, true, 1, _fx_late)
+FG_BWD_WGMMA_DQ_L(128, 128, 64, true, false, true, true, true, 1, _ovl_fx_pipe_late)
 
 // 3xF16 (Exact): _x3.
 #define FG_BWD_WGMMA_DKDV_X3(D, BN, BM)                                                \

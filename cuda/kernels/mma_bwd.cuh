@@ -129,7 +129,9 @@ __device__ __forceinline__ void fg_bwd_ds(const float (&s)[NB][4], float (&dp)[N
 }
 
 // fg_bwd_p and fg_bwd_ds_p are fg_bwd_ds in two steps (as fg_bwd_p_t, fg_bwd_ds_t): P in s
-// (unmasked: fg_bwd_ds_p masks dS), then dS in dp from P in s.
+// (unmasked: fg_bwd_ds_p masks dS), then dS in dp from P in s; the caller tells whether the
+// tile at n0 reaches past this lane's lim_min (mask: n0 + 8 NB > lim_min), or false where no
+// row of the warp's has a limit inside it.
 template <bool FX = false, int NB>
 __device__ __forceinline__ void fg_bwd_p(float (&s)[NB][4], const float (&l2)[2], float sl2) {
 #pragma unroll
@@ -139,8 +141,7 @@ __device__ __forceinline__ void fg_bwd_p(float (&s)[NB][4], const float (&l2)[2]
 }
 template <bool FX = false, int NB>
 __device__ __forceinline__ void fg_bwd_ds_p(const float (&s)[NB][4], float (&dp)[NB][4], const float (&dl)[2],
-                                            const int (&lim)[2], int lim_min, int n0, int t, float scale) {
-  const bool mask = n0 + 8 * NB > lim_min;
+                                            const int (&lim)[2], bool mask, int n0, int t, float scale) {
 #pragma unroll
   for (int j = 0; j < NB; ++j)
 #pragma unroll
@@ -348,6 +349,20 @@ template <int BM> struct FgKvWalk {
   }
   __device__ __forceinline__ int hq(int it) const { return hk * group + it / ntiles; }
   __device__ __forceinline__ int m0(int it) const { return m_start + (it % ntiles) * BM; }
+};
+
+// FgKvCursor is a step of a FgKvWalk without the division of hq(it) and m0(it): from step 0
+// (query head hk group, tile m_start), step moves it to the next step's (hq, m0).
+struct FgKvCursor {
+  int hq, m0;
+
+  template <int BM>
+  __device__ __forceinline__ FgKvCursor(const FgKvWalk<BM>& w, int hk) : hq(hk * w.group), m0(w.m_start) {}
+  template <int BM> __device__ __forceinline__ void step(const FgKvWalk<BM>& w, int nq) {
+    const bool wrap = m0 + BM >= nq;  // the head's last tile: the group's next head, from m_start
+    hq += wrap;
+    m0 = wrap ? w.m_start : m0 + BM;
+  }
 };
 
 // FgDqRows is what a lane of the dQ kernels keeps of its two query rows r0 and r0 + 8
