@@ -74,7 +74,7 @@ type mmaBwdCfg struct {
 	Raw       bool // Ws: P^T and dS^T handed over as floats, split by the second warpgroup (with Reg: K lo, V lo in registers too)
 	One       bool // Split, D = 128: one stage of the streamed tile, its rows and columns halves refilled separately (dK/dV: Ws with Raw; dQ: one warpgroup)
 	X3        bool // Hopper Exact with Pre: 3xF16, every product as three half products on the hi and lo planes of fg_attn_bwd_x3_prep4
-	Late      bool // Hopper BF16: the next tile's copy issued once this tile's first products are (dK/dV: the plain loop; dQ: with or without Ovl), the masks tested once per tile
+	Late      bool // Hopper BF16 and X3: the next tile's copy issued once this tile's first products are (dK/dV: the plain loop; dQ: with or without Ovl); BF16: the masks tested once per tile
 
 	// Var is a measured form of a kernel (name suffix _Var): the One dK/dV kernel's vs and vsw1
 	// (the kernel's FgWs1; 16 KiB more shared memory).
@@ -113,7 +113,13 @@ var mmaBwdCfgs = []mmaBwdCfg{
 	// warpgroups of 64 keys (or one) with query tiles of 64 (dK/dV; two warpgroups 6-9% faster
 	// at N = 1024 and 4096, call x3c), two warpgroups of 64 rows with key tiles of 64 (dQ). The
 	// backward at d = 64, non-causal N = 1024 / 4096 / 16384 (call x3e): 4.3 / 15.0 / 57.8 ms,
-	// the 3xTF32 pair's 15.0 / 52.8 / 203 (call x3b).
+	// the 3xTF32 pair's 15.0 / 52.8 / 203 (call x3b). The defaults since the eighteenth session:
+	// the same kernels with Late (the next tile's copy issued once the tile's first products
+	// are, as the BF16 kernels below).
+	{Prec: PrecisionExact, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, X3: true, Late: true},
+	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true, Late: true},
+	{Prec: PrecisionExact, D: 128, BM: 32, BN: 128, SB: 32, Pre: true, Hopper: true, X3: true, Late: true},
+	{DQ: true, Prec: PrecisionExact, D: 128, BM: 128, BN: 32, Pre: true, Hopper: true, X3: true, Late: true},
 	{Prec: PrecisionExact, D: 64, BM: 64, BN: 128, SB: 64, Pre: true, Hopper: true, X3: true},
 	{DQ: true, Prec: PrecisionExact, D: 64, BM: 128, BN: 64, Pre: true, Hopper: true, X3: true},
 	{Prec: PrecisionExact, D: 64, BM: 64, BN: 64, SB: 64, Pre: true, Hopper: true, X3: true},

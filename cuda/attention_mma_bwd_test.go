@@ -606,11 +606,11 @@ func TestPickMMABwd(t *testing.T) {
 		{"bf16-d64-hopper-noscratch", PrecisionBF16, 64, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d64_n64_m64_s64", "fg_attn_bwd_mma_ldm_dq_bf16_d64_m128_n32"},
 		{"bf16-d128-noscratch", PrecisionBF16, 128, f32, false, 90, "fg_attn_bwd_mma_ldm_dkdv_bf16_d128_n64_m16_s16", "fg_attn_bwd_mma_ldm_dq_bf16_d128_m128_n16"},
 		{"exact-d128", PrecisionExact, 128, f32, true, 89, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
-		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n128_m32_x3", "fg_attn_bwd_wgmma_dq_exact_d128_m128_n32_x3"},
+		{"exact-d128-hopper", PrecisionExact, 128, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d128_n128_m32_x3_late", "fg_attn_bwd_wgmma_dq_exact_d128_m128_n32_x3_late"},
 		{"exact-d128-hopper-noscratch", PrecisionExact, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"exact-d128-sm80", PrecisionExact, 128, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d128_n64_m16_s16", "fg_attn_bwd_mma_dq_exact_d128_m64_n16"},
 		{"tf32-d128", PrecisionTF32, 128, f32, false, 90, "fg_attn_bwd_mma_dkdv_tf32_d128_n128_m32_s16", "fg_attn_bwd_mma_dq_tf32_d128_m128_n32"},
-		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n128_m64_x3", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n64_x3"},
+		{"exact-d64-hopper", PrecisionExact, 64, f32, true, 90, "fg_attn_bwd_wgmma_dkdv_exact_d64_n128_m64_x3_late", "fg_attn_bwd_wgmma_dq_exact_d64_m128_n64_x3_late"},
 		{"exact-d64-hopper-noscratch", PrecisionExact, 64, f32, false, 90, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 		{"exact-d64-sm80", PrecisionExact, 64, f32, true, 80, "fg_attn_bwd_mma_dkdv_exact_d64_n64_m32_s16", "fg_attn_bwd_mma_dq_exact_d64_m64_n64"},
 	} {

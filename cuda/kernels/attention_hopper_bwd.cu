@@ -415,7 +415,7 @@ __device__ __forceinline__ void fg_x3_tiles(float (*const (&acc)[NT])[4], const 
 // fg_attn_bwd_wgmma_dkdv_x3: fg_attn_bwd_wgmma_dkdv's grid, threads and walk (D = 64 or 128).
 // Shared memory: K hi, K lo, V hi, V lo [BN][D], two stages of Q hi, Q lo, dO hi, dO lo
 // [BM][D], of (L2, delta) [BM] and of the query rows' inverse factors (Q, dO) [BM].
-template <int D, int BN, int BM>
+template <int D, int BN, int BM, bool LATE = false>
 __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BN, CH = D / 8, OB = D / 8, NB = BM / 8, KS = D / 16;
   constexpr uint32_t KB = BN * D * 2, QB = BM * D * 2;  // bytes of a K or V plane tile, of a Q or dO one
@@ -446,8 +446,8 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     sl2k[r] = sl2 * kf[r].x;
   }
 
-  const auto load_stage = [&](int it) {
-    const int hq = walk.hq(it), m0 = walk.m0(it);
+  // load_stage_at: step it's tile, tile m0 of query head hq (walk.hq(it), walk.m0(it)).
+  const auto load_stage_at = [&](int it, int hq, int m0) {
     const uint32_t st = sQ + (it & 1) * 4 * QB;
     const uint16_t* q = (const uint16_t*)p.q + b * p.q_batch + hq * p.q_head + (int64_t)m0 * p.q_row;
     const uint16_t* dO = (const uint16_t*)p.do_ + b * p.o_batch + hq * p.o_head + (int64_t)m0 * p.o_row;
@@ -459,6 +459,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     fg_bwd_copy_ld<BM, THREADS>((float*)(sLD + (it & 1) * BM), (const float*)p.delta + 2 * row, p.nq - m0);
     fg_bwd_copy_ld<BM, THREADS>((float*)(sQF + (it & 1) * BM), (const float*)(pl.qf() + row), p.nq - m0);
   };
+  const auto load_stage = [&](int it) { load_stage_at(it, walk.hq(it), walk.m0(it)); };
   if (total > 0) {
     const uint16_t* k = fg_kv_head(p, p.k, p.k_batch, p.k_head, b, hk);
     const uint16_t* v = fg_kv_head(p, p.v, p.v_batch, p.v_head, b, hk);
@@ -474,15 +475,19 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
   fg_bwd_zero(dk);
   fg_bwd_zero(dv);
   const uint32_t kw = sK + wg * 64 * 128, vw = sV + wg * 64 * 128;  // this warpgroup's 64 keys
+  FgKvCursor cur(walk, hk);  // LATE: the tile of step it, stepped on to step it + 1's once it has begun
   for (int it = 0; it < total; ++it) {
     fg_cp_async_wait<0>();
     fg_fence_async();
     __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
-    if (it + 1 < total) {
-      load_stage(it + 1);
-      fg_cp_async_commit();
+    if constexpr (!LATE) {
+      if (it + 1 < total) {
+        load_stage(it + 1);
+        fg_cp_async_commit();
+      }
     }
-    const int m0 = walk.m0(it);
+    const int m0 = LATE ? cur.m0 : walk.m0(it);
+    if constexpr (LATE) cur.step(walk, p.nq);
     const uint32_t sq = sQ + (it & 1) * 4 * QB, sdo = sq + 2 * QB;
     const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
     const float2 *ld = sLD + (it & 1) * BM, *qf = sQF + (it & 1) * BM;
@@ -491,6 +496,12 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     fg_x3_abt<BM, KS, BN>(st, kw, KB, sq, QB);
     fg_x3_abt<BM, KS, BN>(dpt, vw, KB, sdo, QB);
     fg_wgmma_commit();
+    if constexpr (LATE) {  // the next tile's copy while the tensor cores run S^T and dP^T
+      if (it + 1 < total) {
+        load_stage_at(it + 1, cur.hq, cur.m0);
+        fg_cp_async_commit();
+      }
+    }
     fg_wgmma_wait<0>();
     fg_reg_fence(st);
     fg_reg_fence(dpt);
@@ -524,7 +535,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
 // fg_attn_bwd_wgmma_dq_x3: fg_attn_bwd_wgmma_dq's grid and threads (D = 64 or 128). Shared
 // memory: Q hi, Q lo, dO hi, dO lo [BM][D], two stages of K hi, K lo, V hi, V lo [BN][D] and
 // of the keys' inverse factors (K, V) [BN].
-template <int D, int BM, int BN>
+template <int D, int BM, int BN, bool LATE = false>
 __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
   constexpr int THREADS = 2 * BM, CH = D / 8, OB = D / 8, NB = BN / 8, KS = D / 16;
   constexpr uint32_t QB = BM * D * 2, KB = BN * D * 2;
@@ -583,10 +594,13 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
     fg_cp_async_wait<0>();
     fg_fence_async();
     __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
-    if (j + 1 < tiles) {
-      load_stage(j + 1);
-      fg_cp_async_commit();
-    }
+    const auto load_next = [&] {
+      if (j + 1 < tiles) {
+        load_stage(j + 1);
+        fg_cp_async_commit();
+      }
+    };
+    if constexpr (!LATE) load_next();
     const uint32_t kt = sK + (j & 1) * 4 * KB, vt = kt + 2 * KB;
     const float2* kf = sKF + (j & 1) * BN;
     float s[NB][4], dp[NB][4];
@@ -594,6 +608,7 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
     fg_x3_abt<BN, KS, BM>(s, qw, QB, kt, KB);
     fg_x3_abt<BN, KS, BM>(dp, dow, QB, vt, KB);
     fg_wgmma_commit();
+    if constexpr (LATE) load_next();  // the next tile's copy while the tensor cores run S and dP
     fg_wgmma_wait<0>();
     fg_reg_fence(s);
     fg_reg_fence(dp);
@@ -684,18 +699,23 @@ FG_BWD_WGMMA_DQ_L(128, 128, 128, false, false, true, false, true, 1, _fx_late)
 FG_BWD_WGMMA_DQ_L(128, 128, 64, true, false, true, true, true, 1, _ovl_fx_pipe_late)
 
 // 3xF16 (Exact): _x3.
-#define FG_BWD_WGMMA_DKDV_X3(D, BN, BM)                                                \
-  extern "C" __global__ void __launch_bounds__(2 * BN, 1)                              \
-      fg_attn_bwd_wgmma_dkdv_exact_d##D##_n##BN##_m##BM##_x3(const fg_attn_params p) {  \
-    fg_attn_bwd_wgmma_dkdv_x3<D, BN, BM>(p);                                            \
+#define FG_BWD_WGMMA_DKDV_X3(D, BN, BM, LATE, SFX)                                         \
+  extern "C" __global__ void __launch_bounds__(2 * BN, 1)                                   \
+      fg_attn_bwd_wgmma_dkdv_exact_d##D##_n##BN##_m##BM##_x3##SFX(const fg_attn_params p) {  \
+    fg_attn_bwd_wgmma_dkdv_x3<D, BN, BM, LATE>(p);                                           \
   }
-#define FG_BWD_WGMMA_DQ_X3(D, BM, BN)                                                  \
-  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                              \
-      fg_attn_bwd_wgmma_dq_exact_d##D##_m##BM##_n##BN##_x3(const fg_attn_params p) {    \
-    fg_attn_bwd_wgmma_dq_x3<D, BM, BN>(p);                                              \
+#define FG_BWD_WGMMA_DQ_X3(D, BM, BN, LATE, SFX)                                            \
+  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                                   \
+      fg_attn_bwd_wgmma_dq_exact_d##D##_m##BM##_n##BN##_x3##SFX(const fg_attn_params p) {    \
+    fg_attn_bwd_wgmma_dq_x3<D, BM, BN, LATE>(p);                                             \
   }
-FG_BWD_WGMMA_DKDV_X3(64, 64, 64)
-FG_BWD_WGMMA_DKDV_X3(64, 128, 64)
-FG_BWD_WGMMA_DQ_X3(64, 128, 64)
-FG_BWD_WGMMA_DKDV_X3(128, 128, 32)
-FG_BWD_WGMMA_DQ_X3(128, 128, 32)
+FG_BWD_WGMMA_DKDV_X3(64, 64, 64, false, )
+FG_BWD_WGMMA_DKDV_X3(64, 128, 64, false, )
+FG_BWD_WGMMA_DQ_X3(64, 128, 64, false, )
+FG_BWD_WGMMA_DKDV_X3(128, 128, 32, false, )
+FG_BWD_WGMMA_DQ_X3(128, 128, 32, false, )
+// _late: the LATE forms (above): the next tile's copy issued once the tile's first products are.
+FG_BWD_WGMMA_DKDV_X3(64, 128, 64, true, _late)
+FG_BWD_WGMMA_DQ_X3(64, 128, 64, true, _late)
+FG_BWD_WGMMA_DKDV_X3(128, 128, 32, true, _late)
+FG_BWD_WGMMA_DQ_X3(128, 128, 32, true, _late)
