@@ -190,6 +190,11 @@ var mmaCfgs = []mmaCfg{
 	// 0.92 / 0.95, 4.61 / 4.96, 2.47 / 2.77. Variants 29, 31 and 32 (2 and 1 rows in flight per
 	// converter with setmaxnreg 40 and 232; 30 with Q loaded 2 chunks at a time) were within 1-8%
 	// of 30 but at d = 128, N = 1024 causal (29: 2.09 ms; 31 and 32: 1.71-1.73), and were dropped.
+	// Variants 45 and 46 (eighteenth session): 27 and 30 with the next key tile's copy issued
+	// once the tile's S' product is (LATE in attention_hopper.cu), the defaults in their
+	// places.
+	{45, PrecisionExact, 64, 128, 128, 0}, {45, PrecisionExact, 128, 128, 64, 4096},
+	{46, PrecisionExact, 128, 128, 64, 0}, {46, PrecisionExact, 64, 128, 128, 0},
 	{27, PrecisionExact, 64, 128, 128, 0}, {27, PrecisionExact, 128, 128, 64, 4096},
 	{30, PrecisionExact, 128, 128, 64, 0}, {30, PrecisionExact, 64, 128, 128, 0},
 	// Hopper (compute capability 9.0) only; pickMMA passes over them elsewhere. At d = 64
@@ -285,19 +290,22 @@ func (c mmaCfg) qst() bool { return c.Variant == 22 || c.Variant == 38 }
 // (variants 19 to 22 and 38).
 func (c mmaCfg) persistBF16() bool { return c.Variant >= 19 && c.Variant <= 22 || c.Variant == 38 }
 
-// x3 reports whether c is a 3xF16 forward (variants 27 and 30).
-func (c mmaCfg) x3() bool { return c.Variant == 27 || c.Variant == 30 }
+// x3 reports whether c is a 3xF16 forward (variants 27, 30, 45 and 46).
+func (c mmaCfg) x3() bool { return c.Variant == 27 || c.x3persist() || c.Variant == 45 }
 
-// persistent reports whether c runs in a persistent grid (variants 19 to 22, 25, 26, 30 and
-// 38: persistGrid blocks, each looping over query tiles).
+// x3persist reports whether c is a persistent 3xF16 forward (variants 30 and 46).
+func (c mmaCfg) x3persist() bool { return c.Variant == 30 || c.Variant == 46 }
+
+// persistent reports whether c runs in a persistent grid (variants 19 to 22, 25, 26, 30, 38
+// and 46: persistGrid blocks, each looping over query tiles).
 func (c mmaCfg) persistent() bool {
-	return c.persistBF16() || c.Variant == 25 || c.Variant == 26 || c.Variant == 30
+	return c.persistBF16() || c.Variant == 25 || c.Variant == 26 || c.x3persist()
 }
 
-// fused reports whether c converts K and V itself (variants 20 to 22, 26, 30 and 38): no
+// fused reports whether c converts K and V itself (variants 20 to 22, 26, 30, 38 and 46): no
 // pre-pass kernel runs, and its scratch holds a flag per tile after the planes.
 func (c mmaCfg) fused() bool {
-	return c.persistBF16() && c.Variant != 19 || c.Variant == 26 || c.Variant == 30
+	return c.persistBF16() && c.Variant != 19 || c.Variant == 26 || c.x3persist()
 }
 
 // keeps reports whether c's planes can be kept for the backward (AttentionBuffers.Planes,

@@ -393,12 +393,17 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d128-sm80-v13", PrecisionBF16, 128, f32, 13, true, 80, ""},
 		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d64_m128_n128"},
 		{"tf32-d128-sm90", PrecisionTF32, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d128_m128_n64"},
-		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v30_exact_d128_m128_n64"},
+		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v46_exact_d128_m128_n64"},
+		{"exact-d128-sm90-v30", PrecisionExact, 128, f32, 30, true, 90, "fg_attn_fwd_wgmma_v30_exact_d128_m128_n64"},
+		{"exact-d128-sm90-v45", PrecisionExact, 128, f32, 45, true, 90, "fg_attn_fwd_wgmma_v45_exact_d128_m128_n64"},
 		{"exact-d128-sm90-v27", PrecisionExact, 128, f32, 27, true, 90, "fg_attn_fwd_wgmma_v27_exact_d128_m128_n64"},
 		{"exact-d64-sm90-v30", PrecisionExact, 64, f32, 30, true, 90, "fg_attn_fwd_wgmma_v30_exact_d64_m128_n128"},
 		{"exact-d128-sm80-v30", PrecisionExact, 128, f32, 30, true, 80, ""},
 		{"exact-d128-sm90-v30-noscratch", PrecisionExact, 128, f32, 30, false, 90, ""},
-		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v27_exact_d64_m128_n128"},
+		{"exact-d64-sm90", PrecisionExact, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v45_exact_d64_m128_n128"},
+		{"exact-d64-sm90-v27", PrecisionExact, 64, f32, 27, true, 90, "fg_attn_fwd_wgmma_v27_exact_d64_m128_n128"},
+		{"exact-d64-sm90-v46", PrecisionExact, 64, f32, 46, true, 90, "fg_attn_fwd_wgmma_v46_exact_d64_m128_n128"},
+		{"exact-d128-sm80-v46", PrecisionExact, 128, f32, 46, true, 80, ""},
 		{"exact-d64-sm80-v27", PrecisionExact, 64, f32, 27, true, 80, ""},
 		{"exact-d64-sm90-v24", PrecisionExact, 64, f32, 24, true, 90, "fg_attn_fwd_wgmma_v24_exact_d64_m128_n64"},
 		{"exact-d64-sm90-v26", PrecisionExact, 64, f32, 26, true, 90, "fg_attn_fwd_wgmma_v26_exact_d64_m128_n64"},
@@ -449,7 +454,7 @@ func TestPickMMA(t *testing.T) {
 		}
 	}
 	// TF32 at d = 128: variant 24 from Nk = 4096 (MinNk); below, and at d = 64, variant 25;
-	// Exact: at d = 128 variant 30 below Nk = 4096 and 27 from it, at d = 64 27.
+	// Exact: at d = 128 variant 46 below Nk = 4096 and 45 from it, at d = 64 45.
 	for _, nk := range []int{1024, 4095, 4096, 16383, 16384} {
 		for _, c := range []struct {
 			prec  Precision
@@ -461,9 +466,9 @@ func TestPickMMA(t *testing.T) {
 			kp := p.kernelParams()
 			want := map[bool]int{false: map[Precision]int{PrecisionExact: 27, PrecisionTF32: 25}[c.prec], true: 24}[nk >= c.minNk]
 			if c.prec == PrecisionExact {
-				want = 27
+				want = 45
 				if c.d == 128 && nk < 4096 {
-					want = 30
+					want = 46
 				}
 			}
 			if got, ok := pickMMA(&kp, f32, 0, true, 90); !ok || got.Variant != want {
@@ -559,7 +564,7 @@ func TestPickMMA(t *testing.T) {
 	} else if m := regexp.MustCompile(`(?m)^#define FG_HOPPER_BN (\d+)$`).FindSubmatch(wg); m == nil || string(m[1]) != strconv.Itoa(hopperBN) {
 		t.Errorf("wgmma.cuh's FG_HOPPER_BN %q, Go's hopperBN %d", m, hopperBN)
 	}
-	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA(_X3|_X3_PERSIST)?\(`,
+	for m, re := range map[string]string{"attention_mma": `(?m)^FG_FWD_MMA(_LDM|_PRE|_SPLIT)?\(`, "attention_hopper": `(?m)^FG_FWD_WGMMA(_X3|_X3_PERSIST|_X3_LATE|_X3_PERSIST_L)?\(`,
 		"attention_hopper_bulk": `(?m)^FG_FWD_WGMMA_BULK\(`, "attention_hopper_persist": `(?m)^FG_FWD_WGMMA_PERSIST(_Q|_H)?\(`,
 		"attention_hopper_exact": `(?m)^FG_FWD_WGMMA_EXACT(_PERSIST|_FUSED)?\(`} {
 		if n := len(regexp.MustCompile(re).FindAllString(src[m], -1)); n != count[m] {

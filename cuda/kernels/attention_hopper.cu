@@ -167,7 +167,7 @@ __host__ __device__ constexpr unsigned fg_x3_fwd_smem(int D, int BN, int NWG) { 
 // O alpha + 2^-(15 + v_j) P'V' (one FFMA: the product by a power of two is exact); S sums over
 // d in the accumulator (as the backward's 3xF16 S^T and S). Shared memory at sQ: Q hi, Q lo
 // [BM][D], two stages of K hi, K lo, V hi, V lo [BN][D].
-template <int D, int BN, int NWG, bool FLAGS, int QG>
+template <int D, int BN, int NWG, bool FLAGS, int QG, bool LATE = false>
 __device__ __forceinline__ void fg_x3_fwd_item(const fg_attn_params& p, const FgX3Kv& kv, int m0, int h, int b,
                                                uint32_t sQ) {
   constexpr int BM = 64 * NWG, THREADS = 128 * NWG;
@@ -269,16 +269,20 @@ __device__ __forceinline__ void fg_x3_fwd_item(const fg_attn_params& p, const Fg
     fg_fence_async();
     if (j + 1 < tiles) ready(j + 1);
     sync();  // tile j landed for every thread (and Q's stores); every warpgroup is done with tile j - 1
-    if (j + 1 < tiles) {
-      load(j + 1);
-      fg_cp_async_commit();
-    }
+    const auto load_next = [&] {
+      if (j + 1 < tiles) {
+        load(j + 1);
+        fg_cp_async_commit();
+      }
+    };
+    if constexpr (!LATE) load_next();
     const int2 ex = __ldcg(kv.exps + u0 + j);  // tile j's exponents (in L2: written by another block)
     const uint32_t kt = sK + (j & 1) * 4 * KB, vt = kt + 2 * KB;
     float s[NB][4];
     fg_wgmma_fence();
     fg_x3_abt<BN, KS, BM>(s, qw, QB, kt, KB);  // S' = Q' K'^T
     fg_wgmma_commit();
+    if constexpr (LATE) load_next();  // the next tile's copy while the tensor cores run S'
     fg_wgmma_wait<0>();
     fg_reg_fence(s);
     float alpha[2];
@@ -311,10 +315,10 @@ __device__ __forceinline__ uint32_t fg_shared_1024() {
 
 // fg_attn_fwd_wgmma_x3 (variant 27): grid (ceil(Nq/BM), H, B), 128 NWG threads, a query tile
 // each (the last first: FgItem::block); p.k the planes of the pre-pass fg_attn_x3_kv.
-template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_attn_params& p) {
+template <int D, int BN, int NWG, bool LATE = false> __device__ void fg_attn_fwd_wgmma_x3(const fg_attn_params& p) {
   if (fg_dynamic_smem() < fg_x3_fwd_smem(D, BN, NWG)) __trap();
   const FgItem m = FgItem::block(p, 64 * NWG, BN);
-  fg_x3_fwd_item<D, BN, NWG, false, D / 16>(p, FgX3Kv(p, p.k, BN), m.m0, m.h, m.b, fg_shared_1024());
+  fg_x3_fwd_item<D, BN, NWG, false, D / 16, LATE>(p, FgX3Kv(p, p.k, BN), m.m0, m.h, m.b, fg_shared_1024());
 }
 
 // fg_attn_fwd_wgmma_x3_persist (variant 30): variant 27 in a persistent grid (the schedule of
@@ -328,7 +332,7 @@ template <int D, int BN, int NWG> __device__ void fg_attn_fwd_wgmma_x3(const fg_
 // time. PREG and CREG are setmaxnreg's registers for the converters and the consumers (their
 // sum over the block within the launch's 168 x 384); U the rows of K and of V a converter
 // thread has in flight; QG the consumers' Q chunks loaded at a time (fg_x3_fwd_item).
-template <int D, int BN, int NWG, int PREG, int CREG, int U, int QG>
+template <int D, int BN, int NWG, int PREG, int CREG, int U, int QG, bool LATE = false>
 __device__ void fg_attn_fwd_wgmma_x3_persist(const fg_mma_prep_params& pp) {
   constexpr int BM = 64 * NWG, CONSUMERS = 128 * NWG;
   static_assert(128 * PREG + CONSUMERS * CREG <= 168 * (CONSUMERS + 128) && PREG % 8 == 0 && CREG % 8 == 0, "setmaxnreg");
@@ -359,7 +363,7 @@ __device__ void fg_attn_fwd_wgmma_x3_persist(const fg_mma_prep_params& pp) {
     const FgItem m(p, w, T, BM, BN);
     if (threadIdx.x == 0)
       if (const int64_t wn = fg_item(k + 1, c, G); wn < items) fg_prefetch_q(p, FgItem(p, wn, T, BM, BN), D, BM);
-    fg_x3_fwd_item<D, BN, NWG, true, QG>(p, kv, m.m0, m.h, m.b, fg_shared_1024());
+    fg_x3_fwd_item<D, BN, NWG, true, QG, LATE>(p, kv, m.m0, m.h, m.b, fg_shared_1024());
   }
 }
 
@@ -408,15 +412,28 @@ FG_FWD_WGMMA(16, false, 128, 64, 64)
       fg_attn_fwd_wgmma_v27_exact_d##D##_m##BM##_n##BN(const fg_attn_params p) {          \
     fg_attn_fwd_wgmma_x3<D, BN, BM / 64>(p);                                              \
   }
-#define FG_FWD_WGMMA_X3_PERSIST(V, D, BM, BN, PREG, CREG, U, QG)                          \
+#define FG_FWD_WGMMA_X3_PERSIST_L(V, D, BM, BN, PREG, CREG, U, QG, LATE)                 \
   extern "C" __global__ void __launch_bounds__(2 * BM + 128, 1)                          \
       fg_attn_fwd_wgmma_v##V##_exact_d##D##_m##BM##_n##BN(const fg_mma_prep_params pp) {  \
-    fg_attn_fwd_wgmma_x3_persist<D, BN, BM / 64, PREG, CREG, U, QG>(pp);                  \
+    fg_attn_fwd_wgmma_x3_persist<D, BN, BM / 64, PREG, CREG, U, QG, LATE>(pp);            \
   }
+#define FG_FWD_WGMMA_X3_PERSIST(V, D, BM, BN, PREG, CREG, U, QG) FG_FWD_WGMMA_X3_PERSIST_L(V, D, BM, BN, PREG, CREG, U, QG, false)
 FG_FWD_WGMMA_X3(64, 128, 128)
 FG_FWD_WGMMA_X3(128, 128, 64)
 FG_FWD_WGMMA_X3_PERSIST(30, 64, 128, 128, 56, 224, 4, 4)
 FG_FWD_WGMMA_X3_PERSIST(30, 128, 128, 64, 56, 224, 4, 8)
+// Variants 45 and 46 (eighteenth session): 27 and 30 with the next key tile's copy issued once
+// the tile's S' product is (LATE), where 27 and 30 issue it first; as the backward's Late
+// kernels (attention_hopper_bwd.cu).
+#define FG_FWD_WGMMA_X3_LATE(D, BM, BN)                                                  \
+  extern "C" __global__ void __launch_bounds__(2 * BM, 1)                                \
+      fg_attn_fwd_wgmma_v45_exact_d##D##_m##BM##_n##BN(const fg_attn_params p) {          \
+    fg_attn_fwd_wgmma_x3<D, BN, BM / 64, true>(p);                                        \
+  }
+FG_FWD_WGMMA_X3_LATE(64, 128, 128)
+FG_FWD_WGMMA_X3_LATE(128, 128, 64)
+FG_FWD_WGMMA_X3_PERSIST_L(46, 64, 128, 128, 56, 224, 4, 4, true)
+FG_FWD_WGMMA_X3_PERSIST_L(46, 128, 128, 64, 56, 224, 4, 8, true)
 // (Variant 28, variant 27 with one warpgroup per block and half the shared memory so that two
 // blocks share an SM, ran 3-27% slower than 27 at N = 1024 and 4096 (d = 128 with 32-key tiles),
 // results/h100-2026-11-24-s15 call x3f, and was dropped.)
