@@ -183,17 +183,24 @@ var mmaCfgs = []mmaCfg{
 	// v27 ÷ v26 time, N = 1024 non-causal / causal and N = 4096): d = 64 0.91 / 0.98 and 0.79 /
 	// 0.88; d = 128 0.86 / 1.04 and 0.73 / 0.77 (v27 64-142 TFLOP/s in call F). The rows below
 	// (v24 from Nk = 16384 at d = 128, v26) stay for comparison.
-	// Variant 30 (variant 27 in a persistent grid, its pre-pass under the products) at d = 128
-	// below Nk = 4096, 27 elsewhere (sixteenth session, results/h100-2026-11-25-s16 call x29c,
+	// Until the eighteenth session: variant 30 (variant 27 in a persistent grid, its pre-pass
+	// under the products) at d = 128 below Nk = 4096, 27 elsewhere (sixteenth session,
+	// results/h100-2026-11-25-s16 call x29c,
 	// BenchmarkAttentionMMA, three rounds, ms, v27 / v30, N = 1024 non-causal and causal, then
 	// 4096): d = 128 2.56 / 2.51, 1.75 / 1.61, 8.57 / 8.90, 4.74 / 4.79; d = 64 1.39 / 1.45,
 	// 0.92 / 0.95, 4.61 / 4.96, 2.47 / 2.77. Variants 29, 31 and 32 (2 and 1 rows in flight per
 	// converter with setmaxnreg 40 and 232; 30 with Q loaded 2 chunks at a time) were within 1-8%
 	// of 30 but at d = 128, N = 1024 causal (29: 2.09 ms; 31 and 32: 1.71-1.73), and were dropped.
 	// Variants 45 and 46 (eighteenth session): 27 and 30 with the next key tile's copy issued
-	// once the tile's S' product is (LATE in attention_hopper.cu), the defaults in their
-	// places.
-	{45, PrecisionExact, 64, 128, 128, 0}, {45, PrecisionExact, 128, 128, 64, 4096},
+	// once the tile's S' product is (LATE in attention_hopper.cu). Variant 45 is the default
+	// (results/h100-2026-11-25-s18 call E, BenchmarkAttentionMMA, two rounds, ms, v27 / v45 /
+	// v30 / v46, N = 1024 non-causal and causal, 4096 non-causal and causal, 16384 non-causal):
+	// d = 64 1.38 / 1.33 / 1.45 / 1.38, 0.91 / 0.88 / 0.95 / 0.90, 4.59 / 4.28 / 4.99 / 4.65,
+	// 2.64 / 2.36 / 2.82 / 2.49, 18.9 / 16.3 / 19.5 / 17.7; d = 128 2.52 / 2.43 / 2.51 / 2.46,
+	// 1.67 / 1.62 / 1.61 / 1.62, 8.44 / 8.24 / 8.94 / 8.67, 4.67 / 4.46 / 4.85 / 4.68,
+	// 33.5 / 33.7 / 35.8 / 33.4: v45 at or below the others on every row but the last (within
+	// 1%), so the persistent variant no longer pays at d = 128 below Nk = 4096.
+	{45, PrecisionExact, 64, 128, 128, 0}, {45, PrecisionExact, 128, 128, 64, 0},
 	{46, PrecisionExact, 128, 128, 64, 0}, {46, PrecisionExact, 64, 128, 128, 0},
 	{27, PrecisionExact, 64, 128, 128, 0}, {27, PrecisionExact, 128, 128, 64, 4096},
 	{30, PrecisionExact, 128, 128, 64, 0}, {30, PrecisionExact, 64, 128, 128, 0},

@@ -393,9 +393,9 @@ func TestPickMMA(t *testing.T) {
 		{"bf16-d128-sm80-v13", PrecisionBF16, 128, f32, 13, true, 80, ""},
 		{"tf32-d64-sm90", PrecisionTF32, 64, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d64_m128_n128"},
 		{"tf32-d128-sm90", PrecisionTF32, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v25_tf32_d128_m128_n64"},
-		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v46_exact_d128_m128_n64"},
+		{"exact-d128-sm90", PrecisionExact, 128, f32, 0, true, 90, "fg_attn_fwd_wgmma_v45_exact_d128_m128_n64"},
+		{"exact-d128-sm90-v46", PrecisionExact, 128, f32, 46, true, 90, "fg_attn_fwd_wgmma_v46_exact_d128_m128_n64"},
 		{"exact-d128-sm90-v30", PrecisionExact, 128, f32, 30, true, 90, "fg_attn_fwd_wgmma_v30_exact_d128_m128_n64"},
-		{"exact-d128-sm90-v45", PrecisionExact, 128, f32, 45, true, 90, "fg_attn_fwd_wgmma_v45_exact_d128_m128_n64"},
 		{"exact-d128-sm90-v27", PrecisionExact, 128, f32, 27, true, 90, "fg_attn_fwd_wgmma_v27_exact_d128_m128_n64"},
 		{"exact-d64-sm90-v30", PrecisionExact, 64, f32, 30, true, 90, "fg_attn_fwd_wgmma_v30_exact_d64_m128_n128"},
 		{"exact-d128-sm80-v30", PrecisionExact, 128, f32, 30, true, 80, ""},
@@ -454,7 +454,7 @@ func TestPickMMA(t *testing.T) {
 		}
 	}
 	// TF32 at d = 128: variant 24 from Nk = 4096 (MinNk); below, and at d = 64, variant 25;
-	// Exact: at d = 128 variant 46 below Nk = 4096 and 45 from it, at d = 64 45.
+	// Exact: variant 45.
 	for _, nk := range []int{1024, 4095, 4096, 16383, 16384} {
 		for _, c := range []struct {
 			prec  Precision
@@ -467,9 +467,6 @@ func TestPickMMA(t *testing.T) {
 			want := map[bool]int{false: map[Precision]int{PrecisionExact: 27, PrecisionTF32: 25}[c.prec], true: 24}[nk >= c.minNk]
 			if c.prec == PrecisionExact {
 				want = 45
-				if c.d == 128 && nk < 4096 {
-					want = 46
-				}
 			}
 			if got, ok := pickMMA(&kp, f32, 0, true, 90); !ok || got.Variant != want {
 				t.Errorf("%v d=%d Nk=%d on Hopper: variant %d (%v), want %d", c.prec, c.d, nk, got.Variant, ok, want)
