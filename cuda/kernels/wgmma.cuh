@@ -324,13 +324,21 @@ __device__ __forceinline__ void fg_cp_async16_s(uint32_t saddr, const void* gmem
 
 // fg_load_sw128 starts the copy of rows [0, ROWS) of a contiguous bfloat16 matrix g with rows
 // of CH 16-byte chunks into the swizzled tile at shared address s; rows r >= nvalid are
-// zero-filled without reading global memory.
+// zero-filled without reading global memory. Called by threads 0 .. THREADS - 1: thread t
+// copies chunk t mod CH of rows t / CH + k STEP (STEP = THREADS / CH, a multiple of 8, so those
+// rows share one swizzle), a count and offsets known at compile time (the form of a loop over
+// threadIdx.x cost a division, a 64-bit address and a bound test per chunk: the eighteenth
+// session's ncu, results/h100-2026-11-25-s18 call B).
 template <int ROWS, int CH, int THREADS> __device__ __forceinline__ void fg_load_sw128(uint32_t s, const uint4* g, int nvalid) {
+  constexpr int STEP = THREADS / CH;
+  static_assert(THREADS % CH == 0 && ROWS % STEP == 0 && STEP % 8 == 0, "passes of whole rows that share a swizzle");
+  const unsigned t = threadIdx.x;
+  const int r0 = (int)(t / CH);
+  const uint32_t d0 = s + fg_sw128<ROWS>(r0, (int)(t % CH));
 #pragma unroll
-  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
-    const int r = idx / CH, c = idx % CH;
-    const bool ok = r < nvalid;
-    fg_cp_async16_s(s + fg_sw128<ROWS>(r, c), ok ? (const void*)(g + r * CH + c) : (const void*)g, ok);
+  for (int k = 0; k < ROWS / STEP; ++k) {
+    const bool ok = r0 + k * STEP < nvalid;
+    fg_cp_async16_s(d0 + k * STEP * 128, ok ? (const void*)(g + t + k * THREADS) : (const void*)g, ok);
   }
 }
 
@@ -357,13 +365,19 @@ __device__ __forceinline__ void fg_load_kv_sw128(uint32_t s, const uint16_t* hea
     fg_load_sw128<ROWS, CH, THREADS>(s, (const uint4*)(head + (int64_t)n0 * row), nvalid);
     return;
   }
+  // As fg_load_sw128: thread u copies chunk u mod CH of rows u / CH + k STEP, whose source
+  // rows n0 mod FG_HOPPER_BN + ... share one swizzle too (n0 is a multiple of ROWS).
+  constexpr int STEP = THREADS / CH;
+  static_assert(THREADS % CH == 0 && ROWS % STEP == 0 && STEP % 8 == 0, "passes of whole rows that share a swizzle");
   const char* t = (const char*)head + (int64_t)(n0 / FG_HOPPER_BN) * (FG_HOPPER_BN * CH * 16);
-  const int r0 = n0 % FG_HOPPER_BN;
+  const unsigned u = threadIdx.x;
+  const int r = (int)(u / CH), c = (int)(u % CH);
+  const uint32_t d0 = s + fg_sw128<ROWS>(r, c);
+  const char* s0 = t + fg_sw128<FG_HOPPER_BN>(n0 % FG_HOPPER_BN + r, c);
 #pragma unroll
-  for (int idx = threadIdx.x; idx < ROWS * CH; idx += THREADS) {
-    const int r = idx / CH, c = idx % CH;
-    const bool ok = r < nvalid;
-    fg_cp_async16_s(s + fg_sw128<ROWS>(r, c), ok ? (const void*)(t + fg_sw128<FG_HOPPER_BN>(r0 + r, c)) : (const void*)t, ok);
+  for (int k = 0; k < ROWS / STEP; ++k) {
+    const bool ok = r + k * STEP < nvalid;
+    fg_cp_async16_s(d0 + k * STEP * 128, ok ? (const void*)(s0 + k * STEP * 128) : (const void*)t, ok);
   }
 }
 
