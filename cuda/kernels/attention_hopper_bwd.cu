@@ -43,6 +43,38 @@
 #include "mma_bwd.cuh"
 #include "wgmma.cuh"
 
+// fg_dkdv_step begins step it of a dK/dV kernel's walk (both kernels below): it waits for the
+// step's tile, syncs the block (every warpgroup is then done with the other stage), starts the
+// next tile's copy unless LATE (load_stage(it + 1)), and returns the tile's first query row;
+// LATE reads it from cur and steps cur on to step it + 1's tile, whose copy fg_dkdv_copy_next
+// starts once the caller has issued the step's first products.
+template <bool LATE, int BM, class Load>
+__device__ __forceinline__ int fg_dkdv_step(int it, int total, const FgKvWalk<BM>& walk, FgKvCursor& cur, int nq,
+                                            const Load& load_stage) {
+  fg_cp_async_wait<0>();
+  fg_fence_async();
+  __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
+  if constexpr (!LATE) {
+    if (it + 1 < total) {
+      load_stage(it + 1);
+      fg_cp_async_commit();
+    }
+    return walk.m0(it);
+  }
+  const int m0 = cur.m0;
+  cur.step(walk, nq);
+  return m0;
+}
+template <bool LATE, class LoadAt>
+__device__ __forceinline__ void fg_dkdv_copy_next(int it, int total, const FgKvCursor& cur, const LoadAt& load_stage_at) {
+  if constexpr (LATE) {
+    if (it + 1 < total) {
+      load_stage_at(it + 1, cur.hq, cur.m0);
+      fg_cp_async_commit();
+    }
+  }
+}
+
 // fg_attn_bwd_wgmma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN / 64 warpgroups); D = 64
 // or 128 (d == D), BM = 64 or 128 (the N of S^T's product). Shared memory: K, V [BN][D], two
 // stages of Q, dO [BM][D] bfloat16, then two stages of (L2, delta) [BM] (PIPE: three of each).
@@ -161,17 +193,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
     fg_reg_fence(dv);
     fg_reg_fence(dk);
   } else for (int it = 0; it < total; ++it) {
-    fg_cp_async_wait<0>();
-    fg_fence_async();
-    __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
-    if constexpr (!LATE) {
-      if (it + 1 < total) {
-        load_stage(it + 1);
-        fg_cp_async_commit();
-      }
-    }
-    const int m0 = LATE ? cur.m0 : walk.m0(it);
-    if constexpr (LATE) cur.step(walk, p.nq);
+    const int m0 = fg_dkdv_step<LATE>(it, total, walk, cur, p.nq, load_stage);
     const uint32_t sq = sQ + stage(it) * 2 * QB, sdo = sq + QB;
     const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
     const float2* ld = sLD + stage(it) * BM;
@@ -199,12 +221,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
     } else {
       fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
       fg_wgmma_commit();
-      if constexpr (LATE) {  // the next tile's copy while the tensor cores run S^T and dP^T
-        if (it + 1 < total) {
-          load_stage_at(it + 1, cur.hq, cur.m0);
-          fg_cp_async_commit();
-        }
-      }
+      fg_dkdv_copy_next<LATE>(it, total, cur, load_stage_at);  // while the tensor cores run S^T and dP^T
       fg_wgmma_wait<0>();
       fg_reg_fence(st);
       fg_reg_fence(dpt);
@@ -477,17 +494,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
   const uint32_t kw = sK + wg * 64 * 128, vw = sV + wg * 64 * 128;  // this warpgroup's 64 keys
   FgKvCursor cur(walk, hk);  // LATE: the tile of step it, stepped on to step it + 1's once it has begun
   for (int it = 0; it < total; ++it) {
-    fg_cp_async_wait<0>();
-    fg_fence_async();
-    __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
-    if constexpr (!LATE) {
-      if (it + 1 < total) {
-        load_stage(it + 1);
-        fg_cp_async_commit();
-      }
-    }
-    const int m0 = LATE ? cur.m0 : walk.m0(it);
-    if constexpr (LATE) cur.step(walk, p.nq);
+    const int m0 = fg_dkdv_step<LATE>(it, total, walk, cur, p.nq, load_stage);
     const uint32_t sq = sQ + (it & 1) * 4 * QB, sdo = sq + 2 * QB;
     const bool mask = fg_dkdv_masked<BM, BN>(p, m0, n0, klen);
     const float2 *ld = sLD + (it & 1) * BM, *qf = sQF + (it & 1) * BM;
@@ -496,12 +503,7 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     fg_x3_abt<BM, KS, BN>(st, kw, KB, sq, QB);
     fg_x3_abt<BM, KS, BN>(dpt, vw, KB, sdo, QB);
     fg_wgmma_commit();
-    if constexpr (LATE) {  // the next tile's copy while the tensor cores run S^T and dP^T
-      if (it + 1 < total) {
-        load_stage_at(it + 1, cur.hq, cur.m0);
-        fg_cp_async_commit();
-      }
-    }
+    fg_dkdv_copy_next<LATE>(it, total, cur, load_stage_at);  // while the tensor cores run S^T and dP^T
     fg_wgmma_wait<0>();
     fg_reg_fence(st);
     fg_reg_fence(dpt);
