@@ -269,12 +269,7 @@ __device__ __forceinline__ void fg_x3_fwd_item(const fg_attn_params& p, const Fg
     fg_fence_async();
     if (j + 1 < tiles) ready(j + 1);
     sync();  // tile j landed for every thread (and Q's stores); every warpgroup is done with tile j - 1
-    const auto load_next = [&] {
-      if (j + 1 < tiles) {
-        load(j + 1);
-        fg_cp_async_commit();
-      }
-    };
+    const auto load_next = [&] { fg_copy_if(j + 1 < tiles, [&] { load(j + 1); }); };
     if constexpr (!LATE) load_next();
     const int2 ex = __ldcg(kv.exps + u0 + j);  // tile j's exponents (in L2: written by another block)
     const uint32_t kt = sK + (j & 1) * 4 * KB, vt = kt + 2 * KB;

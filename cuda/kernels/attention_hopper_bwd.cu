@@ -46,8 +46,8 @@
 // fg_dkdv_step begins step it of a dK/dV kernel's walk (both kernels below): it waits for the
 // step's tile, syncs the block (every warpgroup is then done with the other stage), starts the
 // next tile's copy unless LATE (load_stage(it + 1)), and returns the tile's first query row;
-// LATE reads it from cur and steps cur on to step it + 1's tile, whose copy fg_dkdv_copy_next
-// starts once the caller has issued the step's first products.
+// LATE reads it from cur and steps cur on to step it + 1's tile, whose copy the caller starts
+// once it has issued the step's first products.
 template <bool LATE, int BM, class Load>
 __device__ __forceinline__ int fg_dkdv_step(int it, int total, const FgKvWalk<BM>& walk, FgKvCursor& cur, int nq,
                                             const Load& load_stage) {
@@ -55,24 +55,12 @@ __device__ __forceinline__ int fg_dkdv_step(int it, int total, const FgKvWalk<BM
   fg_fence_async();
   __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
   if constexpr (!LATE) {
-    if (it + 1 < total) {
-      load_stage(it + 1);
-      fg_cp_async_commit();
-    }
+    fg_copy_if(it + 1 < total, [&] { load_stage(it + 1); });
     return walk.m0(it);
   }
   const int m0 = cur.m0;
   cur.step(walk, nq);
   return m0;
-}
-template <bool LATE, class LoadAt>
-__device__ __forceinline__ void fg_dkdv_copy_next(int it, int total, const FgKvCursor& cur, const LoadAt& load_stage_at) {
-  if constexpr (LATE) {
-    if (it + 1 < total) {
-      load_stage_at(it + 1, cur.hq, cur.m0);
-      fg_cp_async_commit();
-    }
-  }
 }
 
 // fg_attn_bwd_wgmma_dkdv: grid (ceil(Nk/BN), Hkv, B), 2 BN threads (BN / 64 warpgroups); D = 64
@@ -221,7 +209,8 @@ __device__ void fg_attn_bwd_wgmma_dkdv(const fg_attn_params& p) {
     } else {
       fg_wgmma_abt<BM, KS, BN>(dpt, vw, sdo);
       fg_wgmma_commit();
-      fg_dkdv_copy_next<LATE>(it, total, cur, load_stage_at);  // while the tensor cores run S^T and dP^T
+      if constexpr (LATE)  // while the tensor cores run S^T and dP^T
+        fg_copy_if(it + 1 < total, [&] { load_stage_at(it + 1, cur.hq, cur.m0); });
       fg_wgmma_wait<0>();
       fg_reg_fence(st);
       fg_reg_fence(dpt);
@@ -312,12 +301,7 @@ __device__ void fg_attn_bwd_wgmma_dq(const fg_attn_params& p) {
     if constexpr (REG) {
       if (j == 0) fg_wgmma_load_a<BM, KS>(qa, sQ, 16 * warp, lane), fg_wgmma_load_a<BM, KS>(doa, sdO, 16 * warp, lane);
     }
-    const auto load_next = [&] {
-      if (j + 1 < tiles) {
-        load_stage(j + 1);
-        fg_cp_async_commit();
-      }
-    };
+    const auto load_next = [&] { fg_copy_if(j + 1 < tiles, [&] { load_stage(j + 1); }); };
     if constexpr (!LATE) load_next();
     const uint32_t kt = sK + stage(j) * 2 * KB, vt = kt + KB;
     float s[NB][4], dp[NB][4];
@@ -503,7 +487,8 @@ __device__ void fg_attn_bwd_wgmma_dkdv_x3(const fg_attn_params& p) {
     fg_x3_abt<BM, KS, BN>(st, kw, KB, sq, QB);
     fg_x3_abt<BM, KS, BN>(dpt, vw, KB, sdo, QB);
     fg_wgmma_commit();
-    fg_dkdv_copy_next<LATE>(it, total, cur, load_stage_at);  // while the tensor cores run S^T and dP^T
+    if constexpr (LATE)  // while the tensor cores run S^T and dP^T
+      fg_copy_if(it + 1 < total, [&] { load_stage_at(it + 1, cur.hq, cur.m0); });
     fg_wgmma_wait<0>();
     fg_reg_fence(st);
     fg_reg_fence(dpt);
@@ -596,12 +581,7 @@ __device__ void fg_attn_bwd_wgmma_dq_x3(const fg_attn_params& p) {
     fg_cp_async_wait<0>();
     fg_fence_async();
     __syncthreads();  // this tile landed for every thread; every warpgroup is done with the other stage
-    const auto load_next = [&] {
-      if (j + 1 < tiles) {
-        load_stage(j + 1);
-        fg_cp_async_commit();
-      }
-    };
+    const auto load_next = [&] { fg_copy_if(j + 1 < tiles, [&] { load_stage(j + 1); }); };
     if constexpr (!LATE) load_next();
     const uint32_t kt = sK + (j & 1) * 4 * KB, vt = kt + 2 * KB;
     const float2* kf = sKF + (j & 1) * BN;

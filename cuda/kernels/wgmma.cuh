@@ -322,6 +322,16 @@ __device__ __forceinline__ void fg_cp_async16_s(uint32_t saddr, const void* gmem
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(valid ? 16 : 0));
 }
 
+// fg_copy_if issues a copy (load: cp.async calls) as one committed group when more is set: a
+// step's copy of the next tile, which the kernels issue before the step's first products or
+// (their Late forms) once those are issued.
+template <class F> __device__ __forceinline__ void fg_copy_if(bool more, const F& load) {
+  if (more) {
+    load();
+    fg_cp_async_commit();
+  }
+}
+
 // fg_load_sw128 starts the copy of rows [0, ROWS) of a contiguous bfloat16 matrix g with rows
 // of CH 16-byte chunks into the swizzled tile at shared address s; rows r >= nvalid are
 // zero-filled without reading global memory. Called by threads 0 .. THREADS - 1: thread t
